@@ -1,0 +1,379 @@
+package v1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+var (
+	imageLists = schema.GroupResource{Group: "eraser.sh", Resource: "imagelists"}
+	imageJobs  = schema.GroupResource{Group: "eraser.sh", Resource: "imagejobs"}
+)
+
+// warnings collects the Warning headers the API server sends.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func dynamicClient(t *testing.T) (*dynamic.DynamicClient, *warnings) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	w := &warnings{}
+	cfg.WarningHandler = w
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc, w
+}
+
+func toUnstructured(t *testing.T, obj runtime.Object, version string) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("eraser.sh/" + version)
+	return u
+}
+
+func TestCRDVersions(t *testing.T) {
+	testenv.Require(t)
+	for _, name := range []string{"imagelists.eraser.sh", "imagejobs.eraser.sh"} {
+		t.Run(name, func(t *testing.T) {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &crd); err != nil {
+				t.Fatal(err)
+			}
+			type version struct {
+				Name                  string
+				Served, Storage, Depr bool
+				HasStatus, HasSchema  bool
+				Columns               int
+			}
+			var got []version
+			for _, v := range crd.Spec.Versions {
+				got = append(got, version{v.Name, v.Served, v.Storage, v.Deprecated,
+					v.Subresources != nil && v.Subresources.Status != nil, v.Schema != nil, len(v.AdditionalPrinterColumns)})
+			}
+			cols := len(crd.Spec.Versions[0].AdditionalPrinterColumns)
+			want := []version{
+				{"v1", true, true, false, true, true, cols},
+				{"v1alpha1", true, false, true, true, true, cols},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("versions (-want +got):\n%s", diff)
+			}
+			if crd.Spec.Scope != apiextensionsv1.ClusterScoped {
+				t.Errorf("scope = %s, want Cluster", crd.Spec.Scope)
+			}
+			if diff := cmp.Diff(crd.Spec.Versions[0].Schema, crd.Spec.Versions[1].Schema); diff != "" {
+				t.Errorf("v1alpha1 schema differs from v1 (-v1 +v1alpha1):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRoundTrip writes objects, status included, in one version and reads
+// them back in the other: with the same schema and no conversion webhook the
+// API server must return identical content.
+func TestRoundTrip(t *testing.T) {
+	testenv.Require(t)
+	ts := metav1.Unix(1_800_000_000, 0)
+	cases := map[string]struct {
+		resource    schema.GroupResource
+		obj         client.Object
+		write, read string
+	}{
+		"ImageList v1alpha1 -> v1": {
+			resource: imageLists, write: "v1alpha1", read: "v1",
+			obj: builder.MakeImageList("rt-list-a").Images("docker.io/library/nginx:latest", "nginx", "*").DryRun(true).
+				Counts(3, 1, 2).Timestamp(ts).Results(eraserv1.ImageResults{Removed: 4, BytesFreed: 1 << 20}).
+				Condition(metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionTrue, Reason: eraserv1.ReasonSucceeded, Message: "ok"}).Obj(),
+		},
+		"ImageList v1 -> v1alpha1": {
+			resource: imageLists, write: "v1", read: "v1alpha1",
+			obj: builder.MakeImageList("rt-list-b").Images("sha256:2834dc507516af02784808c5f48b7cbe38b8ed5d0f4837f16e78d00deb7e7767").Counts(1, 0, 0).Timestamp(ts).Obj(),
+		},
+		"ImageJob v1alpha1 -> v1": {
+			resource: imageJobs, write: "v1alpha1", read: "v1",
+			obj: builder.MakeImageJob("rt-job-a").Phase(eraserv1.PhaseFailed).Counts(10, 7, 2, 1).DeleteAfter(ts).
+				FailedNode("node-1", "Timeout", "pod did not finish in 10m").Obj(),
+		},
+		"ImageJob v1 -> v1alpha1": {
+			resource: imageJobs, write: "v1", read: "v1alpha1",
+			obj: builder.MakeImageJob("rt-job-b").Phase(eraserv1.PhaseCompleted).Counts(2, 2, 0, 0).Obj(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dc, warn := dynamicClient(t)
+			writeRes := dc.Resource(tc.resource.WithVersion(tc.write))
+			in := toUnstructured(t, tc.obj, tc.write)
+			status := in.Object["status"]
+			created, err := writeRes.Create(ctx, in, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create in %s: %v", tc.write, err)
+			}
+			t.Cleanup(func() { _ = writeRes.Delete(ctx, in.GetName(), metav1.DeleteOptions{}) })
+			created.Object["status"] = status
+			written, err := writeRes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatalf("status update in %s: %v", tc.write, err)
+			}
+			read, err := dc.Resource(tc.resource.WithVersion(tc.read)).Get(ctx, in.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get in %s: %v", tc.read, err)
+			}
+			if got := read.GetAPIVersion(); got != "eraser.sh/"+tc.read {
+				t.Errorf("apiVersion = %s", got)
+			}
+			for _, key := range []string{"spec", "status", "metadata"} {
+				if diff := cmp.Diff(written.Object[key], read.Object[key]); diff != "" {
+					t.Errorf("%s differs between %s and %s (-written +read):\n%s", key, tc.write, tc.read, diff)
+				}
+			}
+			if tc.write == "v1alpha1" || tc.read == "v1alpha1" {
+				if !strings.Contains(strings.Join(warn.msgs, "\n"), "eraser.sh/v1alpha1") {
+					t.Errorf("no deprecation warning for v1alpha1, got %q", warn.msgs)
+				}
+			}
+		})
+	}
+}
+
+func TestImageListValidation(t *testing.T) {
+	testenv.Require(t)
+	many := func(n int, f func(int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		spec map[string]any
+		// wantErr are substrings of the API server's message; none means accepted.
+		wantErr []string
+	}{
+		"upstream sample": {spec: map[string]any{"images": []string{"docker.io/library/alpine:3.7.3", "nginx", "sha256:2834dc507516af02784808c5f48b7cbe38b8ed5d0f4837f16e78d00deb7e7767"}}},
+		"prune all":       {spec: map[string]any{"images": []string{"*"}}},
+		"digest ref":      {spec: map[string]any{"images": []string{"registry.example.com:5000/team/app@sha256:2834dc507516af02784808c5f48b7cbe38b8ed5d0f4837f16e78d00deb7e7767"}}},
+		"10,000 entries": {spec: map[string]any{"images": many(10000, func(i int) string {
+			return fmt.Sprintf("registry.example.com/team/application-%05d:v1.2.3", i)
+		})}},
+		"dry run": {spec: map[string]any{"images": []string{"*"}, "dryRun": true}},
+
+		"missing spec":     {spec: nil, wantErr: []string{"spec", "Required value"}},
+		"missing images":   {spec: map[string]any{}, wantErr: []string{"spec.images", "Required value"}},
+		"empty images":     {spec: map[string]any{"images": []string{}}, wantErr: []string{"spec.images", "at least 1 items"}},
+		"empty entry":      {spec: map[string]any{"images": []string{"nginx", ""}}, wantErr: []string{"spec.images[1]", "at least 1 chars"}},
+		"blank entry":      {spec: map[string]any{"images": []string{" "}}, wantErr: []string{"spec.images[0]", "should match"}},
+		"entry with space": {spec: map[string]any{"images": []string{"nginx latest"}}, wantErr: []string{"spec.images[0]", "should match"}},
+		"entry too long":   {spec: map[string]any{"images": []string{strings.Repeat("a", 513)}}, wantErr: []string{"spec.images[0]", "more than 512"}},
+		"too many entries": {spec: map[string]any{"images": many(20001, func(i int) string { return fmt.Sprintf("i%d", i) })},
+			wantErr: []string{"spec.images", "at most 20000"}},
+		"images not a list": {spec: map[string]any{"images": "nginx"}, wantErr: []string{"spec.images", "must be of type array"}},
+		"dryRun not bool":   {spec: map[string]any{"images": []string{"*"}, "dryRun": "yes"}, wantErr: []string{"spec.dryRun", "must be of type boolean"}},
+	}
+	i := 0
+	for name, tc := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dc, _ := dynamicClient(t)
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "eraser.sh/v1", "kind": "ImageList",
+				"metadata": map[string]any{"name": fmt.Sprintf("validation-%d", i)},
+			}}
+			if tc.spec != nil {
+				u.Object["spec"] = jsonRoundTrip(t, tc.spec)
+			}
+			res := dc.Resource(imageLists.WithVersion("v1"))
+			_, err := res.Create(ctx, u, metav1.CreateOptions{})
+			if err == nil {
+				_ = res.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+			}
+			checkErr(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestImageJobStatusValidation(t *testing.T) {
+	testenv.Require(t)
+	tooMany := builder.MakeImageJob("x").Phase(eraserv1.PhaseFailed)
+	for i := range eraserv1.MaxReportedNodes + 1 {
+		tooMany.FailedNode(fmt.Sprintf("node-%d", i), "PodFailed", "")
+	}
+	cases := map[string]struct {
+		job     *eraserv1.ImageJob
+		wantErr []string
+	}{
+		"running":               {job: builder.MakeImageJob("x").Phase(eraserv1.PhaseRunning).Counts(3, 0, 0, 1).Obj()},
+		"bounded failures":      {job: builder.MakeImageJob("x").Phase(eraserv1.PhaseFailed).FailedNode("n1", "Timeout", "").Obj()},
+		"unknown phase":         {job: builder.MakeImageJob("x").Phase("Exploded").Obj(), wantErr: []string{"status.phase", "Unsupported value"}},
+		"too many failed nodes": {job: tooMany.Obj(), wantErr: []string{"status.failedNodes", "at most 32"}},
+		"duplicate failed node": {job: builder.MakeImageJob("x").FailedNode("n1", "A", "").FailedNode("n1", "B", "").Obj(),
+			wantErr: []string{"status.failedNodes[1]", "Duplicate value"}},
+	}
+	i := 0
+	for name, tc := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			job := tc.job.DeepCopy()
+			job.Name = fmt.Sprintf("status-validation-%d", i)
+			status := job.Status
+			if err := env.Client.Create(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(ctx, job) })
+			job.Status = status
+			checkErr(t, env.Client.Status().Update(ctx, job), tc.wantErr)
+		})
+	}
+}
+
+// TestPrinterColumns asks for the Table view kubectl prints.
+func TestPrinterColumns(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	list := builder.MakeImageList("printer").Images("*").Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, list) })
+	cases := map[string]struct {
+		path string
+		want []string
+	}{
+		"imagelists": {"/apis/eraser.sh/v1/imagelists", []string{"Name", "Status", "Success", "Failed", "Skipped", "Removed", "Freed", "Dry-Run", "Last-Run", "Age"}},
+		"imagejobs":  {"/apis/eraser.sh/v1/imagejobs", []string{"Name", "Phase", "Desired", "Succeeded", "Failed", "Skipped", "Removed", "Delete-After", "Age"}},
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			body, err := dc.RESTClient().Get().AbsPath(tc.path).
+				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table metav1.Table
+			if err := json.Unmarshal(body, &table); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			var got []string
+			for _, c := range table.ColumnDefinitions {
+				got = append(got, c.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("columns (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUpstreamImageLists applies the ImageList manifests of upstream Eraser's
+// e2e suite, read in place from the shared reference data.
+func TestUpstreamImageLists(t *testing.T) {
+	testenv.Require(t)
+	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "imagelists")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(files) == 0 {
+		t.Skipf("compatibility fixtures not present at %s (they exist only beside the project's own checkout)", dir)
+	}
+	dc, _ := dynamicClient(t)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(data, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+			res := dc.Resource(imageLists.WithVersion(gv.Version))
+			if _, err := res.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("upstream manifest refused: %v", err)
+			}
+			if err := res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func jsonRoundTrip(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func checkErr(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("accepted, want an error mentioning %q", want)
+	}
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+		t.Errorf("error is not Invalid: %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+}

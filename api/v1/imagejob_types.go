@@ -1,0 +1,167 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// JobPhase is where an ImageJob is in its life.
+// +kubebuilder:validation:Enum=Running;Completed;Failed
+type JobPhase string
+
+const (
+	// PhaseRunning: worker pods are being created or are still running.
+	PhaseRunning JobPhase = "Running"
+	// PhaseCompleted: every node finished and the success ratio was met.
+	PhaseCompleted JobPhase = "Completed"
+	// PhaseFailed: every node finished and the success ratio was not met,
+	// or the job could not run at all.
+	PhaseFailed JobPhase = "Failed"
+)
+
+// MaxReportedNodes bounds the per-node entries an ImageJob status carries, so
+// that its size stays small on clusters of thousands of nodes; the counters
+// always cover every node.
+const MaxReportedNodes = 32
+
+// ImageJobStatus reports one run of node workers across the cluster.
+type ImageJobStatus struct {
+	// Desired is the number of nodes the job was meant to run on, skipped
+	// nodes included (as upstream Eraser counts it).
+	// +optional
+	Desired int `json:"desired"`
+
+	// Succeeded is the number of nodes whose worker pod succeeded.
+	// +optional
+	Succeeded int `json:"succeeded"`
+
+	// Failed is the number of nodes whose worker pod failed, timed out, or
+	// whose node went away during the run.
+	// +optional
+	Failed int `json:"failed"`
+
+	// Skipped is the number of nodes left out by the node filter.
+	// +optional
+	Skipped int `json:"skipped"`
+
+	// Phase is Running until every node finished, then Completed or Failed.
+	// +optional
+	Phase JobPhase `json:"phase,omitempty"`
+
+	// DeleteAfter is when the finished job, its pods and its ConfigMap are
+	// removed (manager.imageJob.cleanup.delayOnSuccess / delayOnFailure).
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+
+	// ObservedGeneration is the generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// StartTime is when the job started creating worker pods.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the last node finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Conditions describe the job's current state; see the ImageJob
+	// condition types in this package.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Results totals the per-image outcomes the node workers reported.
+	// +optional
+	Results *ImageResults `json:"results,omitempty"`
+
+	// FailedNodes names some of the nodes that failed and why; at most
+	// MaxReportedNodes entries, Failed has the full count.
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=32
+	FailedNodes []NodeFailure `json:"failedNodes,omitempty"`
+}
+
+// NodeFailure says why the job failed on one node.
+type NodeFailure struct {
+	// Node is the node's name.
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+
+	// Reason is a CamelCase word: PodFailed, Timeout, NodeDeleted, ...
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+
+	// Message is a short human-readable explanation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// ImageResults totals per-image outcomes reported by the node workers. On a
+// dry run, Removed and BytesFreed count what would have been removed.
+type ImageResults struct {
+	// Removed images were deleted from a node.
+	// +optional
+	Removed int64 `json:"removed,omitempty"`
+	// InUse images were kept because a container uses them.
+	// +optional
+	InUse int64 `json:"inUse,omitempty"`
+	// Pinned images were kept because the runtime pins them or they are its
+	// sandbox image.
+	// +optional
+	Pinned int64 `json:"pinned,omitempty"`
+	// Excluded images were kept because an exclusion list protects them.
+	// +optional
+	Excluded int64 `json:"excluded,omitempty"`
+	// NotOnNode entries named no image present on the node.
+	// +optional
+	NotOnNode int64 `json:"notOnNode,omitempty"`
+	// Failed removals returned an error from the runtime.
+	// +optional
+	Failed int64 `json:"failed,omitempty"`
+	// BytesFreed is the size of the removed images as the runtime reported it.
+	// +optional
+	BytesFreed int64 `json:"bytesFreed,omitempty"`
+	// DryRun is true when nothing was actually removed.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// ImageJob is one run of node workers across the cluster. The manager creates
+// it from an ImageList or a schedule; it has no spec.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desired`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skipped`
+// +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.results.removed`,priority=1
+// +kubebuilder:printcolumn:name="Delete-After",type=date,JSONPath=`.status.deleteAfter`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ImageJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status ImageJobStatus `json:"status,omitempty"`
+}
+
+// ImageJobList is a list of ImageJobs.
+//
+// +kubebuilder:object:root=true
+type ImageJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ImageJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ImageJob{}, &ImageJobList{})
+}

@@ -1,0 +1,40 @@
+// Command manager runs the Eraser controller manager.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/manager"
+)
+
+func main() {
+	var opts manager.Options
+	opts.Bind(flag.CommandLine) // controller-runtime has registered --kubeconfig here
+	flag.Parse()
+	opts.FromEnv()
+
+	log := logging.New(opts.LogLevel, os.Stderr)
+	if err := run(log, opts); err != nil {
+		log.Error(err, "manager exited")
+		os.Exit(1)
+	}
+}
+
+func run(log logr.Logger, opts manager.Options) error {
+	// The configuration is checked before anything else, so that a bad
+	// ConfigMap fails the rollout with the field at fault in the log.
+	cfg, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
+	if err != nil {
+		return err
+	}
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	return manager.Run(ctrl.SetupSignalHandler(), log, restConfig, opts, cfg)
+}

@@ -1,0 +1,132 @@
+// Package builder makes API objects for tests:
+//
+//	builder.MakeImageList("imagelist").Images("alpine:3.19").Obj()
+//	builder.MakeImageJob("job").Phase(eraserv1.PhaseRunning).Counts(3, 1, 0, 0).Obj()
+//
+// Tests describe only what matters to them; the builders fill the rest.
+package builder
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+)
+
+// ImageListWrapper builds an ImageList.
+type ImageListWrapper struct{ eraserv1.ImageList }
+
+// MakeImageList starts an ImageList with the given name.
+func MakeImageList(name string) *ImageListWrapper {
+	return &ImageListWrapper{eraserv1.ImageList{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageList"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}}
+}
+
+// Images sets spec.images.
+func (w *ImageListWrapper) Images(images ...string) *ImageListWrapper {
+	w.Spec.Images = images
+	return w
+}
+
+// DryRun sets spec.dryRun.
+func (w *ImageListWrapper) DryRun(on bool) *ImageListWrapper {
+	w.Spec.DryRun = on
+	return w
+}
+
+// Generation sets metadata.generation.
+func (w *ImageListWrapper) Generation(g int64) *ImageListWrapper {
+	w.ObjectMeta.Generation = g
+	return w
+}
+
+// Counts sets the node counters of the status.
+func (w *ImageListWrapper) Counts(success, failed, skipped int64) *ImageListWrapper {
+	w.Status.Success, w.Status.Failed, w.Status.Skipped = success, failed, skipped
+	return w
+}
+
+// Timestamp sets status.timestamp.
+func (w *ImageListWrapper) Timestamp(t metav1.Time) *ImageListWrapper {
+	w.Status.Timestamp = &t
+	return w
+}
+
+// Condition adds or replaces a status condition.
+func (w *ImageListWrapper) Condition(c metav1.Condition) *ImageListWrapper {
+	w.Status.Conditions = setCondition(w.Status.Conditions, c)
+	return w
+}
+
+// Results sets status.results.
+func (w *ImageListWrapper) Results(r eraserv1.ImageResults) *ImageListWrapper {
+	w.Status.Results = &r
+	return w
+}
+
+// Obj returns a copy of the built object.
+func (w *ImageListWrapper) Obj() *eraserv1.ImageList { return w.ImageList.DeepCopy() }
+
+// ImageJobWrapper builds an ImageJob.
+type ImageJobWrapper struct{ eraserv1.ImageJob }
+
+// MakeImageJob starts an ImageJob with the given name.
+func MakeImageJob(name string) *ImageJobWrapper {
+	return &ImageJobWrapper{eraserv1.ImageJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}}
+}
+
+// Phase sets status.phase.
+func (w *ImageJobWrapper) Phase(p eraserv1.JobPhase) *ImageJobWrapper {
+	w.Status.Phase = p
+	return w
+}
+
+// Counts sets the node counters of the status.
+func (w *ImageJobWrapper) Counts(desired, succeeded, failed, skipped int) *ImageJobWrapper {
+	w.Status.Desired, w.Status.Succeeded, w.Status.Failed, w.Status.Skipped = desired, succeeded, failed, skipped
+	return w
+}
+
+// DeleteAfter sets status.deleteAfter.
+func (w *ImageJobWrapper) DeleteAfter(t metav1.Time) *ImageJobWrapper {
+	w.Status.DeleteAfter = &t
+	return w
+}
+
+// FailedNode appends a status.failedNodes entry.
+func (w *ImageJobWrapper) FailedNode(node, reason, message string) *ImageJobWrapper {
+	w.Status.FailedNodes = append(w.Status.FailedNodes, eraserv1.NodeFailure{Node: node, Reason: reason, Message: message})
+	return w
+}
+
+// Results sets status.results.
+func (w *ImageJobWrapper) Results(r eraserv1.ImageResults) *ImageJobWrapper {
+	w.Status.Results = &r
+	return w
+}
+
+// Condition adds or replaces a status condition.
+func (w *ImageJobWrapper) Condition(c metav1.Condition) *ImageJobWrapper {
+	w.Status.Conditions = setCondition(w.Status.Conditions, c)
+	return w
+}
+
+// Obj returns a copy of the built object.
+func (w *ImageJobWrapper) Obj() *eraserv1.ImageJob { return w.ImageJob.DeepCopy() }
+
+func setCondition(list []metav1.Condition, c metav1.Condition) []metav1.Condition {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Unix(1_700_000_000, 0)
+	}
+	for i := range list {
+		if list[i].Type == c.Type {
+			list[i] = c
+			return list
+		}
+	}
+	return append(list, c)
+}

@@ -1,0 +1,157 @@
+// Package config reads EraserConfig, the YAML document in the
+// eraser-manager-config ConfigMap, in every version upstream Eraser has
+// shipped (eraser.sh/v1alpha1, v1alpha2, v1alpha3) into one Config.
+//
+// As upstream, a document is applied onto the version's defaults: missing keys
+// keep their default, lists replace, maps merge. Unlike upstream, values are
+// validated up front and every problem is reported with its field path, and
+// keys that are not understood are reported as warnings instead of vanishing.
+package config
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Config is the manager's configuration, whichever version it was written in.
+type Config struct {
+	// APIVersion is the version the document was written in.
+	APIVersion string
+	Manager    Manager
+	Components Components
+}
+
+// Manager configures the manager and the pods it creates.
+type Manager struct {
+	Runtime             Runtime
+	OTLPEndpoint        string
+	LogLevel            string
+	Scheduling          Scheduling
+	Profile             Profile
+	ImageJob            ImageJob
+	PullSecrets         []string
+	PriorityClassName   string
+	AdditionalPodLabels map[string]string
+	NodeFilter          NodeFilter
+}
+
+// RuntimeName is the node's container runtime.
+type RuntimeName string
+
+// The runtimes upstream Eraser knows, with their default addresses.
+const (
+	RuntimeContainerd RuntimeName = "containerd"
+	RuntimeDockershim RuntimeName = "dockershim"
+	RuntimeCrio       RuntimeName = "crio"
+)
+
+// defaultRuntimeAddresses are upstream's defaults for each runtime.
+var defaultRuntimeAddresses = map[RuntimeName]string{
+	RuntimeContainerd: "unix:///run/containerd/containerd.sock",
+	RuntimeDockershim: "unix:///run/dockershim.sock",
+	RuntimeCrio:       "unix:///run/crio/crio.sock",
+}
+
+// Runtime is the container runtime on the nodes and where it listens.
+type Runtime struct {
+	Name RuntimeName
+	// Address is a validated unix:// (or npipe://) URL.
+	Address string
+}
+
+// Scheduling configures scheduled (collector) runs.
+type Scheduling struct {
+	RepeatInterval   time.Duration
+	BeginImmediately bool
+}
+
+// Profile enables pprof in the manager and the workers.
+type Profile struct {
+	Enabled bool
+	Port    int
+}
+
+// ImageJob configures how a job's outcome is judged and cleaned up.
+type ImageJob struct {
+	// SuccessRatio is the fraction of nodes meant to run that must succeed
+	// for the job to be Completed, in [0, 1].
+	SuccessRatio float64
+	Cleanup      Cleanup
+}
+
+// Cleanup is how long finished jobs and their pods are kept.
+type Cleanup struct {
+	DelayOnSuccess time.Duration
+	DelayOnFailure time.Duration
+}
+
+// NodeFilterType says whether node selectors include or exclude nodes.
+type NodeFilterType string
+
+const (
+	// FilterExclude runs on every node except those matching a selector.
+	FilterExclude NodeFilterType = "exclude"
+	// FilterInclude runs only on nodes matching a selector.
+	FilterInclude NodeFilterType = "include"
+)
+
+// CleanupFilterLabel excludes a node from every run, whatever the filter type.
+const CleanupFilterLabel = "eraser.sh/cleanup.filter"
+
+// NodeFilter selects the nodes a job runs on. Selectors are label-selector
+// strings, ORed.
+type NodeFilter struct {
+	Type      NodeFilterType
+	Selectors []string
+}
+
+// Components configures the three node workers.
+type Components struct {
+	Collector Component
+	Scanner   Component
+	Remover   Component
+}
+
+// Component configures one node worker container.
+type Component struct {
+	Enabled bool
+	Image   Image
+	Request Resources
+	Limit   Resources
+	// Config is passed to the scanner verbatim; its schema is the scanner's.
+	Config string
+	// Volumes are extra volumes for the scanner; only hostPath volumes are
+	// mounted, read-only, at their host path.
+	Volumes []corev1.Volume
+}
+
+// Image is a container image as repository and tag.
+type Image struct {
+	Repo string
+	Tag  string
+}
+
+// Ref is the image reference a pod spec uses.
+func (i Image) Ref() string {
+	if i.Tag == "" {
+		return i.Repo
+	}
+	return i.Repo + ":" + i.Tag
+}
+
+// Resources are a container's memory and CPU; nil means unset.
+type Resources struct {
+	Mem *resource.Quantity
+	CPU *resource.Quantity
+}
+
+// Default is the configuration of an EraserConfig that sets nothing.
+func Default() *Config {
+	cfg, _, err := Parse([]byte("apiVersion: " + LatestVersion))
+	if err != nil {
+		panic("config: built-in defaults are invalid: " + err.Error())
+	}
+	return cfg
+}

@@ -1,0 +1,254 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/eraser-oss/eraser/internal/endpoint"
+)
+
+// LogLevels are the levels --log-level and manager.logLevel accept.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// convert validates a decoded document and turns it into a Config.
+func convert(doc any) (*Config, []string, field.ErrorList) {
+	c := &converter{cfg: &Config{}}
+	var common managerCommon
+	var comps components
+	var head document
+	mgr := field.NewPath("manager")
+	switch d := doc.(type) {
+	case *documentV1alpha1:
+		head, common = d.document, d.Manager.managerCommon
+		comps = components{Collector: d.Components.Collector, Scanner: d.Components.Scanner, Remover: d.Components.Eraser}
+		c.runtimeName(mgr.Child("runtime"), d.Manager.Runtime)
+	case *documentV1alpha2:
+		head, common, comps = d.document, d.Manager.managerCommon, d.Components
+		c.runtimeName(mgr.Child("runtime"), d.Manager.Runtime)
+	case *documentV1alpha3:
+		head, common, comps = d.document, d.Manager.managerCommon, d.Components
+		c.runtime(mgr.Child("runtime"), d.Manager.Runtime)
+		c.podLabels(mgr.Child("additionalPodLabels"), d.Manager.AdditionalPodLabels)
+	default:
+		panic(fmt.Sprintf("config: unexpected document %T", doc))
+	}
+	c.cfg.APIVersion = head.APIVersion
+	if head.Kind != "" && head.Kind != Kind {
+		c.errs = append(c.errs, field.NotSupported(field.NewPath("kind"), head.Kind, []string{Kind}))
+	}
+	c.manager(mgr, common)
+	remover := field.NewPath("components", "remover")
+	if head.APIVersion == VersionV1alpha1 {
+		remover = field.NewPath("components", "eraser")
+	}
+	c.cfg.Components = Components{
+		Collector: c.component(field.NewPath("components", "collector"), comps.Collector),
+		Scanner:   c.component(field.NewPath("components", "scanner"), comps.Scanner),
+		Remover:   c.component(remover, comps.Remover),
+	}
+	// The remover always runs; only the collector and scanner can be turned off.
+	c.cfg.Components.Remover.Enabled = true
+	if c.cfg.Components.Scanner.Enabled && !c.cfg.Components.Collector.Enabled {
+		c.warn(field.NewPath("components", "scanner", "enabled"), "the scanner runs only in scheduled runs, which need components.collector.enabled: true")
+	}
+	return c.cfg, c.warnings, c.errs
+}
+
+type converter struct {
+	cfg      *Config
+	errs     field.ErrorList
+	warnings []string
+}
+
+func (c *converter) warn(p *field.Path, msg string) {
+	c.warnings = append(c.warnings, p.String()+": "+msg)
+}
+
+func (c *converter) runtimeName(p *field.Path, name string) {
+	if name == "" {
+		name = string(RuntimeContainerd)
+	}
+	addr, ok := defaultRuntimeAddresses[RuntimeName(name)]
+	if !ok {
+		c.errs = append(c.errs, field.NotSupported(p, name, runtimeNames()))
+		return
+	}
+	c.cfg.Manager.Runtime = Runtime{Name: RuntimeName(name), Address: addr}
+}
+
+func (c *converter) runtime(p *field.Path, rt *runtimeDoc) {
+	switch {
+	case rt == nil || (rt.Name == "" && rt.Address == ""):
+		c.runtimeName(p.Child("name"), "")
+	case rt.Name == "":
+		c.errs = append(c.errs, field.Required(p.Child("name"), "a runtime address needs the runtime's name"))
+	default:
+		c.runtimeName(p.Child("name"), rt.Name)
+		if rt.Address == "" {
+			return
+		}
+		addr, err := endpoint.Parse(rt.Address)
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(p.Child("address"), rt.Address, err.Error()))
+			return
+		}
+		c.cfg.Manager.Runtime.Address = addr.String()
+	}
+}
+
+func runtimeNames() []string {
+	return []string{string(RuntimeContainerd), string(RuntimeDockershim), string(RuntimeCrio)}
+}
+
+func (c *converter) manager(p *field.Path, m managerCommon) {
+	out := &c.cfg.Manager
+	if m.OTLPEndpoint != "" {
+		if _, port, err := net.SplitHostPort(m.OTLPEndpoint); err != nil || port == "" {
+			c.errs = append(c.errs, field.Invalid(p.Child("otlpEndpoint"), m.OTLPEndpoint, "must be host:port, without a scheme"))
+		}
+	}
+	out.OTLPEndpoint = m.OTLPEndpoint
+
+	out.LogLevel = m.LogLevel
+	if !sets.New(LogLevels...).Has(m.LogLevel) {
+		c.errs = append(c.errs, field.NotSupported(p.Child("logLevel"), m.LogLevel, LogLevels))
+	}
+
+	sched := p.Child("scheduling")
+	out.Scheduling.RepeatInterval = c.duration(sched.Child("repeatInterval"), m.Scheduling.RepeatInterval, true)
+	out.Scheduling.BeginImmediately = m.Scheduling.BeginImmediately
+
+	out.Profile = Profile{Enabled: m.Profile.Enabled, Port: m.Profile.Port}
+	if port := m.Profile.Port; port < 0 || port > 65535 || (m.Profile.Enabled && port == 0) {
+		c.errs = append(c.errs, field.Invalid(p.Child("profile", "port"), port, "must be a TCP port, 1-65535"))
+	}
+
+	job := p.Child("imageJob")
+	ratio := m.ImageJob.SuccessRatio
+	if math.IsNaN(ratio) || ratio < 0 || ratio > 1 {
+		c.errs = append(c.errs, field.Invalid(job.Child("successRatio"), ratio, "must be between 0 and 1"))
+	}
+	out.ImageJob.SuccessRatio = ratio
+	out.ImageJob.Cleanup.DelayOnSuccess = c.duration(job.Child("cleanup", "delayOnSuccess"), m.ImageJob.Cleanup.DelayOnSuccess, false)
+	out.ImageJob.Cleanup.DelayOnFailure = c.duration(job.Child("cleanup", "delayOnFailure"), m.ImageJob.Cleanup.DelayOnFailure, false)
+
+	for i, s := range m.PullSecrets {
+		for _, msg := range validation.IsDNS1123Subdomain(s) {
+			c.errs = append(c.errs, field.Invalid(p.Child("pullSecrets").Index(i), s, msg))
+		}
+	}
+	out.PullSecrets = m.PullSecrets
+
+	if m.PriorityClassName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(m.PriorityClassName) {
+			c.errs = append(c.errs, field.Invalid(p.Child("priorityClassName"), m.PriorityClassName, msg))
+		}
+	}
+	out.PriorityClassName = m.PriorityClassName
+
+	filter := p.Child("nodeFilter")
+	out.NodeFilter.Type = NodeFilterType(m.NodeFilter.Type)
+	if t := out.NodeFilter.Type; t != FilterExclude && t != FilterInclude {
+		c.errs = append(c.errs, field.NotSupported(filter.Child("type"), m.NodeFilter.Type, []string{string(FilterExclude), string(FilterInclude)}))
+	}
+	for i, s := range m.NodeFilter.Selectors {
+		if _, err := labels.Parse(s); err != nil || s == "" {
+			msg := "must be a label selector, e.g. kubernetes.io/os=windows"
+			if err != nil {
+				msg = err.Error()
+			}
+			c.errs = append(c.errs, field.Invalid(filter.Child("selectors").Index(i), s, msg))
+		}
+	}
+	out.NodeFilter.Selectors = m.NodeFilter.Selectors
+}
+
+func (c *converter) podLabels(p *field.Path, l map[string]string) {
+	c.errs = append(c.errs, metav1validation.ValidateLabels(l, p)...)
+	c.cfg.Manager.AdditionalPodLabels = l
+}
+
+// duration parses a Go duration ("24h", "90m", "0s"); a bare 0 is accepted as
+// zero. Negative durations are refused, and so is zero where it would make the
+// manager spin.
+func (c *converter) duration(p *field.Path, s scalar, positive bool) time.Duration {
+	str := string(s)
+	if str == "0" {
+		str = "0s"
+	}
+	d, err := time.ParseDuration(str)
+	switch {
+	case err != nil:
+		c.errs = append(c.errs, field.Invalid(p, string(s), `must be a duration such as "24h", "90m" or "0s"`))
+	case d < 0:
+		c.errs = append(c.errs, field.Invalid(p, string(s), "must not be negative"))
+	case positive && d == 0:
+		c.errs = append(c.errs, field.Invalid(p, string(s), "must be greater than zero"))
+	}
+	return d
+}
+
+func (c *converter) quantity(p *field.Path, s scalar) *resource.Quantity {
+	if s == "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(string(s))
+	if err != nil {
+		c.errs = append(c.errs, field.Invalid(p, string(s), `must be a quantity such as "25Mi", "500m" or "1"`))
+		return nil
+	}
+	if q.Sign() < 0 {
+		c.errs = append(c.errs, field.Invalid(p, string(s), "must not be negative"))
+		return nil
+	}
+	if q.IsZero() {
+		// Upstream's shipped configs write "cpu: 0" to mean "no value".
+		return nil
+	}
+	return &q
+}
+
+func (c *converter) component(p *field.Path, d componentDoc) Component {
+	out := Component{Enabled: d.Enabled, Image: Image{Repo: d.Image.Repo, Tag: d.Image.Tag}, Config: d.Config, Volumes: d.Volumes}
+	if d.Image.Repo == "" {
+		c.errs = append(c.errs, field.Required(p.Child("image", "repo"), "the worker image's repository"))
+	}
+	out.Request = Resources{Mem: c.quantity(p.Child("request", "mem"), d.Request.Mem), CPU: c.quantity(p.Child("request", "cpu"), d.Request.CPU)}
+	out.Limit = Resources{Mem: c.quantity(p.Child("limit", "mem"), d.Limit.Mem), CPU: c.quantity(p.Child("limit", "cpu"), d.Limit.CPU)}
+	if out.Limit.CPU != nil {
+		// As upstream: a CPU limit throttles removals and scans for no gain.
+		c.warn(p.Child("limit", "cpu"), "ignored: worker containers get no CPU limit")
+		out.Limit.CPU = nil
+	}
+	if req, lim := out.Request.Mem, out.Limit.Mem; req != nil && lim != nil && req.Cmp(*lim) > 0 {
+		c.errs = append(c.errs, field.Invalid(p.Child("request", "mem"), req.String(), "must not exceed limit.mem "+lim.String()))
+	}
+	names := sets.New[string]()
+	for i, v := range d.Volumes {
+		vp := p.Child("volumes").Index(i)
+		switch {
+		case v.Name == "":
+			c.errs = append(c.errs, field.Required(vp.Child("name"), ""))
+		case names.Has(v.Name):
+			c.errs = append(c.errs, field.Duplicate(vp.Child("name"), v.Name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(v.Name) {
+				c.errs = append(c.errs, field.Invalid(vp.Child("name"), v.Name, msg))
+			}
+		}
+		names.Insert(v.Name)
+		if v.HostPath == nil {
+			c.warn(vp, "only hostPath volumes are mounted into the scanner; this one is ignored")
+		}
+	}
+	return out
+}

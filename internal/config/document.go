@@ -1,0 +1,230 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/version"
+)
+
+// The EraserConfig versions upstream Eraser has shipped.
+const (
+	VersionV1alpha1 = "eraser.sh/v1alpha1"
+	VersionV1alpha2 = "eraser.sh/v1alpha2"
+	VersionV1alpha3 = "eraser.sh/v1alpha3"
+	// LatestVersion is what new documents should use.
+	LatestVersion = VersionV1alpha3
+	// Kind is the document's kind.
+	Kind = "EraserConfig"
+)
+
+// The documents below mirror each version's YAML shape. They are decoded onto
+// a copy pre-filled with the defaults, which is what gives upstream's
+// semantics: missing keys keep defaults, lists replace, maps merge.
+
+// document holds what every version shares.
+type document struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// Keys upstream's Helm chart writes and its code never reads.
+	Health         json.RawMessage `json:"health,omitempty"`
+	Metrics        json.RawMessage `json:"metrics,omitempty"`
+	Webhook        json.RawMessage `json:"webhook,omitempty"`
+	LeaderElection json.RawMessage `json:"leaderElection,omitempty"`
+}
+
+type documentV1alpha1 struct {
+	document
+	Manager    managerV1alpha1    `json:"manager"`
+	Components componentsV1alpha1 `json:"components"`
+}
+
+type documentV1alpha2 struct {
+	document
+	Manager    managerV1alpha1 `json:"manager"`
+	Components components      `json:"components"`
+}
+
+type documentV1alpha3 struct {
+	document
+	Manager    managerV1alpha3 `json:"manager"`
+	Components components      `json:"components"`
+}
+
+type managerCommon struct {
+	OTLPEndpoint      string        `json:"otlpEndpoint"`
+	LogLevel          string        `json:"logLevel"`
+	Scheduling        schedulingDoc `json:"scheduling"`
+	Profile           profileDoc    `json:"profile"`
+	ImageJob          imageJobDoc   `json:"imageJob"`
+	PullSecrets       []string      `json:"pullSecrets"`
+	PriorityClassName string        `json:"priorityClassName"`
+	NodeFilter        nodeFilterDoc `json:"nodeFilter"`
+}
+
+// managerV1alpha1 is the manager section of v1alpha1 and v1alpha2, where the
+// runtime is a bare name.
+type managerV1alpha1 struct {
+	managerCommon
+	Runtime string `json:"runtime"`
+}
+
+type managerV1alpha3 struct {
+	managerCommon
+	// Runtime is a pointer so that what the document wrote can be told apart
+	// from the defaults: an address without a name is an error.
+	Runtime             *runtimeDoc       `json:"runtime"`
+	AdditionalPodLabels map[string]string `json:"additionalPodLabels"`
+}
+
+type runtimeDoc struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+type schedulingDoc struct {
+	RepeatInterval   scalar `json:"repeatInterval"`
+	BeginImmediately bool   `json:"beginImmediately"`
+}
+
+type profileDoc struct {
+	Enabled bool `json:"enabled"`
+	Port    int  `json:"port"`
+}
+
+type imageJobDoc struct {
+	SuccessRatio float64    `json:"successRatio"`
+	Cleanup      cleanupDoc `json:"cleanup"`
+}
+
+type cleanupDoc struct {
+	DelayOnSuccess scalar `json:"delayOnSuccess"`
+	DelayOnFailure scalar `json:"delayOnFailure"`
+}
+
+type nodeFilterDoc struct {
+	Type      string   `json:"type"`
+	Selectors []string `json:"selectors"`
+}
+
+// componentsV1alpha1 names the remover "eraser", its name before v1alpha2.
+type componentsV1alpha1 struct {
+	Collector componentDoc `json:"collector"`
+	Scanner   componentDoc `json:"scanner"`
+	Eraser    componentDoc `json:"eraser"`
+}
+
+type components struct {
+	Collector componentDoc `json:"collector"`
+	Scanner   componentDoc `json:"scanner"`
+	Remover   componentDoc `json:"remover"`
+}
+
+type componentDoc struct {
+	Enabled bool            `json:"enabled"`
+	Image   imageDoc        `json:"image"`
+	Request resourcesDoc    `json:"request"`
+	Limit   resourcesDoc    `json:"limit"`
+	Config  string          `json:"config"`
+	Volumes []corev1.Volume `json:"volumes"`
+}
+
+type imageDoc struct {
+	Repo string `json:"repo"`
+	Tag  string `json:"tag"`
+}
+
+type resourcesDoc struct {
+	Mem scalar `json:"mem"`
+	CPU scalar `json:"cpu"`
+}
+
+// scalar keeps a duration or quantity as written, string or number (YAML's
+// "cpu: 0"), so it can be validated later with its field path.
+type scalar string
+
+func (s *scalar) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var str string
+		if err := json.Unmarshal(b, &str); err != nil {
+			return err
+		}
+		*s = scalar(str)
+		return nil
+	case len(b) > 0 && (b[0] == '-' || (b[0] >= '0' && b[0] <= '9')):
+		*s = scalar(b)
+		return nil
+	default:
+		return fmt.Errorf("want a string or a number, got %s", b)
+	}
+}
+
+func defaultManagerCommon() managerCommon {
+	return managerCommon{
+		LogLevel:   "info",
+		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true},
+		Profile:    profileDoc{Port: 6060},
+		ImageJob: imageJobDoc{
+			SuccessRatio: 1.0,
+			Cleanup:      cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h"},
+		},
+		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
+	}
+}
+
+// defaultComponents are upstream's code defaults, with our images. The
+// collector and scanner are off unless the document turns them on.
+func defaultComponents() components {
+	image := func(name string) imageDoc {
+		return imageDoc{Repo: version.DefaultRepo + "/" + name, Tag: version.Version}
+	}
+	return components{
+		Collector: componentDoc{
+			Image:   image("collector"),
+			Request: resourcesDoc{Mem: "25Mi", CPU: "7m"},
+			Limit:   resourcesDoc{Mem: "500Mi"},
+		},
+		Scanner: componentDoc{
+			Image:   image("eraser-trivy-scanner"),
+			Request: resourcesDoc{Mem: "500Mi", CPU: "1000m"},
+			Limit:   resourcesDoc{Mem: "2Gi"},
+		},
+		Remover: componentDoc{
+			Image:   image("remover"),
+			Request: resourcesDoc{Mem: "25Mi", CPU: "7m"},
+			Limit:   resourcesDoc{Mem: "30Mi"},
+		},
+	}
+}
+
+func defaultDocument(apiVersion string) (any, bool) {
+	c := defaultComponents()
+	switch apiVersion {
+	case VersionV1alpha1:
+		return &documentV1alpha1{
+			Manager:    managerV1alpha1{managerCommon: defaultManagerCommon(), Runtime: string(RuntimeContainerd)},
+			Components: componentsV1alpha1{Collector: c.Collector, Scanner: c.Scanner, Eraser: c.Remover},
+		}, true
+	case VersionV1alpha2:
+		return &documentV1alpha2{
+			Manager:    managerV1alpha1{managerCommon: defaultManagerCommon(), Runtime: string(RuntimeContainerd)},
+			Components: c,
+		}, true
+	case VersionV1alpha3:
+		return &documentV1alpha3{
+			Manager: managerV1alpha3{
+				managerCommon: defaultManagerCommon(),
+			},
+			Components: c,
+		}, true
+	}
+	return nil, false
+}

@@ -1,0 +1,203 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxDocumentSize bounds a document: a ConfigMap holds at most 1 MiB.
+const MaxDocumentSize = 1 << 20
+
+// Parse reads an EraserConfig document of any supported version. It returns
+// the configuration with defaults applied, warnings about keys that have no
+// effect, and an error listing every invalid value by its field path.
+func Parse(data []byte) (*Config, []string, error) {
+	if len(data) > MaxDocumentSize {
+		return nil, nil, fmt.Errorf("EraserConfig is %d bytes, more than the %d a ConfigMap can hold", len(data), MaxDocumentSize)
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("EraserConfig is not valid YAML: %w", err)
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, nil, fmt.Errorf("EraserConfig is not valid YAML: %w", err)
+	}
+	top, ok := generic.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("EraserConfig must be a YAML mapping with apiVersion, kind, manager and components")
+	}
+
+	apiVersion, _ := top["apiVersion"].(string)
+	doc, ok := defaultDocument(apiVersion)
+	if !ok {
+		return nil, nil, field.ErrorList{unsupportedVersion(top["apiVersion"])}.ToAggregate()
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(doc); err != nil {
+		return nil, nil, field.ErrorList{decodeError(err, apiVersion)}.ToAggregate()
+	}
+
+	warnings := unknownKeys(reflect.TypeOf(doc), generic, nil)
+	for _, k := range []string{"health", "metrics", "webhook", "leaderElection"} {
+		if _, set := top[k]; set {
+			warnings = append(warnings, fmt.Sprintf("%s: ignored, as by upstream Eraser; the manager's flags configure it", k))
+		}
+	}
+
+	cfg, more, errs := convert(doc)
+	warnings = append(warnings, more...)
+	if len(errs) > 0 {
+		return nil, warnings, errs.ToAggregate()
+	}
+	return cfg, warnings, nil
+}
+
+func unsupportedVersion(v any) *field.Error {
+	supported := []string{VersionV1alpha1, VersionV1alpha2, VersionV1alpha3}
+	if v == nil {
+		return field.Required(field.NewPath("apiVersion"), "one of "+strings.Join(supported, ", "))
+	}
+	return field.NotSupported(field.NewPath("apiVersion"), v, supported)
+}
+
+// decodeError turns a JSON type error into a field error with its path.
+func decodeError(err error, apiVersion string) *field.Error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		p := pathOf(typeErr.Field)
+		detail := fmt.Sprintf("must be %s, not a %s", describeType(typeErr.Type), typeErr.Value)
+		if typeErr.Field == "manager.runtime" && apiVersion == VersionV1alpha3 {
+			detail += fmt.Sprintf(" (since %s the runtime is {name, address})", VersionV1alpha3)
+		}
+		return field.Invalid(p, typeErr.Value, detail)
+	}
+	// A scalar's own error does not carry a path; say what it is at least.
+	return field.Invalid(field.NewPath("<document>"), nil, err.Error())
+}
+
+func pathOf(dotted string) *field.Path {
+	parts := strings.Split(dotted, ".")
+	p := field.NewPath(parts[0])
+	for _, s := range parts[1:] {
+		p = p.Child(s)
+	}
+	return p
+}
+
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "a mapping"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	}
+	return t.String()
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownKeys lists, as warnings, the keys of v that t has no field for.
+// Upstream drops them silently; a typo then quietly keeps a default.
+func unknownKeys(t reflect.Type, v any, path *field.Path) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	var out []string
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			child := childPath(path, k)
+			ft, known := fields[k]
+			if !known {
+				out = append(out, fmt.Sprintf("%s: unknown key, ignored", child))
+				continue
+			}
+			out = append(out, unknownKeys(ft, obj[k], child)...)
+		}
+	case reflect.Map:
+		if obj, ok := v.(map[string]any); ok {
+			for k, e := range obj {
+				out = append(out, unknownKeys(t.Elem(), e, path.Key(k))...)
+			}
+		}
+	case reflect.Slice:
+		if list, ok := v.([]any); ok {
+			for i, e := range list {
+				out = append(out, unknownKeys(t.Elem(), e, path.Index(i))...)
+			}
+		}
+	}
+	return out
+}
+
+func childPath(p *field.Path, name string) *field.Path {
+	if p == nil {
+		return field.NewPath(name)
+	}
+	return p.Child(name)
+}
+
+// jsonFields maps JSON keys to field types, flattening embedded and inline
+// structs as encoding/json does.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		inline := (f.Anonymous && name == "") || (name == "" && strings.Contains(opts, "inline"))
+		if inline {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+// Package manager assembles the Eraser controller manager: configuration,
+// scheme, cache, health probes, metrics and leader election.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/version"
+)
+
+// Leader election: the manager writes Leases and Events in its namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=eraser-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=eraser-system,resources=events,verbs=create;patch
+
+// NewScheme registers the kinds the manager reads and writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := eraserv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// LoadConfig reads and validates the EraserConfig file, applying
+// --remover-image. Warnings are logged; an invalid file is an error naming
+// every bad field.
+func LoadConfig(log logr.Logger, path, removerImage string) (*config.Config, error) {
+	if path == "" {
+		return nil, errors.New("--config is required: the path of the mounted EraserConfig")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading EraserConfig: %w", err)
+	}
+	cfg, warnings, err := config.Parse(data)
+	for _, w := range warnings {
+		log.Info("EraserConfig warning", "file", path, "warning", w)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("invalid EraserConfig %s: %w", path, err)
+	}
+	if removerImage != "" {
+		img, err := config.ParseImage(removerImage)
+		if err != nil {
+			return nil, fmt.Errorf("--remover-image: %w", err)
+		}
+		cfg.Components.Remover.Image = img
+	}
+	return cfg, nil
+}
+
+// Run runs the manager until ctx is cancelled.
+func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, cfg *config.Config) error {
+	log.Info("starting", "version", version.Version, "commit", version.Commit, "namespace", opts.Namespace,
+		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
+
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.UserAgent = version.UserAgent("manager")
+
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.Namespace,
+		// Hand the lease over at once on a clean shutdown, so a rolling update
+		// does not leave jobs unattended for a whole lease duration.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions(opts.Namespace),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", cacheSynced(mgr.GetCache())); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// cacheOptions keeps the namespaced kinds the manager owns to its own
+// namespace: caching every pod of a 5,000-node cluster would cost more memory
+// than the whole manager is allowed.
+func cacheOptions(namespace string) cache.Options {
+	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:         own,
+		&corev1.PodTemplate{}: own,
+		&corev1.ConfigMap{}:   own,
+	}}
+}
+
+// cacheSynced reports ready once the informers have synced, so that a
+// replica does not take traffic, or a rollout proceed, on an empty cache.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,142 @@
+// Package testenv starts a real kube-apiserver and etcd (envtest) with the
+// Eraser CRDs installed, once per test package, from TestMain.
+//
+// The binaries come from hack/build-control-plane.sh: KUBEBUILDER_ASSETS when
+// set (make test sets it), else the script's cache directory. Without them
+// the package's tests are skipped with a message, except under CI, where a
+// missing control plane is a failure: a tier that silently does not run is
+// worse than a red build.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/eraser-oss/eraser/internal/manager"
+)
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	env    *envtest.Environment
+	// KubeconfigPath is an admin kubeconfig for processes the tests start.
+	KubeconfigPath string
+}
+
+// skipReason is set when the control plane could not be found outside CI.
+var skipReason string
+
+// Run starts the control plane, runs the package's tests and stops it.
+// Use it as the body of TestMain.
+func Run(m *testing.M, env **Env) int {
+	e, err := start()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			return 1
+		}
+		skipReason = err.Error()
+		return m.Run()
+	}
+	*env = e
+	code := m.Run()
+	_ = os.Remove(e.KubeconfigPath)
+	if err := e.env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stopping control plane:", err)
+	}
+	return code
+}
+
+// Require skips the test when the control plane is unavailable (never in CI,
+// where Run fails instead).
+func Require(t testing.TB) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skipf("no control plane: %s; run `make test`, which builds it", skipReason)
+	}
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func assetsDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	// Ask the build script where its cache is, without building.
+	out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(RepoRoot(), "hack", "build-control-plane.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and the cached control plane is not built")
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func start() (*Env, error) {
+	dir, err := assetsDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s", dir)
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: dir,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane from %s: %w", dir, err)
+	}
+	e := &Env{Config: cfg, env: te}
+	scheme, err := manager.NewScheme()
+	if err == nil {
+		err = apiextensionsv1.AddToScheme(scheme)
+	}
+	if err == nil {
+		e.Client, err = client.New(cfg, client.Options{Scheme: scheme})
+	}
+	if err == nil {
+		err = e.writeKubeconfig()
+	}
+	if err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) writeKubeconfig() error {
+	user, err := e.env.AddUser(envtest.User{Name: "eraser-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "eraser-kubeconfig-*")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(kc); err != nil {
+		return err
+	}
+	e.KubeconfigPath = f.Name()
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package version holds what the build stamps into every binary: the release
+// and the registry its images are published under.
+package version
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Set with -ldflags "-X github.com/eraser-oss/eraser/internal/version.Version=..."
+var (
+	// Version is the release; images default to this tag.
+	Version = "v0.1.0-dev"
+	// Commit is the source revision the binary was built from.
+	Commit = "unknown"
+	// DefaultRepo is the registry path the default worker images live under.
+	DefaultRepo = "ghcr.io/eraser-oss"
+)
+
+// UserAgent identifies a component to the API server, e.g.
+// "eraser/manager/v0.1.0 (linux/amd64) abc123".
+func UserAgent(component string) string {
+	return fmt.Sprintf("eraser/%s/%s (%s/%s) %s", component, Version, runtime.GOOS, runtime.GOARCH, Commit)
+}
