@@ -12,7 +12,7 @@ set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
-CACHE=${ERASER_CACHE:-${HOME}/.cache/eraser}
+CACHE=${ERASER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/eraser}
 OUT="${CACHE}/control-plane/kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
 WORK="${CACHE}/control-plane/src"
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"

@@ -76,20 +76,25 @@ func decodeError(err error, apiVersion string) *field.Error {
 	if errors.As(err, &typeErr) && typeErr.Field != "" {
 		p := pathOf(typeErr.Field)
 		detail := fmt.Sprintf("must be %s, not a %s", describeType(typeErr.Type), typeErr.Value)
-		if typeErr.Field == "manager.runtime" && apiVersion == VersionV1alpha3 {
+		if p.String() == "manager.runtime" && apiVersion == VersionV1alpha3 {
 			detail += fmt.Sprintf(" (since %s the runtime is {name, address})", VersionV1alpha3)
 		}
-		return field.Invalid(p, typeErr.Value, detail)
+		return &field.Error{Type: field.ErrorTypeInvalid, Field: p.String(), BadValue: field.OmitValueType{}, Detail: detail}
 	}
 	// A scalar's own error does not carry a path; say what it is at least.
 	return field.Invalid(field.NewPath("<document>"), nil, err.Error())
 }
 
+// embeddedNames are the Go names of the structs the documents embed, which
+// encoding/json puts in its error paths although they are not YAML keys.
+var embeddedNames = map[string]bool{"document": true, "managerCommon": true}
+
 func pathOf(dotted string) *field.Path {
-	parts := strings.Split(dotted, ".")
-	p := field.NewPath(parts[0])
-	for _, s := range parts[1:] {
-		p = p.Child(s)
+	var p *field.Path
+	for _, s := range strings.Split(dotted, ".") {
+		if !embeddedNames[s] {
+			p = childPath(p, s)
+		}
 	}
 	return p
 }

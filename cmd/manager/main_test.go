@@ -1,0 +1,249 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	managerBin string
+)
+
+// TestMain builds the real manager binary and starts the control plane once.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eraser-manager-test")
+	if err != nil {
+		panic(err)
+	}
+	managerBin = filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", managerBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building manager:", err)
+		os.Exit(1)
+	}
+	code := testenv.Run(m, &env)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), manager.ConfigKey)
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type process struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func start(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(managerBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &process{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("manager stderr:\n%s", p.stderr)
+		}
+	})
+	return p
+}
+
+// waitExit waits for the process to end and returns its exit code.
+func (p *process) waitExit(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // let the cleanup's receive go through
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return exitErr.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(timeout):
+		t.Fatalf("manager still running after %v", timeout)
+		return -1
+	}
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), nil
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestManagerBecomesReady runs the real binary against the real API server:
+// probes, metrics, leader election, and a clean shutdown that hands the
+// lease back.
+func TestManagerBecomesReady(t *testing.T) {
+	testenv.Require(t)
+	ensureNamespace(t, "eraser-system")
+	probe, metrics := freePort(t), freePort(t)
+	cfg := writeConfig(t, "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nhealth: {}\n")
+	p := start(t, []string{"POD_NAMESPACE=eraser-system"},
+		"--kubeconfig="+env.KubeconfigPath, "--config="+cfg, "--log-level=debug",
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, _, err := get("http://" + probe + "/readyz")
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 60s: code %d, err %v", code, err)
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("manager exited: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if code, body, err := get("http://" + probe + "/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz: %d %q %v", code, body, err)
+	}
+	code, body, err := get("http://" + metrics + "/metrics")
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "controller_runtime_") {
+		t.Errorf("/metrics: %d %v, body starts %.200q", code, err, body)
+	}
+
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: "eraser-system", Name: manager.LeaderElectionID}
+	waitFor(t, 30*time.Second, "the leader lease", func() bool {
+		return env.Client.Get(context.Background(), key, lease) == nil &&
+			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	})
+	if !strings.Contains(p.stderr.String(), `"EraserConfig warning"`) || !strings.Contains(p.stderr.String(), "health: ignored") {
+		t.Errorf("the ignored key was not logged as a warning")
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.waitExit(t, 30*time.Second); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	if err := env.Client.Get(context.Background(), key, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("lease still held by %q after a clean shutdown", *h)
+	}
+}
+
+// TestManagerRefusesInvalidConfig: a bad config stops the manager at start-up
+// with the field at fault in its log, before it touches the cluster.
+func TestManagerRefusesInvalidConfig(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		args []string
+		want []string
+	}{
+		"ratio":            {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 3}}", want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
+		"filter type":      {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {nodeFilter: {type: all}}", want: []string{"manager.nodeFilter.type"}},
+		"api version":      {doc: "apiVersion: eraser.sh/v9\n", want: []string{"apiVersion", "Unsupported value"}},
+		"runtime":          {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'tcp://h:1'}}", want: []string{"manager.runtime.address"}},
+		"remover image":    {doc: "apiVersion: eraser.sh/v1alpha3\n", args: []string{"--remover-image=a b"}, want: []string{"--remover-image"}},
+		"missing --config": {want: []string{"--config is required"}},
+		"missing file":     {args: []string{"--config=/nonexistent/config.yaml"}, want: []string{"reading EraserConfig", "/nonexistent/config.yaml"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"--kubeconfig=/nonexistent/kubeconfig"}, tc.args...)
+			if tc.doc != "" {
+				args = append(args, "--config="+writeConfig(t, tc.doc))
+			}
+			p := start(t, nil, args...)
+			if code := p.waitExit(t, 30*time.Second); code != 1 {
+				t.Errorf("exit code = %d, want 1", code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(p.stderr.String(), w) {
+					t.Errorf("log does not mention %q:\n%s", w, p.stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestManagerRejectsBadFlags(t *testing.T) {
+	p := start(t, nil, "--log-level=loud")
+	if code := p.waitExit(t, 30*time.Second); code != 2 {
+		t.Errorf("exit code = %d, want 2 (usage)", code)
+	}
+	if !strings.Contains(p.stderr.String(), "log-level") {
+		t.Errorf("usage error does not name the flag:\n%s", p.stderr)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
