@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -112,30 +113,29 @@ func parseDigest(s string) (string, bool) {
 
 // Matches reports whether the reference names the image.
 func (r Ref) Matches(img Image) bool {
-	switch r.Kind {
-	case KindDigest:
-		if id, ok := parseDigest(img.ID); ok && id == r.Digest {
-			return true
-		}
-		for _, d := range img.Digests {
-			if _, dig, ok := splitDigested(d); ok && dig == r.Digest {
-				return true
-			}
-		}
-	case KindDigested:
-		for _, d := range img.Digests {
-			if repo, dig, ok := splitDigested(d); ok && repo == r.Repo && dig == r.Digest {
-				return true
-			}
-		}
-	case KindTagged:
-		for _, t := range img.Tags {
-			if repo, tag, ok := splitTagged(t); ok && repo == r.Repo && tag == r.Tag {
-				return true
-			}
+	return slices.Contains(img.Keys(), r.String())
+}
+
+// Keys are the normal forms the image can be named by: its ID, each tag, each
+// repo digest and the digest part of each. A Ref names the image exactly when
+// its String is one of them, so callers can index images by key once and look
+// references up in a map.
+func (img Image) Keys() []string {
+	keys := make([]string, 0, 1+len(img.Tags)+2*len(img.Digests))
+	if id, ok := parseDigest(img.ID); ok {
+		keys = append(keys, id)
+	}
+	for _, t := range img.Tags {
+		if repo, tag, ok := splitTagged(t); ok {
+			keys = append(keys, repo+":"+tag)
 		}
 	}
-	return false
+	for _, d := range img.Digests {
+		if repo, dig, ok := splitDigested(d); ok {
+			keys = append(keys, repo+"@"+dig, dig)
+		}
+	}
+	return keys
 }
 
 // splitTagged normalises a runtime-reported tag into repository and tag.

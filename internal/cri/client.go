@@ -1,0 +1,230 @@
+// Package cri is the node workers' client of the container runtime (CRI v1):
+// list images and containers, read the runtime's sandbox image, remove
+// images. Every call has its own timeout, so one slow removal never eats the
+// budget of the others.
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/endpoint"
+)
+
+// EnvRuntimeEndpoint names the environment variable workers read the
+// endpoint from when --runtime-endpoint is not given.
+const EnvRuntimeEndpoint = "ERASER_RUNTIME_ENDPOINT"
+
+// ErrNoCRIv1 means the runtime answers but does not serve CRI v1.
+var ErrNoCRIv1 = errors.New("the runtime does not serve CRI v1 (runtime.v1.RuntimeService); upgrade it (containerd >= 1.6, CRI-O >= 1.24)")
+
+// Timeouts bound each kind of call.
+type Timeouts struct {
+	// Connect bounds the first call, which establishes the connection.
+	Connect time.Duration
+	// List bounds listing images or containers and reading status.
+	List time.Duration
+	// Remove bounds one RemoveImage; large Windows images take over a
+	// minute to delete.
+	Remove time.Duration
+}
+
+// DefaultTimeouts suit a busy node.
+var DefaultTimeouts = Timeouts{Connect: 10 * time.Second, List: 2 * time.Minute, Remove: 5 * time.Minute}
+
+// maxMessage is large enough for tens of thousands of images in one list.
+const maxMessage = 64 << 20
+
+// Image is what the runtime reports of one image.
+type Image struct {
+	ID      string
+	Tags    []string
+	Digests []string
+	Size    uint64
+	Pinned  bool
+}
+
+// Container is what the runtime reports of one container, in any state.
+type Container struct {
+	ID    string
+	Name  string
+	State string
+	// Image is the image as the container spec names it (a tag or an ID).
+	Image string
+	// ImageRef and ImageID identify the image the container was created
+	// from; a runtime fills one or both.
+	ImageRef string
+	ImageID  string
+}
+
+// Client talks CRI v1 to one runtime endpoint.
+type Client struct {
+	conn     *grpc.ClientConn
+	runtime  runtimeapi.RuntimeServiceClient
+	images   runtimeapi.ImageServiceClient
+	timeouts Timeouts
+	// Address is the endpoint dialed.
+	Address endpoint.Address
+	// RuntimeName and RuntimeVersion are what the runtime reported.
+	RuntimeName, RuntimeVersion string
+}
+
+// Dial connects to the endpoint (unix:// or npipe://) and checks that the
+// runtime serves CRI v1.
+func Dial(ctx context.Context, address string, timeouts Timeouts) (*Client, error) {
+	addr, err := endpoint.Parse(address)
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint: %w", err)
+	}
+	if addr.Scheme == endpoint.Unix {
+		if _, err := os.Stat(addr.Path); err != nil {
+			return nil, fmt.Errorf("runtime socket %s: %w (is the runtime running, and its socket mounted into the pod?)", addr.Path, err)
+		}
+	}
+	dial, err := dialer(addr)
+	if err != nil {
+		return nil, err
+	}
+	// passthrough: the dialer knows the address; no resolver must rewrite it.
+	conn, err := grpc.NewClient("passthrough:///cri",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dial),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint %s: %w", addr, err)
+	}
+	c := &Client{
+		conn: conn, timeouts: timeouts, Address: addr,
+		runtime: runtimeapi.NewRuntimeServiceClient(conn),
+		images:  runtimeapi.NewImageServiceClient(conn),
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeouts.Connect)
+	defer cancel()
+	v, err := c.runtime.Version(cctx, &runtimeapi.VersionRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		_ = conn.Close()
+		if status.Code(err) == codes.Unimplemented {
+			return nil, ErrNoCRIv1
+		}
+		return nil, fmt.Errorf("runtime at %s did not answer within %v: %w", addr, timeouts.Connect, err)
+	}
+	c.RuntimeName, c.RuntimeVersion = v.GetRuntimeName(), v.GetRuntimeVersion()
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func (c *Client) listCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeouts.List)
+}
+
+// ListImages lists every image the runtime holds (containerd: namespace k8s.io).
+func (c *Client) ListImages(ctx context.Context) ([]Image, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	out := make([]Image, 0, len(resp.GetImages()))
+	for _, img := range resp.GetImages() {
+		out = append(out, Image{ID: img.GetId(), Tags: img.GetRepoTags(), Digests: img.GetRepoDigests(), Size: img.GetSize(), Pinned: img.GetPinned()})
+	}
+	return out, nil
+}
+
+// ListContainers lists every container in every state: an exited container
+// can be restarted and still needs its image.
+func (c *Client) ListContainers(ctx context.Context) ([]Container, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	out := make([]Container, 0, len(resp.GetContainers()))
+	for _, ctr := range resp.GetContainers() {
+		out = append(out, Container{
+			ID: ctr.GetId(), Name: ctr.GetMetadata().GetName(), State: ctr.GetState().String(),
+			Image: ctr.GetImage().GetImage(), ImageRef: ctr.GetImageRef(), ImageID: ctr.GetImageId(),
+		})
+	}
+	return out, nil
+}
+
+// RemoveImage removes an image by ID. Removing one that is already gone is
+// not an error.
+func (c *Client) RemoveImage(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeouts.Remove)
+	defer cancel()
+	_, err := c.images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing image %s: %w", id, err)
+	}
+	return nil
+}
+
+// ImageFsUsage is the bytes used on the runtime's image filesystems.
+func (c *Client) ImageFsUsage(ctx context.Context) (uint64, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return 0, fmt.Errorf("reading image filesystem usage: %w", err)
+	}
+	var used uint64
+	for _, fs := range resp.GetImageFilesystems() {
+		used += fs.GetUsedBytes().GetValue()
+	}
+	return used, nil
+}
+
+// SandboxImage is the pause image the runtime starts every pod with, as its
+// verbose status reports it ("" when it does not say). containerd 1.6 does
+// not mark this image pinned, and removing it breaks every new pod.
+func (c *Client) SandboxImage(ctx context.Context) (string, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.runtime.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return "", fmt.Errorf("reading runtime status: %w", err)
+	}
+	return sandboxImageFromInfo(resp.GetInfo()), nil
+}
+
+// sandboxImageFromInfo reads containerd's verbose "config": 1.x has
+// sandboxImage at the top, 2.x under pinnedImages.sandbox.
+func sandboxImageFromInfo(info map[string]string) string {
+	raw, ok := info["config"]
+	if !ok {
+		return ""
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+		PinnedImages struct {
+			Sandbox string `json:"sandbox"`
+		} `json:"pinnedImages"`
+	}
+	if json.Unmarshal([]byte(raw), &cfg) != nil {
+		return ""
+	}
+	if cfg.SandboxImage != "" {
+		return cfg.SandboxImage
+	}
+	return cfg.PinnedImages.Sandbox
+}

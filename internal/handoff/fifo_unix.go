@@ -1,0 +1,221 @@
+//go:build !windows
+
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollInterval is how often a reader looks for a FIFO its writer has not
+// created yet.
+const pollInterval = 50 * time.Millisecond
+
+// FIFO is the named-pipe transport (the Linux default, as upstream). The
+// writer creates the FIFO and the reader waits for it to appear.
+type FIFO struct{}
+
+var _ Transport = FIFO{}
+
+// Name implements Transport.
+func (FIFO) Name() string { return "fifo" }
+
+// SendImages implements Transport.
+func (f FIFO) SendImages(ctx context.Context, path string, images []Image) error {
+	data, err := Encode(images)
+	if err != nil {
+		return err
+	}
+	return f.send(ctx, path, data)
+}
+
+func (FIFO) send(ctx context.Context, path string, data []byte) error {
+	if err := mkfifo(path, 0o644, true); err != nil {
+		return err
+	}
+	return writeFIFO(ctx, path, data)
+}
+
+// ReceiveImages implements Transport.
+func (FIFO) ReceiveImages(ctx context.Context, path string) ([]Image, error) {
+	if err := waitForFIFO(ctx, path); err != nil {
+		return nil, err
+	}
+	data, err := readFIFO(ctx, path, MaxPayload)
+	if err != nil {
+		return nil, fmt.Errorf("receiving images on %s: %w", path, err)
+	}
+	return Decode(data)
+}
+
+// PublishCompletion implements Transport.
+func (FIFO) PublishCompletion(path string) (Completion, error) {
+	if err := mkfifo(path, 0o600, false); err != nil {
+		return nil, err
+	}
+	return &fifoCompletion{path: path}, nil
+}
+
+// SignalCompletion implements Transport.
+func (FIFO) SignalCompletion(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("completion endpoint %s: %w", path, err)
+	}
+	return writeFIFO(ctx, path, []byte(CompleteToken))
+}
+
+type fifoCompletion struct {
+	mu     sync.Mutex
+	path   string
+	closed bool
+}
+
+func (c *fifoCompletion) Wait(ctx context.Context) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("completion endpoint %s: %w", c.path, fs.ErrClosed)
+	}
+	data, err := readFIFO(ctx, c.path, maxCompletion)
+	if err != nil {
+		return fmt.Errorf("waiting for completion on %s: %w", c.path, err)
+	}
+	return checkToken(data)
+}
+
+// Close removes the FIFO this side created, so the same endpoint can be
+// published again; a second call, or a FIFO already gone, is not an error.
+func (c *fifoCompletion) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if err := os.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// mkfifo creates a FIFO. A writer may find one it created before a restart
+// of its container; anything else at the path is an error.
+func mkfifo(path string, mode uint32, reuse bool) error {
+	err := unix.Mkfifo(path, mode)
+	if errors.Is(err, fs.ErrExist) && reuse {
+		if st, serr := os.Lstat(path); serr == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating hand-off FIFO %s: %w", path, err)
+	}
+	return nil
+}
+
+func waitForFIFO(ctx context.Context, path string) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		st, err := os.Lstat(path)
+		if err == nil {
+			if st.Mode()&fs.ModeNamedPipe == 0 {
+				return fmt.Errorf("hand-off endpoint %s is not a FIFO", path)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to appear: %w", path, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func writeFIFO(ctx context.Context, path string, data []byte) error {
+	f, err := openFIFO(ctx, path, os.O_WRONLY)
+	if err != nil {
+		return fmt.Errorf("opening %s for writing: %w", path, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = f.SetDeadline(time.Now()) })
+	defer stop()
+	_, err = f.Write(data)
+	if err = ctxErr(ctx, closeWith(f, err)); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func readFIFO(ctx context.Context, path string, limit int64) ([]byte, error) {
+	f, err := openFIFO(ctx, path, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s for reading: %w", path, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = f.SetDeadline(time.Now()) })
+	defer stop()
+	data, err := readAll(f, limit)
+	return data, ctxErr(ctx, closeWith(f, err))
+}
+
+// openFIFO opens a FIFO, which blocks until the other end is opened too, and
+// gives up when ctx ends. A blocked open(2) cannot be interrupted, so on
+// cancellation this side briefly opens the other end itself (non-blocking)
+// to release it, then closes both: no goroutine or descriptor outlives the call.
+func openFIFO(ctx context.Context, path string, flag int) (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := os.OpenFile(path, flag|syscall.O_CLOEXEC, 0)
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-ctx.Done():
+	}
+	peer := os.O_WRONLY
+	if flag&os.O_WRONLY != 0 {
+		peer = os.O_RDONLY
+	}
+	for {
+		select {
+		case r := <-done:
+			if r.f != nil {
+				_ = r.f.Close()
+			}
+			return nil, ctx.Err()
+		default:
+		}
+		// A non-blocking writer open fails (ENXIO) until the reader's open
+		// is in progress; a non-blocking reader open always succeeds.
+		if p, err := os.OpenFile(path, peer|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+			r := <-done
+			if r.f != nil {
+				_ = r.f.Close()
+			}
+			_ = p.Close()
+			return nil, ctx.Err()
+		} else if errors.Is(err, fs.ErrNotExist) {
+			// Someone removed the FIFO: nothing can release an open already
+			// blocked on it, and one not yet started will fail. Do not wait;
+			// the buffered channel lets the goroutine finish if it ever can.
+			return nil, ctx.Err()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,161 @@
+// Package handoff passes image lists between the containers of a worker pod
+// (collector → scanner → remover) and tells the earlier stages that the
+// remover has finished, through a shared directory.
+//
+// The protocol is upstream Eraser's, so custom scanners written for it keep
+// working: endpoints collectScan, scanErase, eraseCompleteCollect and
+// eraseCompleteScan; payload a JSON array of {"image_id","names","digests"};
+// completion token "complete". On Linux the endpoints are FIFOs; Windows has
+// none, so there they are AF_UNIX sockets. Both transports sit behind one
+// interface and both run on Linux, so they are tested alike.
+//
+// Rules both transports keep (from the review of upstream's Windows port):
+// a waiter publishes its completion endpoint before the payload that leads to
+// the signal is sent; every descriptor is closed on every path; every wait
+// ends when its context does; an empty payload is an error, never "nothing to
+// do"; Close is idempotent and removes only what this side created.
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// Endpoint names in the shared directory, as upstream Eraser names them.
+const (
+	CollectScan          = "collectScan"
+	ScanErase            = "scanErase"
+	EraseCompleteCollect = "eraseCompleteCollect"
+	EraseCompleteScan    = "eraseCompleteScan"
+)
+
+// CompleteToken is what the remover sends to say it has finished.
+const CompleteToken = "complete"
+
+// MaxPayload bounds an image list: about 200,000 images.
+const MaxPayload = 64 << 20
+
+// maxCompletion bounds a completion message.
+const maxCompletion = 1 << 10
+
+// ErrEmpty is a hand-off that carried no bytes at all: the peer died or
+// closed early. An empty list is "[]".
+var ErrEmpty = errors.New("hand-off carried no data (peer closed without sending)")
+
+// Image is one image in a hand-off payload.
+type Image struct {
+	ImageID string   `json:"image_id"`
+	Names   []string `json:"names"`
+	Digests []string `json:"digests"`
+}
+
+// Transport is one way of moving hand-offs between containers.
+type Transport interface {
+	// Name says which transport this is, for logs.
+	Name() string
+	// SendImages gives images to the peer that receives on path, waiting
+	// until it takes them or ctx ends.
+	SendImages(ctx context.Context, path string, images []Image) error
+	// ReceiveImages waits for a peer to send on path and returns what it sent.
+	ReceiveImages(ctx context.Context, path string) ([]Image, error)
+	// PublishCompletion creates the completion endpoint at path. Publish it
+	// before sending the payload whose processing ends in the signal.
+	PublishCompletion(path string) (Completion, error)
+	// SignalCompletion tells the waiter at path that the work is done. If
+	// nobody published that endpoint the error matches fs.ErrNotExist.
+	SignalCompletion(ctx context.Context, path string) error
+
+	// send writes raw bytes as a payload; tests use it to send bad input.
+	send(ctx context.Context, path string, data []byte) error
+}
+
+// Completion is a published completion endpoint.
+type Completion interface {
+	// Wait blocks until the peer signals; an unexpected message is an error.
+	Wait(ctx context.Context) error
+	// Close removes the endpoint; calling it again is harmless.
+	Close() error
+}
+
+// Path joins the shared directory and an endpoint name.
+func Path(dir, name string) string { return filepath.Join(dir, name) }
+
+// Encode is the wire form of an image list.
+func Encode(images []Image) ([]byte, error) {
+	if images == nil {
+		images = []Image{}
+	}
+	return json.Marshal(images)
+}
+
+// Decode reads and validates a payload.
+func Decode(data []byte) ([]Image, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, ErrEmpty
+	}
+	var images []Image
+	if err := json.Unmarshal(data, &images); err != nil {
+		return nil, fmt.Errorf("hand-off payload is not a JSON list of images: %w", err)
+	}
+	if images == nil {
+		return nil, errors.New(`hand-off payload is null; an empty list is "[]"`)
+	}
+	for i, img := range images {
+		if img.ImageID == "" || strings.ContainsAny(img.ImageID, " \t\r\n") {
+			return nil, fmt.Errorf("hand-off payload [%d]: image_id %q is not an image ID", i, img.ImageID)
+		}
+	}
+	return images, nil
+}
+
+// readAll reads at most limit bytes; more is an error.
+func readAll(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("hand-off larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+func checkToken(data []byte) error {
+	got := strings.TrimSpace(string(data))
+	switch got {
+	case CompleteToken:
+		return nil
+	case "":
+		return fmt.Errorf("completion: %w", ErrEmpty)
+	}
+	if len(got) > 64 {
+		got = got[:64] + "..."
+	}
+	return fmt.Errorf("completion: unexpected message %q, want %q", got, CompleteToken)
+}
+
+// closeWith closes c and returns err, or the close error if err is nil: a
+// failed close after a successful operation still counts.
+func closeWith(c io.Closer, err error) error {
+	if cerr := c.Close(); err == nil {
+		return cerr
+	}
+	return err
+}
+
+// ctxErr prefers the context's error when it ended a failed operation.
+func ctxErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
