@@ -11,7 +11,7 @@ export GOTOOLCHAIN ?= local
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 GO_PACKAGES := ./...
-BINARIES := manager
+BINARIES := manager collector remover eraser
 
 .PHONY: all
 all: build

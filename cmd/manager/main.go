@@ -8,7 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/eraser-oss/eraser/internal/logging"
 	"github.com/eraser-oss/eraser/internal/manager"
 )
 
@@ -18,7 +17,7 @@ func main() {
 	flag.Parse()
 	opts.FromEnv()
 
-	log := logging.New(opts.LogLevel, os.Stderr)
+	log := manager.NewLogger(opts.LogLevel, os.Stderr)
 	if err := run(log, opts); err != nil {
 		log.Error(err, "manager exited")
 		os.Exit(1)

@@ -55,13 +55,16 @@ var hex64 = regexp.MustCompile(`^[a-f0-9]{64}$`)
 // MaxLength bounds an entry, as the ImageList schema does.
 const MaxLength = 512
 
+// PruneAllEntry, as an ImageList entry, selects every unused image.
+const PruneAllEntry = "*"
+
 // ErrPruneAll is returned for "*", which is not a reference: callers handle it.
 var ErrPruneAll = errors.New(`"*" selects every unused image; it is not a reference`)
 
 // Parse reads one ImageList entry.
 func Parse(s string) (Ref, error) {
 	switch {
-	case s == "*":
+	case s == PruneAllEntry:
 		return Ref{}, ErrPruneAll
 	case s == "":
 		return Ref{}, errors.New("empty image reference")

@@ -1,18 +1,14 @@
-// Package logging sets up the structured logger every Eraser binary uses,
-// from the --log-level flag that upstream Eraser's binaries share.
+// Package logging provides the --log-level flag every Eraser binary shares
+// and the structured (JSON) logger of the node workers. It depends on the
+// standard library only, to keep the workers small.
 package logging
 
 import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
-
-	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // Levels are the values --log-level accepts.
@@ -43,25 +39,21 @@ func (l *Level) Set(s string) error {
 	return nil
 }
 
-// New returns a JSON logger at the level, writing to w, and makes it the
-// logger of controller-runtime and klog too so that every line is structured.
-func New(level Level, w io.Writer) logr.Logger {
-	var zl zapcore.Level
-	switch level {
+// Slog is the level for log/slog.
+func (l Level) Slog() slog.Level {
+	switch l {
 	case "debug":
-		zl = zapcore.DebugLevel
+		return slog.LevelDebug
 	case "warn":
-		zl = zapcore.WarnLevel
+		return slog.LevelWarn
 	case "error":
-		zl = zapcore.ErrorLevel
-	default:
-		zl = zapcore.InfoLevel
+		return slog.LevelError
 	}
-	log := zap.New(zap.Level(zl), zap.WriteTo(w), zap.UseDevMode(false), zap.JSONEncoder(func(c *zapcore.EncoderConfig) {
-		c.TimeKey = "ts"
-		c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	}))
-	ctrl.SetLogger(log)
-	klog.SetLogger(log)
-	return log
+	return slog.LevelInfo
+}
+
+// NewWorker returns the JSON logger of a node worker, with the component's
+// name on every line.
+func NewWorker(w io.Writer, level Level, component string) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level.Slog()})).With("component", component)
 }

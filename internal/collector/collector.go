@@ -1,0 +1,122 @@
+// Package collector is the first worker of a scheduled run: it lists the
+// node's images, drops every protected one, and hands the rest to the
+// scanner, or straight to the remover when scanning is disabled.
+package collector
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/remover"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/worker"
+)
+
+// Command is the collector binary.
+type Command struct {
+	worker.Flags
+	ScanDisabled bool
+	SummaryFile  string
+	Transport    handoff.Transport
+}
+
+// Bind registers the collector's flags.
+func (c *Command) Bind(fs *flag.FlagSet) {
+	c.Flags.Bind(fs)
+	fs.BoolVar(&c.ScanDisabled, "scan-disabled", false, "hand images straight to the remover: every unused image is removed")
+	fs.StringVar(&c.SummaryFile, "summary-file", remover.DefaultSummaryFile, "where to write the JSON summary (the termination message)")
+}
+
+// Run runs the collector and returns the exit code.
+func (c *Command) Run(ctx context.Context) int {
+	log := c.Logger("collector")
+	c.StartPprof(log)
+	if c.Transport == nil {
+		c.Transport = handoff.Default()
+	}
+	summary, err := c.run(ctx, log)
+	summary.Node = os.Getenv("NODE_NAME")
+	if err != nil {
+		log.Error("collector failed", "error", err)
+		summary.Error = err.Error()
+	}
+	if werr := report.Write(c.SummaryFile, summary); werr != nil {
+		log.Warn("could not write the summary", "file", c.SummaryFile, "error", werr)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, error) {
+	summary := report.Summary{Component: "collector", Counts: map[string]int{}}
+	pats, err := c.Exclusions(log)
+	if err != nil {
+		return summary, err
+	}
+	client, err := c.Dial(ctx, log)
+	if err != nil {
+		return summary, err
+	}
+	snap, err := remover.ReadNode(ctx, client, protect.Policy{Exclusions: pats})
+	_ = client.Close()
+	if err != nil {
+		return summary, err
+	}
+	payload := Payload(snap)
+	for i := range snap.Images {
+		if v := snap.Verdict(i); v.Reason != protect.Removable {
+			summary.Counts[string(v.Reason)]++
+			log.Debug("image kept", "image", snap.Images[i].ID, "names", snap.Images[i].Tags, "reason", string(v.Reason), "detail", v.Detail)
+		}
+	}
+	summary.Counts["candidates"] = len(payload)
+
+	// Publish the endpoint we wait on before handing anything over: the
+	// remover may finish and signal before a later publish would happen.
+	done, err := c.Transport.PublishCompletion(handoff.Path(c.SharedDir, handoff.EraseCompleteCollect))
+	if err != nil {
+		return summary, err
+	}
+	defer done.Close()
+	dest := handoff.CollectScan
+	if c.ScanDisabled {
+		dest = handoff.ScanErase
+	}
+	log.Info("handing over candidates", "candidates", len(payload), "to", dest, "kept", summary.Counts)
+	if err := c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload); err != nil {
+		return summary, err
+	}
+	if err := done.Wait(ctx); err != nil {
+		return summary, err
+	}
+	log.Info("removal finished")
+	return summary, nil
+}
+
+// Payload lists the unprotected images in the hand-off form: digests are the
+// part after "@" of each repo digest, as upstream sends them.
+func Payload(s *remover.Snapshot) []handoff.Image {
+	out := []handoff.Image{}
+	for _, i := range s.Candidates() {
+		img := s.Images[i]
+		digests := make([]string, 0, len(img.Digests))
+		for _, d := range img.Digests {
+			if _, dig, ok := strings.Cut(d, "@"); ok {
+				digests = append(digests, dig)
+			}
+		}
+		names := img.Tags
+		if names == nil {
+			names = []string{}
+		}
+		out = append(out, handoff.Image{ImageID: img.ID, Names: names, Digests: digests})
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+// Package protect decides which images on a node must never be removed:
+// images any container uses (in any state), images the runtime pins, the
+// runtime's sandbox (pause) image, and images an exclusion list protects.
+// The container runtime enforces none of this: containerd removes images
+// that running containers use, and pinned ones too.
+package protect
+
+import (
+	"slices"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imageref"
+)
+
+// Reason says why an image is kept; Removable means it is not protected.
+type Reason string
+
+// The reasons, in the order they are checked.
+const (
+	Removable Reason = ""
+	InUse     Reason = "in use"
+	Pinned    Reason = "pinned"
+	Excluded  Reason = "excluded"
+)
+
+// Verdict is the decision for one image.
+type Verdict struct {
+	Reason Reason
+	// Detail names the container, the sandbox image or the pattern.
+	Detail string
+}
+
+// Keys are the normalised names of a runtime image, plus the raw strings the
+// runtime reported: a raw match can only add protection, never remove it.
+func Keys(img cri.Image) []string {
+	keys := imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}.Keys()
+	keys = append(keys, img.ID)
+	keys = append(keys, img.Tags...)
+	keys = append(keys, img.Digests...)
+	return keys
+}
+
+// refKeys are the keys one container-reported image string can match.
+func refKeys(s string) []string {
+	if s == "" {
+		return nil
+	}
+	keys := []string{s}
+	if r, err := imageref.Parse(s); err == nil {
+		keys = append(keys, r.String())
+	}
+	return keys
+}
+
+// Containers maps every key of every image a container refers to, to that
+// container's name. A container names its image three ways (the spec's
+// image, ImageRef, ImageID); all are indexed, so a container started from
+// an image ID still protects the image after its tag moved.
+type Containers map[string]string
+
+// NewContainers indexes the images of all containers, whatever their state.
+func NewContainers(containers []cri.Container) Containers {
+	used := Containers{}
+	for _, c := range containers {
+		name := c.Name
+		if name == "" {
+			name = c.ID
+		}
+		for _, s := range []string{c.ImageID, c.ImageRef, c.Image} {
+			for _, k := range refKeys(s) {
+				used[k] = name
+			}
+		}
+	}
+	return used
+}
+
+// Policy is what protects images besides containers.
+type Policy struct {
+	// Exclusions come from the exclusion lists.
+	Exclusions []imageref.Pattern
+	// SandboxImage is the runtime's pause image, as its status reports it.
+	SandboxImage string
+}
+
+// Check decides for one image, given its Keys.
+func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
+	for _, k := range keys {
+		if c, ok := used[k]; ok {
+			return Verdict{Reason: InUse, Detail: "container " + c}
+		}
+	}
+	if img.Pinned {
+		return Verdict{Reason: Pinned, Detail: "pinned by the runtime"}
+	}
+	for _, k := range refKeys(p.SandboxImage) {
+		if slices.Contains(keys, k) {
+			return Verdict{Reason: Pinned, Detail: "the runtime's sandbox image"}
+		}
+	}
+	ref := imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}
+	for _, pat := range p.Exclusions {
+		if pat.Matches(ref) {
+			return Verdict{Reason: Excluded, Detail: "exclusion " + pat.String()}
+		}
+	}
+	return Verdict{}
+}

@@ -1,0 +1,146 @@
+package remover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/worker"
+)
+
+// DefaultSummaryFile is the container's termination message path.
+const DefaultSummaryFile = "/dev/termination-log"
+
+// Command is the remover binary.
+type Command struct {
+	worker.Flags
+	// ImageList is a JSON array of entries; empty means read the hand-off.
+	ImageList   string
+	DryRun      bool
+	Concurrency int
+	SummaryFile string
+	Transport   handoff.Transport
+}
+
+// Bind registers the remover's flags.
+func (c *Command) Bind(fs *flag.FlagSet) {
+	c.Flags.Bind(fs)
+	fs.StringVar(&c.ImageList, "imagelist", "", "JSON array of images to remove; empty: receive them from the collector or scanner")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "report what would be removed, remove nothing")
+	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "removals in flight at once")
+	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
+}
+
+// Run runs the remover and returns the process exit code: 0 when the run
+// completed (images kept for a reason are not failures), 1 when it could not
+// run at all.
+func (c *Command) Run(ctx context.Context) int {
+	log := c.Logger("remover")
+	c.StartPprof(log)
+	if c.Transport == nil {
+		c.Transport = handoff.Default()
+	}
+	summary, err := c.run(ctx, log)
+	summary.Node = os.Getenv("NODE_NAME")
+	if err != nil {
+		log.Error("remover failed; nothing more will be removed", "error", err)
+		summary.Error = err.Error()
+	}
+	if werr := report.Write(c.SummaryFile, summary); werr != nil {
+		log.Warn("could not write the summary", "file", c.SummaryFile, "error", werr)
+	}
+	log.Info("summary", "counts", summary.Counts, "bytesFreed", summary.BytesFreed, "dryRun", summary.DryRun)
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, error) {
+	empty := report.Summary{Component: "remover", DryRun: c.DryRun, Counts: map[string]int{}}
+	pipeline := c.ImageList == ""
+	if pipeline {
+		// The collector (and scanner) wait for this signal on every path,
+		// or they would hang when the remover fails.
+		defer c.signalDone(log)
+	}
+	pats, err := c.Exclusions(log)
+	if err != nil {
+		return empty, err
+	}
+	var entries []string
+	if pipeline {
+		entries, err = c.receive(ctx)
+	} else {
+		entries, err = readImageList(c.ImageList)
+	}
+	if err != nil {
+		return empty, err
+	}
+	targets, invalid := ParseTargets(entries)
+	for _, r := range invalid {
+		logResult(log, r, c.DryRun)
+	}
+	client, err := c.Dial(ctx, log)
+	if err != nil {
+		return empty, err
+	}
+	defer client.Close()
+	results, err := Run(ctx, client, targets, Options{
+		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log,
+	})
+	if err != nil {
+		return empty, err
+	}
+	return Summarize(append(invalid, results...), c.DryRun), nil
+}
+
+func readImageList(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading image list: %w", err)
+	}
+	var entries []string
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("image list %s is not a JSON array of strings: %w", path, err)
+	}
+	return entries, nil
+}
+
+func (c *Command) receive(ctx context.Context) ([]string, error) {
+	images, err := c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(images))
+	for i, img := range images {
+		ids[i] = img.ImageID
+	}
+	return ids, nil
+}
+
+// signalDone tells the collector, then the scanner if there is one, that
+// removal is over. The scanner's endpoint exists only when a scanner runs.
+func (c *Command) signalDone(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteCollect)); err != nil {
+		log.Error("could not tell the collector that removal finished", "error", err)
+	}
+	err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteScan))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		log.Debug("no scanner to signal")
+	case err != nil:
+		log.Error("could not tell the scanner that removal finished", "error", err)
+	}
+}

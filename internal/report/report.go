@@ -1,0 +1,89 @@
+// Package report is the summary a node worker leaves in its container's
+// termination message, from which the manager reads a node's results
+// through pod status, without any API access from the node.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// MaxSize is the kubelet's limit on a termination message.
+const MaxSize = 4096
+
+// maxFailures and maxMessage keep the summary far below MaxSize.
+const (
+	maxFailures = 5
+	maxMessage  = 200
+)
+
+// Summary is one worker's results on one node.
+type Summary struct {
+	Component string `json:"component"`
+	Node      string `json:"node,omitempty"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	// Counts holds the number of images per outcome ("removed", "in use",
+	// "pinned", "excluded", "not on node", "failed", "invalid").
+	Counts map[string]int `json:"counts"`
+	// BytesFreed is the size of the images removed (would be, on a dry run).
+	BytesFreed uint64 `json:"bytesFreed"`
+	// Failures are the first few failures.
+	Failures []Failure `json:"failures,omitempty"`
+	// Error is set when the worker could not run at all.
+	Error string `json:"error,omitempty"`
+}
+
+// Failure is one failed image.
+type Failure struct {
+	Image   string `json:"image"`
+	Message string `json:"message"`
+}
+
+// AddFailure records a failure, keeping only the first few.
+func (s *Summary) AddFailure(image, message string) {
+	if len(s.Failures) >= maxFailures {
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Image: truncate(image), Message: truncate(message)})
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+// Encode is the summary's termination-message form, always under MaxSize.
+func (s Summary) Encode() []byte {
+	s.Error = truncate(s.Error)
+	for {
+		data, err := json.Marshal(s)
+		if err == nil && len(data) <= MaxSize {
+			return data
+		}
+		if len(s.Failures) == 0 {
+			return []byte(`{"error":"summary too large"}`)
+		}
+		s.Failures = s.Failures[:len(s.Failures)-1]
+	}
+}
+
+// Decode reads a termination message.
+func Decode(data []byte) (Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("worker summary is not JSON: %w", err)
+	}
+	return s, nil
+}
+
+// Write writes the summary to the termination message file. Outside a pod
+// that file may not exist; the caller logs the error and carries on.
+func Write(path string, s Summary) error {
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, s.Encode(), 0o644)
+}

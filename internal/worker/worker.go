@@ -1,0 +1,102 @@
+// Package worker holds what the node workers (collector, remover) share:
+// their common flags, the CRI connection, exclusion lists and pprof.
+package worker
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strconv"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/exclusion"
+	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/logging"
+)
+
+// DefaultSharedDir is where the worker containers of a pod share hand-off
+// endpoints (an emptyDir).
+const DefaultSharedDir = "/run/eraser.sh/shared-data"
+
+// Flags are the flags every worker takes, upstream's first.
+type Flags struct {
+	LogLevel        logging.Level
+	EnablePprof     bool
+	PprofPort       int
+	RuntimeEndpoint string
+	ExclusionDir    string
+	SharedDir       string
+}
+
+// Bind registers the flags; defaults come from the environment where
+// upstream reads it.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	f.LogLevel.Bind(fs)
+	fs.BoolVar(&f.EnablePprof, "enable-pprof", false, "serve pprof on localhost:--pprof-port")
+	fs.IntVar(&f.PprofPort, "pprof-port", 6060, "pprof port")
+	def := os.Getenv(cri.EnvRuntimeEndpoint)
+	if def == "" {
+		def = cri.DefaultEndpoint
+	}
+	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
+	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists")
+	fs.StringVar(&f.SharedDir, "shared-dir", DefaultSharedDir, "directory shared by the pod's workers for hand-offs")
+}
+
+// Logger is the worker's JSON logger on stderr.
+func (f *Flags) Logger(component string) *slog.Logger {
+	log := logging.NewWorker(os.Stderr, f.LogLevel, component)
+	if node := os.Getenv("NODE_NAME"); node != "" {
+		log = log.With("node", node)
+	}
+	return log
+}
+
+// StartPprof serves pprof on localhost when enabled.
+func (f *Flags) StartPprof(log *slog.Logger) {
+	if !f.EnablePprof {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	addr := net.JoinHostPort("localhost", strconv.Itoa(f.PprofPort))
+	go func() {
+		if err := http.ListenAndServe(addr, mux); err != nil {
+			log.Error("pprof server stopped", "addr", addr, "error", err)
+		}
+	}()
+}
+
+// Dial connects to the runtime.
+func (f *Flags) Dial(ctx context.Context, log *slog.Logger) (*cri.Client, error) {
+	c, err := cri.Dial(ctx, f.RuntimeEndpoint, cri.DefaultTimeouts)
+	if err != nil {
+		return nil, err
+	}
+	log.Debug("connected to runtime", "endpoint", f.RuntimeEndpoint, "runtime", c.RuntimeName, "version", c.RuntimeVersion)
+	return c, nil
+}
+
+// Exclusions reads the exclusion lists.
+func (f *Flags) Exclusions(log *slog.Logger) ([]imageref.Pattern, error) {
+	pats, err := exclusion.ReadDir(f.ExclusionDir)
+	if err != nil {
+		return nil, fmt.Errorf("exclusion lists: %w", err)
+	}
+	if len(pats) > 0 {
+		names := make([]string, len(pats))
+		for i, p := range pats {
+			names[i] = p.String()
+		}
+		log.Info("exclusion lists read", "patterns", names)
+	}
+	return pats, nil
+}
