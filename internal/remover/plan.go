@@ -123,12 +123,18 @@ func NewSnapshot(images []cri.Image, containers []cri.Container, policy protect.
 // Verdict is the decision for image i.
 func (s *Snapshot) Verdict(i int) protect.Verdict { return s.verdicts[i] }
 
+// Removal is one image to remove and the entry that chose it.
+type Removal struct {
+	Image  int
+	Target string
+}
+
 // Plan resolves targets against the snapshot. It returns the images to
 // remove (each once, however many entries name it) and the results of every
 // target that resolves to nothing to do.
-func Plan(s *Snapshot, t Targets) (remove []int, results []Result) {
+func Plan(s *Snapshot, t Targets) (remove []Removal, results []Result) {
 	chosen := map[int]bool{}
-	var order []int
+	var order []Removal
 	choose := func(i int, target string) {
 		if chosen[i] {
 			return
@@ -139,7 +145,7 @@ func Plan(s *Snapshot, t Targets) (remove []int, results []Result) {
 			results = append(results, Result{Target: target, ImageID: img.ID, Names: img.Tags, Outcome: outcomeOf(v.Reason), Bytes: img.Size, Detail: v.Detail})
 			return
 		}
-		order = append(order, i)
+		order = append(order, Removal{Image: i, Target: target})
 	}
 	for n, r := range t.Refs {
 		idx := s.byKey[r.String()]

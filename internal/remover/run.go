@@ -80,17 +80,17 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 }
 
 // execute removes the planned images, at most opts.Concurrency at a time.
-func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []int, opts Options) []Result {
+func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []Removal, opts Options) []Result {
 	out := make([]Result, len(remove))
 	recheck := newRechecker(rt.ListContainers)
 	sem := make(chan struct{}, opts.Concurrency)
 	var wg sync.WaitGroup
 	var done atomic.Int64
-	for n, i := range remove {
+	for n, rm := range remove {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[n] = removeOne(ctx, rt, s, i, recheck, opts.DryRun)
+			out[n] = removeOne(ctx, rt, s, rm, recheck, opts.DryRun)
 			logResult(opts.Log, out[n], opts.DryRun)
 			if opts.Progress != nil {
 				opts.Progress(int(done.Add(1)), len(remove))
@@ -103,9 +103,10 @@ func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []int, opts Op
 
 // removeOne re-checks that no container uses the image, on a container list
 // taken after this image came up, then removes it.
-func removeOne(ctx context.Context, rt Runtime, s *Snapshot, i int, recheck *rechecker, dryRun bool) Result {
+func removeOne(ctx context.Context, rt Runtime, s *Snapshot, rm Removal, recheck *rechecker, dryRun bool) Result {
+	i := rm.Image
 	img := s.Images[i]
-	r := Result{Target: img.ID, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
+	r := Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
 	if err := ctx.Err(); err != nil {
 		r.Outcome, r.Detail = Failed, "not attempted: "+err.Error()
 		return r

@@ -1,0 +1,259 @@
+package remover
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/protect"
+)
+
+func id(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+
+// fakeRuntime is an in-memory runtime; onList runs after each container
+// listing, to play a kubelet starting containers mid-run.
+type fakeRuntime struct {
+	mu         sync.Mutex
+	images     []cri.Image
+	containers []cri.Container
+	sandbox    string
+	removeErr  map[string]error
+	listErr    error
+	lists      int
+	onList     func(n int, f *fakeRuntime)
+	removed    []string
+}
+
+func (f *fakeRuntime) ListImages(context.Context) ([]cri.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]cri.Image(nil), f.images...), nil
+}
+
+func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
+	f.mu.Lock()
+	f.lists++
+	n, hook := f.lists, f.onList
+	out, err := append([]cri.Container(nil), f.containers...), f.listErr
+	if n > 1 && f.listErr != nil {
+		err = f.listErr
+	} else if n == 1 {
+		err = nil
+	}
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n, f)
+	}
+	return out, err
+}
+
+func (f *fakeRuntime) SandboxImage(context.Context) (string, error) { return f.sandbox, nil }
+
+func (f *fakeRuntime) RemoveImage(_ context.Context, imageID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.removeErr[imageID]; err != nil {
+		return err
+	}
+	f.removed = append(f.removed, imageID)
+	return nil
+}
+
+var (
+	alpine  = cri.Image{ID: id('a'), Tags: []string{"docker.io/library/alpine:3.19", "docker.io/library/alpine:latest"}, Size: 100}
+	nginx   = cri.Image{ID: id('b'), Tags: []string{"docker.io/library/nginx:1.27"}, Digests: []string{"docker.io/library/nginx@" + id('d')}, Size: 200}
+	redis   = cri.Image{ID: id('c'), Tags: []string{"quay.io/org/redis:7"}, Size: 300}
+	pause   = cri.Image{ID: id('e'), Tags: []string{"registry.k8s.io/pause:3.10"}, Size: 1}
+	pinned  = cri.Image{ID: id('f'), Tags: []string{"registry.example.com/agent:1"}, Size: 5, Pinned: true}
+	untaged = cri.Image{ID: id('9'), Size: 7}
+	node    = []cri.Image{alpine, nginx, redis, pause, pinned, untaged}
+)
+
+func running(name, image string) cri.Container {
+	return cri.Container{ID: "c-" + name, Name: name, State: "CONTAINER_RUNNING", Image: image, ImageRef: image}
+}
+
+type outcome struct {
+	Target  string
+	Image   string
+	Outcome Outcome
+}
+
+func outcomes(results []Result) []outcome {
+	out := make([]outcome, len(results))
+	for i, r := range results {
+		out[i] = outcome{r.Target, r.ImageID, r.Outcome}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Target != out[b].Target {
+			return out[a].Target < out[b].Target
+		}
+		return out[a].Image < out[b].Image
+	})
+	return out
+}
+
+func TestRun(t *testing.T) {
+	cases := map[string]struct {
+		entries    []string
+		containers []cri.Container
+		exclusions []string
+		want       []outcome
+		wantGone   []string
+	}{
+		"nothing":      {entries: nil},
+		"not on node":  {entries: []string{"busybox:1"}, want: []outcome{{"busybox:1", "", NotOnNode}}},
+		"by short tag": {entries: []string{"alpine:3.19"}, want: []outcome{{"alpine:3.19", id('a'), Removed}}, wantGone: []string{id('a')}},
+		"by id":        {entries: []string{id('c')}, want: []outcome{{id('c'), id('c'), Removed}}, wantGone: []string{id('c')}},
+		"by repo digest": {entries: []string{"nginx@" + id('d')},
+			want: []outcome{{"nginx@" + id('d'), id('b'), Removed}}, wantGone: []string{id('b')}},
+		"two tags one image": {entries: []string{"alpine:3.19", "docker.io/library/alpine:latest"},
+			want: []outcome{{"alpine:3.19", id('a'), Removed}}, wantGone: []string{id('a')}},
+		"subset": {entries: []string{"alpine:3.19", "quay.io/org/redis:7", "ghost:1"},
+			want:     []outcome{{"alpine:3.19", id('a'), Removed}, {"ghost:1", "", NotOnNode}, {"quay.io/org/redis:7", id('c'), Removed}},
+			wantGone: []string{id('a'), id('c')}},
+		"running by tag": {entries: []string{"nginx:1.27"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")},
+			want: []outcome{{"nginx:1.27", id('b'), InUse}}},
+		"running by id only": {entries: []string{"nginx:1.27"}, containers: []cri.Container{{Name: "web", Image: id('b'), ImageRef: id('b')}},
+			want: []outcome{{"nginx:1.27", id('b'), InUse}}},
+		"exited container protects": {entries: []string{"alpine"}, containers: []cri.Container{{Name: "job", State: "CONTAINER_EXITED", ImageRef: id('a')}},
+			want: []outcome{{"alpine", id('a'), InUse}}},
+		"pinned":  {entries: []string{"registry.example.com/agent:1"}, want: []outcome{{"registry.example.com/agent:1", id('f'), Pinned}}},
+		"sandbox": {entries: []string{"registry.k8s.io/pause:3.10"}, want: []outcome{{"registry.k8s.io/pause:3.10", id('e'), Pinned}}},
+		"excluded exact": {entries: []string{"alpine:3.19"}, exclusions: []string{"docker.io/library/alpine:3.19"},
+			want: []outcome{{"alpine:3.19", id('a'), Excluded}}},
+		"excluded wildcard": {entries: []string{"quay.io/org/redis:7"}, exclusions: []string{"quay.io/*"},
+			want: []outcome{{"quay.io/org/redis:7", id('c'), Excluded}}},
+		"prune all": {entries: []string{"*"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")}, exclusions: []string{"alpine:*"},
+			want: []outcome{
+				{id('9'), id('9'), Removed}, {id('a'), id('a'), Excluded}, {id('b'), id('b'), InUse},
+				{id('c'), id('c'), Removed}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+			},
+			wantGone: []string{id('9'), id('c')}},
+		"prune plus explicit": {entries: []string{"alpine:3.19", "*"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")},
+			want: []outcome{
+				{"alpine:3.19", id('a'), Removed}, {id('9'), id('9'), Removed}, {id('b'), id('b'), InUse},
+				{id('c'), id('c'), Removed}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+			},
+			wantGone: []string{id('9'), id('a'), id('c')}},
+		"exclude everything": {entries: []string{"*"}, exclusions: []string{"*"},
+			want: []outcome{
+				{id('9'), id('9'), Excluded}, {id('a'), id('a'), Excluded}, {id('b'), id('b'), Excluded},
+				{id('c'), id('c'), Excluded}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+			}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: node, containers: tc.containers, sandbox: "registry.k8s.io/pause:3.10"}
+			var pats []imageref.Pattern
+			for _, e := range tc.exclusions {
+				p, err := imageref.ParsePattern(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pats = append(pats, p)
+			}
+			targets, invalid := ParseTargets(tc.entries)
+			if len(invalid) > 0 {
+				t.Fatalf("invalid: %v", invalid)
+			}
+			results, err := Run(context.Background(), rt, targets, Options{Policy: protect.Policy{Exclusions: pats}, Concurrency: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, outcomes(results), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			sort.Strings(rt.removed)
+			if diff := cmp.Diff(tc.wantGone, rt.removed); diff != "" {
+				t.Errorf("removed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRecheck: a container that starts after the node was read, but before
+// the image's removal, keeps the image.
+func TestRecheck(t *testing.T) {
+	rt := &fakeRuntime{images: node, sandbox: "registry.k8s.io/pause:3.10"}
+	rt.onList = func(n int, f *fakeRuntime) {
+		// Slow enough that concurrent removals find a listing in flight.
+		time.Sleep(20 * time.Millisecond)
+		if n == 1 {
+			f.mu.Lock()
+			f.containers = append(f.containers, cri.Container{Name: "late", ImageRef: id('c')})
+			f.mu.Unlock()
+		}
+	}
+	targets, _ := ParseTargets([]string{"*"})
+	results, err := Run(context.Background(), rt, targets, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.ImageID == id('c') && r.Outcome != InUse {
+			t.Errorf("redis: %s, want in use", r.Outcome)
+		}
+	}
+	if len(rt.removed) != 3 {
+		t.Errorf("removed %v, want alpine, nginx and the untagged image", rt.removed)
+	}
+	if rt.lists > 3 {
+		t.Errorf("%d container listings for 3 removals: re-checks are not shared", rt.lists)
+	}
+}
+
+// TestRecheckFailureKeepsImages: without a fresh container list nothing is removed.
+func TestRecheckFailureKeepsImages(t *testing.T) {
+	rt := &fakeRuntime{images: node, listErr: errors.New("runtime busy")}
+	targets, _ := ParseTargets([]string{"*"})
+	results, err := Run(context.Background(), rt, targets, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.removed) != 0 {
+		t.Errorf("removed %v without a re-check", rt.removed)
+	}
+	for _, r := range results {
+		if r.Outcome == Removed {
+			t.Errorf("%s reported removed", r.Target)
+		}
+	}
+}
+
+func TestDryRunAndFailures(t *testing.T) {
+	rt := &fakeRuntime{images: node, removeErr: map[string]error{id('c'): errors.New("disk on fire")}}
+	targets, invalid := ParseTargets([]string{"alpine:3.19", "quay.io/org/redis:7", "Not A Ref"})
+	results, err := Run(context.Background(), rt, targets, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(append(invalid, results...), false)
+	if diff := cmp.Diff(map[string]int{"removed": 1, "failed": 1, "invalid": 1}, s.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if s.BytesFreed != 100 || len(s.Failures) != 2 {
+		t.Errorf("summary %+v", s)
+	}
+
+	dry := &fakeRuntime{images: node}
+	results, err = Run(context.Background(), dry, targets, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.removed) != 0 {
+		t.Errorf("dry run removed %v", dry.removed)
+	}
+	if s := Summarize(results, true); s.Counts["removed"] != 2 || s.BytesFreed != 400 || !s.DryRun {
+		t.Errorf("dry-run summary %+v", s)
+	}
+}

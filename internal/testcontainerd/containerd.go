@@ -1,0 +1,342 @@
+// Package testcontainerd runs a private, real containerd (Debian's package,
+// installed by hack/install-test-deps.sh) for tests: own root, state, socket
+// and runc root, so it never touches a containerd the host may run. Tests
+// build images in Go, import them, and run real containers through CRI.
+//
+// Without containerd and runc installed the tests skip, except under CI,
+// where that is a failure.
+package testcontainerd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+)
+
+// SandboxImage is the pause image the private containerd is configured with.
+const SandboxImage = "registry.k8s.io/pause:3.10"
+
+// Containerd is a running private containerd.
+type Containerd struct {
+	Dir      string
+	Socket   string
+	Endpoint string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	conn     *grpc.ClientConn
+	Runtime  runtimeapi.RuntimeServiceClient
+	Images   runtimeapi.ImageServiceClient
+}
+
+// Require skips (or, under CI, fails) when containerd cannot run here.
+func Require(t testing.TB) {
+	t.Helper()
+	var missing []string
+	for _, b := range []string{"containerd", "ctr", "runc"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("real containerd tests need %v; run hack/install-test-deps.sh (make test does)", missing)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+var (
+	pauseOnce sync.Once
+	pauseBin  []byte
+	pauseErr  error
+)
+
+// Pause is a static binary that sleeps until signalled, for test images.
+func Pause(t testing.TB) []byte {
+	t.Helper()
+	pauseOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(file), "..", "..", "test", "images", "pause")
+		dir, err := os.MkdirTemp("", "pause")
+		if err != nil {
+			pauseErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "pause")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+		cmd.Dir, cmd.Env = src, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
+			return
+		}
+		pauseBin, pauseErr = os.ReadFile(out)
+	})
+	if pauseErr != nil {
+		t.Fatal(pauseErr)
+	}
+	return pauseBin
+}
+
+// Start runs a private containerd with the sandbox image imported; the test's
+// cleanup stops it, with every pod and mount it made.
+func Start(t testing.TB) *Containerd {
+	t.Helper()
+	Require(t)
+	pause := Pause(t)
+	// Short: the socket path must fit AF_UNIX's 107 bytes.
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock"), exited: make(chan struct{})}
+	c.Endpoint = "unix://" + c.Socket
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd = exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.cmd.Wait(); _ = logf.Close(); close(c.exited) }()
+	t.Cleanup(func() { c.stop(t) })
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(c.Socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
+			t.Fatalf("containerd did not start:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.conn, err = grpc.NewClient("passthrough:///"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (netConn, error) { return dialUnix(ctx, c.Socket) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Runtime = runtimeapi.NewRuntimeServiceClient(c.conn)
+	c.Images = runtimeapi.NewImageServiceClient(c.conn)
+	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
+	return c
+}
+
+// Client is our own CRI client connected to this containerd.
+func (c *Containerd) Client(t testing.TB) *cri.Client {
+	t.Helper()
+	client, err := cri.Dial(context.Background(), c.Endpoint, cri.DefaultTimeouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// Import builds the images and imports them into the k8s.io namespace.
+func (c *Containerd) Import(t testing.TB, images ...Image) {
+	t.Helper()
+	archive := filepath.Join(c.Dir, fmt.Sprintf("import-%d.tar", time.Now().UnixNano()))
+	if err := WriteArchive(archive, images); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(archive)
+	c.Ctr(t, "images", "import", archive)
+}
+
+// Ctr runs ctr against this containerd in namespace k8s.io.
+func (c *Containerd) Ctr(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ctr", append([]string{"--address", c.Socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// RunContainer starts a pod (host network, no CNI needed) with one
+// container from image running the image's entrypoint, and returns the
+// container's ID. It stays until the test ends or StopPod.
+func (c *Containerd) RunContainer(t testing.TB, name, image string) (podID, containerID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sandboxCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
+		LogDirectory: filepath.Join(c.Dir, "logs", name),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		}},
+	}
+	sb, err := c.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxCfg})
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v\n%s", err, c.logTail())
+	}
+	ctr, err := c.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb.GetPodSandboxId(), SandboxConfig: sandboxCfg,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: name},
+			Image:    &runtimeapi.ImageSpec{Image: image},
+			LogPath:  name + ".log",
+			Linux:    &runtimeapi.LinuxContainerConfig{},
+		},
+	})
+	if err != nil {
+		t.Fatalf("CreateContainer %s: %v\n%s", image, err, c.logTail())
+	}
+	if _, err := c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.GetContainerId()}); err != nil {
+		t.Fatalf("StartContainer: %v\n%s", err, c.logTail())
+	}
+	return sb.GetPodSandboxId(), ctr.GetContainerId()
+}
+
+// StopPod stops a pod's containers (they stay listed, exited).
+func (c *Containerd) StopPod(t testing.TB, podID string) {
+	t.Helper()
+	if _, err := c.Runtime.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ImageIDs lists the IDs of the images in the k8s.io namespace, by tag.
+func (c *Containerd) ImageIDs(t testing.TB) map[string]string {
+	t.Helper()
+	resp, err := c.Images.ListImages(context.Background(), &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, img := range resp.GetImages() {
+		for _, tag := range img.GetRepoTags() {
+			out[tag] = img.GetId()
+		}
+		out[img.GetId()] = img.GetId()
+	}
+	return out
+}
+
+func (c *Containerd) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stop removes every pod, stops containerd and its shims, unmounts what is
+// left under the base directory and removes it.
+func (c *Containerd) stop(t testing.TB) {
+	if c.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if pods, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+			for _, p := range pods.GetItems() {
+				_, _ = c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.GetId()})
+				_, _ = c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()})
+			}
+		}
+		cancel()
+		_ = c.conn.Close()
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+	}
+	killShims(c.Socket)
+	unmountUnder(c.Dir)
+	if err := os.RemoveAll(c.Dir); err != nil {
+		t.Logf("cleaning %s: %v", c.Dir, err)
+	}
+}
+
+// killShims ends containerd shims started for this instance (they outlive
+// containerd by design).
+func killShims(socket string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), socket) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	// Deepest first.
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
+		}
+	}
+}
+
+func config(dir, socket string) string {
+	return fmt.Sprintf(`version = 2
+root = "%[1]s/root"
+state = "%[1]s/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+
+[grpc]
+  address = "%[2]s"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "%[1]s/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[3]s"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # Without CAP_SYS_RESOURCE the sandbox's negative oom_score_adj fails.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "%[1]s/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "%[1]s/cni/bin"
+    conf_dir = "%[1]s/cni/conf"
+`, dir, socket, SandboxImage)
+}

@@ -1,0 +1,98 @@
+package testcontainerd
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Image describes a test image to build.
+type Image struct {
+	// Tags name the image; the first is its primary reference.
+	Tags []string
+	// Files are added at their paths, mode 0755.
+	Files map[string][]byte
+	// Entrypoint is the image's entrypoint.
+	Entrypoint []string
+	// RandomBytes adds a layer of that many random bytes, so that every
+	// image gets its own ID and a size.
+	RandomBytes int
+}
+
+func (img Image) build() (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for path, data := range img.Files {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if img.RandomBytes > 0 {
+		data := make([]byte, img.RandomBytes)
+		_, _ = rand.Read(data)
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "random.bin", Mode: 0o644, Size: int64(len(data))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		return nil, err
+	}
+	out, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := out.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = img.Entrypoint
+	return mutate.ConfigFile(out, cf)
+}
+
+// WriteArchive writes the images into one docker-archive tarball, which
+// "ctr images import" loads in one go.
+func WriteArchive(path string, images []Image) error {
+	refs := map[name.Reference]v1.Image{}
+	for _, img := range images {
+		built, err := img.build()
+		if err != nil {
+			return err
+		}
+		for _, t := range img.Tags {
+			tag, err := name.NewTag(t)
+			if err != nil {
+				return fmt.Errorf("tag %q: %w", t, err)
+			}
+			refs[tag] = built
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tarball.MultiRefWrite(refs, f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
