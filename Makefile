@@ -60,13 +60,25 @@ build: ## Build the binaries into bin/.
 control-plane: ## Build kube-apiserver, kubectl and etcd once (cold ~11 min), cached under ~/.cache/eraser.
 	hack/build-control-plane.sh >/dev/null
 
+.PHONY: test-deps
+test-deps: ## Install containerd and runc (Debian packages) if missing.
+	hack/install-test-deps.sh
+
+.PHONY: build-windows
+build-windows: ## Check that the node workers build for Windows.
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser
+	GOOS=windows GOARCH=amd64 go vet ./internal/handoff ./internal/cri ./internal/remover ./internal/collector
+
 .PHONY: test
-test: verify verify-selftest vet ## Verify generated code, then run every test tier against the real control plane.
+test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier against a real control plane and a real containerd.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
 
 .PHONY: fuzz
-fuzz: ## Fuzz the parsers for a short while each.
+fuzz: ## Fuzz the parsers and matchers for a short while each.
 	go test ./internal/config -run=^$$ -fuzz=FuzzParse -fuzztime=30s
+	go test ./internal/endpoint -run=^$$ -fuzz=FuzzParse -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=FuzzParse -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=FuzzPattern -fuzztime=30s
 
 ##@ Demo
 

@@ -137,14 +137,14 @@ func TestBadPayloads(t *testing.T) {
 		data string
 		want string
 	}{
-		"zero bytes":    {data: "", want: "no data"},
-		"whitespace":    {data: " \n", want: "no data"},
-		"null":          {data: "null", want: "null"},
-		"not json":      {data: "complete", want: "not a JSON list"},
-		"object":        {data: `{"image_id":"x"}`, want: "not a JSON list"},
-		"no image id":   {data: `[{"names":["a"]}]`, want: "[0]: image_id"},
-		"spaced id":     {data: `[{"image_id":"sha256:a"},{"image_id":"a b"}]`, want: "[1]: image_id"},
-		"wrong types":   {data: `[{"image_id":1}]`, want: "not a JSON list"},
+		"zero bytes":  {data: "", want: "no data"},
+		"whitespace":  {data: " \n", want: "no data"},
+		"null":        {data: "null", want: "null"},
+		"not json":    {data: "complete", want: "not a JSON list"},
+		"object":      {data: `{"image_id":"x"}`, want: "not a JSON list"},
+		"no image id": {data: `[{"names":["a"]}]`, want: "[0]: image_id"},
+		"spaced id":   {data: `[{"image_id":"sha256:a"},{"image_id":"a b"}]`, want: "[1]: image_id"},
+		"wrong types": {data: `[{"image_id":1}]`, want: "not a JSON list"},
 	}
 	forEachTransport(t, func(t *testing.T, tr Transport, dir string) {
 		i := 0

@@ -224,6 +224,23 @@ func (c *Containerd) StopPod(t testing.TB, podID string) {
 	}
 }
 
+// AddRepoDigest gives a tagged image the repo digest a registry pull would
+// have recorded (imported images have none) and returns it, "repo@sha256:...".
+func (c *Containerd) AddRepoDigest(t testing.TB, tag string) string {
+	t.Helper()
+	for _, line := range strings.Split(c.Ctr(t, "images", "ls"), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[0] == tag {
+			repo := tag[:strings.LastIndex(tag, ":")]
+			ref := repo + "@" + f[2]
+			c.Ctr(t, "images", "tag", tag, ref)
+			return ref
+		}
+	}
+	t.Fatalf("no image %s", tag)
+	return ""
+}
+
 // ImageIDs lists the IDs of the images in the k8s.io namespace, by tag.
 func (c *Containerd) ImageIDs(t testing.TB) map[string]string {
 	t.Helper()

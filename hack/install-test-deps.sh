@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the host packages the test tiers run for real: containerd and runc
+# (Debian's). Idempotent; apt is only touched when something is missing.
+# The packages install a systemd unit that is never started here: the tests
+# start their own private containerd.
+set -euo pipefail
+
+need=()
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-test-deps: need root to install ${need[*]}" >&2
+  exit 1
+fi
+echo "install-test-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,129 @@
+package cri_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+)
+
+// TestAgainstContainerd exercises every call against a real containerd.
+func TestAgainstContainerd(t *testing.T) {
+	ctrd := testcontainerd.Start(t)
+	ctrd.Import(t,
+		testcontainerd.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 4096},
+		testcontainerd.Image{Tags: []string{"example.com/junk:1"}, RandomBytes: 2048},
+	)
+	c := ctrd.Client(t)
+	ctx := context.Background()
+	if c.RuntimeName != "containerd" || c.RuntimeVersion == "" {
+		t.Errorf("runtime %q %q", c.RuntimeName, c.RuntimeVersion)
+	}
+
+	images, err := c.ListImages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTag := map[string]cri.Image{}
+	for _, img := range images {
+		for _, tag := range img.Tags {
+			byTag[tag] = img
+		}
+	}
+	app := byTag["example.com/app:1"]
+	if !strings.HasPrefix(app.ID, "sha256:") || app.Size == 0 || !slices.Contains(app.Tags, "example.com/app:latest") {
+		t.Errorf("app image = %+v", app)
+	}
+	if pause := byTag[testcontainerd.SandboxImage]; pause.ID == "" || pause.Pinned {
+		t.Errorf("containerd 1.6 reports the sandbox image %+v; the test assumes pinned=false", pause)
+	}
+
+	sandbox, err := c.SandboxImage(ctx)
+	if err != nil || sandbox != testcontainerd.SandboxImage {
+		t.Errorf("SandboxImage = %q, %v", sandbox, err)
+	}
+
+	podID, ctrID := ctrd.RunContainer(t, "runner", "example.com/app:1")
+	containers, err := c.ListContainers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(containers) != 1 || containers[0].ID != ctrID || containers[0].State != "CONTAINER_RUNNING" || containers[0].ImageRef != app.ID {
+		t.Errorf("containers = %+v, want the running one with ImageRef %s", containers, app.ID)
+	}
+	ctrd.StopPod(t, podID)
+	containers, err = c.ListContainers(ctx)
+	if err != nil || len(containers) != 1 || containers[0].State != "CONTAINER_EXITED" {
+		t.Errorf("after stop, containers = %+v, %v; exited containers must stay listed", containers, err)
+	}
+
+	// containerd refreshes its usage figures periodically: only the call is checked.
+	if _, err := c.ImageFsUsage(ctx); err != nil {
+		t.Errorf("ImageFsUsage: %v", err)
+	}
+	if err := c.RemoveImage(ctx, byTag["example.com/junk:1"].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ctrd.ImageIDs(t)["example.com/junk:1"]; ok {
+		t.Error("junk image still there")
+	}
+	if err := c.RemoveImage(ctx, "sha256:"+strings.Repeat("0", 64)); err != nil {
+		t.Errorf("removing an absent image: %v, want nil", err)
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	dir, err := os.MkdirTemp("", "cri")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+
+	// A gRPC server that serves no CRI at all: as a runtime without CRI v1.
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Stop()
+
+	cases := map[string]struct {
+		endpoint string
+		want     error
+		wantMsg  string
+	}{
+		"socket missing": {endpoint: "unix://" + filepath.Join(dir, "missing.sock"), wantMsg: "is the runtime running, and its socket mounted"},
+		"no CRI v1":      {endpoint: "unix://" + sock, want: cri.ErrNoCRIv1},
+		"tcp":            {endpoint: "tcp://127.0.0.1:1", wantMsg: "unsupported scheme"},
+		"pipe on linux":  {endpoint: "npipe://./pipe/containerd-containerd", wantMsg: "named pipes exist on Windows"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := cri.Dial(ctx, tc.endpoint, cri.Timeouts{Connect: 2 * time.Second, List: time.Second, Remove: time.Second})
+			if err == nil {
+				c.Close()
+				t.Fatal("dialed")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			if tc.wantMsg != "" && !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("err = %v, want %q", err, tc.wantMsg)
+			}
+		})
+	}
+}

@@ -1,0 +1,402 @@
+// Package e2e runs the real worker binaries (collector, remover, eraser)
+// against a real containerd, as separate processes handing off over real
+// FIFOs, the way a worker pod runs them.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eraser-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = dir
+	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/collector", "../../cmd/remover", "../../cmd/eraser")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building workers:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is a containerd seeded with the images every scenario uses.
+type node struct {
+	*testcontainerd.Containerd
+	ids map[string]string // tag -> image ID
+}
+
+const (
+	appImage     = "example.com/app:1"
+	appAlias     = "example.com/app:latest"
+	junkA        = "example.com/junk/a:1"
+	junkB        = "example.com/junk/b:1"
+	junkC        = "example.com/junk/c:1"
+	junkD        = "example.com/junk/d:1"
+	keepExact    = "example.com/keep/exact:1"
+	keepWildcard = "example.com/protected/w:2"
+	runImage     = "example.com/run:1"
+	exitedImage  = "example.com/exited:1"
+)
+
+func seed(t *testing.T) *node {
+	t.Helper()
+	c := testcontainerd.Start(t)
+	pause := testcontainerd.Pause(t)
+	runnable := func(tags ...string) testcontainerd.Image {
+		return testcontainerd.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
+	}
+	junk := func(tag string) testcontainerd.Image {
+		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
+	}
+	c.Import(t, runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
+		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage))
+	c.RunContainer(t, "running", runImage)
+	pod, _ := c.RunContainer(t, "exited", exitedImage)
+	c.StopPod(t, pod)
+	return &node{Containerd: c, ids: c.ImageIDs(t)}
+}
+
+func (n *node) present(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for tag := range n.ImageIDs(t) {
+		if !strings.HasPrefix(tag, "sha256:") {
+			out[tag] = true
+		}
+	}
+	return out
+}
+
+// exclusions writes an exclusion list in upstream's layout.
+func exclusions(t *testing.T, patterns ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "exclude-test-list")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(map[string][]string{"excluded": patterns})
+	if err := os.WriteFile(filepath.Join(sub, "excluded.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type run struct {
+	code    int
+	stderr  string
+	summary report.Summary
+}
+
+func runWorker(t *testing.T, ctx context.Context, name string, args ...string) run {
+	t.Helper()
+	summaryFile := filepath.Join(t.TempDir(), "termination-log")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), append(args, "--summary-file="+summaryFile)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	r := run{stderr: stderr.String()}
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		r.code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	data, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Fatalf("%s wrote no summary: %v\n%s", name, err, r.stderr)
+	}
+	if len(data) > report.MaxSize {
+		t.Errorf("summary is %d bytes, over the termination message limit", len(data))
+	}
+	if r.summary, err = report.Decode(data); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func imageListFile(t *testing.T, entries ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "images")
+	data, _ := json.Marshal(entries)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRemoverImageList: an ImageList's entries in every form; protected
+// images stay whatever the list says.
+func TestRemoverImageList(t *testing.T) {
+	n := seed(t)
+	byRepoDigest := n.AddRepoDigest(t, junkC)
+	_, bareDigest, _ := strings.Cut(n.AddRepoDigest(t, junkD), "@")
+	list := imageListFile(t,
+		appImage,     // by tag: removes both tags of the image
+		byRepoDigest, // by repo@digest
+		bareDigest,   // by the digest part of a repo digest
+		n.ids[junkA], // by image ID
+		strings.TrimPrefix(n.ids[junkB], "sha256:"), // by bare ID
+		"example.com/ghost:1",                       // not on node
+		keepExact, keepWildcard,                     // excluded
+		runImage, exitedImage, // used by containers
+		testcontainerd.SandboxImage, // the runtime's sandbox image
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runWorker(t, ctx, "remover", "--imagelist="+list, "--runtime-endpoint="+n.Endpoint,
+		"--exclusion-dir="+exclusions(t, keepExact, "example.com/protected/*"))
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	want := map[string]int{"removed": 5, "not on node": 1, "excluded": 2, "in use": 2, "pinned": 1}
+	if diff := cmp.Diff(want, r.summary.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.stderr)
+	}
+	if r.summary.BytesFreed == 0 {
+		t.Error("no bytes freed reported")
+	}
+	present := n.present(t)
+	for _, gone := range []string{appImage, appAlias, junkA, junkB, junkC, junkD} {
+		if present[gone] {
+			t.Errorf("%s is still on the node", gone)
+		}
+	}
+	for _, kept := range []string{keepExact, keepWildcard, runImage, exitedImage, testcontainerd.SandboxImage} {
+		if !present[kept] {
+			t.Errorf("%s was removed", kept)
+		}
+	}
+	for _, outcome := range []string{`"outcome":"removed"`, `"outcome":"in use"`, `"outcome":"pinned"`, `"outcome":"excluded"`, `"outcome":"not on node"`} {
+		if !strings.Contains(r.stderr, outcome) {
+			t.Errorf("no log line with %s", outcome)
+		}
+	}
+}
+
+// TestRemoverPruneAll: "*" removes every unused, unprotected image.
+func TestRemoverPruneAll(t *testing.T) {
+	n := seed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint,
+		"--exclusion-dir="+exclusions(t, keepExact, "example.com/protected/*"))
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	got := n.present(t)
+	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("images left (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemoverDryRun(t *testing.T) {
+	n := seed(t)
+	before := n.present(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runWorker(t, ctx, "remover", "--dry-run", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint)
+	if r.code != 0 || !r.summary.DryRun || r.summary.Counts["removed"] != 7 || r.summary.BytesFreed == 0 {
+		t.Fatalf("exit %d, summary %+v\n%s", r.code, r.summary, r.stderr)
+	}
+	if diff := cmp.Diff(before, n.present(t)); diff != "" {
+		t.Errorf("a dry run changed the node (-before +after):\n%s", diff)
+	}
+}
+
+// TestRemoverRefusesBadInput: set-up errors end the run before anything is
+// removed, with the reason in the log and the summary.
+func TestRemoverRefusesBadInput(t *testing.T) {
+	n := seed(t)
+	before := n.present(t)
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"socket missing":      {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=unix:///nonexistent/cri.sock"}, want: "runtime socket /nonexistent/cri.sock"},
+		"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.Endpoint, "--exclusion-dir=" + exclusions(t, "alp*ne")}, want: "wildcards are allowed only"},
+		"image list not JSON": {args: []string{"--imagelist=" + writeFile(t, "alpine"), "--runtime-endpoint=" + n.Endpoint}, want: "not a JSON array"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := runWorker(t, ctx, "remover", tc.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.summary.Error, tc.want) {
+				t.Errorf("exit %d, summary error %q; want 1 and %q in log and summary:\n%s", r.code, r.summary.Error, tc.want, r.stderr)
+			}
+		})
+	}
+	if diff := cmp.Diff(before, n.present(t)); diff != "" {
+		t.Errorf("images changed (-before +after):\n%s", diff)
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPipelineScanDisabled: collector → remover over real FIFOs, as two
+// processes sharing a directory, as in a worker pod with scanning off.
+func TestPipelineScanDisabled(t *testing.T) {
+	n := seed(t)
+	shared, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(shared)
+	excl := exclusions(t, keepExact, "example.com/protected/*")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var collector run
+	wg.Go(func() {
+		collector = runWorker(t, ctx, "collector", "--scan-disabled", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared, "--exclusion-dir="+excl)
+	})
+	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared, "--exclusion-dir="+excl)
+	wg.Wait()
+	if collector.code != 0 || remover.code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
+	}
+	if collector.summary.Counts["candidates"] != 5 {
+		t.Errorf("collector counts %v, want 5 candidates", collector.summary.Counts)
+	}
+	if remover.summary.Counts["removed"] != 5 {
+		t.Errorf("remover counts %v", remover.summary.Counts)
+	}
+	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
+	if diff := cmp.Diff(want, n.present(t)); diff != "" {
+		t.Errorf("images left (-want +got):\n%s", diff)
+	}
+}
+
+// TestPipelineWithScanner: collector and remover processes with a scanner in
+// between, played by this test through the hand-off API as a custom scanner
+// would: it keeps one candidate, and must be told when removal is done.
+func TestPipelineWithScanner(t *testing.T) {
+	n := seed(t)
+	shared, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(shared)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fifo := handoff.FIFO{}
+	scanErr := make(chan error, 1)
+	go func() {
+		done, err := fifo.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
+		if err != nil {
+			scanErr <- err
+			return
+		}
+		defer done.Close()
+		images, err := fifo.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
+		if err != nil {
+			scanErr <- err
+			return
+		}
+		var vulnerable []handoff.Image
+		for _, img := range images {
+			if img.ImageID != n.ids[junkA] {
+				vulnerable = append(vulnerable, img)
+			}
+		}
+		if err := fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable); err != nil {
+			scanErr <- err
+			return
+		}
+		scanErr <- done.Wait(ctx)
+	}()
+	var wg sync.WaitGroup
+	var collector run
+	wg.Go(func() {
+		collector = runWorker(t, ctx, "collector", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
+	})
+	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
+	wg.Wait()
+	if err := <-scanErr; err != nil {
+		t.Fatalf("scanner: %v", err)
+	}
+	if collector.code != 0 || remover.code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\n%s\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
+	}
+	present := n.present(t)
+	if !present[junkA] || present[junkB] || present[appImage] {
+		t.Errorf("after the scan: %v; want junk/a kept (the scanner kept it), junk/b and app removed", present)
+	}
+}
+
+// TestNodeCommand: "eraser node list" explains each image; "prune" removes.
+func TestNodeCommand(t *testing.T) {
+	n := seed(t)
+	exclFile := filepath.Join(exclusions(t, keepExact), "exclude-test-list", "excluded.json")
+	eraser := func(args ...string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(bin, "eraser"), append([]string{"node"}, args...)...)
+		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.Endpoint)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if exitErr, ok := err.(*exec.ExitError); ok {
+			code = exitErr.ExitCode()
+		}
+		return out.String(), errOut.String(), code
+	}
+	out, stderr, code := eraser("list", "--exclude-file="+exclFile)
+	if code != 0 {
+		t.Fatalf("list: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"VERDICT", "keep: in use", "container running", "keep: pinned", "sandbox image", "keep: excluded", "removable", junkA} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list output lacks %q:\n%s", want, out)
+		}
+	}
+	before := n.present(t)
+	out, _, code = eraser("prune", "--dry-run", "--exclude-file="+exclFile)
+	if code != 0 || !strings.Contains(out, "would free") {
+		t.Errorf("prune --dry-run: exit %d\n%s", code, out)
+	}
+	if diff := cmp.Diff(before, n.present(t)); diff != "" {
+		t.Errorf("dry run changed the node:\n%s", diff)
+	}
+	out, stderr, code = eraser("prune", "--images="+junkA+","+runImage)
+	if code != 0 || !strings.Contains(out, "1 removed, 1 in use") || !strings.Contains(stderr, "2/2 images processed") && !strings.Contains(stderr, "1/1 images processed") {
+		t.Errorf("prune: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if n.present(t)[junkA] {
+		t.Error("junk/a still there after prune")
+	}
+	if _, stderr, code := eraser("prune", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
+		t.Errorf("missing socket: exit %d: %s", code, stderr)
+	}
+}
