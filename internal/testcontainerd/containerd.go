@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testcontainerd runs a private, real containerd (Debian's package,
 // installed by hack/install-test-deps.sh) for tests: own root, state, socket
 // and runc root, so it never touches a containerd the host may run. Tests

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package e2e runs the real worker binaries (collector, remover, eraser)
 // against a real containerd, as separate processes handing off over real
 // FIFOs, the way a worker pod runs them.
