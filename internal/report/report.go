@@ -32,6 +32,8 @@ type Summary struct {
 	Failures []Failure `json:"failures,omitempty"`
 	// Error is set when the worker could not run at all.
 	Error string `json:"error,omitempty"`
+	// PeakRSSBytes is the worker's peak resident memory, where measured.
+	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
 }
 
 // Failure is one failed image.
@@ -82,6 +84,7 @@ func Decode(data []byte) (Summary, error) {
 // Write writes the summary to the termination message file. Outside a pod
 // that file may not exist; the caller logs the error and carries on.
 func Write(path string, s Summary) error {
+	s.PeakRSSBytes = PeakRSS()
 	if path == "" {
 		return nil
 	}

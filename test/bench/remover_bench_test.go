@@ -1,0 +1,206 @@
+//go:build linux && bench
+
+// Package bench measures the node workers against a real containerd:
+//
+//	make bench-remover   (go test -tags bench -run TestRemoverBench ./test/bench)
+//
+// It prints the figures and writes them to bench/results/remover.json. It
+// asserts nothing about time: the goals are read off the figures.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+)
+
+type figure struct {
+	Images  int     `json:"images"`
+	Method  string  `json:"method"`
+	Seconds float64 `json:"seconds"`
+	// RatioToFastestRaw is Seconds over the fastest raw loop at this size.
+	RatioToFastestRaw float64 `json:"ratioToFastestRaw,omitempty"`
+	PeakRSSMiB        float64 `json:"peakRssMiB,omitempty"`
+}
+
+func sizes() []int {
+	if s := os.Getenv("BENCH_SIZES"); s != "" {
+		var out []int
+		for _, f := range strings.Split(s, ",") {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+		return out
+	}
+	return []int{200, 2000}
+}
+
+func buildWorkers(t *testing.T) string {
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "../../cmd/remover", "../../cmd/collector")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// seed imports n small unused images, in batches, and returns their IDs.
+func seed(t *testing.T, c *testcontainerd.Containerd, n int, round int) []string {
+	const batch = 250
+	for start := 0; start < n; start += batch {
+		var imgs []testcontainerd.Image
+		for i := start; i < min(n, start+batch); i++ {
+			imgs = append(imgs, testcontainerd.Image{Tags: []string{fmt.Sprintf("bench.example.com/r%d/img%05d:1", round, i)}, RandomBytes: 256})
+		}
+		c.Import(t, imgs...)
+	}
+	var ids []string
+	for tag, id := range c.ImageIDs(t) {
+		if strings.HasPrefix(tag, fmt.Sprintf("bench.example.com/r%d/", round)) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != n {
+		t.Fatalf("seeded %d images, want %d", len(ids), n)
+	}
+	return ids
+}
+
+func rawLoop(t *testing.T, client *cri.Client, ids []string, workers int) time.Duration {
+	start := time.Now()
+	ch := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for id := range ch {
+				if err := client.RemoveImage(context.Background(), id); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for _, id := range ids {
+		ch <- id
+	}
+	close(ch)
+	wg.Wait()
+	return time.Since(start)
+}
+
+// peakMiB reads the peak RSS the worker measured itself (VmHWM) from its
+// summary; a child's rusage would count the memory of the test process it
+// was forked from.
+func peakMiB(t *testing.T, summaryFile string) float64 {
+	data, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(s.PeakRSSBytes) / (1 << 20)
+}
+
+func TestRemoverBench(t *testing.T) {
+	bin := buildWorkers(t)
+	var figures []figure
+	for _, n := range sizes() {
+		c := testcontainerd.Start(t)
+		client := c.Client(t)
+		round := 0
+		next := func() []string { round++; return seed(t, c, n, round) }
+
+		raws := map[string]int{"raw sequential": 1, "raw 16 parallel": 16, "raw 64 parallel": 64, "raw all at once": n}
+		fastest := time.Duration(1<<63 - 1)
+		var rows []figure
+		for _, name := range []string{"raw sequential", "raw 16 parallel", "raw 64 parallel", "raw all at once"} {
+			ids := next()
+			d := rawLoop(t, client, ids, raws[name])
+			fastest = min(fastest, d)
+			rows = append(rows, figure{Images: n, Method: name, Seconds: d.Seconds()})
+			t.Logf("%5d images  %-22s %8.2fs", n, name, d.Seconds())
+		}
+
+		// The remover binary, "*" with its safety re-checks, start to exit.
+		next()
+		list := filepath.Join(t.TempDir(), "images")
+		_ = os.WriteFile(list, []byte(`["*"]`), 0o644)
+		summary := filepath.Join(t.TempDir(), "remover-summary")
+		cmd := exec.Command(filepath.Join(bin, "remover"), "--imagelist="+list, "--runtime-endpoint="+c.Endpoint,
+			"--summary-file="+summary, "--log-level=warn")
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("remover: %v\n%s", err, out)
+		}
+		d := time.Since(start)
+		rows = append(rows, figure{Images: n, Method: "remover (binary, *)", Seconds: d.Seconds(), PeakRSSMiB: peakMiB(t, summary)})
+		if left := len(c.ImageIDs(t)); left > 2 {
+			t.Errorf("remover left %d image references", left)
+		}
+
+		// The collector with n images present: peak memory.
+		next()
+		shared, _ := os.MkdirTemp("", "bench")
+		colSummary := filepath.Join(t.TempDir(), "collector-summary")
+		col := exec.Command(filepath.Join(bin, "collector"), "--scan-disabled", "--runtime-endpoint="+c.Endpoint,
+			"--shared-dir="+shared, "--summary-file="+colSummary, "--log-level=warn")
+		if err := col.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		got, err := handoff.FIFO{}.ReceiveImages(ctx, handoff.Path(shared, handoff.ScanErase))
+		if err == nil {
+			err = handoff.FIFO{}.SignalCompletion(ctx, handoff.Path(shared, handoff.EraseCompleteCollect))
+		}
+		cancel()
+		if err != nil || len(got) != n {
+			t.Fatalf("collector hand-off: %d images, %v", len(got), err)
+		}
+		if err := col.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.RemoveAll(shared)
+		rows = append(rows, figure{Images: n, Method: "collector (binary)", PeakRSSMiB: peakMiB(t, colSummary)})
+
+		for i := range rows {
+			if rows[i].Seconds > 0 {
+				rows[i].RatioToFastestRaw = rows[i].Seconds / fastest.Seconds()
+			}
+		}
+		figures = append(figures, rows...)
+	}
+
+	fmt.Printf("\n%-7s %-22s %10s %10s %12s\n", "IMAGES", "METHOD", "SECONDS", "x FASTEST", "PEAK RSS MiB")
+	for _, f := range figures {
+		secs, ratio, rss := "-", "-", "-"
+		if f.Seconds > 0 {
+			secs, ratio = fmt.Sprintf("%.2f", f.Seconds), fmt.Sprintf("%.2f", f.RatioToFastestRaw)
+		}
+		if f.PeakRSSMiB > 0 {
+			rss = fmt.Sprintf("%.1f", f.PeakRSSMiB)
+		}
+		fmt.Printf("%-7d %-22s %10s %10s %12s\n", f.Images, f.Method, secs, ratio, rss)
+	}
+	out := filepath.Join("..", "..", "bench", "results")
+	_ = os.MkdirAll(out, 0o755)
+	data, _ := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "figures": figures}, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "remover.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("\nwritten to bench/results/remover.json")
+}
