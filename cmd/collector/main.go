@@ -1,23 +1,10 @@
 // Command collector lists its node's unused, unprotected images and hands
-// them to the scanner or the remover.
+// them to the scanner or the remover; see internal/collector.
 package main
 
 import (
-	"context"
-	"flag"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/eraser-oss/eraser/internal/collector"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
-func main() {
-	var cmd collector.Command
-	cmd.Bind(flag.CommandLine)
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := cmd.Run(ctx)
-	stop()
-	os.Exit(code)
-}
+func main() { worker.Main(&collector.Command{}) }

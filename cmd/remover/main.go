@@ -3,21 +3,8 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/eraser-oss/eraser/internal/remover"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
-func main() {
-	var cmd remover.Command
-	cmd.Bind(flag.CommandLine)
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := cmd.Run(ctx)
-	stop()
-	os.Exit(code)
-}
+func main() { worker.Main(&remover.Command{}) }

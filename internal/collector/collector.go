@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
@@ -40,18 +39,7 @@ func (c *Command) Run(ctx context.Context) int {
 		c.Transport = handoff.Default()
 	}
 	summary, err := c.run(ctx, log)
-	summary.Node = os.Getenv("NODE_NAME")
-	if err != nil {
-		log.Error("collector failed", "error", err)
-		summary.Error = err.Error()
-	}
-	if werr := report.Write(c.SummaryFile, summary); werr != nil {
-		log.Warn("could not write the summary", "file", c.SummaryFile, "error", werr)
-	}
-	if err != nil {
-		return 1
-	}
-	return 0
+	return worker.Finish(log, c.SummaryFile, summary, err)
 }
 
 func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, error) {

@@ -11,12 +11,15 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/exclusion"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/report"
 )
 
 // DefaultSharedDir is where the worker containers of a pod share hand-off
@@ -99,4 +102,39 @@ func (f *Flags) Exclusions(log *slog.Logger) ([]imageref.Pattern, error) {
 		log.Info("exclusion lists read", "patterns", names)
 	}
 	return pats, nil
+}
+
+// Command is a worker binary.
+type Command interface {
+	Bind(fs *flag.FlagSet)
+	Run(ctx context.Context) int
+}
+
+// Main parses the flags, runs the command until SIGTERM or an interrupt and
+// exits with its code.
+func Main(cmd Command) {
+	cmd.Bind(flag.CommandLine)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := cmd.Run(ctx)
+	stop()
+	os.Exit(code)
+}
+
+// Finish writes the run's summary to the termination message file, logs it,
+// and returns the exit code: 1 if the worker could not do its job.
+func Finish(log *slog.Logger, summaryFile string, summary report.Summary, err error) int {
+	summary.Node = os.Getenv("NODE_NAME")
+	if err != nil {
+		log.Error(summary.Component+" failed", "error", err)
+		summary.Error = err.Error()
+	}
+	if werr := report.Write(summaryFile, summary); werr != nil {
+		log.Warn("could not write the summary", "file", summaryFile, "error", werr)
+	}
+	log.Info("summary", "counts", summary.Counts, "bytesFreed", summary.BytesFreed, "dryRun", summary.DryRun)
+	if err != nil {
+		return 1
+	}
+	return 0
 }
