@@ -1,0 +1,82 @@
+package exclusion
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// writeTree lays out files under a temporary directory; "a/b" keys make dirs.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestReadDir(t *testing.T) {
+	cases := map[string]struct {
+		files   map[string]string
+		want    []string
+		wantErr string
+	}{
+		"no lists": {files: map[string]string{"other/x.json": `{"excluded":["a"]}`}},
+		"one list": {files: map[string]string{"exclude-cm/list.json": `{"excluded":["docker.io/library/*","alpine:3.19"]}`},
+			want: []string{"docker.io/library/*", "alpine:3.19"}},
+		"every file of every list": {files: map[string]string{
+			"exclude-a/1.json":   `{"excluded":["a:*"]}`,
+			"exclude-a/2.json":   `{"excluded":["b:*"]}`,
+			"exclude-b/x.json":   `{"excluded":["quay.io/*"]}`,
+			"exclude-b/notes.md": `not a list`,
+		}, want: []string{"a:*", "b:*", "quay.io/*"}},
+		"configmap volume internals skipped": {files: map[string]string{
+			"exclude-cm/..2026_11_30/list.json": `{"excluded":["x"]}`,
+			"exclude-cm/..data.json":            `garbage`,
+			"exclude-cm/list.json":              `{"excluded":["y:*"]}`,
+		}, want: []string{"y:*"}},
+		"empty list":    {files: map[string]string{"exclude-cm/l.json": `{"excluded":[]}`}},
+		"not json":      {files: map[string]string{"exclude-cm/l.json": `excluded: [a]`}, wantErr: `want {"excluded"`},
+		"unknown key":   {files: map[string]string{"exclude-cm/l.json": `{"exclude":["a"]}`}, wantErr: `unknown field "exclude"`},
+		"bad pattern":   {files: map[string]string{"exclude-cm/l.json": `{"excluded":["ok:*","al*ne"]}`}, wantErr: "excluded[1]"},
+		"empty pattern": {files: map[string]string{"exclude-cm/l.json": `{"excluded":[""]}`}, wantErr: "excluded[0]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pats, err := ReadDir(writeTree(t, tc.files))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range pats {
+				got = append(got, p.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReadDirMissing(t *testing.T) {
+	pats, err := ReadDir(filepath.Join(t.TempDir(), "nope"))
+	if err != nil || pats != nil {
+		t.Errorf("missing directory: %v, %v; want no exclusions", pats, err)
+	}
+}

@@ -1,0 +1,50 @@
+package protect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imageref"
+)
+
+func TestCheck(t *testing.T) {
+	id := "sha256:" + strings.Repeat("a", 64)
+	img := cri.Image{ID: id, Tags: []string{"docker.io/library/alpine:3.19"}, Digests: []string{"docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}
+	excl := func(s string) []imageref.Pattern {
+		p, err := imageref.ParsePattern(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []imageref.Pattern{p}
+	}
+	cases := map[string]struct {
+		img        cri.Image
+		containers []cri.Container
+		policy     Policy
+		want       Verdict
+	}{
+		"unused":                {img: img},
+		"used by tag":           {img: img, containers: []cri.Container{{Name: "c", Image: "alpine:3.19"}}, want: Verdict{InUse, "container c"}},
+		"used by image ref":     {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, want: Verdict{InUse, "container c"}},
+		"used by image id":      {img: img, containers: []cri.Container{{ID: "abc", ImageID: id}}, want: Verdict{InUse, "container abc"}},
+		"used by repo digest":   {img: img, containers: []cri.Container{{Name: "c", ImageRef: "docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}, want: Verdict{InUse, "container c"}},
+		"other container":       {img: img, containers: []cri.Container{{Name: "c", Image: "alpine:3.18", ImageRef: "sha256:" + strings.Repeat("c", 64)}}},
+		"garbage container ref": {img: img, containers: []cri.Container{{Name: "c", Image: "not a ref"}}},
+		"pinned":                {img: cri.Image{ID: id, Pinned: true}, want: Verdict{Pinned, "pinned by the runtime"}},
+		"sandbox short name":    {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.10"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10"}, want: Verdict{Pinned, "the runtime's sandbox image"}},
+		"sandbox normalised":    {img: cri.Image{ID: id, Tags: []string{"docker.io/library/pause:3"}}, policy: Policy{SandboxImage: "pause:3"}, want: Verdict{Pinned, "the runtime's sandbox image"}},
+		"excluded":              {img: img, policy: Policy{Exclusions: excl("alpine:*")}, want: Verdict{Excluded, "exclusion alpine:*"}},
+		"in use beats excluded": {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, policy: Policy{Exclusions: excl("*")}, want: Verdict{InUse, "container c"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.policy.Check(tc.img, Keys(tc.img), NewContainers(tc.containers))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
