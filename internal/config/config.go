@@ -63,8 +63,12 @@ type Runtime struct {
 
 // Scheduling configures scheduled (collector) runs.
 type Scheduling struct {
+	// RepeatInterval separates the end of one run from the start of the next.
 	RepeatInterval   time.Duration
 	BeginImmediately bool
+	// Cron, when set, replaces RepeatInterval: runs start at its times, and
+	// a time that comes while a run is still going is skipped.
+	Cron string
 }
 
 // Profile enables pprof in the manager and the workers.
@@ -79,6 +83,31 @@ type ImageJob struct {
 	// for the job to be Completed, in [0, 1].
 	SuccessRatio float64
 	Cleanup      Cleanup
+	// MaxConcurrentNodes bounds the worker pods running at once: a count,
+	// or a percentage of the eligible nodes. Zero means all at once.
+	MaxConcurrentNodes MaxConcurrent
+	// PodStartTimeout fails a node whose pod has not started running
+	// (stuck Pending, pulling, ContainerCreating) in this time.
+	PodStartTimeout time.Duration
+	// PodRunTimeout fails a node whose pod has not finished in this time.
+	PodRunTimeout time.Duration
+}
+
+// MaxConcurrent is a count of nodes or a percentage of them.
+type MaxConcurrent struct {
+	Count   int
+	Percent int
+}
+
+// Of resolves the limit for a number of nodes; zero means no limit.
+func (m MaxConcurrent) Of(nodes int) int {
+	switch {
+	case m.Percent > 0:
+		return max(1, nodes*m.Percent/100)
+	case m.Count > 0:
+		return m.Count
+	}
+	return 0
 }
 
 // Cleanup is how long finished jobs and their pods are kept.

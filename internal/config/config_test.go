@@ -33,7 +33,7 @@ func fullConfig(apiVersion string) *Config {
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
 				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour,
-			}},
+			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
 			PullSecrets:       []string{"regcred", "other-cred"},
 			PriorityClassName: "system-node-critical",
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
@@ -87,7 +87,8 @@ func defaults(apiVersion string) *Config {
 			LogLevel:   "info",
 			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true},
 			Profile:    Profile{Port: 6060},
-			ImageJob:   ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour}},
+			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour},
+				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
 		},
 		Components: Components{
@@ -210,6 +211,21 @@ func TestDefaulting(t *testing.T) {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0, delayOnFailure: 0s}}}",
 			want: func(c *Config) { c.Manager.ImageJob.Cleanup = Cleanup{} },
 		},
+		"waves as count": {
+			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxConcurrentNodes: 50}}",
+			want: func(c *Config) { c.Manager.ImageJob.MaxConcurrentNodes = MaxConcurrent{Count: 50} },
+		},
+		"waves as percent": {
+			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxConcurrentNodes: 10%}}",
+			want: func(c *Config) { c.Manager.ImageJob.MaxConcurrentNodes = MaxConcurrent{Percent: 10} },
+		},
+		"timeouts and cron": {
+			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {cron: '0 3 * * *'}, imageJob: {podStartTimeout: 2m, podRunTimeout: 1h}}",
+			want: func(c *Config) {
+				c.Manager.Scheduling.Cron = "0 3 * * *"
+				c.Manager.ImageJob.PodStartTimeout, c.Manager.ImageJob.PodRunTimeout = 2*time.Minute, time.Hour
+			},
+		},
 		"ratio bounds": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 0}}",
 			want: func(c *Config) { c.Manager.ImageJob.SuccessRatio = 0 },
@@ -269,6 +285,10 @@ func TestParseErrors(t *testing.T) {
 		"ratio above one":      {doc: v3("manager: {imageJob: {successRatio: 1.5}}"), want: []string{"manager.imageJob.successRatio", "1.5", "between 0 and 1"}},
 		"ratio below zero":     {doc: v3("manager: {imageJob: {successRatio: -0.1}}"), want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
 		"ratio not a number":   {doc: v3("manager: {imageJob: {successRatio: high}}"), want: []string{"manager.imageJob.successRatio", "must be a number"}},
+		"bad cron":             {doc: v3("manager: {scheduling: {cron: 'every day'}}"), want: []string{"manager.scheduling.cron", "cron expression"}},
+		"bad waves":            {doc: v3("manager: {imageJob: {maxConcurrentNodes: lots}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "percentage"}},
+		"bad percent":          {doc: v3("manager: {imageJob: {maxConcurrentNodes: 150%}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "between 1% and 100%"}},
+		"zero start timeout":   {doc: v3("manager: {imageJob: {podStartTimeout: 0s}}"), want: []string{"manager.imageJob.podStartTimeout", "greater than zero"}},
 		"log level":            {doc: v3("manager: {logLevel: verbose}"), want: []string{`manager.logLevel: Unsupported value: "verbose"`}},
 		"otlp with scheme":     {doc: v3("manager: {otlpEndpoint: 'http://collector:4318'}"), want: []string{"manager.otlpEndpoint", "host:port"}},
 		"otlp without port":    {doc: v3("manager: {otlpEndpoint: collector}"), want: []string{"manager.otlpEndpoint"}},

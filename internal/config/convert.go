@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/robfig/cron/v3"
 
 	"github.com/eraser-oss/eraser/internal/endpoint"
 )
@@ -126,6 +130,12 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	sched := p.Child("scheduling")
 	out.Scheduling.RepeatInterval = c.duration(sched.Child("repeatInterval"), m.Scheduling.RepeatInterval, true)
 	out.Scheduling.BeginImmediately = m.Scheduling.BeginImmediately
+	if m.Scheduling.Cron != "" {
+		if _, err := cron.ParseStandard(m.Scheduling.Cron); err != nil {
+			c.errs = append(c.errs, field.Invalid(sched.Child("cron"), m.Scheduling.Cron, "must be a cron expression such as \"0 3 * * *\": "+err.Error()))
+		}
+	}
+	out.Scheduling.Cron = m.Scheduling.Cron
 
 	out.Profile = Profile{Enabled: m.Profile.Enabled, Port: m.Profile.Port}
 	if port := m.Profile.Port; port < 0 || port > 65535 || (m.Profile.Enabled && port == 0) {
@@ -140,6 +150,9 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.SuccessRatio = ratio
 	out.ImageJob.Cleanup.DelayOnSuccess = c.duration(job.Child("cleanup", "delayOnSuccess"), m.ImageJob.Cleanup.DelayOnSuccess, false)
 	out.ImageJob.Cleanup.DelayOnFailure = c.duration(job.Child("cleanup", "delayOnFailure"), m.ImageJob.Cleanup.DelayOnFailure, false)
+	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
+	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
+	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)
 
 	for i, s := range m.PullSecrets {
 		for _, msg := range validation.IsDNS1123Subdomain(s) {
@@ -170,6 +183,28 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 		}
 	}
 	out.NodeFilter.Selectors = m.NodeFilter.Selectors
+}
+
+// maxConcurrent reads a count ("50") or a percentage ("10%").
+func (c *converter) maxConcurrent(p *field.Path, s scalar) MaxConcurrent {
+	str := string(s)
+	if str == "" || str == "0" {
+		return MaxConcurrent{}
+	}
+	if pct, ok := strings.CutSuffix(str, "%"); ok {
+		n, err := strconv.Atoi(pct)
+		if err != nil || n < 1 || n > 100 {
+			c.errs = append(c.errs, field.Invalid(p, str, "a percentage must be between 1% and 100%"))
+			return MaxConcurrent{}
+		}
+		return MaxConcurrent{Percent: n}
+	}
+	n, err := strconv.Atoi(str)
+	if err != nil || n < 0 {
+		c.errs = append(c.errs, field.Invalid(p, str, `must be a number of nodes ("50") or a percentage of them ("10%")`))
+		return MaxConcurrent{}
+	}
+	return MaxConcurrent{Count: n}
 }
 
 func (c *converter) podLabels(p *field.Path, l map[string]string) {

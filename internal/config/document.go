@@ -89,6 +89,8 @@ type runtimeDoc struct {
 type schedulingDoc struct {
 	RepeatInterval   scalar `json:"repeatInterval"`
 	BeginImmediately bool   `json:"beginImmediately"`
+	// Cron is our addition: a standard 5-field cron expression.
+	Cron string `json:"cron"`
 }
 
 type profileDoc struct {
@@ -99,6 +101,10 @@ type profileDoc struct {
 type imageJobDoc struct {
 	SuccessRatio float64    `json:"successRatio"`
 	Cleanup      cleanupDoc `json:"cleanup"`
+	// Our additions: waves and pod timeouts.
+	MaxConcurrentNodes scalar `json:"maxConcurrentNodes"`
+	PodStartTimeout    scalar `json:"podStartTimeout"`
+	PodRunTimeout      scalar `json:"podRunTimeout"`
 }
 
 type cleanupDoc struct {
@@ -173,8 +179,10 @@ func defaultManagerCommon() managerCommon {
 		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true},
 		Profile:    profileDoc{Port: 6060},
 		ImageJob: imageJobDoc{
-			SuccessRatio: 1.0,
-			Cleanup:      cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h"},
+			SuccessRatio:    1.0,
+			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h"},
+			PodStartTimeout: "10m",
+			PodRunTimeout:   "24h",
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
 	}

@@ -8,10 +8,11 @@ import (
 	"net"
 
 	"github.com/eraser-oss/eraser/internal/endpoint"
+	"github.com/eraser-oss/eraser/internal/paths"
 )
 
 // DefaultEndpoint is where the worker pod mounts the node's runtime socket.
-const DefaultEndpoint = "unix:///run/cri/cri.sock"
+const DefaultEndpoint = paths.CRIEndpoint
 
 func dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
 	if addr.Scheme != endpoint.Unix {

@@ -19,12 +19,9 @@ import (
 	"github.com/eraser-oss/eraser/internal/exclusion"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/report"
 )
-
-// DefaultSharedDir is where the worker containers of a pod share hand-off
-// endpoints (an emptyDir).
-const DefaultSharedDir = "/run/eraser.sh/shared-data"
 
 // Flags are the flags every worker takes, upstream's first.
 type Flags struct {
@@ -47,8 +44,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		def = cri.DefaultEndpoint
 	}
 	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
-	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists")
-	fs.StringVar(&f.SharedDir, "shared-dir", DefaultSharedDir, "directory shared by the pod's workers for hand-offs")
+	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+paths.ExclusionDir(nodeOS)+")")
+	fs.StringVar(&f.SharedDir, "shared-dir", paths.SharedData(nodeOS), "directory shared by the pod's workers for hand-offs")
 }
 
 // Logger is the worker's JSON logger on stderr.
