@@ -39,9 +39,15 @@ type ImageJobStatus struct {
 	// +optional
 	Failed int `json:"failed"`
 
-	// Skipped is the number of nodes left out by the node filter.
+	// Skipped is the number of nodes left out by the node filter, or for
+	// not being Ready or having no worker for their OS.
 	// +optional
 	Skipped int `json:"skipped"`
+
+	// Started is the number of eligible nodes whose worker pod has been
+	// created; with waves it grows as earlier pods finish.
+	// +optional
+	Started int `json:"started,omitempty"`
 
 	// Phase is Running until every node finished, then Completed or Failed.
 	// +optional

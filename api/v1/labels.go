@@ -1,0 +1,21 @@
+package v1
+
+// Labels and annotations the manager puts on ImageJobs.
+const (
+	// LabelJobOwner says which controller made a job, with upstream's values.
+	LabelJobOwner = "eraser.sh/job-owner"
+	// JobOwnerImageList marks jobs run for an ImageList.
+	JobOwnerImageList = "imagelist-controller"
+	// JobOwnerCollector marks scheduled (collector) jobs.
+	JobOwnerCollector = "imagecollector"
+
+	// LabelImageList names the ImageList a job runs for.
+	LabelImageList = "eraser.sh/imagelist"
+	// AnnotationGeneration is the ImageList generation a job applies.
+	AnnotationGeneration = "eraser.sh/imagelist-generation"
+	// AnnotationDryRun marks a job whose removers remove nothing.
+	AnnotationDryRun = "eraser.sh/dry-run"
+	// AnnotationRecorded is set once the ImageList has recorded the job's
+	// results; only then may the finished job be deleted.
+	AnnotationRecorded = "eraser.sh/results-recorded"
+)

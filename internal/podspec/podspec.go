@@ -1,0 +1,275 @@
+// Package podspec builds the worker pod for one node of one ImageJob. It is
+// a pure function of the job, the node and the configuration the job was
+// started with, so it is tested without a cluster and a running job's pods
+// all look alike even if the configuration changes mid-run.
+package podspec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/endpoint"
+	"github.com/eraser-oss/eraser/internal/paths"
+)
+
+// Kind is what a job does on each node.
+type Kind string
+
+const (
+	// KindManual removes an ImageList's images: one remover container.
+	KindManual Kind = "manual"
+	// KindCollector is a scheduled run: collector, scanner, remover.
+	KindCollector Kind = "collector"
+)
+
+// Labels on worker pods.
+const (
+	// LabelType is upstream's: "manual" or "collector".
+	LabelType = "eraser.sh/type"
+	// LabelJob names the ImageJob a pod belongs to.
+	LabelJob = "eraser.sh/job"
+	// ServiceAccount is the worker pods' account; it has no permissions.
+	ServiceAccount = "eraser-imagejob-pods"
+)
+
+// Container names, as upstream names them.
+const (
+	CollectorContainer = "collector"
+	ScannerContainer   = "trivy-scanner"
+	RemoverContainer   = "remover"
+)
+
+// Volume names.
+const (
+	volRuntime   = "runtime-sock-volume"
+	volShared    = "shared-data"
+	volImageList = "imagelist"
+	volConfig    = "eraser-config"
+)
+
+// Params is everything a worker pod depends on.
+type Params struct {
+	Job       string
+	JobUID    types.UID
+	Kind      Kind
+	Node      string
+	OS        paths.OS
+	Namespace string
+	Config    *config.Config
+	// ConfigMap holds the job's image list (manual) and configuration.
+	ConfigMap string
+	// ConfigKey is the key of the EraserConfig in ConfigMap (for the scanner).
+	ConfigKey string
+	// Exclusions are the names of the exclusion-list ConfigMaps.
+	Exclusions []string
+	LogLevel   string
+	DryRun     bool
+}
+
+// PodName is deterministic, so that a restarted manager re-creating a pod
+// gets AlreadyExists instead of a second pod on the node.
+func PodName(job, node string) string {
+	sum := sha256.Sum256([]byte(node))
+	suffix := hex.EncodeToString(sum[:4])
+	prefix := job + "-" + node
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return prefix + "-" + suffix
+}
+
+// Build returns the worker pod for one node.
+func Build(p Params) (*corev1.Pod, error) {
+	if p.OS != paths.Linux {
+		return nil, fmt.Errorf("no worker pod for %s nodes", p.OS)
+	}
+	cfg := p.Config
+	labels := map[string]string{}
+	for k, v := range cfg.Manager.AdditionalPodLabels {
+		labels[k] = v
+	}
+	labels[LabelType] = string(p.Kind)
+	labels[LabelJob] = p.Job
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PodName(p.Job, p.Node),
+			Namespace: p.Namespace,
+			Labels:    labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: p.Job, UID: p.JobUID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:      p.Node,
+			OS:            &corev1.PodOS{Name: corev1.OSName(p.OS)},
+			RestartPolicy: corev1.RestartPolicyNever,
+			// Workers never talk to the API server.
+			ServiceAccountName:           ServiceAccount,
+			AutomountServiceAccountToken: ptr.To(false),
+			PriorityClassName:            cfg.Manager.PriorityClassName,
+			// Pinned with nodeName, the pod bypasses the scheduler; it must
+			// tolerate whatever taints the node has.
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+	}
+	for _, s := range cfg.Manager.PullSecrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+
+	runtimeSocket := cfg.Manager.Runtime.Address
+	if addr, err := endpoint.Parse(runtimeSocket); err == nil && addr.Scheme == endpoint.Unix {
+		runtimeSocket = addr.Path
+	} else {
+		return nil, fmt.Errorf("runtime address %q is not a unix socket a Linux pod can mount", cfg.Manager.Runtime.Address)
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volRuntime, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: runtimeSocket, Type: ptr.To(corev1.HostPathSocket)},
+	}})
+	common := []corev1.VolumeMount{{Name: volRuntime, MountPath: paths.CRISocket}}
+	for _, cm := range p.Exclusions {
+		vol := "exclude-" + cm
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volumeName(vol), VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
+		}})
+		common = append(common, corev1.VolumeMount{Name: volumeName(vol), MountPath: paths.ExclusionDir(p.OS) + "/" + vol, ReadOnly: true})
+	}
+
+	pprof := []string{"--enable-pprof=" + strconv.FormatBool(cfg.Manager.Profile.Enabled), "--pprof-port=" + strconv.Itoa(cfg.Manager.Profile.Port)}
+	base := []string{"--log-level=" + p.LogLevel, "--exclusion-dir=" + paths.ExclusionDir(p.OS)}
+
+	switch p.Kind {
+	case KindManual:
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volImageList, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: p.ConfigMap},
+				Items:                []corev1.KeyToPath{{Key: paths.ImageListKey, Path: paths.ImageListKey}},
+			},
+		}})
+		args := append(append([]string{"--imagelist=" + paths.ImageListFile(p.OS)}, base...), pprof...)
+		if p.DryRun {
+			args = append(args, "--dry-run")
+		}
+		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true})
+		pod.Spec.Containers = []corev1.Container{container(RemoverContainer, cfg.Components.Remover, args, mounts, cfg)}
+	case KindCollector:
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: paths.SharedData(p.OS)})
+		scan := cfg.Components.Scanner.Enabled
+		collectorArgs := append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan)}, base...), pprof...)
+		removerArgs := append(append([]string{}, base...), pprof...)
+		if p.DryRun {
+			removerArgs = append(removerArgs, "--dry-run")
+		}
+		pod.Spec.Containers = []corev1.Container{
+			container(CollectorContainer, cfg.Components.Collector, collectorArgs, mounts, cfg),
+			container(RemoverContainer, cfg.Components.Remover, removerArgs, mounts, cfg),
+		}
+		if scan {
+			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volConfig, VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: p.ConfigMap},
+					Items:                []corev1.KeyToPath{{Key: p.ConfigKey, Path: p.ConfigKey}},
+				},
+			}})
+			for _, v := range cfg.Components.Scanner.Volumes {
+				if v.HostPath != nil {
+					pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown job kind %q", p.Kind)
+	}
+	return pod, nil
+}
+
+func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {
+	cfg := p.Config
+	mounts = append(append([]corev1.VolumeMount{}, mounts...), corev1.VolumeMount{Name: volConfig, MountPath: paths.ConfigDir(p.OS), ReadOnly: true})
+	for _, v := range cfg.Components.Scanner.Volumes {
+		if v.HostPath != nil {
+			mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: v.HostPath.Path, ReadOnly: true})
+		}
+	}
+	args := append([]string{"--config=" + paths.ConfigDir(p.OS) + "/" + p.ConfigKey, "--log-level=" + p.LogLevel}, pprof...)
+	c := container(ScannerContainer, cfg.Components.Scanner, args, mounts, cfg)
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},
+		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
+	)
+	return c
+}
+
+func container(name string, comp config.Component, args []string, mounts []corev1.VolumeMount, cfg *config.Config) corev1.Container {
+	c := corev1.Container{
+		Name:            name,
+		Image:           comp.Image.Ref(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            args,
+		VolumeMounts:    mounts,
+		Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"},
+		}}},
+		Resources: resources(comp),
+		// The summary the manager reads; File is the default policy, spelled
+		// out because the manager depends on it.
+		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		// Root is needed for the runtime socket, nothing else: no privilege,
+		// no capabilities, nothing written outside the volumes.
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Privileged:               ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	if cfg.Manager.OTLPEndpoint != "" {
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: cfg.Manager.OTLPEndpoint},
+			corev1.EnvVar{Name: "OTEL_SERVICE_NAME", Value: name},
+		)
+	}
+	return c
+}
+
+func resources(comp config.Component) corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{}
+	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
+		if q == nil {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = q.DeepCopy()
+	}
+	set(&r.Requests, corev1.ResourceMemory, comp.Request.Mem)
+	set(&r.Requests, corev1.ResourceCPU, comp.Request.CPU)
+	// Memory only: a CPU limit would throttle removals for no gain.
+	set(&r.Limits, corev1.ResourceMemory, comp.Limit.Mem)
+	return r
+}
+
+// volumeName keeps a volume name within the 63-character DNS label limit.
+func volumeName(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return s[:54] + "-" + hex.EncodeToString(sum[:4])
+}
