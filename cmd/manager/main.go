@@ -27,7 +27,7 @@ func main() {
 func run(log logr.Logger, opts manager.Options) error {
 	// The configuration is checked before anything else, so that a bad
 	// ConfigMap fails the rollout with the field at fault in the log.
-	cfg, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
+	store, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
 	if err != nil {
 		return err
 	}
@@ -35,5 +35,5 @@ func run(log logr.Logger, opts manager.Options) error {
 	if err != nil {
 		return err
 	}
-	return manager.Run(ctrl.SetupSignalHandler(), log, restConfig, opts, cfg)
+	return manager.Run(ctrl.SetupSignalHandler(), log, restConfig, opts, store)
 }

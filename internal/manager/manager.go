@@ -23,6 +23,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/version"
 )
 
@@ -46,7 +47,7 @@ func NewScheme() (*runtime.Scheme, error) {
 // LoadConfig reads and validates the EraserConfig file, applying
 // --remover-image. Warnings are logged; an invalid file is an error naming
 // every bad field.
-func LoadConfig(log logr.Logger, path, removerImage string) (*config.Config, error) {
+func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store, error) {
 	if path == "" {
 		return nil, errors.New("--config is required: the path of the mounted EraserConfig")
 	}
@@ -68,11 +69,12 @@ func LoadConfig(log logr.Logger, path, removerImage string) (*config.Config, err
 		}
 		cfg.Components.Remover.Image = img
 	}
-	return cfg, nil
+	return configstore.New(cfg, data), nil
 }
 
 // Run runs the manager until ctx is cancelled.
-func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, cfg *config.Config) error {
+func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, store *configstore.Store) error {
+	cfg, _, _ := store.Get()
 	log.Info("starting", "version", version.Version, "commit", version.Commit, "namespace", opts.Namespace,
 		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
 
@@ -98,6 +100,9 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	if err := setupControllers(mgr, opts, store); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -112,11 +117,14 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 // than the whole manager is allowed.
 func cacheOptions(namespace string) cache.Options {
 	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:         own,
-		&corev1.PodTemplate{}: own,
-		&corev1.ConfigMap{}:   own,
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       own,
+			&corev1.ConfigMap{}: own,
+		},
+		// Managed fields are never read and are a large share of each object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // cacheSynced reports ready once the informers have synced, so that a

@@ -1,0 +1,460 @@
+// Package imagejob runs an ImageJob: it picks the eligible nodes, creates one
+// worker pod per node (in waves when configured), fails pods that do not
+// start or finish in time, reads each remover's results, decides the job's
+// outcome by the success ratio, and cleans up after the configured delay.
+package imagejob
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/metrics"
+	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/paths"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+// Options are the reconciler's settings that do not change at run time.
+type Options struct {
+	// Namespace holds worker pods and job ConfigMaps.
+	Namespace string
+	// LogLevel is passed to the workers.
+	LogLevel string
+	// SupportedOS says which node OSes have a worker pod.
+	SupportedOS func(paths.OS) bool
+}
+
+// Reconciler runs ImageJobs.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	metrics   *metrics.Recorder
+	opts      Options
+	// created remembers pods this process created that the cache has not
+	// shown yet, so they are not mistaken for pods that went missing.
+	created sync.Map // pod name -> time created
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler builds the reconciler with its dependencies.
+func NewReconciler(c client.Client, apiReader client.Reader, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
+	if opts.SupportedOS == nil {
+		opts.SupportedOS = func(os paths.OS) bool { return os == paths.Linux }
+	}
+	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, metrics: m, opts: opts}
+}
+
+// SetupWithManager watches jobs, their pods, and node deletions (a deleted
+// node's pod may never report again).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("imagejob").
+		For(&eraserv1.ImageJob{}).
+		Owns(&corev1.Pod{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.runningJobs),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
+		Complete(r)
+}
+
+func (r *Reconciler) runningJobs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var jobs eraserv1.ImageJobList
+	if err := r.client.List(ctx, &jobs); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, j := range jobs.Items {
+		if j.Status.Phase == eraserv1.PhaseRunning {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: j.Name}})
+		}
+	}
+	return out
+}
+
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=pods,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile moves one job forward.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	job := &eraserv1.ImageJob{}
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	switch job.Status.Phase {
+	case "":
+		return r.start(ctx, job)
+	case eraserv1.PhaseRunning:
+		return r.run(ctx, job)
+	default:
+		return r.cleanup(ctx, job)
+	}
+}
+
+// start fixes the job's nodes and marks it Running.
+func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
+	data, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job.Name)
+	if apierrors.IsNotFound(err) {
+		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
+			// The owner creates the job first and its ConfigMap right after;
+			// the ConfigMap's creation triggers no reconcile of the job.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "the job's ConfigMap "+job.Name+" does not exist")
+	}
+	if err != nil {
+		return reconcile.Result{}, r.fail(ctx, job, "InvalidJobData", err.Error())
+	}
+
+	nodes, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job.Name)
+	if apierrors.IsNotFound(err) {
+		var list corev1.NodeList
+		if err := r.client.List(ctx, &list); err != nil {
+			return reconcile.Result{}, err
+		}
+		targets, skipped, err := nodefilter.Select(list.Items, data.Config.Manager.NodeFilter, r.opts.SupportedOS)
+		if err != nil {
+			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
+		}
+		nodes = jobdata.Nodes{Targets: targets, Skipped: skipped}
+		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, err
+		}
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	now := metav1.NewTime(r.clock.Now())
+	job.Status.Phase = eraserv1.PhaseRunning
+	job.Status.Desired = len(nodes.Targets) + len(nodes.Skipped)
+	job.Status.Skipped = len(nodes.Skipped)
+	job.Status.StartTime = &now
+	job.Status.ObservedGeneration = job.Generation
+	setRunning(job, len(nodes.Targets), nodes.Skipped)
+	if err := r.client.Status().Update(ctx, job); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.recorder.Eventf(job, corev1.EventTypeNormal, "Started", "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
+	// The status update brings the job back here, in phase Running.
+	return reconcile.Result{}, nil
+}
+
+// run creates pods as waves allow, judges finished ones and finishes the job.
+func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	data, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job.Name)
+	if err != nil {
+		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
+	}
+	nodes, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job.Name)
+	if err != nil {
+		return reconcile.Result{}, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	byNode := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		byNode[pods.Items[i].Spec.NodeName] = &pods.Items[i]
+	}
+
+	cfg := data.Config
+	t := timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout}
+	now := r.clock.Now()
+	p := progress{eligible: len(nodes.Targets), started: job.Status.Started}
+	// Pods created before a crash that the status does not count yet.
+	for i := len(nodes.Targets) - 1; i >= p.started; i-- {
+		if byNode[nodes.Targets[i].Name] != nil {
+			p.started = i + 1
+			break
+		}
+	}
+	failed := map[string]eraserv1.NodeFailure{}
+	for _, f := range job.Status.FailedNodes {
+		failed[f.Node] = f
+	}
+	var toDelete []*corev1.Pod
+	var next time.Time
+	for _, target := range nodes.Targets[:p.started] {
+		pod := byNode[target.Name]
+		if pod == nil {
+			name := podspec.PodName(job.Name, target.Name)
+			if r.expected(name) {
+				p.active++
+				continue
+			}
+			if _, recorded := failed[target.Name]; !recorded {
+				// Not in the cache: confirm with the API server before
+				// counting the node as lost.
+				err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, &corev1.Pod{})
+				if err == nil {
+					p.active++
+					continue
+				}
+				if !apierrors.IsNotFound(err) {
+					return reconcile.Result{}, err
+				}
+				failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: ReasonPodMissing, Message: "the pod disappeared before it finished"}
+			}
+			p.failed++
+			continue
+		}
+		r.created.Delete(pod.Name)
+		o := classify(pod, now, t, r.nodeExists(ctx, target.Name))
+		switch o.state {
+		case stateSucceeded:
+			p.succeeded++
+		case stateFailed:
+			p.failed++
+			if _, recorded := failed[target.Name]; !recorded {
+				failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: o.reason, Message: truncate(o.message)}
+				r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "node %s: %s: %s", target.Name, o.reason, truncate(o.message))
+			}
+			if o.timedOut {
+				toDelete = append(toDelete, pod)
+			}
+		default:
+			p.active++
+			if d := deadline(pod, t); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+		addResults(&p.results, o.summary)
+	}
+
+	// Start the next wave.
+	limit := cfg.Manager.ImageJob.MaxConcurrentNodes.Of(p.eligible)
+	if limit == 0 {
+		limit = p.eligible
+	}
+	var createErr error
+	for p.started < p.eligible && p.active < limit {
+		target := nodes.Targets[p.started]
+		if !r.nodeExists(ctx, target.Name) {
+			failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
+			p.started++
+			p.failed++
+			continue
+		}
+		pod, err := podspec.Build(podspec.Params{
+			Job: job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
+			Namespace: r.opts.Namespace, Config: cfg, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
+			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
+		})
+		if err != nil {
+			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
+		}
+		if err := r.client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			createErr = fmt.Errorf("creating the pod for node %s: %w", target.Name, err)
+			break
+		}
+		r.created.Store(pod.Name, now)
+		p.started++
+		p.active++
+		if d := now.Add(t.start); t.start > 0 && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+
+	job.Status.Started = p.started
+	job.Status.Succeeded = p.succeeded
+	job.Status.Failed = p.failed
+	job.Status.Results = &p.results
+	job.Status.FailedNodes = boundedFailures(failed)
+	finished := p.started == p.eligible && p.active == 0
+	if finished {
+		r.finish(job, p, cfg)
+	} else {
+		setRunning(job, p.eligible, nodes.Skipped)
+	}
+	job.Status.ObservedGeneration = job.Generation
+	if err := r.client.Status().Update(ctx, job); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Deleted only now that their failure is on record.
+	for _, pod := range toDelete {
+		if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			logger.Error(err, "deleting a timed-out pod", "pod", pod.Name)
+		}
+	}
+	if finished {
+		r.announce(job)
+		return reconcile.Result{}, nil
+	}
+	if createErr != nil {
+		return reconcile.Result{}, createErr
+	}
+	// Pod events drive progress; only a timeout needs a wake-up of its own.
+	if !next.IsZero() {
+		return reconcile.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// expected reports a pod created by this process that the cache has not
+// shown yet; the memory is dropped after a minute, by when it must show.
+func (r *Reconciler) expected(name string) bool {
+	v, ok := r.created.Load(name)
+	if !ok {
+		return false
+	}
+	if r.clock.Since(v.(time.Time)) > time.Minute {
+		r.created.Delete(name)
+		return false
+	}
+	return true
+}
+
+func (r *Reconciler) nodeExists(ctx context.Context, name string) bool {
+	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+	return !apierrors.IsNotFound(err)
+}
+
+// finish decides the outcome: the success ratio is over the nodes the job was
+// meant to run on, in floating point; skipped nodes are not successes.
+func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Config) {
+	now := metav1.NewTime(r.clock.Now())
+	job.Status.CompletionTime = &now
+	ratio := 1.0
+	if p.eligible > 0 {
+		ratio = float64(p.succeeded) / float64(p.eligible)
+	}
+	delay := cfg.Manager.ImageJob.Cleanup.DelayOnSuccess
+	if ratio >= cfg.Manager.ImageJob.SuccessRatio {
+		job.Status.Phase = eraserv1.PhaseCompleted
+	} else {
+		job.Status.Phase = eraserv1.PhaseFailed
+		delay = cfg.Manager.ImageJob.Cleanup.DelayOnFailure
+	}
+	deleteAfter := metav1.NewTime(now.Add(delay))
+	job.Status.DeleteAfter = &deleteAfter
+	setFinished(job, p, ratio, cfg.Manager.ImageJob.SuccessRatio)
+}
+
+func (r *Reconciler) announce(job *eraserv1.ImageJob) {
+	c := readyCondition(job)
+	kind := corev1.EventTypeNormal
+	if job.Status.Phase == eraserv1.PhaseFailed {
+		kind = corev1.EventTypeWarning
+	}
+	r.recorder.Event(job, kind, string(job.Status.Phase), c.Message)
+	var removed int64
+	if job.Status.Results != nil {
+		removed = job.Status.Results.Removed
+	}
+	seconds := job.Status.CompletionTime.Sub(job.Status.StartTime.Time).Seconds()
+	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, removed)
+}
+
+// fail ends a job that cannot run at all.
+func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, message string) error {
+	now := metav1.NewTime(r.clock.Now())
+	job.Status.Phase = eraserv1.PhaseFailed
+	job.Status.CompletionTime = &now
+	if job.Status.StartTime == nil {
+		job.Status.StartTime = &now
+	}
+	// Without its data the job cannot know its delay; keep it an hour for
+	// inspection.
+	deleteAfter := metav1.NewTime(now.Add(time.Hour))
+	job.Status.DeleteAfter = &deleteAfter
+	setCondition(job, metav1.ConditionFalse, reason, message)
+	if err := r.client.Status().Update(ctx, job); err != nil {
+		return err
+	}
+	r.recorder.Event(job, corev1.EventTypeWarning, reason, message)
+	r.metrics.JobFinished(0, job.Status.Succeeded, job.Status.Failed, 0)
+	return nil
+}
+
+// cleanup deletes a finished job, its pods and ConfigMaps once its delay has
+// passed and, for an ImageList's job, once the ImageList recorded the results.
+func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
+	if job.Status.DeleteAfter == nil {
+		return reconcile.Result{}, nil
+	}
+	if wait := job.Status.DeleteAfter.Sub(r.clock.Now()); wait > 0 {
+		// Nothing else will bring the job back when its time comes.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if job.Labels[eraserv1.LabelJobOwner] == eraserv1.JobOwnerImageList && job.Annotations[eraserv1.AnnotationRecorded] == "" {
+		// The ImageList controller annotates the job when it has the
+		// results; the annotation update brings the job back here.
+		return reconcile.Result{}, nil
+	}
+	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, name := range []string{job.Name, jobdata.NodesName(job.Name)} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name}}
+		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
+	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// progress tallies a job's nodes.
+type progress struct {
+	eligible, started, active, succeeded, failed int
+	results                                      eraserv1.ImageResults
+}
+
+func boundedFailures(m map[string]eraserv1.NodeFailure) []eraserv1.NodeFailure {
+	out := make([]eraserv1.NodeFailure, 0, len(m))
+	for _, f := range m {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b eraserv1.NodeFailure) int { return strings.Compare(a.Node, b.Node) })
+	if len(out) > eraserv1.MaxReportedNodes {
+		out = out[:eraserv1.MaxReportedNodes]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) > 1000 {
+		return s[:997] + "..."
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package imagejob
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+)
+
+// state is where one node stands in a job.
+type state int
+
+const (
+	stateActive state = iota // pod pending or running
+	stateSucceeded
+	stateFailed
+)
+
+// Failure reasons reported in status.failedNodes.
+const (
+	ReasonPodFailed    = "PodFailed"
+	ReasonStartTimeout = "StartTimeout"
+	ReasonRunTimeout   = "RunTimeout"
+	ReasonNodeDeleted  = "NodeDeleted"
+	ReasonPodDeleted   = "PodDeleted"
+	ReasonPodMissing   = "PodMissing"
+)
+
+// outcome is the verdict on one node's pod.
+type outcome struct {
+	state   state
+	reason  string
+	message string
+	// timedOut pods are deleted once their failure is recorded.
+	timedOut bool
+	// summary is the remover's report, when it left one.
+	summary *report.Summary
+}
+
+// timeouts bound a pod's life.
+type timeouts struct {
+	start, run time.Duration
+}
+
+// classify judges a node's pod at time now. nodeExists is false when the
+// node has been deleted.
+func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outcome {
+	summary := removerSummary(pod)
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return outcome{state: stateSucceeded, summary: summary}
+	case corev1.PodFailed:
+		return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod, summary), summary: summary}
+	}
+	// Still pending or running. A container that already failed decides it:
+	// its siblings may never finish on their own.
+	for _, cs := range pod.Status.ContainerStatuses {
+		if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
+			return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod, summary), summary: summary}
+		}
+	}
+	if !nodeExists {
+		return outcome{state: stateFailed, reason: ReasonNodeDeleted, message: "the node was deleted during the run"}
+	}
+	if pod.DeletionTimestamp != nil {
+		return outcome{state: stateFailed, reason: ReasonPodDeleted, message: "the pod was deleted before it finished"}
+	}
+	if started := startTime(pod); started.IsZero() {
+		if age := now.Sub(pod.CreationTimestamp.Time); t.start > 0 && age >= t.start {
+			return outcome{state: stateFailed, reason: ReasonStartTimeout, timedOut: true,
+				message: fmt.Sprintf("did not start within %v%s", t.start, waiting(pod))}
+		}
+	} else if t.run > 0 && now.Sub(started) >= t.run {
+		return outcome{state: stateFailed, reason: ReasonRunTimeout, timedOut: true,
+			message: fmt.Sprintf("did not finish within %v", t.run)}
+	}
+	return outcome{state: stateActive}
+}
+
+// deadline is when an active pod would time out.
+func deadline(pod *corev1.Pod, t timeouts) time.Time {
+	if started := startTime(pod); !started.IsZero() {
+		if t.run == 0 {
+			return time.Time{}
+		}
+		return started.Add(t.run)
+	}
+	if t.start == 0 {
+		return time.Time{}
+	}
+	return pod.CreationTimestamp.Add(t.start)
+}
+
+// startTime is when every container was running (the pod left Pending).
+func startTime(pod *corev1.Pod) time.Time {
+	if pod.Status.Phase != corev1.PodRunning {
+		return time.Time{}
+	}
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return pod.CreationTimestamp.Time
+}
+
+func waiting(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return fmt.Sprintf(" (%s: %s)", cs.Name, w.Reason)
+		}
+	}
+	if pod.Status.Reason != "" {
+		return " (" + pod.Status.Reason + ")"
+	}
+	return ""
+}
+
+func failureMessage(pod *corev1.Pod, summary *report.Summary) string {
+	if summary != nil && summary.Error != "" {
+		return summary.Error
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
+			return fmt.Sprintf("container %s: %s (exit code %d)", cs.Name, term.Reason, term.ExitCode)
+		}
+	}
+	if pod.Status.Reason != "" || pod.Status.Message != "" {
+		return pod.Status.Reason + ": " + pod.Status.Message
+	}
+	return "pod failed"
+}
+
+// removerSummary reads the remover's termination message.
+func removerSummary(pod *corev1.Pod) *report.Summary {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != podspec.RemoverContainer || cs.State.Terminated == nil || cs.State.Terminated.Message == "" {
+			continue
+		}
+		if s, err := report.Decode([]byte(cs.State.Terminated.Message)); err == nil {
+			return &s
+		}
+	}
+	return nil
+}
+
+// addResults adds a remover's counts to the job's totals.
+func addResults(total *eraserv1.ImageResults, s *report.Summary) {
+	if s == nil {
+		return
+	}
+	total.Removed += int64(s.Counts["removed"])
+	total.InUse += int64(s.Counts["in use"])
+	total.Pinned += int64(s.Counts["pinned"])
+	total.Excluded += int64(s.Counts["excluded"])
+	total.NotOnNode += int64(s.Counts["not on node"])
+	total.Failed += int64(s.Counts["failed"] + s.Counts["invalid"])
+	total.BytesFreed += int64(s.BytesFreed)
+	total.DryRun = total.DryRun || s.DryRun
+}

@@ -1,0 +1,215 @@
+// Package imagelist turns ImageLists into ImageJobs: one job per generation
+// of the list's spec, one at a time. An edit made while a job runs is
+// applied by the next job, never lost, and the job's results are recorded in
+// the ImageList's status before the job may be cleaned up.
+package imagelist
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/configstore"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+// Reconciler runs ImageLists.
+type Reconciler struct {
+	client       client.Client
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	store        *configstore.Store
+	namespace    string
+	removerImage string
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler builds the reconciler with its dependencies. removerImage is
+// the manager's --remover-image, if any.
+func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, namespace, removerImage string) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, namespace: namespace, removerImage: removerImage}
+}
+
+// SetupWithManager reacts to spec edits (not to the status this controller
+// writes) and to changes of the jobs it owns.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("imagelist").
+		For(&eraserv1.ImageList{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&eraserv1.ImageJob{}).
+		Complete(r)
+}
+
+// JobName is deterministic per ImageList generation, so that a restarted or
+// second manager can never start the same run twice.
+func JobName(list *eraserv1.ImageList) string {
+	sum := sha256.Sum256([]byte(list.Name))
+	base := list.Name
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	return fmt.Sprintf("imagejob-%s-%s-g%d", base, hex.EncodeToString(sum[:3]), list.Generation)
+}
+
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists,verbs=get;list;watch
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile records finished jobs and starts the next one when the spec has
+// changed since the last run.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	list := &eraserv1.ImageList{}
+	if err := r.client.Get(ctx, req.NamespacedName, list); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !list.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	var jobs eraserv1.ImageJobList
+	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: list.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	var running *eraserv1.ImageJob
+	haveCurrent := false
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		if !metav1.IsControlledBy(job, list) {
+			continue
+		}
+		if generationOf(job) == list.Generation {
+			haveCurrent = true
+		}
+		switch job.Status.Phase {
+		case "", eraserv1.PhaseRunning:
+			running = job
+		default:
+			if job.Annotations[eraserv1.AnnotationRecorded] == "" {
+				if err := r.record(ctx, list, job); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+		}
+	}
+	switch {
+	case running != nil:
+		return reconcile.Result{}, r.setProgress(ctx, list, running)
+	case haveCurrent || list.Status.ObservedGeneration == list.Generation:
+		// This generation has run (or its job awaits cleanup): nothing to do.
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.startJob(ctx, list)
+}
+
+func generationOf(job *eraserv1.ImageJob) int64 {
+	g, _ := strconv.ParseInt(job.Annotations[eraserv1.AnnotationGeneration], 10, 64)
+	return g
+}
+
+// startJob creates the job for the list's current generation, and its data.
+func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) error {
+	_, raw, _ := r.store.Get()
+	exclusions, err := jobdata.ExclusionLists(ctx, r.client, r.namespace)
+	if err != nil {
+		return err
+	}
+	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
+		Name: JobName(list),
+		Labels: map[string]string{
+			eraserv1.LabelJobOwner:  eraserv1.JobOwnerImageList,
+			eraserv1.LabelImageList: list.Name,
+		},
+		Annotations: map[string]string{eraserv1.AnnotationGeneration: strconv.FormatInt(list.Generation, 10)},
+	}}
+	if list.Spec.DryRun {
+		job.Annotations[eraserv1.AnnotationDryRun] = "true"
+	}
+	if err := ctrl.SetControllerReference(list, job, r.client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.client.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("creating ImageJob: %w", err)
+	}
+	err = jobdata.Create(ctx, r.client, r.namespace, job, jobdata.Data{
+		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images,
+		Raw: raw, RemoverImage: r.removerImage, Exclusions: exclusions,
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobDataFailed", "cannot store the job's data: %v", err)
+		return err
+	}
+	r.recorder.Eventf(list, corev1.EventTypeNormal, "JobCreated", "ImageJob %s created for generation %d (%d entries%s)",
+		job.Name, list.Generation, len(list.Spec.Images), dryRunText(list.Spec.DryRun))
+	return nil
+}
+
+func dryRunText(dry bool) string {
+	if dry {
+		return ", dry run"
+	}
+	return ""
+}
+
+// setProgress reflects a running job in the list's Ready condition.
+func (r *Reconciler) setProgress(ctx context.Context, list *eraserv1.ImageList, job *eraserv1.ImageJob) error {
+	before := list.Status.DeepCopy()
+	setRunning(list, job)
+	if equalStatus(before, &list.Status) {
+		return nil
+	}
+	return r.client.Status().Update(ctx, list)
+}
+
+// record copies a finished job's results into the list's status, then marks
+// the job so that it may be cleaned up.
+func (r *Reconciler) record(ctx context.Context, list *eraserv1.ImageList, job *eraserv1.ImageJob) error {
+	if gen := generationOf(job); gen >= list.Status.ObservedGeneration {
+		ts := job.Status.CompletionTime
+		if ts == nil {
+			now := metav1.NewTime(r.clock.Now())
+			ts = &now
+		}
+		list.Status.Timestamp = ts
+		list.Status.Success = int64(job.Status.Succeeded)
+		list.Status.Failed = int64(job.Status.Failed)
+		list.Status.Skipped = int64(job.Status.Skipped)
+		list.Status.Results = job.Status.Results.DeepCopy()
+		list.Status.ObservedGeneration = gen
+		setFinished(list, job)
+		if err := r.client.Status().Update(ctx, list); err != nil {
+			return err
+		}
+		kind := corev1.EventTypeNormal
+		if job.Status.Phase == eraserv1.PhaseFailed {
+			kind = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(list, kind, "Job"+string(job.Status.Phase), "ImageJob %s: %s", job.Name, jobMessage(job))
+	}
+	patch := client.MergeFrom(job.DeepCopy())
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[eraserv1.AnnotationRecorded] = "true"
+	return client.IgnoreNotFound(r.client.Patch(ctx, job, patch))
+}
+

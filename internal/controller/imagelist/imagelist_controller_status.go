@@ -1,0 +1,45 @@
+package imagelist
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+)
+
+func jobMessage(job *eraserv1.ImageJob) string {
+	if c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady); c != nil {
+		return c.Message
+	}
+	return string(job.Status.Phase)
+}
+
+// setRunning: Running while the current generation's job runs, Pending
+// while an older generation's job must finish first.
+func setRunning(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
+	reason, msg := eraserv1.ReasonRunning, fmt.Sprintf("ImageJob %s is running: %s", job.Name, jobMessage(job))
+	if generationOf(job) != list.Generation {
+		reason = eraserv1.ReasonPending
+		msg = fmt.Sprintf("the edit (generation %d) runs after ImageJob %s (generation %d) finishes", list.Generation, job.Name, generationOf(job))
+	}
+	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
+		Type: eraserv1.ConditionReady, Status: metav1.ConditionUnknown, Reason: reason, Message: msg,
+		ObservedGeneration: list.Generation,
+	})
+}
+
+func setFinished(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
+	c := metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionTrue, Reason: eraserv1.ReasonSucceeded,
+		Message: jobMessage(job), ObservedGeneration: generationOf(job)}
+	if job.Status.Phase == eraserv1.PhaseFailed {
+		c.Status, c.Reason = metav1.ConditionFalse, eraserv1.ReasonFailed
+	}
+	meta.SetStatusCondition(&list.Status.Conditions, c)
+}
+
+func equalStatus(a, b *eraserv1.ImageListStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}

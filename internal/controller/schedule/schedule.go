@@ -1,0 +1,56 @@
+package schedule
+
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/eraser-oss/eraser/internal/config"
+)
+
+// State is what the schedule remembers between runs and manager restarts.
+type State struct {
+	// LastStart is when the last scheduled job was created.
+	LastStart time.Time
+	// LastEnd is when the last scheduled job finished.
+	LastEnd time.Time
+}
+
+// NextRun is when the next scheduled job should start. managerStart stands
+// in for the last end before anything has run: with beginImmediately the
+// first run starts at once, otherwise one interval after the manager started.
+//
+// With a cron expression, runs start at its times; a time that passed while
+// a run was going is skipped, not made up. Without one, repeatInterval is
+// measured from the end of the last run, as upstream.
+func NextRun(s config.Scheduling, st State, managerStart time.Time) time.Time {
+	if s.Cron != "" {
+		sched, err := cron.ParseStandard(s.Cron)
+		if err != nil {
+			return time.Time{} // validated with the config; unreachable
+		}
+		from := managerStart
+		if st.LastStart.After(from) {
+			from = st.LastStart
+		}
+		if st.LastEnd.After(from) {
+			from = st.LastEnd
+		}
+		if st.LastStart.IsZero() && s.BeginImmediately {
+			return managerStart
+		}
+		return sched.Next(from)
+	}
+	if st.LastEnd.IsZero() {
+		if !st.LastStart.IsZero() {
+			// A run started and its end was not recorded (the job was
+			// lost): measure from its start.
+			return st.LastStart.Add(s.RepeatInterval)
+		}
+		if s.BeginImmediately {
+			return managerStart
+		}
+		return managerStart.Add(s.RepeatInterval)
+	}
+	return st.LastEnd.Add(s.RepeatInterval)
+}

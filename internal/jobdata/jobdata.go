@@ -1,0 +1,194 @@
+// Package jobdata is what an ImageJob runs with, kept in immutable
+// ConfigMaps beside it: the image list, the configuration in force when the
+// job was created, the exclusion lists to mount, and the nodes it runs on.
+// Snapshotting these makes a running job immune to later edits and lets a
+// restarted manager carry on exactly where it was.
+package jobdata
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/paths"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+// Keys of the job ConfigMap.
+const (
+	ConfigKey       = "controller_manager_config.yaml"
+	keyKind         = "kind"
+	keyDryRun       = "dryRun"
+	keyExclusions   = "exclusions"
+	keyRemoverImage = "removerImage"
+	keyNodes        = "nodes"
+	keySkipped      = "skipped"
+)
+
+// LabelExclusionList marks exclusion-list ConfigMaps, as upstream.
+const LabelExclusionList = "eraser.sh/exclude.list"
+
+// MaxSize keeps a job ConfigMap under the 1 MiB object limit with room for
+// metadata.
+const MaxSize = 1000 * 1024
+
+// Data is what a job runs with.
+type Data struct {
+	Kind   podspec.Kind
+	DryRun bool
+	// Images are the ImageList's entries (manual jobs).
+	Images []string
+	// Config is parsed from Raw, with RemoverImage applied.
+	Config       *config.Config
+	Raw          []byte
+	RemoverImage string
+	// Exclusions name the exclusion-list ConfigMaps to mount.
+	Exclusions []string
+}
+
+// NodesName is the name of the ConfigMap listing a job's nodes.
+func NodesName(job string) string { return job + "-nodes" }
+
+func owned(job *eraserv1.ImageJob, namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: namespace, Name: name,
+		Labels: map[string]string{podspec.LabelJob: job.Name},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: job.Name, UID: job.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}},
+	}
+}
+
+// Create stores a new job's data. A list too large for a ConfigMap is an
+// error that names the limit.
+func Create(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, d Data) error {
+	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, job.Name), Immutable: ptr.To(true), Data: map[string]string{
+		keyKind:   string(d.Kind),
+		ConfigKey: string(d.Raw),
+	}}
+	if d.DryRun {
+		cm.Data[keyDryRun] = "true"
+	}
+	if d.RemoverImage != "" {
+		cm.Data[keyRemoverImage] = d.RemoverImage
+	}
+	if d.Kind == podspec.KindManual {
+		images, err := json.Marshal(d.Images)
+		if err != nil {
+			return err
+		}
+		cm.Data[paths.ImageListKey] = string(images)
+	}
+	excl, err := json.Marshal(d.Exclusions)
+	if err != nil {
+		return err
+	}
+	cm.Data[keyExclusions] = string(excl)
+	size := 0
+	for _, v := range cm.Data {
+		size += len(v)
+	}
+	if size > MaxSize {
+		return fmt.Errorf("the image list and configuration take %d bytes, more than the %d a ConfigMap can hold", size, MaxSize)
+	}
+	return c.Create(ctx, cm)
+}
+
+// Get reads a job's data.
+func Get(ctx context.Context, c client.Client, namespace, job string) (*Data, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: job}, cm); err != nil {
+		return nil, err
+	}
+	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
+	if d.Kind != podspec.KindManual && d.Kind != podspec.KindCollector {
+		return nil, fmt.Errorf("job ConfigMap %s: unknown kind %q", job, d.Kind)
+	}
+	cfg, _, err := config.Parse(d.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("job ConfigMap %s: %w", job, err)
+	}
+	if d.RemoverImage != "" {
+		img, err := config.ParseImage(d.RemoverImage)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Components.Remover.Image = img
+	}
+	d.Config = cfg
+	if d.Kind == podspec.KindManual {
+		if err := json.Unmarshal([]byte(cm.Data[paths.ImageListKey]), &d.Images); err != nil {
+			return nil, fmt.Errorf("job ConfigMap %s: image list: %w", job, err)
+		}
+	}
+	if s := cm.Data[keyExclusions]; s != "" {
+		if err := json.Unmarshal([]byte(s), &d.Exclusions); err != nil {
+			return nil, fmt.Errorf("job ConfigMap %s: exclusions: %w", job, err)
+		}
+	}
+	return d, nil
+}
+
+// ExclusionLists names the exclusion-list ConfigMaps in the namespace.
+func ExclusionLists(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelExclusionList: "true"}); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	return names, nil
+}
+
+// Nodes are a job's nodes, fixed when it starts.
+type Nodes struct {
+	Targets []nodefilter.Target
+	Skipped []nodefilter.Skipped
+}
+
+// CreateNodes stores a job's nodes: one "name os" line per target, one
+// "name reason" line per skipped node.
+func CreateNodes(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, n Nodes) error {
+	var targets, skipped strings.Builder
+	for _, t := range n.Targets {
+		fmt.Fprintf(&targets, "%s %s\n", t.Name, t.OS)
+	}
+	for _, s := range n.Skipped {
+		fmt.Fprintf(&skipped, "%s %s\n", s.Name, s.Reason)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, NodesName(job.Name)), Immutable: ptr.To(true),
+		Data: map[string]string{keyNodes: targets.String(), keySkipped: skipped.String()}}
+	return c.Create(ctx, cm)
+}
+
+// GetNodes reads a job's nodes.
+func GetNodes(ctx context.Context, c client.Client, namespace, job string) (Nodes, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: NodesName(job)}, cm); err != nil {
+		return Nodes{}, err
+	}
+	var n Nodes
+	for _, line := range strings.Split(cm.Data[keyNodes], "\n") {
+		if name, os, ok := strings.Cut(line, " "); ok {
+			n.Targets = append(n.Targets, nodefilter.Target{Name: name, OS: paths.OS(os)})
+		}
+	}
+	for _, line := range strings.Split(cm.Data[keySkipped], "\n") {
+		if name, reason, ok := strings.Cut(line, " "); ok {
+			n.Skipped = append(n.Skipped, nodefilter.Skipped{Name: name, Reason: reason})
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,47 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eraser-oss/eraser/internal/configstore"
+	"github.com/eraser-oss/eraser/internal/controller/configmap"
+	"github.com/eraser-oss/eraser/internal/controller/imagejob"
+	"github.com/eraser-oss/eraser/internal/controller/imagelist"
+	"github.com/eraser-oss/eraser/internal/controller/schedule"
+	"github.com/eraser-oss/eraser/internal/metrics"
+)
+
+// setupControllers registers every controller with its dependencies.
+func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) error {
+	clk := clock.RealClock{}
+	recorder := mgr.GetEventRecorderFor("eraser-manager")
+	setups := []struct {
+		name  string
+		setup func() error
+	}{
+		{"config", func() error {
+			return configmap.NewReconciler(mgr.GetClient(), recorder, store,
+				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
+		}},
+		{"imagejob", func() error {
+			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, metrics.New(nil),
+				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel)}).SetupWithManager(mgr)
+		}},
+		{"imagelist", func() error {
+			return imagelist.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
+		}},
+		{"schedule", func() error {
+			return schedule.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
+		}},
+	}
+	for _, s := range setups {
+		if err := s.setup(); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	return nil
+}
