@@ -7,6 +7,7 @@
 package builder
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -129,4 +130,37 @@ func setCondition(list []metav1.Condition, c metav1.Condition) []metav1.Conditio
 		}
 	}
 	return append(list, c)
+}
+
+// NodeWrapper builds a Node.
+type NodeWrapper struct{ corev1.Node }
+
+// MakeNode starts a Ready Linux node.
+func MakeNode(name string) *NodeWrapper {
+	return &NodeWrapper{corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: "linux"}},
+	}}
+}
+
+// Label sets a label.
+func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
+	w.Labels[k] = v
+	return w
+}
+
+// OS sets the kubernetes.io/os label.
+func (w *NodeWrapper) OS(os string) *NodeWrapper { return w.Label(corev1.LabelOSStable, os) }
+
+// Obj returns a copy of the built object.
+func (w *NodeWrapper) Obj() *corev1.Node { return w.Node.DeepCopy() }
+
+// Labels sets metadata.labels on the ImageJob.
+func (w *ImageJobWrapper) Labels(kv ...string) *ImageJobWrapper {
+	if w.ObjectMeta.Labels == nil {
+		w.ObjectMeta.Labels = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		w.ObjectMeta.Labels[kv[i]] = kv[i+1]
+	}
+	return w
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/configstore"
+	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
 	"github.com/eraser-oss/eraser/internal/version"
 )
 
@@ -31,18 +29,6 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=eraser-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=eraser-system,resources=events,verbs=create;patch
-
-// NewScheme registers the kinds the manager reads and writes.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := eraserv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 // LoadConfig reads and validates the EraserConfig file, applying
 // --remover-image. Warnings are logged; an invalid file is an error naming
@@ -78,7 +64,7 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	log.Info("starting", "version", version.Version, "commit", version.Commit, "namespace", opts.Namespace,
 		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
 
-	scheme, err := NewScheme()
+	scheme, err := erasescheme.New()
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/eraser-oss/eraser/internal/manager"
+	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
 )
 
 // Env is a running control plane.
@@ -103,7 +103,7 @@ func start() (*Env, error) {
 		return nil, fmt.Errorf("starting control plane from %s: %w", dir, err)
 	}
 	e := &Env{Config: cfg, env: te}
-	scheme, err := manager.NewScheme()
+	scheme, err := erasescheme.New()
 	if err == nil {
 		err = apiextensionsv1.AddToScheme(scheme)
 	}

@@ -212,4 +212,3 @@ func (r *Reconciler) record(ctx context.Context, list *eraserv1.ImageList, job *
 	job.Annotations[eraserv1.AnnotationRecorded] = "true"
 	return client.IgnoreNotFound(r.client.Patch(ctx, job, patch))
 }
-

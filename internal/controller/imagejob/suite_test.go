@@ -1,0 +1,173 @@
+package imagejob
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// fixture is one test's namespace, nodes and reconciler. Reconcile is called
+// directly, and the test plays the kubelet by writing pod status.
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	ns    string
+	clock *clocktesting.FakeClock
+	r     *Reconciler
+	rec   *record.FakeRecorder
+}
+
+var nsCount int
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testenv.Require(t)
+	nsCount++
+	ns := fmt.Sprintf("ij-%d-%d", time.Now().UnixNano()%100000, nsCount)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, ns: ns, clock: clocktesting.NewFakeClock(time.Now()), rec: record.NewFakeRecorder(1000)}
+	f.r = f.newReconciler()
+	t.Cleanup(func() {
+		var nodes corev1.NodeList
+		_ = env.Client.List(ctx, &nodes)
+		for i := range nodes.Items {
+			_ = env.Client.Delete(ctx, &nodes.Items[i])
+		}
+		var jobs eraserv1.ImageJobList
+		_ = env.Client.List(ctx, &jobs)
+		for i := range jobs.Items {
+			_ = env.Client.Delete(ctx, &jobs.Items[i])
+		}
+	})
+	return f
+}
+
+// newReconciler is a fresh reconciler, as after a manager restart.
+func (f *fixture) newReconciler() *Reconciler {
+	return NewReconciler(env.Client, env.Client, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
+}
+
+func (f *fixture) nodes(nodes ...*corev1.Node) {
+	f.t.Helper()
+	for _, n := range nodes {
+		if err := env.Client.Create(f.ctx, n); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) manyNodes(n int, prefix string) {
+	for i := range n {
+		f.nodes(builder.MakeNode(fmt.Sprintf("%s-%03d", prefix, i)).Obj())
+	}
+}
+
+// job creates an ImageJob and its data, with the EraserConfig doc.
+func (f *fixture) job(name string, kind podspec.Kind, doc string, images ...string) *eraserv1.ImageJob {
+	f.t.Helper()
+	job := builder.MakeImageJob(name).Obj()
+	if err := env.Client.Create(f.ctx, job); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := jobdata.Create(f.ctx, env.Client, f.ns, job, jobdata.Data{Kind: kind, Images: images, Raw: []byte(doc)}); err != nil {
+		f.t.Fatal(err)
+	}
+	return job
+}
+
+func (f *fixture) reconcile(name string) reconcile.Result {
+	f.t.Helper()
+	res, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	if err != nil {
+		f.t.Fatalf("Reconcile: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) get(name string) *eraserv1.ImageJob {
+	f.t.Helper()
+	job := &eraserv1.ImageJob{}
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, job); err != nil {
+		f.t.Fatal(err)
+	}
+	return job
+}
+
+func (f *fixture) pods(job string) []corev1.Pod {
+	f.t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(f.ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{podspec.LabelJob: job}); err != nil {
+		f.t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// finishPod plays the kubelet: the pod ends in phase, with the remover's
+// summary as its termination message.
+func (f *fixture) finishPod(pod *corev1.Pod, phase corev1.PodPhase, summary *report.Summary) {
+	f.t.Helper()
+	pod.Status.Phase = phase
+	exit := int32(0)
+	if phase == corev1.PodFailed {
+		exit = 1
+	}
+	term := &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Completed"}
+	if summary != nil {
+		term.Message = string(summary.Encode())
+	}
+	if exit != 0 {
+		term.Reason = "Error"
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{Terminated: term}}}
+	if err := env.Client.Status().Update(f.ctx, pod); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) runPod(pod *corev1.Pod) {
+	f.t.Helper()
+	start := metav1.NewTime(f.clock.Now())
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &start
+	if err := env.Client.Status().Update(f.ctx, pod); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func removed(n int, bytes uint64) *report.Summary {
+	return &report.Summary{Component: "remover", Counts: map[string]int{"removed": n, "in use": 1}, BytesFreed: bytes}
+}
+
+const baseConfig = "apiVersion: eraser.sh/v1alpha3\n"
+
+func metav1IsControlledBy(o client.Object, owner client.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
