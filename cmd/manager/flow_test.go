@@ -1,0 +1,196 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+const flowNS = "eraser-flow"
+
+const flowConfig = `apiVersion: eraser.sh/v1alpha3
+kind: EraserConfig
+manager:
+  imageJob:
+    cleanup: {delayOnSuccess: 0s}
+`
+
+func startManager(t *testing.T, doc string, extra ...string) *process {
+	t.Helper()
+	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + writeConfig(t, doc),
+		"--health-probe-bind-address=" + freePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
+	return start(t, []string{"POD_NAMESPACE=" + flowNS}, args...)
+}
+
+// kubelet plays the node agents: every pending worker pod succeeds, with a
+// remover summary in its termination message. It returns how many it finished.
+func kubelet(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(flowNS)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+			continue
+		}
+		s := report.Summary{Component: "remover", Counts: map[string]int{"removed": 2}, BytesFreed: 1000}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: string(s.Encode())}}}}
+		if err := env.Client.Status().Update(ctx, p); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+func waitList(t *testing.T, ctx context.Context, what string, cond func(*eraserv1.ImageList) bool) *eraserv1.ImageList {
+	t.Helper()
+	list := &eraserv1.ImageList{}
+	waitFor(t, 60*time.Second, what, func() bool {
+		kubelet(t, ctx)
+		return env.Client.Get(ctx, client.ObjectKey{Name: "imagelist"}, list) == nil && cond(list)
+	})
+	return list
+}
+
+func jobPods(t *testing.T, ctx context.Context) map[string]int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(flowNS)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		out[p.Labels[podspec.LabelJob]]++
+	}
+	return out
+}
+
+// TestImageListFlow drives the real manager binary through upstream's
+// ImageList scenarios on the real API server, playing the kubelet.
+func TestImageListFlow(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	ensureNamespace(t, flowNS)
+	for _, n := range []*corev1.Node{
+		builder.MakeNode("flow-a").Obj(), builder.MakeNode("flow-b").Obj(),
+		builder.MakeNode("flow-skip").Label(config.CleanupFilterLabel, "").Obj(),
+	} {
+		if err := env.Client.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, n) })
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flowNS, Name: manager.DefaultConfigMapName},
+		Data: map[string]string{manager.ConfigKey: flowConfig}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	excl := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flowNS, Name: "keep-system", Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
+		Data: map[string]string{"list.json": `{"excluded":["registry.k8s.io/*"]}`}}
+	if err := env.Client.Create(ctx, excl); err != nil {
+		t.Fatal(err)
+	}
+	mgr := startManager(t, flowConfig)
+
+	// imagelist_rm_images: a job on every eligible node; the node labelled
+	// eraser.sh/cleanup.filter gets no pod (imagelist_skip_nodes).
+	list := builder.MakeImageList("imagelist").Images("docker.io/library/alpine:3.7.3").Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	waitFor(t, 60*time.Second, "two worker pods", func() bool {
+		return env.Client.List(ctx, &pods, client.InNamespace(flowNS)) == nil && len(pods.Items) == 2
+	})
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "flow-skip" {
+			t.Error("a pod on the node labelled eraser.sh/cleanup.filter")
+		}
+		mounts := fmt.Sprint(p.Spec.Containers[0].VolumeMounts)
+		if !strings.Contains(mounts, "exclude-keep-system") {
+			t.Errorf("exclusion list not mounted: %s", mounts)
+		}
+	}
+	got := waitList(t, ctx, "the first run's results", func(l *eraserv1.ImageList) bool { return l.Status.ObservedGeneration == 1 })
+	if got.Status.Success != 2 || got.Status.Failed != 0 || got.Status.Skipped != 1 || got.Status.Timestamp == nil ||
+		got.Status.Results == nil || got.Status.Results.Removed != 4 {
+		t.Errorf("ImageList status %+v results %+v", got.Status, got.Status.Results)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready condition %+v", c)
+	}
+	waitFor(t, 30*time.Second, "the finished job to be cleaned up", func() bool {
+		var jobs eraserv1.ImageJobList
+		return env.Client.List(ctx, &jobs) == nil && len(jobs.Items) == 0
+	})
+
+	// imagelist_change: an edit starts a new job.
+	got.Spec.Images = []string{"*"}
+	if err := env.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitList(t, ctx, "the edit's run", func(l *eraserv1.ImageList) bool { return l.Status.ObservedGeneration == 2 })
+
+	// An invalid configuration is refused with an Event, the old one stays.
+	cm.Data[manager.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 7}}\n"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "an InvalidConfig event", func() bool {
+		var events corev1.EventList
+		if env.Client.List(ctx, &events, client.InNamespace(flowNS)) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.Reason == "InvalidConfig" && strings.Contains(e.Message, "manager.imageJob.successRatio") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Restart mid-job: the new manager adopts the running job; no second
+	// job, no duplicate pods.
+	got = waitList(t, ctx, "the list", func(*eraserv1.ImageList) bool { return true })
+	got.Spec.Images = []string{"docker.io/library/nginx:latest"}
+	if err := env.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the third run's pods", func() bool { return len(jobPods(t, ctx)) == 1 })
+	_ = mgr.cmd.Process.Signal(syscall.SIGKILL)
+	mgr.waitExit(t, 30*time.Second)
+	startManager(t, flowConfig)
+	waitList(t, ctx, "the third run, after a restart", func(l *eraserv1.ImageList) bool { return l.Status.ObservedGeneration == 3 })
+	var jobs eraserv1.ImageJobList
+	if err := env.Client.List(ctx, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if j.Status.Succeeded+j.Status.Failed > 2 {
+			t.Errorf("job %s counted %d nodes for 2", j.Name, j.Status.Succeeded+j.Status.Failed)
+		}
+	}
+}
