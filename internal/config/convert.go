@@ -253,7 +253,7 @@ func (c *converter) quantity(p *field.Path, s scalar) *resource.Quantity {
 }
 
 func (c *converter) component(p *field.Path, d componentDoc) Component {
-	out := Component{Enabled: d.Enabled, Image: Image{Repo: d.Image.Repo, Tag: d.Image.Tag}, Config: d.Config, Volumes: d.Volumes}
+	out := Component{Enabled: d.Enabled, Image: Image{Repo: d.Image.Repo, Tag: string(d.Image.Tag)}, Config: d.Config, Volumes: d.Volumes}
 	if d.Image.Repo == "" {
 		c.errs = append(c.errs, field.Required(p.Child("image", "repo"), "the worker image's repository"))
 	}

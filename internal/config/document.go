@@ -141,7 +141,7 @@ type componentDoc struct {
 
 type imageDoc struct {
 	Repo string `json:"repo"`
-	Tag  string `json:"tag"`
+	Tag  scalar `json:"tag"` // "tag: 1.5" is a YAML number
 }
 
 type resourcesDoc struct {
@@ -192,7 +192,7 @@ func defaultManagerCommon() managerCommon {
 // collector and scanner are off unless the document turns them on.
 func defaultComponents() components {
 	image := func(name string) imageDoc {
-		return imageDoc{Repo: version.DefaultRepo + "/" + name, Tag: version.Version}
+		return imageDoc{Repo: version.DefaultRepo + "/" + name, Tag: scalar(version.Version)}
 	}
 	return components{
 		Collector: componentDoc{

@@ -1,0 +1,193 @@
+package podspec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/paths"
+)
+
+func cfg(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	c, _, err := config.Parse([]byte("apiVersion: eraser.sh/v1alpha3\n" + doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// shape is what the tests compare: the parts of a pod that carry meaning.
+type shape struct {
+	Containers []string
+	Args       map[string]string
+	Mounts     map[string][]string
+	Volumes    []string
+	Labels     map[string]string
+	Pull       []string
+	Priority   string
+	Limits     map[string]string
+}
+
+func shapeOf(p *corev1.Pod) shape {
+	s := shape{Args: map[string]string{}, Mounts: map[string][]string{}, Labels: p.Labels, Priority: p.Spec.PriorityClassName, Limits: map[string]string{}}
+	for _, c := range p.Spec.Containers {
+		s.Containers = append(s.Containers, c.Name+"="+c.Image)
+		s.Args[c.Name] = strings.Join(c.Args, " ")
+		for _, m := range c.VolumeMounts {
+			s.Mounts[c.Name] = append(s.Mounts[c.Name], m.Name+":"+m.MountPath)
+		}
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			s.Limits[c.Name] = q.String()
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		s.Volumes = append(s.Volumes, v.Name)
+	}
+	for _, ps := range p.Spec.ImagePullSecrets {
+		s.Pull = append(s.Pull, ps.Name)
+	}
+	return s
+}
+
+func TestBuild(t *testing.T) {
+	cases := map[string]struct {
+		params Params
+		want   shape
+	}{
+		"manual": {
+			params: Params{Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, Namespace: "eraser-system", ConfigMap: "j", ConfigKey: "c.yaml",
+				Config: cfg(t, "components: {remover: {image: {repo: r/remover, tag: v1}}}"), LogLevel: "info", Exclusions: []string{"keep"}},
+			want: shape{
+				Containers: []string{"remover=r/remover:v1"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060"},
+				Mounts: map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "exclude-keep:/run/eraser.sh/exclusions/exclude-keep",
+					"imagelist:/run/eraser.sh/imagelist"}},
+				Volumes: []string{"runtime-sock-volume", "exclude-keep", "imagelist"},
+				Labels:  map[string]string{LabelType: "manual", LabelJob: "j"},
+				Limits:  map[string]string{"remover": "30Mi"},
+			},
+		},
+		"manual dry run with extras": {
+			params: Params{Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, ConfigMap: "j", LogLevel: "debug", DryRun: true,
+				Config: cfg(t, "manager: {pullSecrets: [reg], priorityClassName: low, additionalPodLabels: {team: a}}\ncomponents: {remover: {image: {repo: r, tag: t}}}")},
+			want: shape{
+				Containers: []string{"remover=r:t"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=debug --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --dry-run"},
+				Mounts:     map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "imagelist:/run/eraser.sh/imagelist"}},
+				Volumes:    []string{"runtime-sock-volume", "imagelist"},
+				Labels:     map[string]string{LabelType: "manual", LabelJob: "j", "team": "a"},
+				Pull:       []string{"reg"}, Priority: "low",
+				Limits: map[string]string{"remover": "30Mi"},
+			},
+		},
+		"scheduled with scanner": {
+			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
+				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, scanner: {enabled: true, image: {repo: s, tag: 1}, volumes: [{name: db, hostPath: {path: /var/db}}, {name: tmp, emptyDir: {}}]}, remover: {image: {repo: r, tag: 1}}}")},
+			want: shape{
+				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
+				Args: map[string]string{
+					"collector":     "--scan-disabled=false --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+					"remover":       "--log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
+				},
+				Mounts: map[string][]string{
+					"collector":     {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "db:/var/db"},
+				},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-config", "db"},
+				Labels:  map[string]string{LabelType: "collector", LabelJob: "s"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
+			},
+		},
+		"scheduled without scanner": {
+			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", LogLevel: "info",
+				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, remover: {image: {repo: r, tag: 1}}}")},
+			want: shape{
+				Containers: []string{"collector=c:1", "remover=r:1"},
+				Args: map[string]string{
+					"collector": "--scan-disabled=true --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+					"remover":   "--log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+				},
+				Mounts: map[string][]string{
+					"collector": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+					"remover":   {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+				},
+				Volumes: []string{"runtime-sock-volume", "shared-data"},
+				Labels:  map[string]string{LabelType: "collector", LabelJob: "s"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod, err := Build(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, shapeOf(pod)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			checkInvariants(t, pod, tc.params)
+		})
+	}
+}
+
+// checkInvariants: what every worker pod must be, whatever the config.
+func checkInvariants(t *testing.T, pod *corev1.Pod, p Params) {
+	t.Helper()
+	s := pod.Spec
+	if s.NodeName != p.Node || s.RestartPolicy != corev1.RestartPolicyNever || s.ServiceAccountName != ServiceAccount {
+		t.Errorf("pod basics: node %q restart %q sa %q", s.NodeName, s.RestartPolicy, s.ServiceAccountName)
+	}
+	if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken {
+		t.Error("a service account token is mounted")
+	}
+	if len(s.Tolerations) != 1 || s.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("tolerations %+v, want tolerate-all", s.Tolerations)
+	}
+	if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "ImageJob" || ref[0].Name != p.Job {
+		t.Errorf("owner %+v", ref)
+	}
+	for _, c := range s.Containers {
+		sc := c.SecurityContext
+		if sc == nil || *sc.AllowPrivilegeEscalation || *sc.Privileged || !*sc.ReadOnlyRootFilesystem ||
+			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("container %s is not hardened: %+v", c.Name, sc)
+		}
+		if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+			t.Errorf("container %s has a CPU limit", c.Name)
+		}
+		if c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+			t.Errorf("container %s lacks NODE_NAME", c.Name)
+		}
+	}
+}
+
+func TestBuildRefuses(t *testing.T) {
+	c := cfg(t, "")
+	if _, err := Build(Params{Job: "j", Kind: KindManual, Node: "w", OS: paths.Windows, Config: c}); err == nil {
+		t.Error("built a Linux pod for a Windows node")
+	}
+	pipe := cfg(t, "manager: {runtime: {name: containerd, address: 'npipe://./pipe/x'}}")
+	if _, err := Build(Params{Job: "j", Kind: KindManual, Node: "n", OS: paths.Linux, Config: pipe}); err == nil {
+		t.Error("a named pipe mounted into a Linux pod")
+	}
+}
+
+func TestPodName(t *testing.T) {
+	long := strings.Repeat("n", 253)
+	for _, node := range []string{"node-1", long} {
+		name := PodName("imagejob-imagelist-abc123-g1", node)
+		if len(name) > 253 || name != PodName("imagejob-imagelist-abc123-g1", node) {
+			t.Errorf("PodName(%d-char node) = %d chars, or not deterministic", len(node), len(name))
+		}
+	}
+	if PodName("j", "a") == PodName("j", "b") {
+		t.Error("two nodes, one pod name")
+	}
+}
