@@ -50,9 +50,13 @@ verify-selftest: $(CONTROLLER_GEN) ## Prove that verify catches a stale CRD.
 
 ##@ Build
 
+# Release flags: static, stripped, and without gRPC's tracing (which pulls
+# in html/template): the workers are smaller and use ~3 MiB less memory.
+GO_BUILD_FLAGS := -trimpath -tags=grpcnotrace -ldflags="-s -w"
+
 .PHONY: build
 build: ## Build the binaries into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 ##@ Test
 

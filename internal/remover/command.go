@@ -36,7 +36,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	c.Flags.Bind(fs)
 	fs.StringVar(&c.ImageList, "imagelist", "", "JSON array of images to remove; empty: receive them from the collector or scanner")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "report what would be removed, remove nothing")
-	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "removals in flight at once")
+	fs.IntVar(&c.Concurrency, "concurrency", 0, "removals issued at once; 0: as many as the container's memory limit allows, at most 4096")
 	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
 }
 
@@ -83,6 +83,10 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		return empty, err
 	}
 	defer client.Close()
+	if c.Concurrency <= 0 {
+		c.Concurrency = AutoConcurrency()
+	}
+	log.Debug("removing", "concurrency", c.Concurrency)
 	results, err := Run(ctx, client, targets, Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log,
 	})

@@ -2,10 +2,7 @@ package remover
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
@@ -17,16 +14,19 @@ type Runtime interface {
 	ListImages(ctx context.Context) ([]cri.Image, error)
 	ListContainers(ctx context.Context) ([]cri.Container, error)
 	SandboxImage(ctx context.Context) (string, error)
-	RemoveImage(ctx context.Context, id string) error
+	// RemoveImages removes images by ID, all at once; one error per image.
+	RemoveImages(ctx context.Context, ids []string) []error
 }
 
 var _ Runtime = (*cri.Client)(nil)
 
-// DefaultConcurrency is how many removals run at once. containerd makes each
-// RemoveImage wait for a clean-up pass over every image on the node, and
-// concurrent removals share that pass, so a one-at-a-time loop is many times
-// slower than a wide one on a node with many images.
-const DefaultConcurrency = 256
+// DefaultConcurrency is how many removals are issued at once. containerd
+// makes each RemoveImage wait for a clean-up pass over every image on the
+// node, and removals in flight together share that pass, so a
+// one-at-a-time loop is many times slower than issuing them all at once.
+// Removals are streams issued from one goroutine, so a large batch costs
+// little memory.
+const DefaultConcurrency = 4096
 
 // Options configure a run.
 type Options struct {
@@ -79,58 +79,72 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	return append(results, removed...), nil
 }
 
-// execute removes the planned images, at most opts.Concurrency at a time.
+// execute removes the planned images in batches of opts.Concurrency.
 func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []Removal, opts Options) []Result {
-	out := make([]Result, len(remove))
-	recheck := newRechecker(rt.ListContainers)
-	sem := make(chan struct{}, opts.Concurrency)
-	var wg sync.WaitGroup
-	var done atomic.Int64
-	for n, rm := range remove {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[n] = removeOne(ctx, rt, s, rm, recheck, opts.DryRun)
-			logResult(opts.Log, out[n], opts.DryRun)
+	out := make([]Result, 0, len(remove))
+	for start := 0; start < len(remove); start += opts.Concurrency {
+		batch := remove[start:min(len(remove), start+opts.Concurrency)]
+		for _, r := range removeBatch(ctx, rt, s, batch, opts.DryRun) {
+			out = append(out, r)
+			logResult(opts.Log, r, opts.DryRun)
 			if opts.Progress != nil {
-				opts.Progress(int(done.Add(1)), len(remove))
+				opts.Progress(len(out), len(remove))
 			}
-		})
+		}
 	}
-	wg.Wait()
 	return out
 }
 
-// removeOne re-checks that no container uses the image, on a container list
-// taken after this image came up, then removes it.
-func removeOne(ctx context.Context, rt Runtime, s *Snapshot, rm Removal, recheck *rechecker, dryRun bool) Result {
-	i := rm.Image
-	img := s.Images[i]
-	r := Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
+// removeBatch re-checks, on a container list taken after the batch was
+// chosen and right before its removals are issued, that no container uses
+// the images, then removes the rest all at once.
+func removeBatch(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, dryRun bool) []Result {
+	results := make([]Result, len(batch))
+	for n, rm := range batch {
+		img := s.Images[rm.Image]
+		results[n] = Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
+	}
+	fail := func(detail string) []Result {
+		for n := range results {
+			results[n].Outcome, results[n].Detail = Failed, detail
+		}
+		return results
+	}
 	if err := ctx.Err(); err != nil {
-		r.Outcome, r.Detail = Failed, "not attempted: "+err.Error()
-		return r
+		return fail("not attempted: " + err.Error())
 	}
-	used, err := recheck.containers(ctx)
+	containers, err := rt.ListContainers(ctx)
 	if err != nil {
-		// Without a fresh list we cannot know the image is unused: keep it.
-		r.Outcome, r.Detail = Failed, "re-check of running containers failed, image kept: "+err.Error()
-		return r
+		// Without a fresh list we cannot know the images are unused: keep them.
+		return fail("re-check of containers failed, image kept: " + err.Error())
 	}
-	if v := (protect.Policy{}).Check(img, s.keys[i], used); v.Reason == protect.InUse {
-		r.Outcome, r.Detail = InUse, v.Detail+" (started after the list was made)"
-		return r
+	used := protect.NewContainers(containers)
+	var ids []string
+	var pending []int
+	for n, rm := range batch {
+		if v := (protect.Policy{}).Check(s.Images[rm.Image], s.keys[rm.Image], used); v.Reason == protect.InUse {
+			results[n].Outcome, results[n].Detail = InUse, v.Detail+" (started after the node was read)"
+			continue
+		}
+		if dryRun {
+			results[n].Outcome, results[n].Detail = Removed, "dry run"
+			continue
+		}
+		ids = append(ids, results[n].ImageID)
+		pending = append(pending, n)
 	}
-	if dryRun {
-		r.Outcome, r.Detail = Removed, "dry run"
-		return r
+	if len(ids) == 0 {
+		return results
 	}
-	if err := rt.RemoveImage(ctx, img.ID); err != nil {
-		r.Outcome, r.Detail = Failed, err.Error()
-		return r
+	for k, err := range rt.RemoveImages(ctx, ids) {
+		n := pending[k]
+		if err != nil {
+			results[n].Outcome, results[n].Detail = Failed, err.Error()
+		} else {
+			results[n].Outcome = Removed
+		}
 	}
-	r.Outcome = Removed
-	return r
+	return results
 }
 
 func logResult(log *slog.Logger, r Result, dryRun bool) {
@@ -167,61 +181,4 @@ func Summarize(results []Result, dryRun bool) report.Summary {
 		}
 	}
 	return s
-}
-
-// rechecker lists containers for removals that need a list taken after they
-// asked. Removals that ask while a listing is pending join it; at most one
-// listing runs at a time, so thousands of removals share a handful of lists.
-type rechecker struct {
-	list  func(context.Context) ([]cri.Container, error)
-	runMu sync.Mutex // one listing at a time
-	mu    sync.Mutex
-	next  *listing // not started yet: safe to join
-}
-
-type listing struct {
-	done chan struct{}
-	used protect.Containers
-	err  error
-}
-
-func newRechecker(list func(context.Context) ([]cri.Container, error)) *rechecker {
-	return &rechecker{list: list}
-}
-
-func (r *rechecker) containers(ctx context.Context) (protect.Containers, error) {
-	r.mu.Lock()
-	l := r.next
-	if l == nil {
-		l = &listing{done: make(chan struct{})}
-		r.next = l
-		go r.run(l)
-	}
-	r.mu.Unlock()
-	select {
-	case <-l.done:
-		return l.used, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (r *rechecker) run(l *listing) {
-	r.runMu.Lock()
-	defer r.runMu.Unlock()
-	// From here on the listing has started: later arrivals need a new one.
-	r.mu.Lock()
-	if r.next == l {
-		r.next = nil
-	}
-	r.mu.Unlock()
-	// The listing serves many removals; one caller's cancellation must not
-	// fail it for the others.
-	containers, err := r.list(context.Background())
-	if err != nil {
-		l.err = fmt.Errorf("listing containers: %w", err)
-	} else {
-		l.used = protect.NewContainers(containers)
-	}
-	close(l.done)
 }
