@@ -21,7 +21,6 @@ type Command struct {
 	worker.Flags
 	ScanDisabled bool
 	SummaryFile  string
-	Transport    handoff.Transport
 }
 
 // Bind registers the collector's flags.
@@ -33,11 +32,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 
 // Run runs the collector and returns the exit code.
 func (c *Command) Run(ctx context.Context) int {
-	log := c.Logger("collector")
-	c.StartPprof(log)
-	if c.Transport == nil {
-		c.Transport = handoff.Default()
-	}
+	log := c.Start("collector")
 	summary, err := c.run(ctx, log)
 	return worker.Finish(log, c.SummaryFile, summary, err)
 }

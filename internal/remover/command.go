@@ -28,7 +28,6 @@ type Command struct {
 	DryRun      bool
 	Concurrency int
 	SummaryFile string
-	Transport   handoff.Transport
 }
 
 // Bind registers the remover's flags.
@@ -44,11 +43,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 // completed (images kept for a reason are not failures), 1 when it could not
 // run at all.
 func (c *Command) Run(ctx context.Context) int {
-	log := c.Logger("remover")
-	c.StartPprof(log)
-	if c.Transport == nil {
-		c.Transport = handoff.Default()
-	}
+	log := c.Start("remover")
 	summary, err := c.run(ctx, log)
 	return worker.Finish(log, c.SummaryFile, summary, err)
 }

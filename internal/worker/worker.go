@@ -17,6 +17,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/exclusion"
+	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/logging"
 	"github.com/eraser-oss/eraser/internal/paths"
@@ -31,6 +32,19 @@ type Flags struct {
 	RuntimeEndpoint string
 	ExclusionDir    string
 	SharedDir       string
+	// Transport carries hand-offs; the platform's default unless set.
+	Transport handoff.Transport
+}
+
+// Start returns the worker's logger after setting up pprof and the
+// hand-off transport.
+func (f *Flags) Start(component string) *slog.Logger {
+	log := f.Logger(component)
+	f.StartPprof(log)
+	if f.Transport == nil {
+		f.Transport = handoff.Default()
+	}
+	return log
 }
 
 // Bind registers the flags; defaults come from the environment where
