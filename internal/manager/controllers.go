@@ -18,6 +18,12 @@ import (
 // setupControllers registers every controller with its dependencies.
 func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) error {
 	clk := clock.RealClock{}
+	cfg, _, _ := store.Get()
+	// The OTLP endpoint is read once: exporters are not swapped at run time.
+	rec, err := metrics.New(nil, cfg.Manager.OTLPEndpoint)
+	if err != nil {
+		return err
+	}
 	recorder := mgr.GetEventRecorderFor("eraser-manager")
 	setups := []struct {
 		name  string
@@ -28,7 +34,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) 
 				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
-			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, metrics.New(nil),
+			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel)}).SetupWithManager(mgr)
 		}},
 		{"imagelist", func() error {

@@ -1,49 +1,106 @@
-// Package metrics records upstream Eraser's run metrics on the manager's
-// Prometheus endpoint, once per finished job.
+// Package metrics records upstream Eraser's run metrics with OpenTelemetry,
+// once per finished job, and serves them two ways: pushed over OTLP/HTTP to
+// manager.otlpEndpoint (as upstream), and on the manager's Prometheus
+// endpoint, so that no OpenTelemetry collector is needed to read them.
 package metrics
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// NodeAttribute is upstream's attribute for per-node figures; Prometheus
+// shows it as node_name.
+const NodeAttribute = "node name"
+
 // Recorder holds the manager's job metrics.
 type Recorder struct {
-	jobs          prometheus.Counter
-	podsCompleted prometheus.Counter
-	podsFailed    prometheus.Counter
-	duration      prometheus.Histogram
-	removed       prometheus.Counter
+	provider      *sdkmetric.MeterProvider
+	jobs          metric.Int64Counter
+	podsCompleted metric.Int64Counter
+	podsFailed    metric.Int64Counter
+	duration      metric.Float64Histogram
+	removed       metric.Int64Counter
 }
 
-// New creates the metrics and registers them with reg (nil: controller-runtime's
-// registry, served on the metrics endpoint).
-func New(reg prometheus.Registerer) *Recorder {
+// New creates the metrics. reg is where the Prometheus copies are registered
+// (nil: controller-runtime's registry, served on the metrics endpoint);
+// otlpEndpoint (host:port) enables the OTLP push.
+func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	r := &Recorder{
-		jobs:          prometheus.NewCounter(prometheus.CounterOpts{Name: "imagejob_run_total", Help: "Finished ImageJobs."}),
-		podsCompleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "pods_completed_run_total", Help: "Worker pods that succeeded."}),
-		podsFailed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "pods_failed_run_total", Help: "Worker pods that failed, timed out or lost their node."}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "imagejob_duration_run_seconds", Help: "Time from an ImageJob's start to its last node finishing.",
-			Buckets: []float64{0, 10, 20, 30, 40, 50, 60, 120, 300, 600, 1800, 3600},
-		}),
-		removed: prometheus.NewCounter(prometheus.CounterOpts{Name: "images_removed_run_total", Help: "Images removed, as the removers reported them."}),
+	promExporter, err := otelprom.New(otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithoutSuffixes),
+		otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	reg.MustRegister(r.jobs, r.podsCompleted, r.podsFailed, r.duration, r.removed)
-	return r
+	opts := []sdkmetric.Option{
+		sdkmetric.WithReader(promExporter),
+		sdkmetric.WithView(sdkmetric.NewView(
+			sdkmetric.Instrument{Name: "imagejob_duration_run_seconds"},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+				Boundaries: []float64{0, 10, 20, 30, 40, 50, 60, 120, 300, 600, 1800, 3600},
+			}},
+		)),
+	}
+	if otlpEndpoint != "" {
+		exp, err := otlpmetrichttp.New(context.Background(), otlpmetrichttp.WithEndpoint(otlpEndpoint), otlpmetrichttp.WithInsecure())
+		if err != nil {
+			return nil, fmt.Errorf("OTLP exporter for %s: %w", otlpEndpoint, err)
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	r := &Recorder{provider: sdkmetric.NewMeterProvider(opts...)}
+	m := r.provider.Meter("eraser")
+	if r.jobs, err = m.Int64Counter("imagejob_run_total", metric.WithDescription("Finished ImageJobs.")); err != nil {
+		return nil, err
+	}
+	if r.podsCompleted, err = m.Int64Counter("pods_completed_run_total", metric.WithDescription("Worker pods that succeeded.")); err != nil {
+		return nil, err
+	}
+	if r.podsFailed, err = m.Int64Counter("pods_failed_run_total", metric.WithDescription("Worker pods that failed, timed out or lost their node.")); err != nil {
+		return nil, err
+	}
+	if r.duration, err = m.Float64Histogram("imagejob_duration_run_seconds", metric.WithUnit("s"), metric.WithDescription("Time from an ImageJob's start to its last node finishing.")); err != nil {
+		return nil, err
+	}
+	if r.removed, err = m.Int64Counter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them.")); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// JobFinished records one finished job.
-func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, removed int64) {
+// JobFinished records one finished job; removed maps node names to the
+// images removed there.
+func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, removed map[string]int64) {
 	if r == nil {
 		return
 	}
-	r.jobs.Inc()
-	r.podsCompleted.Add(float64(succeeded))
-	r.podsFailed.Add(float64(failed))
-	r.duration.Observe(seconds)
-	r.removed.Add(float64(removed))
+	ctx := context.Background()
+	r.jobs.Add(ctx, 1)
+	r.podsCompleted.Add(ctx, int64(succeeded))
+	r.podsFailed.Add(ctx, int64(failed))
+	r.duration.Record(ctx, seconds)
+	for node, n := range removed {
+		r.removed.Add(ctx, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+	}
+}
+
+// Shutdown pushes what is pending and stops the exporters.
+func (r *Recorder) Shutdown(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	return r.provider.Shutdown(ctx)
 }

@@ -211,6 +211,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	}
 	var toDelete []*corev1.Pod
 	var next time.Time
+	removedByNode := map[string]int64{}
 	for _, target := range nodes.Targets[:p.started] {
 		pod := byNode[target.Name]
 		if pod == nil {
@@ -256,6 +257,9 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 			}
 		}
 		addResults(&p.results, o.summary)
+		if o.summary != nil && o.summary.Counts["removed"] > 0 && !o.summary.DryRun {
+			removedByNode[target.Name] = int64(o.summary.Counts["removed"])
+		}
 	}
 
 	// Start the next wave.
@@ -314,7 +318,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		}
 	}
 	if finished {
-		r.announce(job)
+		r.announce(job, removedByNode)
 		return reconcile.Result{}, nil
 	}
 	if createErr != nil {
@@ -367,19 +371,17 @@ func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Conf
 	setFinished(job, p, ratio, cfg.Manager.ImageJob.SuccessRatio)
 }
 
-func (r *Reconciler) announce(job *eraserv1.ImageJob) {
+// announce emits the outcome Event and records the job's metrics, once: only
+// the pass whose status update finished the job gets here.
+func (r *Reconciler) announce(job *eraserv1.ImageJob, removedByNode map[string]int64) {
 	c := readyCondition(job)
 	kind := corev1.EventTypeNormal
 	if job.Status.Phase == eraserv1.PhaseFailed {
 		kind = corev1.EventTypeWarning
 	}
 	r.recorder.Event(job, kind, string(job.Status.Phase), c.Message)
-	var removed int64
-	if job.Status.Results != nil {
-		removed = job.Status.Results.Removed
-	}
 	seconds := job.Status.CompletionTime.Sub(job.Status.StartTime.Time).Seconds()
-	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, removed)
+	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, removedByNode)
 }
 
 // fail ends a job that cannot run at all.
@@ -399,7 +401,7 @@ func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, m
 		return err
 	}
 	r.recorder.Event(job, corev1.EventTypeWarning, reason, message)
-	r.metrics.JobFinished(0, job.Status.Succeeded, job.Status.Failed, 0)
+	r.metrics.JobFinished(0, job.Status.Succeeded, job.Status.Failed, nil)
 	return nil
 }
 

@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestPrometheusAndOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var pushed []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		pushed = append(pushed, body...)
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	reg := prometheus.NewRegistry()
+	r, err := New(reg, strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.JobFinished(12, 3, 1, map[string]int64{"node-a": 2, "node-b": 5})
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				got[key] = fmtFloat(m.GetCounter().GetValue())
+			case m.GetHistogram() != nil:
+				got[key] = "count=" + fmtFloat(float64(m.GetHistogram().GetSampleCount())) + " sum=" + fmtFloat(m.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+	want := map[string]string{
+		"imagejob_run_total":                         "1",
+		"pods_completed_run_total":                   "3",
+		"pods_failed_run_total":                      "1",
+		"imagejob_duration_run_seconds":              "count=1 sum=12",
+		"images_removed_run_total{node_name=node-a}": "2",
+		"images_removed_run_total{node_name=node-b}": "5",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Prometheus metrics (-want +got):\n%s", diff)
+	}
+
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", NodeAttribute} {
+		if !bytes.Contains(pushed, []byte(name)) {
+			t.Errorf("OTLP push lacks %q", name)
+		}
+	}
+}
+
+func fmtFloat(f float64) string {
+	s := strings.TrimRight(strings.TrimRight(strconvFormat(f), "0"), ".")
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+func strconvFormat(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
