@@ -91,7 +91,11 @@ demo: ## Start a local control plane and the manager, apply a sample ImageList, 
 	hack/demo.sh
 
 .PHONY: bench
-bench: bench-remover ## Run every benchmark; figures are printed and written under bench/results.
+bench: bench-remover bench-manager ## Run every benchmark; figures are printed and written under bench/results.
+
+.PHONY: bench-manager
+bench-manager: ## Manager fan-out and completion on 1,000 and 5,000 KWOK nodes vs a bare client; writes per node; peak RSS.
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -tags bench -count=1 -run TestManagerBench -v -timeout 80m ./test/bench
 
 .PHONY: bench-remover
 bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real containerd (200 and 2,000 images), and worker peak RSS.

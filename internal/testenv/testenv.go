@@ -51,8 +51,7 @@ func Run(m *testing.M, env **Env) int {
 	}
 	*env = e
 	code := m.Run()
-	_ = os.Remove(e.KubeconfigPath)
-	if err := e.env.Stop(); err != nil {
+	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: stopping control plane:", err)
 	}
 	return code
@@ -83,6 +82,15 @@ func assetsDir() (string, error) {
 		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and the cached control plane is not built")
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// Start starts a control plane outside TestMain (benchmarks); Stop it.
+func Start() (*Env, error) { return start() }
+
+// Stop stops the control plane.
+func (e *Env) Stop() error {
+	_ = os.Remove(e.KubeconfigPath)
+	return e.env.Stop()
 }
 
 func start() (*Env, error) {
