@@ -54,11 +54,17 @@ var defaultRuntimeAddresses = map[RuntimeName]string{
 	RuntimeCrio:       "unix:///run/crio/crio.sock",
 }
 
+// DefaultWindowsAddress is containerd's named pipe on Windows nodes.
+const DefaultWindowsAddress = "npipe://./pipe/containerd-containerd"
+
 // Runtime is the container runtime on the nodes and where it listens.
 type Runtime struct {
 	Name RuntimeName
 	// Address is a validated unix:// (or npipe://) URL.
 	Address string
+	// WindowsAddress is the npipe:// URL of the runtime on Windows nodes,
+	// which HostProcess worker pods dial directly.
+	WindowsAddress string
 }
 
 // Scheduling configures scheduled (collector) runs.
@@ -154,6 +160,27 @@ type Component struct {
 	// Volumes are extra volumes for the scanner; only hostPath volumes are
 	// mounted, read-only, at their host path.
 	Volumes []corev1.Volume
+	// Windows is how the component runs on Windows nodes.
+	Windows WindowsComponent
+}
+
+// WindowsComponent is a component's explicit executable contract on Windows
+// nodes: never derived from the container's name.
+type WindowsComponent struct {
+	// Image is the Windows image; unset, the component's image is used (a
+	// multi-platform index carries both).
+	Image Image
+	// Command replaces the image's entrypoint; unset, the image's own
+	// entrypoint runs, resolved under %CONTAINER_SANDBOX_MOUNT_POINT%.
+	Command []string
+}
+
+// WindowsImage is the image the component runs on Windows nodes.
+func (c Component) WindowsImage() Image {
+	if c.Windows.Image.Repo != "" {
+		return c.Windows.Image
+	}
+	return c.Image
 }
 
 // Image is a container image as repository and tag.

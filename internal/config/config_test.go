@@ -26,7 +26,7 @@ func fullConfig(apiVersion string) *Config {
 	cfg := &Config{
 		APIVersion: apiVersion,
 		Manager: Manager{
-			Runtime:      Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock"},
+			Runtime:      Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock", WindowsAddress: DefaultWindowsAddress},
 			OTLPEndpoint: "otel-collector.monitoring:4318",
 			LogLevel:     "debug",
 			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour},
@@ -83,7 +83,7 @@ func defaults(apiVersion string) *Config {
 	return &Config{
 		APIVersion: apiVersion,
 		Manager: Manager{
-			Runtime:    Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock"},
+			Runtime:    Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock", WindowsAddress: DefaultWindowsAddress},
 			LogLevel:   "info",
 			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true},
 			Profile:    Profile{Port: 6060},
@@ -178,7 +178,7 @@ func TestDefaulting(t *testing.T) {
 		"v1alpha3 runtime name only": {
 			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: dockershim}}",
 			want: func(c *Config) {
-				c.Manager.Runtime = Runtime{Name: RuntimeDockershim, Address: "unix:///run/dockershim.sock"}
+				c.Manager.Runtime = Runtime{Name: RuntimeDockershim, Address: "unix:///run/dockershim.sock", WindowsAddress: DefaultWindowsAddress}
 			},
 		},
 		"v1alpha3 empty runtime": {
@@ -189,6 +189,13 @@ func TestDefaulting(t *testing.T) {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'unix:///fake/socket/address.sock'}}",
 			want: func(c *Config) { c.Manager.Runtime.Address = "unix:///fake/socket/address.sock" },
 		},
+		"windows address and images": {
+			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, windowsAddress: 'npipe:////./pipe/custom'}}\ncomponents: {remover: {windows: {image: {repo: r/remover-win, tag: 1}, command: [remover.exe, --verbose]}}}",
+			want: func(c *Config) {
+				c.Manager.Runtime.WindowsAddress = "npipe://./pipe/custom"
+				c.Components.Remover.Windows = WindowsComponent{Image: Image{Repo: "r/remover-win", Tag: "1"}, Command: []string{"remover.exe", "--verbose"}}
+			},
+		},
 		"v1alpha3 named pipe": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'npipe:////./pipe/containerd-containerd'}}",
 			want: func(c *Config) { c.Manager.Runtime.Address = "npipe://./pipe/containerd-containerd" },
@@ -197,7 +204,7 @@ func TestDefaulting(t *testing.T) {
 			doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: crio}",
 			want: func(c *Config) {
 				c.APIVersion = VersionV1alpha2
-				c.Manager.Runtime = Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock"}
+				c.Manager.Runtime = Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock", WindowsAddress: DefaultWindowsAddress}
 			},
 		},
 		"v1alpha1 remover is eraser": {
@@ -259,49 +266,52 @@ func TestParseErrors(t *testing.T) {
 		doc  string
 		want []string // substrings of the error
 	}{
-		"not yaml":             {doc: "apiVersion: [", want: []string{"not valid YAML"}},
-		"not a mapping":        {doc: "- a\n- b", want: []string{"must be a YAML mapping"}},
-		"missing apiVersion":   {doc: "kind: EraserConfig", want: []string{"apiVersion: Required value"}},
-		"unknown apiVersion":   {doc: "apiVersion: eraser.sh/v1", want: []string{`apiVersion: Unsupported value: "eraser.sh/v1"`, "eraser.sh/v1alpha3"}},
-		"wrong kind":           {doc: v3("kind: ConfigMap"), want: []string{`kind: Unsupported value: "ConfigMap"`}},
-		"bad duration":         {doc: v3("manager: {scheduling: {repeatInterval: 1day}}"), want: []string{"manager.scheduling.repeatInterval", `"1day"`, "duration"}},
-		"zero repeatInterval":  {doc: v3("manager: {scheduling: {repeatInterval: 0s}}"), want: []string{"manager.scheduling.repeatInterval", "greater than zero"}},
-		"negative delay":       {doc: v3("manager: {imageJob: {cleanup: {delayOnFailure: -1h}}}"), want: []string{"manager.imageJob.cleanup.delayOnFailure", "negative"}},
-		"bad quantity":         {doc: v3("components: {collector: {request: {mem: lots}}}"), want: []string{"components.collector.request.mem", `"lots"`, "quantity"}},
-		"negative quantity":    {doc: v3("components: {scanner: {limit: {mem: -1Gi}}}"), want: []string{"components.scanner.limit.mem", "negative"}},
-		"request over limit":   {doc: v3("components: {remover: {request: {mem: 1Gi}, limit: {mem: 30Mi}}}"), want: []string{"components.remover.request.mem", "must not exceed limit.mem 30Mi"}},
-		"v1alpha1 eraser path": {doc: "apiVersion: eraser.sh/v1alpha1\ncomponents: {eraser: {request: {mem: x}}}", want: []string{"components.eraser.request.mem"}},
-		"tcp runtime address":  {doc: v3("manager: {runtime: {name: containerd, address: 'tcp://10.0.0.1:2375'}}"), want: []string{"manager.runtime.address", "unsupported scheme", "tcp"}},
-		"relative socket":      {doc: v3("manager: {runtime: {name: containerd, address: 'unix://run/x.sock'}}"), want: []string{"manager.runtime.address", "absolute"}},
-		"remote pipe":          {doc: v3("manager: {runtime: {name: containerd, address: 'npipe://server/pipe/x'}}"), want: []string{"manager.runtime.address", "local pipes"}},
-		"address without name": {doc: v3("manager: {runtime: {address: 'unix:///x.sock'}}"), want: []string{"manager.runtime.name: Required value"}},
-		"unknown runtime v3":   {doc: v3("manager: {runtime: {name: docker}}"), want: []string{`manager.runtime.name: Unsupported value: "docker"`, "containerd"}},
-		"unknown runtime v1a2": {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: podman}", want: []string{`manager.runtime: Unsupported value: "podman"`}},
-		"string runtime in v3": {doc: v3("manager: {runtime: containerd}"), want: []string{"manager.runtime", "must be a mapping", "{name, address}"}},
-		"object runtime in v2": {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: {name: containerd}}", want: []string{"manager.runtime", "must be a string"}},
-		"filter type":          {doc: v3("manager: {nodeFilter: {type: only}}"), want: []string{`manager.nodeFilter.type: Unsupported value: "only"`, "exclude", "include"}},
-		"filter selector":      {doc: v3("manager: {nodeFilter: {selectors: [ok, 'a=b=c']}}"), want: []string{"manager.nodeFilter.selectors[1]"}},
-		"empty selector":       {doc: v3("manager: {nodeFilter: {selectors: ['']}}"), want: []string{"manager.nodeFilter.selectors[0]"}},
-		"ratio above one":      {doc: v3("manager: {imageJob: {successRatio: 1.5}}"), want: []string{"manager.imageJob.successRatio", "1.5", "between 0 and 1"}},
-		"ratio below zero":     {doc: v3("manager: {imageJob: {successRatio: -0.1}}"), want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
-		"ratio not a number":   {doc: v3("manager: {imageJob: {successRatio: high}}"), want: []string{"manager.imageJob.successRatio", "must be a number"}},
-		"bad cron":             {doc: v3("manager: {scheduling: {cron: 'every day'}}"), want: []string{"manager.scheduling.cron", "cron expression"}},
-		"bad waves":            {doc: v3("manager: {imageJob: {maxConcurrentNodes: lots}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "percentage"}},
-		"bad percent":          {doc: v3("manager: {imageJob: {maxConcurrentNodes: 150%}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "between 1% and 100%"}},
-		"zero start timeout":   {doc: v3("manager: {imageJob: {podStartTimeout: 0s}}"), want: []string{"manager.imageJob.podStartTimeout", "greater than zero"}},
-		"log level":            {doc: v3("manager: {logLevel: verbose}"), want: []string{`manager.logLevel: Unsupported value: "verbose"`}},
-		"otlp with scheme":     {doc: v3("manager: {otlpEndpoint: 'http://collector:4318'}"), want: []string{"manager.otlpEndpoint", "host:port"}},
-		"otlp without port":    {doc: v3("manager: {otlpEndpoint: collector}"), want: []string{"manager.otlpEndpoint"}},
-		"profile port":         {doc: v3("manager: {profile: {enabled: true, port: 70000}}"), want: []string{"manager.profile.port", "1-65535"}},
-		"profile port zero":    {doc: v3("manager: {profile: {enabled: true, port: 0}}"), want: []string{"manager.profile.port"}},
-		"pull secret name":     {doc: v3("manager: {pullSecrets: [Bad_Name]}"), want: []string{"manager.pullSecrets[0]"}},
-		"priority class":       {doc: v3("manager: {priorityClassName: 'not valid'}"), want: []string{"manager.priorityClassName"}},
-		"pod label key":        {doc: v3("manager: {additionalPodLabels: {'bad key': x}}"), want: []string{"manager.additionalPodLabels", "bad key"}},
-		"pod label value":      {doc: v3("manager: {additionalPodLabels: {team: 'a b'}}"), want: []string{"manager.additionalPodLabels", "a b"}},
-		"empty image repo":     {doc: v3("components: {remover: {image: {repo: ''}}}"), want: []string{"components.remover.image.repo: Required value"}},
-		"volume without name":  {doc: v3("components: {scanner: {volumes: [{hostPath: {path: /x}}]}}"), want: []string{"components.scanner.volumes[0].name: Required value"}},
-		"duplicate volume":     {doc: v3("components: {scanner: {volumes: [{name: a, hostPath: {path: /x}}, {name: a, hostPath: {path: /y}}]}}"), want: []string{"components.scanner.volumes[1].name: Duplicate value"}},
-		"enabled not bool":     {doc: v3("components: {collector: {enabled: maybe}}"), want: []string{"components.collector.enabled", "true or false"}},
+		"not yaml":              {doc: "apiVersion: [", want: []string{"not valid YAML"}},
+		"not a mapping":         {doc: "- a\n- b", want: []string{"must be a YAML mapping"}},
+		"missing apiVersion":    {doc: "kind: EraserConfig", want: []string{"apiVersion: Required value"}},
+		"unknown apiVersion":    {doc: "apiVersion: eraser.sh/v1", want: []string{`apiVersion: Unsupported value: "eraser.sh/v1"`, "eraser.sh/v1alpha3"}},
+		"wrong kind":            {doc: v3("kind: ConfigMap"), want: []string{`kind: Unsupported value: "ConfigMap"`}},
+		"bad duration":          {doc: v3("manager: {scheduling: {repeatInterval: 1day}}"), want: []string{"manager.scheduling.repeatInterval", `"1day"`, "duration"}},
+		"zero repeatInterval":   {doc: v3("manager: {scheduling: {repeatInterval: 0s}}"), want: []string{"manager.scheduling.repeatInterval", "greater than zero"}},
+		"negative delay":        {doc: v3("manager: {imageJob: {cleanup: {delayOnFailure: -1h}}}"), want: []string{"manager.imageJob.cleanup.delayOnFailure", "negative"}},
+		"bad quantity":          {doc: v3("components: {collector: {request: {mem: lots}}}"), want: []string{"components.collector.request.mem", `"lots"`, "quantity"}},
+		"negative quantity":     {doc: v3("components: {scanner: {limit: {mem: -1Gi}}}"), want: []string{"components.scanner.limit.mem", "negative"}},
+		"request over limit":    {doc: v3("components: {remover: {request: {mem: 1Gi}, limit: {mem: 30Mi}}}"), want: []string{"components.remover.request.mem", "must not exceed limit.mem 30Mi"}},
+		"v1alpha1 eraser path":  {doc: "apiVersion: eraser.sh/v1alpha1\ncomponents: {eraser: {request: {mem: x}}}", want: []string{"components.eraser.request.mem"}},
+		"tcp runtime address":   {doc: v3("manager: {runtime: {name: containerd, address: 'tcp://10.0.0.1:2375'}}"), want: []string{"manager.runtime.address", "unsupported scheme", "tcp"}},
+		"relative socket":       {doc: v3("manager: {runtime: {name: containerd, address: 'unix://run/x.sock'}}"), want: []string{"manager.runtime.address", "absolute"}},
+		"remote pipe":           {doc: v3("manager: {runtime: {name: containerd, address: 'npipe://server/pipe/x'}}"), want: []string{"manager.runtime.address", "local pipes"}},
+		"unix windows address":  {doc: v3("manager: {runtime: {name: containerd, windowsAddress: 'unix:///x.sock'}}"), want: []string{"manager.runtime.windowsAddress", "must be a named pipe"}},
+		"empty windows repo":    {doc: v3("components: {remover: {windows: {image: {tag: x}}}}"), want: []string{"components.remover.windows.image.repo: Required value"}},
+		"empty windows command": {doc: v3("components: {remover: {windows: {command: ['']}}}"), want: []string{"components.remover.windows.command[0]"}},
+		"address without name":  {doc: v3("manager: {runtime: {address: 'unix:///x.sock'}}"), want: []string{"manager.runtime.name: Required value"}},
+		"unknown runtime v3":    {doc: v3("manager: {runtime: {name: docker}}"), want: []string{`manager.runtime.name: Unsupported value: "docker"`, "containerd"}},
+		"unknown runtime v1a2":  {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: podman}", want: []string{`manager.runtime: Unsupported value: "podman"`}},
+		"string runtime in v3":  {doc: v3("manager: {runtime: containerd}"), want: []string{"manager.runtime", "must be a mapping", "{name, address}"}},
+		"object runtime in v2":  {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: {name: containerd}}", want: []string{"manager.runtime", "must be a string"}},
+		"filter type":           {doc: v3("manager: {nodeFilter: {type: only}}"), want: []string{`manager.nodeFilter.type: Unsupported value: "only"`, "exclude", "include"}},
+		"filter selector":       {doc: v3("manager: {nodeFilter: {selectors: [ok, 'a=b=c']}}"), want: []string{"manager.nodeFilter.selectors[1]"}},
+		"empty selector":        {doc: v3("manager: {nodeFilter: {selectors: ['']}}"), want: []string{"manager.nodeFilter.selectors[0]"}},
+		"ratio above one":       {doc: v3("manager: {imageJob: {successRatio: 1.5}}"), want: []string{"manager.imageJob.successRatio", "1.5", "between 0 and 1"}},
+		"ratio below zero":      {doc: v3("manager: {imageJob: {successRatio: -0.1}}"), want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
+		"ratio not a number":    {doc: v3("manager: {imageJob: {successRatio: high}}"), want: []string{"manager.imageJob.successRatio", "must be a number"}},
+		"bad cron":              {doc: v3("manager: {scheduling: {cron: 'every day'}}"), want: []string{"manager.scheduling.cron", "cron expression"}},
+		"bad waves":             {doc: v3("manager: {imageJob: {maxConcurrentNodes: lots}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "percentage"}},
+		"bad percent":           {doc: v3("manager: {imageJob: {maxConcurrentNodes: 150%}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "between 1% and 100%"}},
+		"zero start timeout":    {doc: v3("manager: {imageJob: {podStartTimeout: 0s}}"), want: []string{"manager.imageJob.podStartTimeout", "greater than zero"}},
+		"log level":             {doc: v3("manager: {logLevel: verbose}"), want: []string{`manager.logLevel: Unsupported value: "verbose"`}},
+		"otlp with scheme":      {doc: v3("manager: {otlpEndpoint: 'http://collector:4318'}"), want: []string{"manager.otlpEndpoint", "host:port"}},
+		"otlp without port":     {doc: v3("manager: {otlpEndpoint: collector}"), want: []string{"manager.otlpEndpoint"}},
+		"profile port":          {doc: v3("manager: {profile: {enabled: true, port: 70000}}"), want: []string{"manager.profile.port", "1-65535"}},
+		"profile port zero":     {doc: v3("manager: {profile: {enabled: true, port: 0}}"), want: []string{"manager.profile.port"}},
+		"pull secret name":      {doc: v3("manager: {pullSecrets: [Bad_Name]}"), want: []string{"manager.pullSecrets[0]"}},
+		"priority class":        {doc: v3("manager: {priorityClassName: 'not valid'}"), want: []string{"manager.priorityClassName"}},
+		"pod label key":         {doc: v3("manager: {additionalPodLabels: {'bad key': x}}"), want: []string{"manager.additionalPodLabels", "bad key"}},
+		"pod label value":       {doc: v3("manager: {additionalPodLabels: {team: 'a b'}}"), want: []string{"manager.additionalPodLabels", "a b"}},
+		"empty image repo":      {doc: v3("components: {remover: {image: {repo: ''}}}"), want: []string{"components.remover.image.repo: Required value"}},
+		"volume without name":   {doc: v3("components: {scanner: {volumes: [{hostPath: {path: /x}}]}}"), want: []string{"components.scanner.volumes[0].name: Required value"}},
+		"duplicate volume":      {doc: v3("components: {scanner: {volumes: [{name: a, hostPath: {path: /x}}, {name: a, hostPath: {path: /y}}]}}"), want: []string{"components.scanner.volumes[1].name: Duplicate value"}},
+		"enabled not bool":      {doc: v3("components: {collector: {enabled: maybe}}"), want: []string{"components.collector.enabled", "true or false"}},
 		"every error at once": {
 			doc:  v3("manager: {logLevel: loud, imageJob: {successRatio: 2}, nodeFilter: {type: maybe}}"),
 			want: []string{"manager.logLevel", "manager.imageJob.successRatio", "manager.nodeFilter.type"},

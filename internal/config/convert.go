@@ -46,6 +46,9 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 		panic(fmt.Sprintf("config: unexpected document %T", doc))
 	}
 	c.cfg.APIVersion = head.APIVersion
+	if c.cfg.Manager.Runtime.WindowsAddress == "" {
+		c.cfg.Manager.Runtime.WindowsAddress = DefaultWindowsAddress
+	}
 	if head.Kind != "" && head.Kind != Kind {
 		c.errs = append(c.errs, field.NotSupported(field.NewPath("kind"), head.Kind, []string{Kind}))
 	}
@@ -93,10 +96,14 @@ func (c *converter) runtime(p *field.Path, rt *runtimeDoc) {
 	switch {
 	case rt == nil || (rt.Name == "" && rt.Address == ""):
 		c.runtimeName(p.Child("name"), "")
+		if rt != nil {
+			c.windowsAddress(p.Child("windowsAddress"), rt.WindowsAddress)
+		}
 	case rt.Name == "":
 		c.errs = append(c.errs, field.Required(p.Child("name"), "a runtime address needs the runtime's name"))
 	default:
 		c.runtimeName(p.Child("name"), rt.Name)
+		c.windowsAddress(p.Child("windowsAddress"), rt.WindowsAddress)
 		if rt.Address == "" {
 			return
 		}
@@ -106,6 +113,21 @@ func (c *converter) runtime(p *field.Path, rt *runtimeDoc) {
 			return
 		}
 		c.cfg.Manager.Runtime.Address = addr.String()
+	}
+}
+
+func (c *converter) windowsAddress(p *field.Path, s string) {
+	if s == "" {
+		return
+	}
+	addr, err := endpoint.Parse(s)
+	switch {
+	case err != nil:
+		c.errs = append(c.errs, field.Invalid(p, s, err.Error()))
+	case addr.Scheme != endpoint.NamedPipe:
+		c.errs = append(c.errs, field.Invalid(p, s, "must be a named pipe, npipe://./pipe/<name>"))
+	default:
+		c.cfg.Manager.Runtime.WindowsAddress = addr.String()
 	}
 }
 
@@ -266,6 +288,21 @@ func (c *converter) component(p *field.Path, d componentDoc) Component {
 	}
 	if req, lim := out.Request.Mem, out.Limit.Mem; req != nil && lim != nil && req.Cmp(*lim) > 0 {
 		c.errs = append(c.errs, field.Invalid(p.Child("request", "mem"), req.String(), "must not exceed limit.mem "+lim.String()))
+	}
+	if w := d.Windows; w != nil {
+		wp := p.Child("windows")
+		if w.Image != nil {
+			if w.Image.Repo == "" {
+				c.errs = append(c.errs, field.Required(wp.Child("image", "repo"), "the Windows image's repository"))
+			}
+			out.Windows.Image = Image{Repo: w.Image.Repo, Tag: string(w.Image.Tag)}
+		}
+		for i, arg := range w.Command {
+			if arg == "" {
+				c.errs = append(c.errs, field.Invalid(wp.Child("command").Index(i), arg, "must not be empty"))
+			}
+		}
+		out.Windows.Command = w.Command
 	}
 	names := sets.New[string]()
 	for i, v := range d.Volumes {

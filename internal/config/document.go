@@ -84,6 +84,8 @@ type managerV1alpha3 struct {
 type runtimeDoc struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
+	// WindowsAddress is our addition: where Windows nodes' runtime listens.
+	WindowsAddress string `json:"windowsAddress"`
 }
 
 type schedulingDoc struct {
@@ -137,6 +139,14 @@ type componentDoc struct {
 	Limit   resourcesDoc    `json:"limit"`
 	Config  string          `json:"config"`
 	Volumes []corev1.Volume `json:"volumes"`
+	// Windows is our addition: the component's image and command on
+	// Windows nodes.
+	Windows *windowsDoc `json:"windows"`
+}
+
+type windowsDoc struct {
+	Image   *imageDoc `json:"image"`
+	Command []string  `json:"command"`
 }
 
 type imageDoc struct {

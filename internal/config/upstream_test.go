@@ -86,7 +86,7 @@ func TestUpstreamHelmValues(t *testing.T) {
 
 func checkShipped(t *testing.T, cfg *Config) {
 	t.Helper()
-	if cfg.Manager.Runtime != (Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock"}) {
+	if cfg.Manager.Runtime != (Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock", WindowsAddress: DefaultWindowsAddress}) {
 		t.Errorf("runtime = %+v", cfg.Manager.Runtime)
 	}
 	if !cfg.Components.Collector.Enabled || !cfg.Components.Scanner.Enabled {

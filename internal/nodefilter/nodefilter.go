@@ -18,6 +18,10 @@ const (
 	ReasonCleanupFilter = "CleanupFilter"
 	ReasonNotReady      = "NotReady"
 	ReasonUnsupportedOS = "UnsupportedOS"
+	// ReasonNoWindowsScanner: Trivy cannot scan Windows images; a scheduled
+	// run with the scanner on skips Windows nodes unless a Windows scanner
+	// image is configured, so they never lose more than Linux nodes would.
+	ReasonNoWindowsScanner = "NoWindowsScanner"
 )
 
 // Target is an eligible node.
@@ -32,12 +36,30 @@ type Skipped struct {
 	Reason string
 }
 
+// Workers says which node OSes can run a job's worker pod: Linux and
+// Windows, except Windows for a scheduled run that scans without a Windows
+// scanner image.
+func Workers(scheduled bool, cfg *config.Config) func(paths.OS) string {
+	return func(os paths.OS) string {
+		switch os {
+		case paths.Linux:
+			return ""
+		case paths.Windows:
+			if scheduled && cfg.Components.Scanner.Enabled && cfg.Components.Scanner.Windows.Image.Repo == "" {
+				return ReasonNoWindowsScanner
+			}
+			return ""
+		}
+		return ReasonUnsupportedOS
+	}
+}
+
 // Select splits nodes into targets (sorted by name) and skipped nodes. A node
 // labelled eraser.sh/cleanup.filter is always left out; selectors (ORed)
 // exclude or include per the filter type. Nodes that are not Ready are left
 // out too: a pod bound to them would only wait for its start timeout.
-// supported says which node OSes have a worker pod.
-func Select(nodes []corev1.Node, filter config.NodeFilter, supported func(paths.OS) bool) ([]Target, []Skipped, error) {
+// unsupported returns why a node OS cannot run this job's worker pod, or "".
+func Select(nodes []corev1.Node, filter config.NodeFilter, unsupported func(paths.OS) string) ([]Target, []Skipped, error) {
 	var sels []labels.Selector
 	for _, s := range filter.Selectors {
 		sel, err := labels.Parse(s)
@@ -70,8 +92,8 @@ func Select(nodes []corev1.Node, filter config.NodeFilter, supported func(paths.
 			skipped = append(skipped, Skipped{n.Name, ReasonFiltered})
 		case !ready(n):
 			skipped = append(skipped, Skipped{n.Name, ReasonNotReady})
-		case !supported(os):
-			skipped = append(skipped, Skipped{n.Name, ReasonUnsupportedOS})
+		case unsupported(os) != "":
+			skipped = append(skipped, Skipped{n.Name, unsupported(os)})
 		default:
 			targets = append(targets, Target{Name: n.Name, OS: os})
 		}

@@ -22,11 +22,16 @@ func TestSelect(t *testing.T) {
 		*builder.MakeNode("win").OS("windows").Obj(),
 		*notReady,
 	}
-	linuxOnly := func(os paths.OS) bool { return os == paths.Linux }
-	all := func(paths.OS) bool { return true }
+	linuxOnly := func(os paths.OS) string {
+		if os == paths.Linux {
+			return ""
+		}
+		return ReasonUnsupportedOS
+	}
+	all := func(paths.OS) string { return "" }
 	cases := map[string]struct {
 		filter      config.NodeFilter
-		supported   func(paths.OS) bool
+		supported   func(paths.OS) string
 		wantTargets []string
 		wantSkipped []Skipped
 	}{
@@ -44,6 +49,21 @@ func TestSelect(t *testing.T) {
 			filter: config.NodeFilter{Type: config.FilterInclude, Selectors: []string{"pool=gpu"}}, supported: all,
 			wantTargets: []string{"a"},
 			wantSkipped: []Skipped{{"b", ReasonFiltered}, {"c", ReasonCleanupFilter}, {"c2", ReasonCleanupFilter}, {"down", ReasonFiltered}, {"win", ReasonFiltered}},
+		},
+		"scheduled scan without a Windows scanner": {
+			filter: config.NodeFilter{Type: config.FilterExclude}, supported: Workers(true, scanning(false)),
+			wantTargets: []string{"a", "b"},
+			wantSkipped: []Skipped{{"c", ReasonCleanupFilter}, {"c2", ReasonCleanupFilter}, {"down", ReasonNotReady}, {"win", ReasonNoWindowsScanner}},
+		},
+		"scheduled scan with a Windows scanner": {
+			filter: config.NodeFilter{Type: config.FilterExclude}, supported: Workers(true, scanning(true)),
+			wantTargets: []string{"a", "b", "win"},
+			wantSkipped: []Skipped{{"c", ReasonCleanupFilter}, {"c2", ReasonCleanupFilter}, {"down", ReasonNotReady}},
+		},
+		"imagelist runs on windows": {
+			filter: config.NodeFilter{Type: config.FilterExclude}, supported: Workers(false, scanning(false)),
+			wantTargets: []string{"a", "b", "win"},
+			wantSkipped: []Skipped{{"c", ReasonCleanupFilter}, {"c2", ReasonCleanupFilter}, {"down", ReasonNotReady}},
 		},
 		"windows supported": {
 			filter: config.NodeFilter{Type: config.FilterExclude}, supported: all,
@@ -72,6 +92,15 @@ func TestSelect(t *testing.T) {
 	if _, _, err := Select(nodes, config.NodeFilter{Type: config.FilterExclude, Selectors: []string{"a=b=c"}}, all); err == nil {
 		t.Error("a bad selector was accepted")
 	}
+}
+
+func scanning(windowsScanner bool) *config.Config {
+	c := config.Default()
+	c.Components.Collector.Enabled, c.Components.Scanner.Enabled = true, true
+	if windowsScanner {
+		c.Components.Scanner.Windows.Image = config.Image{Repo: "scanner-win", Tag: "1"}
+	}
+	return c
 }
 
 func TestMaxConcurrent(t *testing.T) {

@@ -54,3 +54,12 @@ func ExclusionDir(os OS) string { return join(os, "exclusions") }
 
 // ConfigDir is where the scanner finds the EraserConfig.
 func ConfigDir(os OS) string { return join(os, "config") }
+
+// Join joins path elements with the OS's separator.
+func Join(os OS, elem ...string) string {
+	sep := "/"
+	if os == Windows {
+		sep = `\`
+	}
+	return strings.Join(elem, sep)
+}

@@ -88,9 +88,13 @@ func PodName(job, node string) string {
 	return prefix + "-" + suffix
 }
 
+// WindowsMemoryFloor is the least memory limit a Windows HostProcess
+// container starts with; below it the container dies at start.
+var WindowsMemoryFloor = resource.MustParse("256Mi")
+
 // Build returns the worker pod for one node.
 func Build(p Params) (*corev1.Pod, error) {
-	if p.OS != paths.Linux {
+	if p.OS != paths.Linux && p.OS != paths.Windows {
 		return nil, fmt.Errorf("no worker pod for %s nodes", p.OS)
 	}
 	cfg := p.Config
@@ -128,22 +132,25 @@ func Build(p Params) (*corev1.Pod, error) {
 		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 	}
 
-	runtimeSocket := cfg.Manager.Runtime.Address
-	if addr, err := endpoint.Parse(runtimeSocket); err == nil && addr.Scheme == endpoint.Unix {
-		runtimeSocket = addr.Path
+	var common []corev1.VolumeMount
+	if p.OS == paths.Linux {
+		addr, err := endpoint.Parse(cfg.Manager.Runtime.Address)
+		if err != nil || addr.Scheme != endpoint.Unix {
+			return nil, fmt.Errorf("runtime address %q is not a unix socket a Linux pod can mount", cfg.Manager.Runtime.Address)
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volRuntime, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: addr.Path, Type: ptr.To(corev1.HostPathSocket)},
+		}})
+		common = append(common, corev1.VolumeMount{Name: volRuntime, MountPath: paths.CRISocket})
 	} else {
-		return nil, fmt.Errorf("runtime address %q is not a unix socket a Linux pod can mount", cfg.Manager.Runtime.Address)
+		windowsPod(pod)
 	}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volRuntime, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: runtimeSocket, Type: ptr.To(corev1.HostPathSocket)},
-	}})
-	common := []corev1.VolumeMount{{Name: volRuntime, MountPath: paths.CRISocket}}
 	for _, cm := range p.Exclusions {
 		vol := "exclude-" + cm
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volumeName(vol), VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
 		}})
-		common = append(common, corev1.VolumeMount{Name: volumeName(vol), MountPath: paths.ExclusionDir(p.OS) + "/" + vol, ReadOnly: true})
+		common = append(common, corev1.VolumeMount{Name: volumeName(vol), MountPath: paths.Join(p.OS, paths.ExclusionDir(p.OS), vol), ReadOnly: true})
 	}
 
 	pprof := []string{"--enable-pprof=" + strconv.FormatBool(cfg.Manager.Profile.Enabled), "--pprof-port=" + strconv.Itoa(cfg.Manager.Profile.Port)}
@@ -162,7 +169,7 @@ func Build(p Params) (*corev1.Pod, error) {
 			args = append(args, "--dry-run")
 		}
 		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true})
-		pod.Spec.Containers = []corev1.Container{container(RemoverContainer, cfg.Components.Remover, args, mounts, cfg)}
+		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 	case KindCollector:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: paths.SharedData(p.OS)})
@@ -173,8 +180,8 @@ func Build(p Params) (*corev1.Pod, error) {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
 		pod.Spec.Containers = []corev1.Container{
-			container(CollectorContainer, cfg.Components.Collector, collectorArgs, mounts, cfg),
-			container(RemoverContainer, cfg.Components.Remover, removerArgs, mounts, cfg),
+			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, mounts),
+			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, mounts),
 		}
 		if scan {
 			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))
@@ -204,8 +211,8 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 			mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: v.HostPath.Path, ReadOnly: true})
 		}
 	}
-	args := append([]string{"--config=" + paths.ConfigDir(p.OS) + "/" + p.ConfigKey, "--log-level=" + p.LogLevel}, pprof...)
-	c := container(ScannerContainer, cfg.Components.Scanner, args, mounts, cfg)
+	args := append([]string{"--config=" + paths.Join(p.OS, paths.ConfigDir(p.OS), p.ConfigKey), "--log-level=" + p.LogLevel}, pprof...)
+	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},
 		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
@@ -213,7 +220,8 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 	return c
 }
 
-func container(name string, comp config.Component, args []string, mounts []corev1.VolumeMount, cfg *config.Config) corev1.Container {
+func container(p Params, name string, comp config.Component, args []string, mounts []corev1.VolumeMount) corev1.Container {
+	cfg := p.Config
 	c := corev1.Container{
 		Name:            name,
 		Image:           comp.Image.Ref(),
@@ -244,7 +252,41 @@ func container(name string, comp config.Component, args []string, mounts []corev
 			corev1.EnvVar{Name: "OTEL_SERVICE_NAME", Value: name},
 		)
 	}
+	if p.OS == paths.Windows {
+		windowsContainer(&c, comp, cfg)
+	}
 	return c
+}
+
+// windowsPod makes the pod a HostProcess pod: it runs on the host as SYSTEM,
+// reaches the runtime's named pipe directly (no socket mount), and must use
+// the host network.
+func windowsPod(pod *corev1.Pod) {
+	pod.Spec.HostNetwork = true
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+		HostProcess:   ptr.To(true),
+		RunAsUserName: ptr.To(WindowsUser),
+	}}
+}
+
+// WindowsUser is the account HostProcess workers run as.
+const WindowsUser = `NT AUTHORITY\SYSTEM`
+
+// windowsContainer applies the explicit Windows executable contract: the
+// component's Windows image, and its configured command or else the image's
+// own entrypoint, never a name derived from the container's. The Linux-only
+// security fields are invalid on Windows and go.
+func windowsContainer(c *corev1.Container, comp config.Component, cfg *config.Config) {
+	c.Image = comp.WindowsImage().Ref()
+	c.Command = comp.Windows.Command
+	c.SecurityContext = nil
+	c.Env = append(c.Env, corev1.EnvVar{Name: "ERASER_RUNTIME_ENDPOINT", Value: cfg.Manager.Runtime.WindowsAddress})
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && q.Cmp(WindowsMemoryFloor) < 0 {
+		c.Resources.Limits[corev1.ResourceMemory] = WindowsMemoryFloor.DeepCopy()
+	}
+	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok && q.Cmp(c.Resources.Limits[corev1.ResourceMemory]) > 0 {
+		c.Resources.Requests[corev1.ResourceMemory] = c.Resources.Limits[corev1.ResourceMemory].DeepCopy()
+	}
 }
 
 func resources(comp config.Component) corev1.ResourceRequirements {

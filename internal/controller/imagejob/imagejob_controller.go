@@ -33,7 +33,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
-	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -43,8 +42,6 @@ type Options struct {
 	Namespace string
 	// LogLevel is passed to the workers.
 	LogLevel string
-	// SupportedOS says which node OSes have a worker pod.
-	SupportedOS func(paths.OS) bool
 }
 
 // Reconciler runs ImageJobs.
@@ -64,9 +61,6 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler with its dependencies.
 func NewReconciler(c client.Client, apiReader client.Reader, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
-	if opts.SupportedOS == nil {
-		opts.SupportedOS = func(os paths.OS) bool { return os == paths.Linux }
-	}
 	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, metrics: m, opts: opts}
 }
 
@@ -147,7 +141,8 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		if err := r.client.List(ctx, &list); err != nil {
 			return reconcile.Result{}, err
 		}
-		targets, skipped, err := nodefilter.Select(list.Items, data.Config.Manager.NodeFilter, r.opts.SupportedOS)
+		workers := nodefilter.Workers(data.Kind == podspec.KindCollector, data.Config)
+		targets, skipped, err := nodefilter.Select(list.Items, data.Config.Manager.NodeFilter, workers)
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
 		}

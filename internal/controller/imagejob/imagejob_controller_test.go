@@ -27,7 +27,7 @@ func TestJobLifecycle(t *testing.T) {
 
 	f.reconcile("life")
 	job := f.get("life")
-	if job.Status.Phase != eraserv1.PhaseRunning || job.Status.Desired != 4 || job.Status.Skipped != 2 {
+	if job.Status.Phase != eraserv1.PhaseRunning || job.Status.Desired != 4 || job.Status.Skipped != 1 {
 		t.Fatalf("after start: %+v", job.Status)
 	}
 	f.reconcile("life")
@@ -39,8 +39,12 @@ func TestJobLifecycle(t *testing.T) {
 			t.Errorf("pod %s is not controlled by the job", p.Name)
 		}
 	}
-	if diff := cmp.Diff([]string{"a", "b"}, nodes); diff != "" {
+	if diff := cmp.Diff([]string{"a", "b", "win"}, nodes); diff != "" {
 		t.Fatalf("pods on nodes (-want +got):\n%s", diff)
+	}
+	// The real API server accepted the Windows node's HostProcess pod.
+	if win := pods[2]; !win.Spec.HostNetwork || win.Spec.SecurityContext.WindowsOptions == nil || !*win.Spec.SecurityContext.WindowsOptions.HostProcess {
+		t.Errorf("the Windows node's pod is not HostProcess: %+v", win.Spec)
 	}
 	if args := strings.Join(pods[0].Spec.Containers[0].Args, " "); !strings.Contains(args, "--imagelist=/run/eraser.sh/imagelist/images") {
 		t.Errorf("remover args %q", args)
@@ -48,17 +52,18 @@ func TestJobLifecycle(t *testing.T) {
 
 	f.finishPod(&pods[0], corev1.PodSucceeded, removed(2, 100))
 	f.finishPod(&pods[1], corev1.PodSucceeded, removed(3, 50))
+	f.finishPod(&pods[2], corev1.PodSucceeded, removed(1, 10))
 	f.reconcile("life")
 	job = f.get("life")
-	want := eraserv1.ImageJobStatus{Desired: 4, Succeeded: 2, Skipped: 2, Started: 2, Phase: eraserv1.PhaseCompleted,
-		Results: &eraserv1.ImageResults{Removed: 5, InUse: 2, BytesFreed: 150}}
+	want := eraserv1.ImageJobStatus{Desired: 4, Succeeded: 3, Skipped: 1, Started: 3, Phase: eraserv1.PhaseCompleted,
+		Results: &eraserv1.ImageResults{Removed: 6, InUse: 3, BytesFreed: 160}}
 	got := eraserv1.ImageJobStatus{Desired: job.Status.Desired, Succeeded: job.Status.Succeeded, Failed: job.Status.Failed,
 		Skipped: job.Status.Skipped, Started: job.Status.Started, Phase: job.Status.Phase, Results: job.Status.Results}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("final status (-want +got):\n%s", diff)
 	}
 	c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady)
-	if c == nil || c.Status != "True" || !strings.Contains(c.Message, "2 of 2 nodes succeeded") {
+	if c == nil || c.Status != "True" || !strings.Contains(c.Message, "3 of 3 nodes succeeded") {
 		t.Errorf("Ready condition %+v", c)
 	}
 	if job.Status.DeleteAfter == nil || job.Status.CompletionTime == nil {
