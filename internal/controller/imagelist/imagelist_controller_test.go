@@ -1,0 +1,140 @@
+package imagelist
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/configstore"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+const ns = "imagelist-test"
+
+func newReconciler(t *testing.T) *Reconciler {
+	t.Helper()
+	doc := []byte("apiVersion: eraser.sh/v1alpha3\n")
+	cfg, _, err := config.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), configstore.New(cfg, doc), ns, "")
+}
+
+func jobsOf(t *testing.T, list string) []eraserv1.ImageJob {
+	t.Helper()
+	var jobs eraserv1.ImageJobList
+	if err := env.Client.List(context.Background(), &jobs, client.MatchingLabels{eraserv1.LabelImageList: list}); err != nil {
+		t.Fatal(err)
+	}
+	return jobs.Items
+}
+
+func finish(t *testing.T, job *eraserv1.ImageJob, phase eraserv1.JobPhase) {
+	t.Helper()
+	now := metav1.Now()
+	job.Status = eraserv1.ImageJobStatus{Phase: phase, Desired: 3, Succeeded: 2, Failed: 1, CompletionTime: &now,
+		Results: &eraserv1.ImageResults{Removed: 7, BytesFreed: 700}}
+	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Failed", Message: "2 of 3 nodes succeeded"})
+	if err := env.Client.Status().Update(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEditDuringRunAndDryRun: a dry-run ImageList gets a dry-run job; an edit
+// made while it runs waits (Pending) and runs after, never lost; results are
+// recorded before the job may go.
+func TestEditDuringRunAndDryRun(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	r := newReconciler(t)
+	list := builder.MakeImageList("edits").Images("alpine").DryRun(true).Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	reconcileList := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "edits"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcileList()
+	jobs := jobsOf(t, "edits")
+	if len(jobs) != 1 || jobs[0].Annotations[eraserv1.AnnotationDryRun] != "true" || jobs[0].Name != JobName(list) {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	data, err := jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
+	if err != nil || !data.DryRun || len(data.Images) != 1 {
+		t.Fatalf("job data %+v %v", data, err)
+	}
+	reconcileList() // idempotent: still one job
+	if n := len(jobsOf(t, "edits")); n != 1 {
+		t.Fatalf("%d jobs after a second pass", n)
+	}
+
+	// Edit while the first job runs.
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "edits"}, list); err != nil {
+		t.Fatal(err)
+	}
+	list.Spec.Images = []string{"*"}
+	list.Spec.DryRun = false
+	if err := env.Client.Update(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	jobs[0].Status.Phase = eraserv1.PhaseRunning
+	if err := env.Client.Status().Update(ctx, &jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	reconcileList()
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "edits"}, list); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Reason != eraserv1.ReasonPending {
+		t.Errorf("condition while an older run goes: %+v", c)
+	}
+	if n := len(jobsOf(t, "edits")); n != 1 {
+		t.Fatalf("%d jobs: a second started while the first ran", n)
+	}
+
+	finish(t, &jobs[0], eraserv1.PhaseFailed)
+	reconcileList()
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "edits"}, list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Status.ObservedGeneration != 1 || list.Status.Success != 2 || list.Status.Failed != 1 || list.Status.Results.Removed != 7 || list.Status.Timestamp == nil {
+		t.Errorf("recorded status %+v", list.Status)
+	}
+	all := jobsOf(t, "edits")
+	var recorded, second bool
+	for _, j := range all {
+		if j.Name == jobs[0].Name && j.Annotations[eraserv1.AnnotationRecorded] == "true" {
+			recorded = true
+		}
+		if j.Annotations[eraserv1.AnnotationGeneration] == "2" && j.Annotations[eraserv1.AnnotationDryRun] == "" {
+			second = true
+		}
+	}
+	if !recorded || !second {
+		t.Errorf("first job recorded %v, edit's job created %v: %+v", recorded, second, all)
+	}
+}
