@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -96,21 +94,6 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		return err
 	}
 	return mgr.Start(ctx)
-}
-
-// cacheOptions keeps the namespaced kinds the manager owns to its own
-// namespace: caching every pod of a 5,000-node cluster would cost more memory
-// than the whole manager is allowed.
-func cacheOptions(namespace string) cache.Options {
-	own := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-	return cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       own,
-			&corev1.ConfigMap{}: own,
-		},
-		// Managed fields are never read and are a large share of each object.
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
 }
 
 // cacheSynced reports ready once the informers have synced, so that a

@@ -193,12 +193,11 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	t := timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout}
 	now := r.clock.Now()
 	p := progress{eligible: len(nodes.Targets), started: job.Status.Started}
-	// Pods created before a crash that the status does not count yet.
-	for i := len(nodes.Targets) - 1; i >= p.started; i-- {
-		if byNode[nodes.Targets[i].Name] != nil {
-			p.started = i + 1
-			break
-		}
+	// Pods created before a crash that the status does not count yet. Only
+	// an unbroken run: a node after a gap is created (AlreadyExists) when
+	// the wave reaches it.
+	for p.started < p.eligible && byNode[nodes.Targets[p.started].Name] != nil {
+		p.started++
 	}
 	failed := map[string]eraserv1.NodeFailure{}
 	for _, f := range job.Status.FailedNodes {
@@ -262,12 +261,12 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if limit == 0 {
 		limit = p.eligible
 	}
-	var createErr error
+	var wave []*corev1.Pod
 	for p.started < p.eligible && p.active < limit {
 		target := nodes.Targets[p.started]
+		p.started++
 		if !r.nodeExists(ctx, target.Name) {
 			failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
-			p.started++
 			p.failed++
 			continue
 		}
@@ -279,14 +278,23 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
 		}
-		if err := r.client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			createErr = fmt.Errorf("creating the pod for node %s: %w", target.Name, err)
-			break
-		}
-		r.created.Store(pod.Name, now)
-		p.started++
+		wave = append(wave, pod)
 		p.active++
-		if d := now.Add(t.start); t.start > 0 && (next.IsZero() || d.Before(next)) {
+	}
+	ok, createErr := r.createPods(ctx, wave, now)
+	if createErr != nil {
+		// Pods not created are retried on the next pass (creation is
+		// idempotent: pod names are deterministic), so the cursor goes back
+		// to the first of them.
+		for i, pod := range wave {
+			if !ok[i] {
+				p.started = slices.IndexFunc(nodes.Targets, func(t nodefilter.Target) bool { return t.Name == pod.Spec.NodeName })
+				break
+			}
+		}
+	}
+	if len(wave) > 0 && t.start > 0 {
+		if d := now.Add(t.start); next.IsZero() || d.Before(next) {
 			next = d
 		}
 	}
@@ -324,6 +332,45 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		return reconcile.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// createWorkers bounds the pod creations in flight, as a client-side
+// rate: enough to fan out thousands of nodes in seconds without flooding the
+// API server.
+const createWorkers = 16
+
+// createPods creates a wave of pods in parallel and says which exist now;
+// an existing pod (from before a restart) counts as created.
+func (r *Reconciler) createPods(ctx context.Context, pods []*corev1.Pod, now time.Time) ([]bool, error) {
+	var mu sync.Mutex
+	var firstErr error
+	ok := make([]bool, len(pods))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(createWorkers, len(pods)) {
+		wg.Go(func() {
+			for i := range work {
+				pod := pods[i]
+				err := r.client.Create(ctx, pod)
+				if err == nil || apierrors.IsAlreadyExists(err) {
+					r.created.Store(pod.Name, now)
+					ok[i] = true
+					continue
+				}
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("creating the pod for node %s: %w", pod.Spec.NodeName, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range pods {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return ok, firstErr
 }
 
 // expected reports a pod created by this process that the cache has not

@@ -1,0 +1,69 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// cacheOptions keeps the namespaced kinds the manager owns to its own
+// namespace, and keeps of nodes and pods only what the controllers read:
+// at 5,000 nodes full objects would cost more memory than the whole manager
+// is allowed. Cached objects are never written back, so trimming them is safe.
+func cacheOptions(namespace string) cache.Options {
+	own := cache.Config{}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: own}, Transform: trimPod},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: own}},
+			&corev1.Node{}:      {Transform: trimNode},
+		},
+		// Managed fields are never read and are a large share of each object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+}
+
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		Labels: m.Labels, OwnerReferences: m.OwnerReferences,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}
+}
+
+// trimPod keeps a worker pod's node, phase, timing and container states
+// (with the termination messages the results come from).
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta:   pod.TypeMeta,
+		ObjectMeta: trimMeta(pod.ObjectMeta),
+		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase: pod.Status.Phase, Reason: pod.Status.Reason, Message: pod.Status.Message, StartTime: pod.Status.StartTime,
+		},
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{Name: cs.Name, State: cs.State})
+	}
+	return out, nil
+}
+
+// trimNode keeps a node's labels (filters, OS) and its Ready condition.
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: trimMeta(node.ObjectMeta)}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}
