@@ -55,6 +55,24 @@ type Reconciler struct {
 	// created remembers pods this process created that the cache has not
 	// shown yet, so they are not mistaken for pods that went missing.
 	created sync.Map // pod name -> time created
+	// lastPass is when each running job was last examined.
+	lastPass sync.Map // job name -> time
+}
+
+// passInterval is the least time between two passes over a running job.
+const passInterval = 500 * time.Millisecond
+
+// throttle returns how long to wait before the job's next pass, or 0 and
+// records the pass.
+func (r *Reconciler) throttle(job string) time.Duration {
+	now := r.clock.Now()
+	if v, ok := r.lastPass.Load(job); ok {
+		if wait := v.(time.Time).Add(passInterval).Sub(now); wait > 0 {
+			return wait
+		}
+	}
+	r.lastPass.Store(job, now)
+	return 0
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -180,8 +198,15 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if err != nil {
 		return reconcile.Result{}, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
 	}
+	// A pass reads every pod of the job; on thousands of nodes, pod events
+	// would run it back to back. One pass per interval sees them all.
+	if wait := r.throttle(job.Name); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
+	// Read-only use: no copies of thousands of cached pods per pass.
+	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	byNode := map[string]*corev1.Pod{}
@@ -472,6 +497,7 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		}
 	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
+	r.lastPass.Delete(job.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }
 

@@ -100,6 +100,7 @@ func (f *fixture) job(name string, kind podspec.Kind, doc string, images ...stri
 
 func (f *fixture) reconcile(name string) reconcile.Result {
 	f.t.Helper()
+	f.clock.Step(passInterval) // past the throttle between passes
 	res, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	if err != nil {
 		f.t.Fatalf("Reconcile: %v", err)
