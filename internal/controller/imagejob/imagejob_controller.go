@@ -286,7 +286,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if limit == 0 {
 		limit = p.eligible
 	}
-	var wave []*corev1.Pod
+	var wave []nodefilter.Target
 	for p.started < p.eligible && p.active < limit {
 		target := nodes.Targets[p.started]
 		p.started++
@@ -295,25 +295,31 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 			p.failed++
 			continue
 		}
-		pod, err := podspec.Build(podspec.Params{
+		wave = append(wave, target)
+		p.active++
+	}
+	build := func(target nodefilter.Target) (*corev1.Pod, error) {
+		return podspec.Build(podspec.Params{
 			Job: job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: cfg, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
 		})
-		if err != nil {
+	}
+	if len(wave) > 0 {
+		// Checked once here, so that a bad configuration fails the job
+		// rather than every node.
+		if _, err := build(wave[0]); err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
 		}
-		wave = append(wave, pod)
-		p.active++
 	}
-	ok, createErr := r.createPods(ctx, wave, now)
+	ok, createErr := r.createPods(ctx, wave, build, now)
 	if createErr != nil {
 		// Pods not created are retried on the next pass (creation is
 		// idempotent: pod names are deterministic), so the cursor goes back
 		// to the first of them.
-		for i, pod := range wave {
+		for i, target := range wave {
 			if !ok[i] {
-				p.started = slices.IndexFunc(nodes.Targets, func(t nodefilter.Target) bool { return t.Name == pod.Spec.NodeName })
+				p.started = slices.IndexFunc(nodes.Targets, func(t nodefilter.Target) bool { return t.Name == target.Name })
 				break
 			}
 		}
@@ -359,24 +365,26 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	return reconcile.Result{}, nil
 }
 
-// createWorkers bounds the pod creations in flight, as a client-side
-// rate: enough to fan out thousands of nodes in seconds without flooding the
-// API server.
-const createWorkers = 16
+// createWorkers bounds the pod creations in flight: enough to fan out
+// thousands of nodes in seconds without flooding the API server.
+const createWorkers = 32
 
-// createPods creates a wave of pods in parallel and says which exist now;
-// an existing pod (from before a restart) counts as created.
-func (r *Reconciler) createPods(ctx context.Context, pods []*corev1.Pod, now time.Time) ([]bool, error) {
+// createPods builds and creates a wave's pods in parallel (built one at a
+// time, so a 5,000-node wave is never in memory at once) and says which
+// exist now; an existing pod (from before a restart) counts as created.
+func (r *Reconciler) createPods(ctx context.Context, wave []nodefilter.Target, build func(nodefilter.Target) (*corev1.Pod, error), now time.Time) ([]bool, error) {
 	var mu sync.Mutex
 	var firstErr error
-	ok := make([]bool, len(pods))
+	ok := make([]bool, len(wave))
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(createWorkers, len(pods)) {
+	for range min(createWorkers, len(wave)) {
 		wg.Go(func() {
 			for i := range work {
-				pod := pods[i]
-				err := r.client.Create(ctx, pod)
+				pod, err := build(wave[i])
+				if err == nil {
+					err = r.client.Create(ctx, pod)
+				}
 				if err == nil || apierrors.IsAlreadyExists(err) {
 					r.created.Store(pod.Name, now)
 					ok[i] = true
@@ -384,13 +392,13 @@ func (r *Reconciler) createPods(ctx context.Context, pods []*corev1.Pod, now tim
 				}
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = fmt.Errorf("creating the pod for node %s: %w", pod.Spec.NodeName, err)
+					firstErr = fmt.Errorf("creating the pod for node %s: %w", wave[i].Name, err)
 				}
 				mu.Unlock()
 			}
 		})
 	}
-	for i := range pods {
+	for i := range wave {
 		work <- i
 	}
 	close(work)
