@@ -89,6 +89,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("imagejob").
 		For(&eraserv1.ImageJob{}).
 		Owns(&corev1.Pod{}).
+		// The job's ConfigMap is created right after the job: its arrival
+		// starts the job without waiting for a requeue.
+		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.runningJobs),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -144,8 +147,9 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	if apierrors.IsNotFound(err) {
 		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
 			// The owner creates the job first and its ConfigMap right after;
-			// the ConfigMap's creation triggers no reconcile of the job.
-			return reconcile.Result{RequeueAfter: time.Second}, nil
+			// the ConfigMap's arrival brings the job back (Owns). The requeue
+			// only covers a lost event.
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "the job's ConfigMap "+job.Name+" does not exist")
 	}
