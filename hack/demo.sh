@@ -54,6 +54,15 @@ done
 sed -n 's/^/   /p' "$work/cluster.log"
 kubectl get crd -o custom-columns='CRD:.metadata.name,SCOPE:.spec.scope,VERSIONS:.spec.versions[*].name'
 
+step "Registering a node (no kubelet runs here yet: its worker pods will stay Pending)"
+kubectl apply -f - <<'YAML' | sed 's/^/   /'
+apiVersion: v1
+kind: Node
+metadata:
+  name: demo-node
+  labels: {kubernetes.io/os: linux}
+YAML
+
 step "Starting the manager in namespace eraser-system"
 kubectl create namespace eraser-system >/dev/null
 kubectl -n eraser-system create configmap eraser-manager-config \
@@ -92,7 +101,14 @@ step "The same ImageList through the deprecated eraser.sh/v1alpha1"
 kubectl get imagelists.v1alpha1.eraser.sh imagelist -o yaml 2>&1 | sed -n '1,3p;/^spec:/,$p' | sed 's/^/   /'
 
 step "What the API server holds"
+sleep 2
 kubectl get imagelists,imagejobs -o wide
+echo
+kubectl -n eraser-system get pods -o wide
+echo
+echo "   the ImageList's worker pod (first container):"
+kubectl -n eraser-system get pods -l eraser.sh/type=manual \
+  -o jsonpath='{range .items[*]}   node={.spec.nodeName} image={.spec.containers[0].image}{"\n"}   args={.spec.containers[0].args}{"\n"}{end}' 
 echo
 echo "demo: done. Manager log: $(wc -l <"$work/manager.log") lines; first lines:"
 head -n 3 "$work/manager.log" | cut -c1-200 | sed 's/^/   /'
