@@ -5,7 +5,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -62,13 +61,7 @@ func TestManagerBench(t *testing.T) {
 		fmt.Printf("%-6d %12.2f %14.2f %10.2f %16.2f %10.2f %12.2f %14.1f\n", r["nodes"], r["bareSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
 			r["completedSeconds"], r["completedRatio"], r["writesPerNode"], r["peakRssMiB"])
 	}
-	out := filepath.Join("..", "..", "bench", "results")
-	_ = os.MkdirAll(out, 0o755)
-	data, _ := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "runs": rows}, "", "  ")
-	if err := os.WriteFile(filepath.Join(out, "manager.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("\nwritten to bench/results/manager.json")
+	writeResults(t, "manager", "runs", rows)
 }
 
 func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {

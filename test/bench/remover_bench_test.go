@@ -10,7 +10,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,11 +214,5 @@ func TestRemoverBench(t *testing.T) {
 		}
 		fmt.Printf("%-7d %-22s %10s %10s %12s\n", f.Images, f.Method, secs, ratio, rss)
 	}
-	out := filepath.Join("..", "..", "bench", "results")
-	_ = os.MkdirAll(out, 0o755)
-	data, _ := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "figures": figures}, "", "  ")
-	if err := os.WriteFile(filepath.Join(out, "remover.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("\nwritten to bench/results/remover.json")
+	writeResults(t, "remover", "figures", figures)
 }
