@@ -8,6 +8,7 @@ package jobdata
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,9 @@ const LabelExclusionList = "eraser.sh/exclude.list"
 // MaxSize keeps a job ConfigMap under the 1 MiB object limit with room for
 // metadata.
 const MaxSize = 1000 * 1024
+
+// ErrInvalid marks job data that cannot be used: retrying will not help.
+var ErrInvalid = errors.New("invalid job data")
 
 // Data is what a job runs with.
 type Data struct {
@@ -105,35 +109,35 @@ func Create(ctx context.Context, c client.Client, namespace string, job *eraserv
 }
 
 // Get reads a job's data.
-func Get(ctx context.Context, c client.Client, namespace, job string) (*Data, error) {
+func Get(ctx context.Context, c client.Reader, namespace, job string) (*Data, error) {
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: job}, cm); err != nil {
 		return nil, err
 	}
 	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
 	if d.Kind != podspec.KindManual && d.Kind != podspec.KindCollector {
-		return nil, fmt.Errorf("job ConfigMap %s: unknown kind %q", job, d.Kind)
+		return nil, fmt.Errorf("%w: job ConfigMap %s: unknown kind %q", ErrInvalid, job, d.Kind)
 	}
 	cfg, _, err := config.Parse(d.Raw)
 	if err != nil {
-		return nil, fmt.Errorf("job ConfigMap %s: %w", job, err)
+		return nil, fmt.Errorf("%w: job ConfigMap %s: %w", ErrInvalid, job, err)
 	}
 	if d.RemoverImage != "" {
 		img, err := config.ParseImage(d.RemoverImage)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		cfg.Components.Remover.Image = img
 	}
 	d.Config = cfg
 	if d.Kind == podspec.KindManual {
 		if err := json.Unmarshal([]byte(cm.Data[paths.ImageListKey]), &d.Images); err != nil {
-			return nil, fmt.Errorf("job ConfigMap %s: image list: %w", job, err)
+			return nil, fmt.Errorf("%w: job ConfigMap %s: image list: %w", ErrInvalid, job, err)
 		}
 	}
 	if s := cm.Data[keyExclusions]; s != "" {
 		if err := json.Unmarshal([]byte(s), &d.Exclusions); err != nil {
-			return nil, fmt.Errorf("job ConfigMap %s: exclusions: %w", job, err)
+			return nil, fmt.Errorf("%w: job ConfigMap %s: exclusions: %w", ErrInvalid, job, err)
 		}
 	}
 	return d, nil
@@ -174,7 +178,7 @@ func CreateNodes(ctx context.Context, c client.Client, namespace string, job *er
 }
 
 // GetNodes reads a job's nodes.
-func GetNodes(ctx context.Context, c client.Client, namespace, job string) (Nodes, error) {
+func GetNodes(ctx context.Context, c client.Reader, namespace, job string) (Nodes, error) {
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: NodesName(job)}, cm); err != nil {
 		return Nodes{}, err

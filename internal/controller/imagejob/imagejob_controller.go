@@ -6,6 +6,7 @@ package imagejob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -141,9 +142,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 }
 
-// start fixes the job's nodes and marks it Running.
+// data reads the job's data, from the API server when the cache does not
+// have it yet (it was created a moment ago).
+func (r *Reconciler) data(ctx context.Context, job string) (*jobdata.Data, error) {
+	d, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job)
+	if apierrors.IsNotFound(err) {
+		d, err = jobdata.Get(ctx, r.apiReader, r.opts.Namespace, job)
+	}
+	return d, err
+}
+
+// nodes reads the job's node list, likewise.
+func (r *Reconciler) nodes(ctx context.Context, job string) (jobdata.Nodes, error) {
+	n, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job)
+	if apierrors.IsNotFound(err) {
+		n, err = jobdata.GetNodes(ctx, r.apiReader, r.opts.Namespace, job)
+	}
+	return n, err
+}
+
+// start fixes the job's nodes, marks it Running and starts the first wave.
 func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
-	data, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job.Name)
+	data, err := r.data(ctx, job.Name)
 	if apierrors.IsNotFound(err) {
 		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
 			// The owner creates the job first and its ConfigMap right after;
@@ -153,11 +173,14 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		}
 		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "the job's ConfigMap "+job.Name+" does not exist")
 	}
-	if err != nil {
+	if errors.Is(err, jobdata.ErrInvalid) {
 		return reconcile.Result{}, r.fail(ctx, job, "InvalidJobData", err.Error())
 	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 
-	nodes, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job.Name)
+	nodes, err := r.nodes(ctx, job.Name)
 	if apierrors.IsNotFound(err) {
 		var list corev1.NodeList
 		if err := r.client.List(ctx, &list); err != nil {
@@ -187,20 +210,29 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		return reconcile.Result{}, err
 	}
 	r.recorder.Eventf(job, corev1.EventTypeNormal, "Started", "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
-	// The status update brings the job back here, in phase Running.
-	return reconcile.Result{}, nil
+	// Straight on to the first wave, rather than waiting for the status
+	// update to come back as an event.
+	return r.run(ctx, job)
 }
 
 // run creates pods as waves allow, judges finished ones and finishes the job.
 func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	data, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job.Name)
-	if err != nil {
+	// Data that is gone or unusable ends the job; anything else (the API
+	// server busy, say) is retried.
+	data, err := r.data(ctx, job.Name)
+	if apierrors.IsNotFound(err) || errors.Is(err, jobdata.ErrInvalid) {
 		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
 	}
-	nodes, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job.Name)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	nodes, err := r.nodes(ctx, job.Name)
+	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
+	}
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	// A pass reads every pod of the job; on thousands of nodes, pod events
 	// would run it back to back. One pass per interval sees them all.
