@@ -2,6 +2,7 @@ package imagelist
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -137,4 +138,62 @@ func TestEditDuringRunAndDryRun(t *testing.T) {
 	if !recorded || !second {
 		t.Errorf("first job recorded %v, edit's job created %v: %+v", recorded, second, all)
 	}
+}
+
+// TestConfigSnapshotAndLargeList: a job keeps the configuration it started
+// with when the configuration changes; the next job takes the new one. A
+// 10,000-entry list fits its ConfigMap.
+func TestConfigSnapshotAndLargeList(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	r := newReconciler(t)
+	images := make([]string, 10000)
+	for i := range images {
+		images[i] = fmt.Sprintf("registry.example.com/team/application-%05d:v1.2.3", i)
+	}
+	list := builder.MakeImageList("snapshot").Images(images...).Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "snapshot"}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	first := jobsOf(t, "snapshot")[0]
+	data, err := jobdata.Get(ctx, env.Client, ns, first.Name)
+	if err != nil || len(data.Images) != 10000 {
+		t.Fatalf("10,000-entry job data: %d entries, %v", len(data.Images), err)
+	}
+
+	doc := []byte("apiVersion: eraser.sh/v1alpha3\ncomponents: {remover: {image: {repo: example.com/new-remover, tag: v2}}}\n")
+	cfg, _, err := config.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store.Set(cfg, doc)
+	if data, _ := jobdata.Get(ctx, env.Client, ns, first.Name); data.Config.Components.Remover.Image.Repo == "example.com/new-remover" {
+		t.Error("the running job's configuration changed")
+	}
+	finish(t, &first, eraserv1.PhaseCompleted)
+	if err := env.Client.Get(ctx, req.NamespacedName, list); err != nil {
+		t.Fatal(err)
+	}
+	list.Spec.Images = []string{"*"}
+	if err := env.Client.Update(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobsOf(t, "snapshot") {
+		if j.Annotations[eraserv1.AnnotationGeneration] != "2" {
+			continue
+		}
+		data, err := jobdata.Get(ctx, env.Client, ns, j.Name)
+		if err != nil || data.Config.Components.Remover.Image.Ref() != "example.com/new-remover:v2" {
+			t.Errorf("the next job's remover: %+v, %v", data, err)
+		}
+		return
+	}
+	t.Error("no job for the edit")
 }
