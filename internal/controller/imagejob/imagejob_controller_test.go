@@ -337,3 +337,18 @@ func TestMissingData(t *testing.T) {
 		t.Fatalf("status %+v", job.Status)
 	}
 }
+
+// TestIncludeFilter: upstream's imagelist_include_nodes at the API level.
+func TestIncludeFilter(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(builder.MakeNode("in").Label("eraser-target", "yes").Obj(), builder.MakeNode("out").Obj())
+	f.job("include", podspec.KindManual, baseConfig+"manager: {nodeFilter: {type: include, selectors: [eraser-target=yes]}}", "nginx")
+	f.reconcile("include")
+	pods := f.pods("include")
+	if len(pods) != 1 || pods[0].Spec.NodeName != "in" {
+		t.Fatalf("pods %v, want one on the included node", len(pods))
+	}
+	if job := f.get("include"); job.Status.Skipped != 1 || job.Status.Desired != 2 {
+		t.Errorf("status %+v", job.Status)
+	}
+}
