@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -350,5 +351,33 @@ func TestIncludeFilter(t *testing.T) {
 	}
 	if job := f.get("include"); job.Status.Skipped != 1 || job.Status.Desired != 2 {
 		t.Errorf("status %+v", job.Status)
+	}
+}
+
+// TestAPIServerChecksWindowsPods: the real API server accepts the HostProcess
+// pod the builder emits, and refuses it once broken (no host network).
+func TestAPIServerChecksWindowsPods(t *testing.T) {
+	f := newFixture(t)
+	cfg, _, err := config.Parse([]byte(baseConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(name string) *corev1.Pod {
+		pod, err := podspec.Build(podspec.Params{Job: name, JobUID: "uid", Kind: podspec.KindManual, Node: "win", OS: paths.Windows,
+			Namespace: f.ns, Config: cfg, ConfigMap: name, LogLevel: "info"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.OwnerReferences = nil
+		return pod
+	}
+	if err := env.Client.Create(f.ctx, build("good")); err != nil {
+		t.Fatalf("the emitted HostProcess pod was refused: %v", err)
+	}
+	broken := build("broken")
+	broken.Spec.HostNetwork = false
+	err = env.Client.Create(f.ctx, broken)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "hostNetwork") {
+		t.Errorf("a HostProcess pod without host network: %v, want Invalid naming hostNetwork", err)
 	}
 }
