@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,6 +107,32 @@ func Create(ctx context.Context, c client.Client, namespace string, job *eraserv
 		return fmt.Errorf("the image list and configuration take %d bytes, more than the %d a ConfigMap can hold", size, MaxSize)
 	}
 	return c.Create(ctx, cm)
+}
+
+// CreateJob creates a job, then its data with the exclusion lists in the
+// namespace now. If the job exists already (a retry after a crash between
+// the two steps), its data is created if missing. It reports whether this
+// call created the job.
+func CreateJob(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, d Data) (bool, error) {
+	created := true
+	if err := c.Create(ctx, job); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("creating ImageJob %s: %w", job.Name, err)
+		}
+		created = false
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return false, err
+		}
+	}
+	exclusions, err := ExclusionLists(ctx, c, namespace)
+	if err != nil {
+		return created, err
+	}
+	d.Exclusions = exclusions
+	if err := Create(ctx, c, namespace, job, d); err != nil && !apierrors.IsAlreadyExists(err) {
+		return created, fmt.Errorf("storing the data of ImageJob %s: %w", job.Name, err)
+	}
+	return created, nil
 }
 
 // Get reads a job's data.

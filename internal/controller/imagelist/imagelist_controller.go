@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -126,10 +125,6 @@ func generationOf(job *eraserv1.ImageJob) int64 {
 // startJob creates the job for the list's current generation, and its data.
 func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) error {
 	_, raw, _ := r.store.Get()
-	exclusions, err := jobdata.ExclusionLists(ctx, r.client, r.namespace)
-	if err != nil {
-		return err
-	}
 	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
 		Name: JobName(list),
 		Labels: map[string]string{
@@ -144,19 +139,15 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) err
 	if err := ctrl.SetControllerReference(list, job, r.client.Scheme()); err != nil {
 		return err
 	}
-	if err := r.client.Create(ctx, job); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return fmt.Errorf("creating ImageJob: %w", err)
-	}
-	err = jobdata.Create(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images,
-		Raw: raw, RemoverImage: r.removerImage, Exclusions: exclusions,
+	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
+		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images, Raw: raw, RemoverImage: r.removerImage,
 	})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobDataFailed", "cannot store the job's data: %v", err)
+	if err != nil {
+		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
 		return err
+	}
+	if !created {
+		return nil
 	}
 	r.recorder.Eventf(list, corev1.EventTypeNormal, "JobCreated", "ImageJob %s created for generation %d (%d entries%s)",
 		job.Name, list.Generation, len(list.Spec.Images), dryRunText(list.Spec.DryRun))

@@ -128,21 +128,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
 	}
 
-	exclusions, err := jobdata.ExclusionLists(ctx, r.client, r.namespace)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
 		// Named after the slot, so two replicas or a restart cannot start it twice.
 		Name:   fmt.Sprintf("imagejob-scheduled-%d", next.Unix()),
 		Labels: map[string]string{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector},
 	}}
-	if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, err
-	}
-	if err := jobdata.Create(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindCollector, Raw: raw, RemoverImage: r.removerImage, Exclusions: exclusions,
-	}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
+		Kind: podspec.KindCollector, Raw: raw, RemoverImage: r.removerImage,
+	}); err != nil {
 		return reconcile.Result{}, err
 	}
 	st.LastStart = now
