@@ -100,7 +100,6 @@ func serve(t *testing.T, f *fakeRuntime) string {
 	return "npipe://./pipe/" + name[len(`\\.\pipe\`):]
 }
 
-
 func image(id, tag string) *runtimeapi.Image {
 	return &runtimeapi.Image{Id: id, RepoTags: []string{tag}, Size: 100}
 }
