@@ -70,8 +70,8 @@ test-deps: ## Install containerd and runc (Debian packages) if missing.
 
 .PHONY: build-windows
 build-windows: ## Check that the node workers build for Windows.
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser
-	GOOS=windows GOARCH=amd64 go vet ./internal/handoff ./internal/cri ./internal/remover ./internal/collector
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser ./examples/scanner
+	GOOS=windows GOARCH=amd64 go vet ./internal/handoff ./internal/cri ./internal/remover ./internal/collector ./pkg/scanner
 
 # The Windows tier: these packages' tests built for Windows and run under
 # Wine (a CRI server on a named pipe, the remover against it, the portable

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = dir
-	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/collector", "../../cmd/remover", "../../cmd/eraser")
+	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/collector", "../../cmd/remover", "../../cmd/eraser", "../../examples/scanner")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if err := build.Run(); err != nil {
@@ -400,5 +400,48 @@ func TestNodeCommand(t *testing.T) {
 	}
 	if _, stderr, code := eraser("prune", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
 		t.Errorf("missing socket: exit %d: %s", code, stderr)
+	}
+}
+
+// TestCustomScanner: collector, the example custom scanner (built on
+// pkg/scanner) and remover as three processes over real FIFOs.
+func TestCustomScanner(t *testing.T) {
+	n := seed(t)
+	shared, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(shared)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	scan := exec.CommandContext(ctx, filepath.Join(bin, "scanner"), "--shared-dir="+shared, "--flag=junk/a,app")
+	var scanLog bytes.Buffer
+	scan.Stderr = &scanLog
+	if err := scan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var collector run
+	wg.Go(func() {
+		collector = runWorker(t, ctx, "collector", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
+	})
+	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
+	wg.Wait()
+	if err := scan.Wait(); err != nil {
+		t.Fatalf("scanner: %v\n%s", err, scanLog.String())
+	}
+	if collector.code != 0 || remover.code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\n%s\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
+	}
+	present := n.present(t)
+	for _, gone := range []string{junkA, appImage} {
+		if present[gone] {
+			t.Errorf("%s was flagged by the scanner but is still there", gone)
+		}
+	}
+	for _, kept := range []string{junkB, junkC, junkD} {
+		if !present[kept] {
+			t.Errorf("%s was removed although the scanner kept it", kept)
+		}
 	}
 }
