@@ -1,0 +1,92 @@
+package scan
+
+import (
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the Trivy scanner's configuration: the components.scanner.config
+// string of the EraserConfig, with upstream's keys.
+type Config struct {
+	CacheDir string `json:"cacheDir"`
+	DBRepo   string `json:"dbRepo"`
+	// DeleteFailedImages defaults to false here; upstream removed images it
+	// failed to scan unless told otherwise.
+	DeleteFailedImages bool `json:"deleteFailedImages"`
+	// DeleteEOLImages: upstream's default (true) is kept.
+	DeleteEOLImages bool          `json:"deleteEOLImages"`
+	Vulnerabilities Vulnerability `json:"vulnerabilities"`
+	Timeout         Timeouts      `json:"timeout"`
+}
+
+// Vulnerability selects the findings that count.
+type Vulnerability struct {
+	IgnoreUnfixed   bool     `json:"ignoreUnfixed"`
+	Types           []string `json:"types"`
+	SecurityChecks  []string `json:"securityChecks"`
+	Severities      []string `json:"severities"`
+	IgnoredStatuses []string `json:"ignoredStatuses"`
+}
+
+// Timeouts bound the scan.
+type Timeouts struct {
+	Total    duration `json:"total"`
+	PerImage duration `json:"perImage"`
+}
+
+type duration struct{ time.Duration }
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration such as \"1h\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is not a duration such as \"1h\"", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// DefaultConfig is upstream's defaults, but keeping images whose scan failed.
+func DefaultConfig() Config {
+	return Config{
+		CacheDir:        "/var/lib/trivy",
+		DBRepo:          "ghcr.io/aquasecurity/trivy-db",
+		DeleteEOLImages: true,
+		Vulnerabilities: Vulnerability{
+			Types:          []string{"os", "library"},
+			SecurityChecks: []string{"vuln"},
+			Severities:     []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"},
+		},
+		Timeout: Timeouts{Total: duration{23 * time.Hour}, PerImage: duration{time.Hour}},
+	}
+}
+
+// ParseConfig applies a components.scanner.config document onto the
+// defaults; an empty document gives the defaults.
+func ParseConfig(doc string) (Config, error) {
+	cfg := DefaultConfig()
+	if doc == "" {
+		return cfg, nil
+	}
+	if err := yaml.UnmarshalStrict([]byte(doc), &cfg); err != nil {
+		return Config{}, fmt.Errorf("components.scanner.config: %w", err)
+	}
+	if cfg.Vulnerabilities.Severities == nil {
+		cfg.Vulnerabilities.Severities = DefaultConfig().Vulnerabilities.Severities
+	}
+	return cfg, nil
+}
+
+// Policy is the judgement part of the configuration.
+func (c Config) Policy() Policy {
+	return Policy{
+		Severities: c.Vulnerabilities.Severities, IgnoreUnfixed: c.Vulnerabilities.IgnoreUnfixed,
+		Types: c.Vulnerabilities.Types, IgnoredStatuses: c.Vulnerabilities.IgnoredStatuses,
+		DeleteEOL: c.DeleteEOLImages, DeleteFailed: c.DeleteFailedImages,
+	}
+}

@@ -1,0 +1,58 @@
+package scan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseConfig(t *testing.T) {
+	cases := map[string]struct {
+		doc     string
+		want    func(*Config)
+		wantErr string
+	}{
+		"empty: defaults, failed kept": {doc: "", want: func(*Config) {}},
+		"upstream v1.4.1 blob": {
+			doc: "cacheDir: /var/lib/trivy\ndbRepo: ghcr.io/aquasecurity/trivy-db\ndeleteFailedImages: true\ndeleteEOLImages: true\n" +
+				"vulnerabilities:\n  ignoreUnfixed: false\n  types: [os, library]\n  securityChecks: [vuln]\n  severities: [CRITICAL, HIGH, MEDIUM, LOW]\n  ignoredStatuses:\n" +
+				"timeout:\n  total: 23h\n  perImage: 1h\n",
+			want: func(c *Config) { c.DeleteFailedImages = true },
+		},
+		"critical only, air-gapped": {
+			doc: "dbRepo: registry.local/trivy-db\nvulnerabilities: {ignoreUnfixed: true, severities: [CRITICAL]}\ntimeout: {perImage: 10m}",
+			want: func(c *Config) {
+				c.DBRepo = "registry.local/trivy-db"
+				c.Vulnerabilities.IgnoreUnfixed = true
+				c.Vulnerabilities.Severities = []string{"CRITICAL"}
+				c.Timeout.PerImage = duration{10 * time.Minute}
+			},
+		},
+		"bad duration": {doc: "timeout: {total: soon}", wantErr: "not a duration"},
+		"unknown key":  {doc: "deleteFailedImage: true", wantErr: "deleteFailedImage"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseConfig(tc.doc)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultConfig()
+			tc.want(&want)
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(duration{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if p := DefaultConfig().Policy(); p.DeleteFailed || !p.DeleteEOL {
+		t.Errorf("default policy %+v: failed scans must be kept, EOL removed as upstream", p)
+	}
+}
