@@ -28,8 +28,8 @@ const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
 
 list   shows every image on the node and whether it would be kept, and why.
-prune  removes images: --images is a comma-separated list of references,
-       digests or IDs, or "*" (the default) for every unprotected image.
+prune  removes images: --images (required) is a comma-separated list of
+       references, digests or IDs, or "*" for every unprotected image.
 Exclusion files use upstream Eraser's format: {"excluded": ["docker.io/library/*", ...]}.
 `
 
@@ -45,10 +45,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	endpoint := fs.String("runtime-endpoint", defaultEndpoint(), "CRI endpoint (env "+cri.EnvRuntimeEndpoint+")")
 	var excludeFiles multi
 	fs.Var(&excludeFiles, "exclude-file", "exclusion list file (repeatable)")
-	images := fs.String("images", "*", "prune: comma-separated images to remove, or * for every unprotected image")
+	images := fs.String("images", "", "prune (required): comma-separated images to remove, or * for every unprotected image")
 	dryRun := fs.Bool("dry-run", false, "prune: show what would be removed, remove nothing")
 	concurrency := fs.Int("concurrency", remover.DefaultConcurrency, "prune: removals in flight at once")
 	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if sub == "prune" && *images == "" {
+		// Nothing is removed by default: "*" has to be asked for.
+		fmt.Fprintln(stderr, `error: prune needs --images: a list of images, or "*" for every unused, unprotected image`)
 		return 2
 	}
 	var pats []imageref.Pattern

@@ -384,7 +384,10 @@ func TestNodeCommand(t *testing.T) {
 		}
 	}
 	before := n.present(t)
-	out, _, code = eraser("prune", "--dry-run", "--exclude-file="+exclFile)
+	if _, stderr, code := eraser("prune"); code != 2 || !strings.Contains(stderr, "prune needs --images") {
+		t.Errorf("prune without --images: exit %d: %s", code, stderr)
+	}
+	out, _, code = eraser("prune", "--images=*", "--dry-run", "--exclude-file="+exclFile)
 	if code != 0 || !strings.Contains(out, "would free") {
 		t.Errorf("prune --dry-run: exit %d\n%s", code, out)
 	}
@@ -398,7 +401,7 @@ func TestNodeCommand(t *testing.T) {
 	if n.present(t)[junkA] {
 		t.Error("junk/a still there after prune")
 	}
-	if _, stderr, code := eraser("prune", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
+	if _, stderr, code := eraser("prune", "--images=*", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
 		t.Errorf("missing socket: exit %d: %s", code, stderr)
 	}
 }
