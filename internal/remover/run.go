@@ -24,8 +24,9 @@ var _ Runtime = (*cri.Client)(nil)
 // makes each RemoveImage wait for a clean-up pass over every image on the
 // node, and removals in flight together share that pass, so a
 // one-at-a-time loop is many times slower than issuing them all at once.
-// Removals are streams issued from one goroutine, so a large batch costs
-// little memory.
+// Removals are streams issued from one goroutine; each in flight still costs
+// about 14 KiB, so the remover sizes its batches to its memory limit
+// (AutoConcurrency) and this is the most it issues.
 const DefaultConcurrency = 4096
 
 // Options configure a run.

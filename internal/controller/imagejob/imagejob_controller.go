@@ -526,9 +526,11 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		// Nothing else will bring the job back when its time comes.
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	if job.Labels[eraserv1.LabelJobOwner] == eraserv1.JobOwnerImageList && job.Annotations[eraserv1.AnnotationRecorded] == "" {
-		// The ImageList controller annotates the job when it has the
-		// results; the annotation update brings the job back here.
+	if owner := job.Labels[eraserv1.LabelJobOwner]; (owner == eraserv1.JobOwnerImageList || owner == eraserv1.JobOwnerCollector) &&
+		job.Annotations[eraserv1.AnnotationRecorded] == "" {
+		// The owner (the ImageList, or the schedule, which measures the next
+		// run from this one's end) annotates the job once it has recorded
+		// it; the annotation update brings the job back here.
 		return reconcile.Result{}, nil
 	}
 	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {

@@ -100,7 +100,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	changed := false
-	for _, j := range jobs.Items {
+	var finished []*eraserv1.ImageJob
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
 		switch j.Status.Phase {
 		case "", eraserv1.PhaseRunning:
 			// Skip while a run is going; its end wakes us.
@@ -110,10 +112,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 				st.LastEnd = ct.Time
 				changed = true
 			}
+			if j.Annotations[eraserv1.AnnotationRecorded] == "" {
+				finished = append(finished, j)
+			}
 		}
 	}
 	if changed {
 		if err := r.saveState(ctx, cm, st); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// Only now may the finished jobs be cleaned up.
+	for _, j := range finished {
+		patch := client.MergeFrom(j.DeepCopy())
+		if j.Annotations == nil {
+			j.Annotations = map[string]string{}
+		}
+		j.Annotations[eraserv1.AnnotationRecorded] = "true"
+		if err := r.client.Patch(ctx, j, patch); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
 	}

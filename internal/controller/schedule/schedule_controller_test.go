@@ -90,6 +90,10 @@ func TestScheduledRuns(t *testing.T) {
 	if wait := reconcileOnce(); wait != 6*time.Hour {
 		t.Errorf("next run in %v, want 6h after the end", wait)
 	}
+	// Recorded: the job may now be cleaned up.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&job), &job); err != nil || job.Annotations[eraserv1.AnnotationRecorded] != "true" {
+		t.Errorf("finished job not marked recorded: %v %v", job.Annotations, err)
+	}
 	if err := env.Client.Delete(ctx, &job); err != nil {
 		t.Fatal(err)
 	}
