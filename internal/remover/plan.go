@@ -6,7 +6,6 @@
 package remover
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/eraser-oss/eraser/internal/cri"
@@ -73,11 +72,6 @@ func ParseTargets(entries []string) (Targets, []Result) {
 		t.Entries = append(t.Entries, e)
 	}
 	return t, invalid
-}
-
-// IDTargets targets images by ID, as a hand-off names them.
-func IDTargets(ids []string) (Targets, []Result) {
-	return ParseTargets(ids)
 }
 
 // Result is the outcome for one target or image.
@@ -174,8 +168,4 @@ func (s *Snapshot) Candidates() []int {
 		}
 	}
 	return out
-}
-
-func (r Result) String() string {
-	return fmt.Sprintf("%s %s", r.Outcome, r.Target)
 }

@@ -140,6 +140,40 @@ func runWorker(t *testing.T, ctx context.Context, name string, args ...string) r
 	return r
 }
 
+// sharedDir is a pod's hand-off directory, short enough for socket paths.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// pipeline runs the collector and the remover as two processes sharing dir,
+// as in a worker pod, and fails the test unless both exit 0. exclusionDir
+// ("" for none) goes to both, as the pod spec passes it to every worker.
+func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir string, scanDisabled bool) (collector, remover run) {
+	t.Helper()
+	args := []string{"--runtime-endpoint=" + n.Endpoint, "--shared-dir=" + dir}
+	if exclusionDir != "" {
+		args = append(args, "--exclusion-dir="+exclusionDir)
+	}
+	collectorArgs := args
+	if scanDisabled {
+		collectorArgs = append(append([]string{}, args...), "--scan-disabled")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { collector = runWorker(t, ctx, "collector", collectorArgs...) })
+	remover = runWorker(t, ctx, "remover", args...)
+	wg.Wait()
+	if collector.code != 0 || remover.code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
+	}
+	return collector, remover
+}
+
 func imageListFile(t *testing.T, entries ...string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "images")
@@ -271,24 +305,10 @@ func writeFile(t *testing.T, content string) string {
 // processes sharing a directory, as in a worker pod with scanning off.
 func TestPipelineScanDisabled(t *testing.T) {
 	n := seed(t)
-	shared, err := os.MkdirTemp("", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(shared)
 	excl := exclusions(t, keepExact, "example.com/protected/*")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	var collector run
-	wg.Go(func() {
-		collector = runWorker(t, ctx, "collector", "--scan-disabled", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared, "--exclusion-dir="+excl)
-	})
-	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared, "--exclusion-dir="+excl)
-	wg.Wait()
-	if collector.code != 0 || remover.code != 0 {
-		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
-	}
+	collector, remover := pipeline(t, ctx, n, sharedDir(t), excl, true)
 	if collector.summary.Counts["candidates"] != 5 {
 		t.Errorf("collector counts %v, want 5 candidates", collector.summary.Counts)
 	}
@@ -306,11 +326,7 @@ func TestPipelineScanDisabled(t *testing.T) {
 // would: it keeps one candidate, and must be told when removal is done.
 func TestPipelineWithScanner(t *testing.T) {
 	n := seed(t)
-	shared, err := os.MkdirTemp("", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(shared)
+	shared := sharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fifo := handoff.FIFO{}
@@ -339,18 +355,9 @@ func TestPipelineWithScanner(t *testing.T) {
 		}
 		scanErr <- done.Wait(ctx)
 	}()
-	var wg sync.WaitGroup
-	var collector run
-	wg.Go(func() {
-		collector = runWorker(t, ctx, "collector", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
-	})
-	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
-	wg.Wait()
+	pipeline(t, ctx, n, shared, "", false)
 	if err := <-scanErr; err != nil {
 		t.Fatalf("scanner: %v", err)
-	}
-	if collector.code != 0 || remover.code != 0 {
-		t.Fatalf("collector exit %d, remover exit %d\n%s\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
 	}
 	present := n.present(t)
 	if !present[junkA] || present[junkB] || present[appImage] {
@@ -410,11 +417,7 @@ func TestNodeCommand(t *testing.T) {
 // pkg/scanner) and remover as three processes over real FIFOs.
 func TestCustomScanner(t *testing.T) {
 	n := seed(t)
-	shared, err := os.MkdirTemp("", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(shared)
+	shared := sharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	scan := exec.CommandContext(ctx, filepath.Join(bin, "scanner"), "--shared-dir="+shared, "--flag=junk/a,app")
@@ -423,18 +426,9 @@ func TestCustomScanner(t *testing.T) {
 	if err := scan.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var collector run
-	wg.Go(func() {
-		collector = runWorker(t, ctx, "collector", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
-	})
-	remover := runWorker(t, ctx, "remover", "--runtime-endpoint="+n.Endpoint, "--shared-dir="+shared)
-	wg.Wait()
+	pipeline(t, ctx, n, shared, "", false)
 	if err := scan.Wait(); err != nil {
 		t.Fatalf("scanner: %v\n%s", err, scanLog.String())
-	}
-	if collector.code != 0 || remover.code != 0 {
-		t.Fatalf("collector exit %d, remover exit %d\n%s\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
 	}
 	present := n.present(t)
 	for _, gone := range []string{junkA, appImage} {
