@@ -5,6 +5,7 @@
 #
 #   hack/build-control-plane.sh            # prints the asset directory on stdout
 #   EXTRA=1 hack/build-control-plane.sh    # also kube-controller-manager, kube-scheduler
+#   KUBELET=1 hack/build-control-plane.sh  # also the kubelet (for the kubelet e2e tier and the demo)
 #   CHECK_ONLY=1 hack/build-control-plane.sh  # print the directory if built, else exit 1
 #
 # Environment: ERASER_CACHE (default ~/.cache/eraser), KUBE_VERSION, ETCD_VERSION.
@@ -22,6 +23,7 @@ log() { echo "[control-plane] $*" >&2; }
 
 want=(kube-apiserver kubectl etcd)
 [ "${EXTRA:-0}" = 1 ] && want+=(kube-controller-manager kube-scheduler)
+[ "${KUBELET:-0}" = 1 ] && want+=(kubelet)
 missing=()
 for b in "${want[@]}"; do [ -x "${OUT}/${b}" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -37,6 +39,10 @@ build_kube() {
   local dir="${WORK}/kube-${KUBE_VERSION}"
   mkdir -p "${dir}"
   cd "${dir}"
+  # A module resolved before the kubelet was among the tools lacks its
+  # dependencies in go.sum; resolve again (same versions: the requirements all
+  # come from k8s.io/kubernetes' own go.mod).
+  if [ -s go.sum ] && ! grep -q cmd/kubelet tools.go; then rm -f go.sum; fi
   if [ ! -s go.sum ]; then
     log "resolving k8s.io/kubernetes ${KUBE_VERSION} (staging modules pinned to ${STAGING_VERSION})"
     local modfile
@@ -62,6 +68,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
     go mod tidy
@@ -76,6 +83,7 @@ GO
     esac
     local hint=""
     [ "$b" = kube-apiserver ] && hint=" (cold: about 8-11 min on 2 cores, once)"
+    [ "$b" = kubelet ] && hint=" (about 4-10 min on 2 cores, once)"
     log "building ${b} ${KUBE_VERSION}${hint}"
     local t0=$SECONDS
     go build -trimpath -ldflags "${ldf}" -o "${OUT}/${b}.tmp" "k8s.io/kubernetes/cmd/${b}"
