@@ -30,6 +30,15 @@ type Recorder struct {
 	podsFailed    metric.Int64Counter
 	duration      metric.Float64Histogram
 	removed       metric.Int64Counter
+	vulnerable    metric.Int64Counter
+}
+
+// NodeCounts are one node's figures in one job.
+type NodeCounts struct {
+	// Removed is what the remover removed.
+	Removed int64
+	// Vulnerable is what the scanner handed to the remover.
+	Vulnerable int64
 }
 
 // New creates the metrics. reg is where the Prometheus copies are registered
@@ -78,12 +87,15 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if r.removed, err = m.Int64Counter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them.")); err != nil {
 		return nil, err
 	}
+	if r.vulnerable, err = m.Int64Counter("vulnerable_images_run_total", metric.WithDescription("Images the scanner found non-compliant and handed to the remover, per node.")); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
-// JobFinished records one finished job; removed maps node names to the
-// images removed there.
-func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, removed map[string]int64) {
+// JobFinished records one finished job; perNode maps node names to what
+// their workers reported.
+func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode map[string]NodeCounts) {
 	if r == nil {
 		return
 	}
@@ -92,8 +104,14 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, removed m
 	r.podsCompleted.Add(ctx, int64(succeeded))
 	r.podsFailed.Add(ctx, int64(failed))
 	r.duration.Record(ctx, seconds)
-	for node, n := range removed {
-		r.removed.Add(ctx, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+	for node, n := range perNode {
+		attrs := metric.WithAttributes(attribute.String(NodeAttribute, node))
+		if n.Removed > 0 {
+			r.removed.Add(ctx, n.Removed, attrs)
+		}
+		if n.Vulnerable > 0 {
+			r.vulnerable.Add(ctx, n.Vulnerable, attrs)
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.JobFinished(12, 3, 1, map[string]int64{"node-a": 2, "node-b": 5})
+	r.JobFinished(12, 3, 1, map[string]NodeCounts{"node-a": {Removed: 2, Vulnerable: 1}, "node-b": {Removed: 5}})
 
 	families, err := reg.Gather()
 	if err != nil {
@@ -54,12 +54,13 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"imagejob_run_total":                         "1",
-		"pods_completed_run_total":                   "3",
-		"pods_failed_run_total":                      "1",
-		"imagejob_duration_run_seconds":              "count=1 sum=12",
-		"images_removed_run_total{node_name=node-a}": "2",
-		"images_removed_run_total{node_name=node-b}": "5",
+		"imagejob_run_total":                            "1",
+		"pods_completed_run_total":                      "3",
+		"pods_failed_run_total":                         "1",
+		"imagejob_duration_run_seconds":                 "count=1 sum=12",
+		"images_removed_run_total{node_name=node-a}":    "2",
+		"images_removed_run_total{node_name=node-b}":    "5",
+		"vulnerable_images_run_total{node_name=node-a}": "1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Prometheus metrics (-want +got):\n%s", diff)
@@ -70,7 +71,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", NodeAttribute} {
+	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", NodeAttribute} {
 		if !bytes.Contains(pushed, []byte(name)) {
 			t.Errorf("OTLP push lacks %q", name)
 		}

@@ -32,6 +32,10 @@ type Summary struct {
 	Failures []Failure `json:"failures,omitempty"`
 	// Error is set when the worker could not run at all.
 	Error string `json:"error,omitempty"`
+	// Verdicts are the scanner's per-image verdicts, as many as fit.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+	// VerdictsOmitted counts the verdicts left out to stay under MaxSize.
+	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
 	// PeakRSSBytes is the worker's peak resident memory, where measured.
 	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
 }
@@ -40,6 +44,20 @@ type Summary struct {
 type Failure struct {
 	Image   string `json:"image"`
 	Message string `json:"message"`
+}
+
+// CountToRemove is the scanner's count of the images it handed to the
+// remover (upstream's vulnerable_images_run_total).
+const CountToRemove = "to remove"
+
+// Verdict is the scanner's judgement on one image.
+type Verdict struct {
+	Image   string `json:"image"`
+	Verdict string `json:"verdict"`
+	// Remove: the image was handed to the remover.
+	Remove bool `json:"remove,omitempty"`
+	// Reason is the deciding findings (a few IDs) or the error.
+	Reason string `json:"reason,omitempty"`
 }
 
 // AddFailure records a failure, keeping only the first few.
@@ -64,6 +82,13 @@ func (s Summary) Encode() []byte {
 		data, err := json.Marshal(s)
 		if err == nil && len(data) <= MaxSize {
 			return data
+		}
+		// Verdicts go first (the log has them all), then failures.
+		if n := len(s.Verdicts); n > 0 {
+			drop := max(1, n/4)
+			s.Verdicts = s.Verdicts[:n-drop]
+			s.VerdictsOmitted += drop
+			continue
 		}
 		if len(s.Failures) == 0 {
 			return []byte(`{"error":"summary too large"}`)

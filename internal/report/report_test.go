@@ -38,3 +38,21 @@ func TestRoundTrip(t *testing.T) {
 		t.Error("a non-JSON termination message decoded")
 	}
 }
+
+func TestEncodeKeepsWhatFitsOfTheVerdicts(t *testing.T) {
+	s := Summary{Component: "scanner", Counts: map[string]int{"vulnerable": 2000}}
+	for i := range 2000 {
+		s.Verdicts = append(s.Verdicts, Verdict{Image: strings.Repeat("r", 60) + string(rune('a'+i%26)), Verdict: "vulnerable", Remove: true, Reason: "CVE-2099-0001"})
+	}
+	data := s.Encode()
+	if len(data) > MaxSize {
+		t.Fatalf("encoded summary is %d bytes", len(data))
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Verdicts) == 0 || len(got.Verdicts)+got.VerdictsOmitted != 2000 {
+		t.Errorf("kept %d verdicts, omitted %d; want some kept and all accounted for", len(got.Verdicts), got.VerdictsOmitted)
+	}
+}

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 type Config struct {
 	CacheDir string `json:"cacheDir"`
 	DBRepo   string `json:"dbRepo"`
+	// SkipDBUpdate (our addition) never downloads: the DB must already be
+	// in cacheDir/db, pre-seeded on the node (air-gapped clusters).
+	SkipDBUpdate bool `json:"skipDBUpdate"`
 	// DeleteFailedImages defaults to false here; upstream removed images it
 	// failed to scan unless told otherwise.
 	DeleteFailedImages bool `json:"deleteFailedImages"`
@@ -78,6 +82,17 @@ func ParseConfig(doc string) (Config, error) {
 	}
 	if cfg.Vulnerabilities.Severities == nil {
 		cfg.Vulnerabilities.Severities = DefaultConfig().Vulnerabilities.Severities
+	}
+	if cfg.CacheDir == "" {
+		return Config{}, errors.New("components.scanner.config: cacheDir must not be empty")
+	}
+	if cfg.DBRepo == "" && !cfg.SkipDBUpdate {
+		return Config{}, errors.New("components.scanner.config: dbRepo is empty and skipDBUpdate is off: there is nowhere to get the vulnerability DB from")
+	}
+	for _, t := range cfg.Vulnerabilities.Types {
+		if t != "os" && t != "library" {
+			return Config{}, fmt.Errorf("components.scanner.config: vulnerabilities.types: %q is neither \"os\" nor \"library\"", t)
+		}
 	}
 	return cfg, nil
 }

@@ -30,8 +30,15 @@ func TestParseConfig(t *testing.T) {
 				c.Timeout.PerImage = duration{10 * time.Minute}
 			},
 		},
-		"bad duration": {doc: "timeout: {total: soon}", wantErr: "not a duration"},
-		"unknown key":  {doc: "deleteFailedImage: true", wantErr: "deleteFailedImage"},
+		"air-gapped, pre-seeded DB": {
+			doc:  "cacheDir: /var/lib/trivy-seed\ndbRepo: \"\"\nskipDBUpdate: true",
+			want: func(c *Config) { c.CacheDir, c.DBRepo, c.SkipDBUpdate = "/var/lib/trivy-seed", "", true },
+		},
+		"no DB source":      {doc: "dbRepo: \"\"", wantErr: "nowhere to get"},
+		"empty cacheDir":    {doc: "cacheDir: \"\"", wantErr: "cacheDir"},
+		"unknown vuln type": {doc: "vulnerabilities: {types: [os, secrets]}", wantErr: "secrets"},
+		"bad duration":      {doc: "timeout: {total: soon}", wantErr: "not a duration"},
+		"unknown key":       {doc: "deleteFailedImage: true", wantErr: "deleteFailedImage"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -29,7 +29,8 @@ type Image struct {
 	RandomBytes int
 }
 
-func (img Image) build() (v1.Image, error) {
+// Build builds the image in memory.
+func (img Image) Build() (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for path, data := range img.Files {
@@ -76,7 +77,7 @@ func (img Image) build() (v1.Image, error) {
 func WriteArchive(path string, images []Image) error {
 	refs := map[name.Reference]v1.Image{}
 	for _, img := range images {
-		built, err := img.build()
+		built, err := img.Build()
 		if err != nil {
 			return err
 		}

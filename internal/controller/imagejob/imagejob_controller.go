@@ -116,8 +116,13 @@ func (r *Reconciler) runningJobs(ctx context.Context, _ client.Object) []reconci
 	return out
 }
 
-// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs/status,verbs=get;update;patch
+// Pods and the nodes snapshot carry a blocking owner reference to their job,
+// which clusters with the OwnerReferencesPermissionEnforcement admission
+// plugin allow only to who may update the job's finalizers. Events are
+// cluster-wide because an ImageJob's go to namespace "default".
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs/status,verbs=update
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=pods,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
@@ -266,7 +271,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	}
 	var toDelete []*corev1.Pod
 	var next time.Time
-	removedByNode := map[string]int64{}
+	perNode := map[string]metrics.NodeCounts{}
 	for _, target := range nodes.Targets[:p.started] {
 		pod := byNode[target.Name]
 		if pod == nil {
@@ -312,8 +317,8 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 			}
 		}
 		addResults(&p.results, o.summary)
-		if o.summary != nil && o.summary.Counts["removed"] > 0 && !o.summary.DryRun {
-			removedByNode[target.Name] = int64(o.summary.Counts["removed"])
+		if n := o.counts(); n != (metrics.NodeCounts{}) {
+			perNode[target.Name] = n
 		}
 	}
 
@@ -388,7 +393,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		}
 	}
 	if finished {
-		r.announce(job, removedByNode)
+		r.announce(job, perNode)
 		return reconcile.Result{}, nil
 	}
 	if createErr != nil {
@@ -484,7 +489,7 @@ func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Conf
 
 // announce emits the outcome Event and records the job's metrics, once: only
 // the pass whose status update finished the job gets here.
-func (r *Reconciler) announce(job *eraserv1.ImageJob, removedByNode map[string]int64) {
+func (r *Reconciler) announce(job *eraserv1.ImageJob, perNode map[string]metrics.NodeCounts) {
 	c := readyCondition(job)
 	kind := corev1.EventTypeNormal
 	if job.Status.Phase == eraserv1.PhaseFailed {
@@ -492,7 +497,7 @@ func (r *Reconciler) announce(job *eraserv1.ImageJob, removedByNode map[string]i
 	}
 	r.recorder.Event(job, kind, string(job.Status.Phase), c.Message)
 	seconds := job.Status.CompletionTime.Sub(job.Status.StartTime.Time).Seconds()
-	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, removedByNode)
+	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, perNode)
 }
 
 // fail ends a job that cannot run at all.

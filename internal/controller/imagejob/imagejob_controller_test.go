@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
 )
 
 func TestJobLifecycle(t *testing.T) {
@@ -379,5 +380,39 @@ func TestAPIServerChecksWindowsPods(t *testing.T) {
 	err = env.Client.Create(f.ctx, broken)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "hostNetwork") {
 		t.Errorf("a HostProcess pod without host network: %v, want Invalid naming hostNetwork", err)
+	}
+}
+
+// TestScannerFailureIsNamed: when the scanner could not run (no
+// vulnerability DB, say) the node's failure names the scanner and its
+// error, not the remover that correctly removed nothing.
+func TestScannerFailureIsNamed(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(builder.MakeNode("scan").Obj())
+	f.job("scan", podspec.KindCollector, baseConfig+"components: {collector: {enabled: true}, scanner: {enabled: true}}\n")
+	f.reconcile("scan")
+	f.reconcile("scan")
+	p := f.pods("scan")[0]
+	if n := len(p.Spec.Containers); n != 3 {
+		t.Fatalf("%d containers, want collector, remover and scanner", n)
+	}
+	scanner := report.Summary{Component: "trivy-scanner", Error: "no usable vulnerability DB in /var/lib/trivy/db"}
+	p.Status.Phase = corev1.PodFailed
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: podspec.RemoverContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Reason: "Completed", Message: string((&report.Summary{Component: "remover", Counts: map[string]int{}}).Encode())}}},
+		{Name: podspec.ScannerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: string(scanner.Encode())}}},
+	}
+	if err := env.Client.Status().Update(f.ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile("scan")
+	job := f.get("scan")
+	if job.Status.Phase != eraserv1.PhaseFailed || len(job.Status.FailedNodes) != 1 {
+		t.Fatalf("status %+v", job.Status)
+	}
+	if got, want := job.Status.FailedNodes[0].Message, "container trivy-scanner: no usable vulnerability DB"; !strings.Contains(got, want) {
+		t.Errorf("failure message %q, want it to contain %q", got, want)
 	}
 }

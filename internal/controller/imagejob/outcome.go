@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
 )
@@ -39,6 +40,21 @@ type outcome struct {
 	timedOut bool
 	// summary is the remover's report, when it left one.
 	summary *report.Summary
+	// scanner is the scanner's report, when the pod had one and it left one.
+	scanner *report.Summary
+}
+
+// counts are the node's figures for the job metrics; a dry run removed
+// nothing.
+func (o outcome) counts() metrics.NodeCounts {
+	var n metrics.NodeCounts
+	if o.summary != nil && !o.summary.DryRun {
+		n.Removed = int64(o.summary.Counts["removed"])
+	}
+	if o.scanner != nil {
+		n.Vulnerable = int64(o.scanner.Counts[report.CountToRemove])
+	}
+	return n
 }
 
 // timeouts bound a pod's life.
@@ -49,18 +65,18 @@ type timeouts struct {
 // classify judges a node's pod at time now. nodeExists is false when the
 // node has been deleted.
 func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outcome {
-	summary := removerSummary(pod)
+	summary, scanner := workerSummary(pod, podspec.RemoverContainer), workerSummary(pod, podspec.ScannerContainer)
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
-		return outcome{state: stateSucceeded, summary: summary}
+		return outcome{state: stateSucceeded, summary: summary, scanner: scanner}
 	case corev1.PodFailed:
-		return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod, summary), summary: summary}
+		return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod), summary: summary, scanner: scanner}
 	}
 	// Still pending or running. A container that already failed decides it:
 	// its siblings may never finish on their own.
 	for _, cs := range pod.Status.ContainerStatuses {
 		if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
-			return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod, summary), summary: summary}
+			return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod), summary: summary, scanner: scanner}
 		}
 	}
 	if !nodeExists {
@@ -118,14 +134,18 @@ func waiting(pod *corev1.Pod) string {
 	return ""
 }
 
-func failureMessage(pod *corev1.Pod, summary *report.Summary) string {
-	if summary != nil && summary.Error != "" {
-		return summary.Error
-	}
+// failureMessage names the failed container and, when it left a summary
+// with an error (a worker that could not run), that error.
+func failureMessage(pod *corev1.Pod) string {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
-			return fmt.Sprintf("container %s: %s (exit code %d)", cs.Name, term.Reason, term.ExitCode)
+		term := cs.State.Terminated
+		if term == nil || term.ExitCode == 0 {
+			continue
 		}
+		if s, err := report.Decode([]byte(term.Message)); err == nil && s.Error != "" {
+			return fmt.Sprintf("container %s: %s", cs.Name, s.Error)
+		}
+		return fmt.Sprintf("container %s: %s (exit code %d)", cs.Name, term.Reason, term.ExitCode)
 	}
 	if pod.Status.Reason != "" || pod.Status.Message != "" {
 		return pod.Status.Reason + ": " + pod.Status.Message
@@ -133,10 +153,10 @@ func failureMessage(pod *corev1.Pod, summary *report.Summary) string {
 	return "pod failed"
 }
 
-// removerSummary reads the remover's termination message.
-func removerSummary(pod *corev1.Pod) *report.Summary {
+// workerSummary reads a worker container's termination message.
+func workerSummary(pod *corev1.Pod, container string) *report.Summary {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != podspec.RemoverContainer || cs.State.Terminated == nil || cs.State.Terminated.Message == "" {
+		if cs.Name != container || cs.State.Terminated == nil || cs.State.Terminated.Message == "" {
 			continue
 		}
 		if s, err := report.Decode([]byte(cs.State.Terminated.Message)); err == nil {
