@@ -55,7 +55,15 @@ const (
 	volShared    = "shared-data"
 	volImageList = "imagelist"
 	volConfig    = "eraser-config"
+	// The scanner's writable places on its read-only root: the default
+	// cacheDir (the vulnerability DB is downloaded there) and /tmp.
+	volScanCache = "scanner-cache"
+	volScanTmp   = "scanner-tmp"
 )
+
+// ScannerCacheDir is the Trivy scanner's default cacheDir; an emptyDir is
+// mounted there unless a configured hostPath volume is (a pre-seeded DB).
+const ScannerCacheDir = "/var/lib/trivy"
 
 // Params is everything a worker pod depends on.
 type Params struct {
@@ -196,6 +204,12 @@ func Build(p Params) (*corev1.Pod, error) {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, v)
 				}
 			}
+			if p.OS == paths.Linux {
+				if !hostPathAt(cfg, ScannerCacheDir) {
+					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				}
+				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
 		}
 	default:
 		return nil, fmt.Errorf("unknown job kind %q", p.Kind)
@@ -211,6 +225,12 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 			mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: v.HostPath.Path, ReadOnly: true})
 		}
 	}
+	if p.OS == paths.Linux {
+		if !hostPathAt(cfg, ScannerCacheDir) {
+			mounts = append(mounts, corev1.VolumeMount{Name: volScanCache, MountPath: ScannerCacheDir})
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: volScanTmp, MountPath: "/tmp"})
+	}
 	args := append([]string{"--config=" + paths.Join(p.OS, paths.ConfigDir(p.OS), p.ConfigKey), "--log-level=" + p.LogLevel}, pprof...)
 	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
 	c.Env = append(c.Env,
@@ -218,6 +238,15 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
 	)
 	return c
+}
+
+func hostPathAt(cfg *config.Config, path string) bool {
+	for _, v := range cfg.Components.Scanner.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == path {
+			return true
+		}
+	}
+	return false
 }
 
 func container(p Params, name string, comp config.Component, args []string, mounts []corev1.VolumeMount) corev1.Container {

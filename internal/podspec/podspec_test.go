@@ -97,9 +97,29 @@ func TestBuild(t *testing.T) {
 				Mounts: map[string][]string{
 					"collector":     {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
 					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
-					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "db:/var/db"},
+					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "db:/var/db", "scanner-cache:/var/lib/trivy", "scanner-tmp:/tmp"},
 				},
-				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-config", "db"},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-config", "db", "scanner-cache", "scanner-tmp"},
+				Labels:  map[string]string{LabelType: "collector", LabelJob: "s"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
+			},
+		},
+		"scheduled with scanner and a pre-seeded DB on the node": {
+			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
+				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, scanner: {enabled: true, image: {repo: s, tag: 1}, volumes: [{name: seeded, hostPath: {path: /var/lib/trivy}}]}, remover: {image: {repo: r, tag: 1}}}")},
+			want: shape{
+				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
+				Args: map[string]string{
+					"collector":     "--scan-disabled=false --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+					"remover":       "--log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060",
+					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
+				},
+				Mounts: map[string][]string{
+					"collector":     {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data"},
+					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "seeded:/var/lib/trivy", "scanner-tmp:/tmp"},
+				},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-config", "seeded", "scanner-tmp"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s"},
 				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
 			},
