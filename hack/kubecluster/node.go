@@ -1,0 +1,296 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// nodeCommand is the hidden subcommand that runs one node inside its own
+// mount namespace.
+const nodeCommand = "__node"
+
+// Paths as every node sees them in its mount namespace. The containerd
+// socket is upstream Eraser's default runtime address; the kubelet paths are
+// the kubelet's defaults, some of which (device plugins, /var/log/containers)
+// it cannot be told to put elsewhere and two kubelets must not share.
+const (
+	nodeRuntimeDir = "/run/containerd"
+	nodeSocket     = nodeRuntimeDir + "/containerd.sock"
+	sandboxImage   = "registry.k8s.io/pause:3.10"
+)
+
+// nodeBinds maps each private directory of a node (relative to its
+// directory) to where it is mounted in the node's namespace.
+var nodeBinds = []struct{ src, dst string }{
+	{"run", nodeRuntimeDir},
+	{"kubelet", "/var/lib/kubelet"},
+	{"pod-logs", "/var/log/pods"},
+	{"container-logs", "/var/log/containers"},
+}
+
+type node struct {
+	name   string
+	index  int
+	dir    string
+	bridge string
+	subnet string
+	port   int
+}
+
+func (n node) hostSocket() string { return filepath.Join(n.dir, "run", "containerd.sock") }
+
+// writeConfigs writes the node's containerd configuration (everything under
+// the node's directory except the socket), its CNI bridge and its kubelet
+// configuration.
+func (n node) writeConfigs(caFile string) error {
+	for _, d := range []string{"run", "kubelet", "pod-logs", "container-logs", "cni/conf", "cni/ipam", "containerd"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	ctrd := fmt.Sprintf(`version = 2
+root = "%[1]s/containerd/root"
+state = "%[1]s/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+
+[grpc]
+  address = "%[2]s"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "%[1]s/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[3]s"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # Without CAP_SYS_RESOURCE (as in some VMs) a sandbox's negative
+  # oom_score_adj fails every pod.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "%[1]s/containerd/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "%[1]s/cni/conf"
+`, n.dir, nodeSocket, sandboxImage)
+	if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(ctrd), 0o644); err != nil {
+		return err
+	}
+	// Written before containerd starts: containerd 1.6 does not notice a
+	// conflist moved into place later. Without isDefaultGateway pods cannot
+	// reach the kubernetes Service address on the host.
+	cni := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "%[1]s",
+  "plugins": [
+    {"type": "bridge", "bridge": "%[1]s", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "%[2]s"}]], "dataDir": "%[3]s/cni/ipam"}}
+  ]
+}
+`, n.bridge, n.subnet, n.dir)
+	if err := os.WriteFile(filepath.Join(n.dir, "cni", "conf", "10-"+n.bridge+".conflist"), []byte(cni), 0o644); err != nil {
+		return err
+	}
+	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://%[1]s
+imageServiceEndpoint: unix://%[1]s
+# Since 1.35 the kubelet refuses cgroup v1 unless told; harmless on v2.
+failCgroupV1: false
+# containerd 1.6 cannot tell the kubelet its cgroup driver.
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+makeIPTablesUtilChains: false
+staticPodPath: ""
+address: 0.0.0.0
+port: %[2]d
+readOnlyPort: 0
+healthzPort: 0
+# Only the API server (its client certificate is from the cluster's CA)
+# may use the kubelet's API.
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: %[3]s}
+authorization:
+  mode: AlwaysAllow
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+mergeDefaultEvictionSettings: false
+# 100 turns image garbage collection off: the images on the nodes are the
+# tests' to manage, and Eraser's to remove.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+nodeStatusUpdateFrequency: 5s
+resolvConf: /etc/resolv.conf
+`, nodeSocket, n.port, caFile)
+	return os.WriteFile(filepath.Join(n.dir, "kubelet.yaml"), []byte(kubelet), 0o644)
+}
+
+// nodeMain runs in the node's new mount namespace: it mounts the node's
+// private directories, runs containerd (with the sandbox image imported) and
+// the kubelet, and on SIGTERM stops them, removing every pod first.
+func nodeMain(args []string) error {
+	fs := flag.NewFlagSet(nodeCommand, flag.ExitOnError)
+	name := fs.String("name", "", "node name")
+	dir := fs.String("dir", "", "node directory")
+	kubelet := fs.String("kubelet", "", "kubelet binary")
+	kubeconfig := fs.String("kubeconfig", "", "kubelet kubeconfig")
+	pause := fs.String("pause", "", "sandbox image archive")
+	logs := fs.String("logs", "", "log directory")
+	_ = fs.Parse(args)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+
+	for _, b := range nodeBinds {
+		if err := syscall.Mount(filepath.Join(*dir, b.src), b.dst, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("%s: bind-mounting %s on %s: %w", *name, b.src, b.dst, err)
+		}
+	}
+	ctrd, err := startChild(*logs, *name+"-containerd", "containerd", "--config", filepath.Join(*dir, "containerd.toml"))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(nodeSocket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !ctrd.running() {
+			stopNode(*name, nil, ctrd)
+			return fmt.Errorf("%s: containerd did not start (log: %s)", *name, filepath.Join(*logs, *name+"-containerd.log"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, err := exec.Command("ctr", "--address", nodeSocket, "--namespace", "k8s.io", "images", "import", *pause).CombinedOutput(); err != nil {
+		stopNode(*name, nil, ctrd)
+		return fmt.Errorf("%s: importing the sandbox image: %w: %s", *name, err, out)
+	}
+	kl, err := startChild(*logs, *name+"-kubelet", *kubelet, "--config", filepath.Join(*dir, "kubelet.yaml"),
+		"--kubeconfig", *kubeconfig, "--hostname-override", *name, "--v=1")
+	if err != nil {
+		stopNode(*name, nil, ctrd)
+		return err
+	}
+	var failed error
+	select {
+	case <-sig:
+	case <-kl.exited:
+		failed = fmt.Errorf("%s: kubelet exited: %v (log: %s)", *name, kl.err, filepath.Join(*logs, *name+"-kubelet.log"))
+	case <-ctrd.exited:
+		failed = fmt.Errorf("%s: containerd exited: %v", *name, ctrd.err)
+	}
+	stopNode(*name, kl, ctrd)
+	return failed
+}
+
+// startChild runs a node process; it dies with the node runner.
+func startChild(logs, name, bin string, args ...string) (*proc, error) {
+	logf, err := os.OpenFile(filepath.Join(logs, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); _ = logf.Close(); close(p.exited) }()
+	return p, nil
+}
+
+// stopNode stops the kubelet, then removes every pod sandbox through CRI
+// (which stops the containers and releases their network and mounts), then
+// stops containerd and whatever it left in this namespace.
+func stopNode(name string, kubelet, ctrd *proc) {
+	stopChild(kubelet, 20*time.Second)
+	if ctrd != nil && ctrd.running() {
+		if err := removeSandboxes(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: removing pods: %v\n", name, err)
+		}
+	}
+	stopChild(ctrd, 15*time.Second)
+	if ns, err := mountNamespace(os.Getpid()); err == nil {
+		killStragglers(ns, "")
+	}
+}
+
+func stopChild(p *proc, grace time.Duration) {
+	if p == nil || !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func removeSandboxes() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := grpc.NewClient("unix://"+nodeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	pods, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods.GetItems() {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", p.GetMetadata().GetName(), err))
+			continue
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", p.GetMetadata().GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeNames lists node names from pid files.
+func nodeNames(state string) []string {
+	files, _ := filepath.Glob(filepath.Join(state, "pids", "node-*.pid"))
+	var out []string
+	for _, f := range files {
+		out = append(out, strings.TrimSuffix(filepath.Base(f), ".pid"))
+	}
+	return out
+}
