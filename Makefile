@@ -26,11 +26,16 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (v1 stored, v1alpha1 served) and RBAC.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (v1 stored, v1alpha1 served), RBAC, the chart's CRDs and deploy/eraser.yaml.
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdversions config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=eraser-manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
+	rm -f charts/eraser/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/eraser/crds/
+	cp config/rbac/role.yaml charts/eraser/files/role.yaml
+	go -C hack/render run ./cmd/kustomize $(CURDIR)/config/default > deploy/eraser.yaml.tmp
+	mv deploy/eraser.yaml.tmp deploy/eraser.yaml
 
 .PHONY: fmt
 fmt:
@@ -52,11 +57,26 @@ verify-selftest: $(CONTROLLER_GEN) ## Prove that verify catches a stale CRD.
 
 # Release flags: static, stripped, and without gRPC's tracing (which pulls
 # in html/template): the workers are smaller and use ~3 MiB less memory.
-GO_BUILD_FLAGS := -trimpath -tags=grpcnotrace -ldflags="-s -w"
+GO_TAGS := grpcnotrace
+GO_LDFLAGS := -s -w
+GO_BUILD_FLAGS := -trimpath -tags=$(GO_TAGS) -ldflags="$(GO_LDFLAGS)"
 
 .PHONY: build
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+# Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
+# VERSION (the tag and the stamped version) defaults to internal/version.Version;
+# SOURCE_DATE_EPOCH (default 0) is every timestamp in them.
+IMAGES ?= manager collector remover trivy-scanner
+PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
+VERSION ?=
+IMAGES_DIR := $(BIN)/images
+
+.PHONY: images
+images: ## Build the container images without a Docker engine: OCI layouts and docker-archive tarballs in bin/images/ (docs/images.md).
+	go run ./hack/ocibuild -out $(IMAGES_DIR) -images "$(IMAGES)" -platforms "$(PLATFORMS)" -version "$(VERSION)" \
+		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
 
 ##@ Test
 
@@ -84,6 +104,17 @@ WINDOWS_TEST_PACKAGES := ./internal/cri ./internal/handoff ./internal/remover ./
 test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
 	WINEPREFIX="$$(hack/install-wine.sh)" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
 		go test -exec wine -count=1 $(WINDOWS_TEST_PACKAGES)
+
+# The kubelet tier: a local cluster of real kubelets (hack/kubecluster), the
+# images imported into its nodes, Eraser installed from deploy/eraser.yaml.
+# Root; it restores what it changes on the machine when it ends.
+E2E_KUBELET_IMAGES := manager collector remover
+
+.PHONY: test-e2e-kubelet
+test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a scheduled run and uninstall on a local 2-node cluster.
+	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
+	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
+	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, Windows under Wine.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy code, CRDs and RBAC and fails if that changed anything,
+# Regenerates deepcopy code, CRDs, RBAC, the chart's CRDs and
+# deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
@@ -7,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 
-generated=(api config/crd config/rbac)
+generated=(api config/crd config/rbac charts/eraser/crds charts/eraser/files deploy)
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 tar -cf - "${generated[@]}" | tar -xf - -C "$before"
@@ -29,7 +30,7 @@ if [ -n "$unformatted" ]; then
   fail=1
 fi
 
-for mod in . hack/tools; do
+for mod in . hack/tools hack/render; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum" >&2
     fail=1

@@ -23,10 +23,11 @@ import (
 	"github.com/eraser-oss/eraser/internal/version"
 )
 
-// Leader election: the manager writes Leases and Events in its namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=eraser-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,namespace=eraser-system,resources=events,verbs=create;patch
+// Leader election reads, creates and renews one Lease in the manager's
+// namespace (client-go's LeaseLock calls nothing else); its events go
+// through the same core/v1 recorder as the controllers', whose cluster-wide
+// events rule covers them.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=eraser-system,resources=leases,verbs=get;create;update
 
 // LoadConfig reads and validates the EraserConfig file, applying
 // --remover-image. Warnings are logged; an invalid file is an error naming

@@ -66,10 +66,14 @@ func JobName(list *eraserv1.ImageList) string {
 	return fmt.Sprintf("imagejob-%s-%s-g%d", base, hex.EncodeToString(sum[:3]), list.Generation)
 }
 
+// A job carries a blocking owner reference to its ImageList (see the
+// imagejob controller about finalizers). Jobs are patched to mark them
+// recorded; their data ConfigMaps are created here and deleted with the job.
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagelists,verbs=get;list;watch
-// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/status,verbs=update
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/finalizers,verbs=update
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile records finished jobs and starts the next one when the spec has

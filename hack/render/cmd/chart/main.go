@@ -1,0 +1,44 @@
+// Command chart renders the Eraser Helm chart to YAML as `helm template
+// --include-crds` would, for clusters and tests without a helm binary:
+//
+//	go -C hack/render run ./cmd/chart [-f values.yaml]... [--set k=v]... \
+//	    [--namespace eraser-system] [--name eraser] $PWD/charts/eraser | kubectl apply --server-side -f -
+//
+// The namespace is not created (nor is it by helm template): create it
+// first, with the Pod Security labels docs/install.md gives.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/eraser-oss/eraser/hack/render"
+)
+
+type list []string
+
+func (l *list) String() string     { return fmt.Sprint(*l) }
+func (l *list) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var o render.Options
+	var files, set list
+	flag.Var(&files, "f", "values file (repeatable)")
+	flag.Var(&set, "set", "key=value, as helm's --set (repeatable)")
+	flag.StringVar(&o.Namespace, "namespace", render.DefaultNamespace, "namespace of the release")
+	flag.StringVar(&o.Release, "name", render.DefaultRelease, "release name")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: chart [flags] CHART_DIR")
+		flag.PrintDefaults()
+		os.Exit(2)
+	}
+	o.ValuesFiles, o.Set = files, set
+	out, err := render.Chart(flag.Arg(0), o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chart:", err)
+		os.Exit(1)
+	}
+	fmt.Print(out)
+}
