@@ -1,0 +1,528 @@
+//go:build linux
+
+package kubelet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+)
+
+const (
+	namespace  = "eraser-system"
+	managerApp = "eraser-controller-manager"
+	configMap  = "eraser-manager-config"
+	configKey  = "controller_manager_config.yaml"
+	labelJob   = "eraser.sh/job"
+)
+
+// baseConfig is the shipped configuration with what a test run needs: no
+// scheduled runs until a test turns them on, finished jobs removed at once,
+// failed ones kept for the diagnostics.
+const baseConfig = `apiVersion: eraser.sh/v1alpha3
+kind: EraserConfig
+manager:
+  runtime:
+    name: containerd
+    address: unix:///run/containerd/containerd.sock
+  imageJob:
+    successRatio: 1.0
+    cleanup:
+      delayOnSuccess: 0s
+      delayOnFailure: 1h
+components:
+  collector:
+    enabled: false
+  scanner:
+    enabled: false
+`
+
+// scheduledConfig turns on scheduled runs (collector and remover, no
+// scanner), the first one now.
+const scheduledConfig = `apiVersion: eraser.sh/v1alpha3
+kind: EraserConfig
+manager:
+  runtime:
+    name: containerd
+    address: unix:///run/containerd/containerd.sock
+  scheduling:
+    repeatInterval: 24h
+    beginImmediately: true
+  imageJob:
+    successRatio: 1.0
+    cleanup:
+      delayOnSuccess: 0s
+      delayOnFailure: 1h
+components:
+  collector:
+    enabled: true
+  scanner:
+    enabled: false
+`
+
+// Test images are example.com/e2e/NAME:1, each with its own ID.
+func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
+
+// The exclusion list protects the test's "excluded" image and Eraser's own
+// images (which a "*" run would otherwise remove while they are unused, as
+// in any cluster).
+const exclusionList = `{"excluded": ["example.com/e2e/excluded:*", "ghcr.io/eraser-oss/*"]}`
+
+func TestEraser(t *testing.T) {
+	requireCluster(t)
+	objects := install(t)
+
+	t.Run("ImageListRemovesImagesFromEveryNode", func(t *testing.T) {
+		victim, bystander := testImage("victim"), testImage("bystander")
+		seed(t, cluster.Nodes, victim, bystander)
+
+		// Upstream handled only an ImageList named "imagelist".
+		il := runImageList(t, "imagelist", victim)
+		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
+			t.Errorf("status: %d succeeded, %d failed; want %d, 0", il.Status.Success, il.Status.Failed, len(cluster.Nodes))
+		}
+		if r := il.Status.Results; r == nil || r.Removed != int64(len(cluster.Nodes)) || r.BytesFreed <= 0 {
+			t.Errorf("results %+v: want the image removed once per node and its bytes counted", r)
+		}
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, []string{bystander}, []string{victim})
+		}
+		expectJobsCleanedUp(t)
+	})
+
+	t.Run("PruneAllKeepsRunningSandboxAndExcludedImages", func(t *testing.T) {
+		unused, excluded, running := testImage("unused"), testImage("excluded"), testImage("running")
+		seed(t, cluster.Nodes, unused, excluded, running)
+		createExclusionList(t)
+		first := cluster.Nodes[0]
+		runPod(t, first.Name, "e2e-running", running)
+
+		il := runImageList(t, "prune-all", eraserv1.PruneAll)
+		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
+			t.Errorf("status: %d succeeded, %d failed; want %d, 0", il.Status.Success, il.Status.Failed, len(cluster.Nodes))
+		}
+		if r := il.Status.Results; r == nil || r.Removed < int64(len(cluster.Nodes)) || r.InUse == 0 || r.Excluded == 0 {
+			t.Errorf("results %+v: want removed images, and images kept in use and excluded", r)
+		}
+		for i, n := range cluster.Nodes {
+			keep := []string{excluded, testcontainerd.SandboxImage, eraserImage("remover"), eraserImage("collector"), eraserImage("eraser-manager")}
+			gone := []string{unused}
+			if i == 0 {
+				keep = append(keep, running)
+			} else {
+				gone = append(gone, running)
+			}
+			expectImages(t, n, keep, gone)
+		}
+		expectJobsCleanedUp(t)
+	})
+
+	t.Run("ScheduledRunRemovesUnusedImages", func(t *testing.T) {
+		unused, excluded := testImage("unused-scheduled"), testImage("excluded")
+		seed(t, cluster.Nodes, unused, excluded)
+		createExclusionList(t)
+		setConfig(t, scheduledConfig)
+		t.Cleanup(func() { setConfig(t, baseConfig) })
+
+		// The run's pod chains collector and remover over a FIFO in a
+		// shared emptyDir, on every node.
+		eventually(t, 3*time.Minute, "the scheduled run to remove the unused image from every node", func() (bool, string) {
+			var left []string
+			for _, n := range cluster.Nodes {
+				if nodeImages(t, n)[unused] {
+					left = append(left, n.Name)
+				}
+			}
+			return len(left) == 0, fmt.Sprintf("still on %v", left)
+		})
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, []string{excluded, testcontainerd.SandboxImage}, nil)
+		}
+		expectJobsCleanedUp(t)
+	})
+
+	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
+		t.Skip("needs the eraser-trivy-scanner image and a vulnerability database that works offline (none can be downloaded here); " +
+			"the scanner's policy and protocol are covered by internal/scan and pkg/scanner")
+	})
+
+	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
+		uninstall(t, objects)
+	})
+}
+
+func eraserImage(name string) string { return "ghcr.io/eraser-oss/" + name + ":v0.1.0-dev" }
+
+// install applies deploy/eraser.yaml with the test configuration and waits
+// for the manager to be available, which proves it reaches the API server
+// from its pod.
+func install(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	manifest := filepath.Join(repoRoot(), "deploy", "eraser.yaml")
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("%s: %v", manifest, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetKind() == "ConfigMap" && obj.GetName() == configMap {
+			if err := unstructured.SetNestedField(obj.Object, baseConfig, "data", configKey); err != nil {
+				t.Fatal(err)
+			}
+		}
+		objects = append(objects, obj)
+	}
+	ctx := testCtx(t)
+	for _, obj := range objects {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			waitEstablished(t, obj.GetName())
+		}
+	}
+	eventually(t, 3*time.Minute, "the manager Deployment to be available", func() (bool, string) {
+		var d appsv1.Deployment
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: managerApp}, &d); err != nil {
+			return false, err.Error()
+		}
+		return d.Status.AvailableReplicas >= 1, fmt.Sprintf("status %+v", d.Status)
+	})
+	return objects
+}
+
+func waitEstablished(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, time.Minute, "CRD "+name+" to be established", func() (bool, string) {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := kube.Get(testCtx(t), client.ObjectKey{Name: name}, &crd); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "not established"
+	})
+}
+
+// uninstall deletes what install created and checks that nothing of Eraser
+// is left: not in the API server, not running on any node.
+func uninstall(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := testCtx(t)
+	for _, obj := range slices.Backward(objects) {
+		err := kube.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	for _, obj := range objects {
+		key := client.ObjectKeyFromObject(obj)
+		eventually(t, 3*time.Minute, fmt.Sprintf("%s %s to be gone", obj.GetKind(), key), func() (bool, string) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(obj.GroupVersionKind())
+			err := kube.Get(ctx, key, u)
+			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+		})
+	}
+	var roles rbacv1.ClusterRoleList
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := kube.List(ctx, &roles); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.List(ctx, &bindings); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles.Items {
+		if strings.Contains(r.Name, "eraser") {
+			t.Errorf("ClusterRole %s left behind", r.Name)
+		}
+	}
+	for _, b := range bindings.Items {
+		if strings.Contains(b.Name, "eraser") {
+			t.Errorf("ClusterRoleBinding %s left behind", b.Name)
+		}
+	}
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.HasLabels{labelJob}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		t.Errorf("worker pod %s/%s left behind", p.Namespace, p.Name)
+	}
+	// The kubelets stop the namespace's containers as its pods go.
+	for _, n := range cluster.Nodes {
+		eventually(t, 2*time.Minute, n.Name+" to run no Eraser container", func() (bool, string) {
+			var running []string
+			for _, c := range nodeContainers(t, n) {
+				if c.State == "CONTAINER_RUNNING" && strings.Contains(c.Image, "eraser-oss") {
+					running = append(running, c.Name)
+				}
+			}
+			return len(running) == 0, fmt.Sprintf("running: %v", running)
+		})
+	}
+}
+
+// runImageList creates an ImageList, waits for its run to finish and be
+// recorded, and returns it.
+func runImageList(t *testing.T, name string, images ...string) *eraserv1.ImageList {
+	t.Helper()
+	ctx := testCtx(t)
+	il := &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: eraserv1.ImageListSpec{Images: images}}
+	if err := kube.Create(ctx, il); err != nil {
+		t.Fatalf("creating ImageList %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), il) })
+	eventually(t, 3*time.Minute, "ImageList "+name+" to record its run", func() (bool, string) {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(il), il); err != nil {
+			return false, err.Error()
+		}
+		return il.Status.Timestamp != nil && il.Status.ObservedGeneration == il.Generation,
+			fmt.Sprintf("status %+v", il.Status)
+	})
+	t.Logf("ImageList %s: %d succeeded, %d failed, results %+v", name, il.Status.Success, il.Status.Failed, il.Status.Results)
+	return il
+}
+
+// expectJobsCleanedUp waits until no ImageJob is left, nor any pod or
+// ConfigMap of one.
+func expectJobsCleanedUp(t *testing.T) {
+	t.Helper()
+	ctx := testCtx(t)
+	eventually(t, 2*time.Minute, "jobs, their pods and ConfigMaps to be removed", func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		var pods corev1.PodList
+		var cms corev1.ConfigMapList
+		if err := kube.List(ctx, &jobs); err != nil {
+			return false, err.Error()
+		}
+		if err := kube.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{labelJob}); err != nil {
+			return false, err.Error()
+		}
+		if err := kube.List(ctx, &cms, client.InNamespace(namespace), client.HasLabels{labelJob}); err != nil {
+			return false, err.Error()
+		}
+		return len(jobs.Items)+len(pods.Items)+len(cms.Items) == 0,
+			fmt.Sprintf("%d jobs, %d pods, %d ConfigMaps", len(jobs.Items), len(pods.Items), len(cms.Items))
+	})
+}
+
+func createExclusionList(t *testing.T) {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-exclusions", Namespace: namespace,
+			Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
+		Data: map[string]string{"e2e.json": exclusionList},
+	}
+	if err := kube.Create(testCtx(t), cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func setConfig(t *testing.T, config string) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	ctx := testCtx(t)
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: configMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[configKey] = config
+	if err := kube.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runPod runs a container from image on the node until the test ends.
+func runPod(t *testing.T, node, name, image string) {
+	t.Helper()
+	ctx := testCtx(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			Containers: []corev1.Container{{
+				Name: "main", Image: image, ImagePullPolicy: corev1.PullNever,
+			}},
+		},
+	}
+	if err := kube.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), pod)
+		eventually(t, 2*time.Minute, "pod "+name+" to be gone", func() (bool, string) {
+			err := kube.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+		})
+	})
+	eventually(t, 2*time.Minute, "pod "+name+" to run", func() (bool, string) {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err.Error()
+		}
+		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s", pod.Status.Phase)
+	})
+}
+
+// seed imports images, each with its own content (so its own ID), into the
+// nodes' runtimes.
+func seed(t *testing.T, nodes []Node, tags ...string) {
+	t.Helper()
+	pause := testcontainerd.Pause(t)
+	var imgs []testcontainerd.Image
+	for _, tag := range tags {
+		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
+			Entrypoint: []string{"/pause"}, RandomBytes: 64 << 10})
+	}
+	archive := filepath.Join(t.TempDir(), "seed.tar")
+	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
+			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
+		}
+		expectImages(t, n, tags, nil)
+	}
+}
+
+func criClient(t *testing.T, n Node) *cri.Client {
+	t.Helper()
+	c, err := cri.Dial(testCtx(t), "unix://"+n.Socket, cri.DefaultTimeouts)
+	if err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// nodeImages lists the tags on the node, asking its runtime directly.
+func nodeImages(t *testing.T, n Node) map[string]bool {
+	t.Helper()
+	imgs, err := criClient(t, n).ListImages(testCtx(t))
+	if err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	out := map[string]bool{}
+	for _, img := range imgs {
+		for _, tag := range img.Tags {
+			out[tag] = true
+		}
+	}
+	return out
+}
+
+func nodeContainers(t *testing.T, n Node) []cri.Container {
+	t.Helper()
+	cs, err := criClient(t, n).ListContainers(testCtx(t))
+	if err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	return cs
+}
+
+func expectImages(t *testing.T, n Node, present, absent []string) {
+	t.Helper()
+	have := nodeImages(t, n)
+	for _, img := range present {
+		if !have[img] {
+			t.Errorf("%s: %s was removed; want it kept", n.Name, img)
+		}
+	}
+	for _, img := range absent {
+		if have[img] {
+			t.Errorf("%s: %s is still there; want it removed", n.Name, img)
+		}
+	}
+}
+
+// eventually polls cond until it holds; on timeout it prints what the
+// cluster holds and fails the test.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			dump(t)
+			t.Fatalf("waiting %s for %s: %s", timeout, what, detail)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// dump logs the state of Eraser's objects and the manager's last log lines.
+func dump(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
+		for _, p := range pods.Items {
+			var states []string
+			for _, s := range p.Status.ContainerStatuses {
+				states = append(states, fmt.Sprintf("%s=%+v", s.Name, s.State))
+			}
+			t.Logf("pod %s on %s: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, strings.Join(states, " "))
+		}
+	}
+	var jobs eraserv1.ImageJobList
+	if err := kube.List(ctx, &jobs); err == nil {
+		for _, j := range jobs.Items {
+			t.Logf("ImageJob %s: %+v", j.Name, j.Status)
+		}
+	}
+	logs, err := clientset.CoreV1().Pods(namespace).GetLogs(managerPod(ctx), &corev1.PodLogOptions{TailLines: ptr.To[int64](40)}).DoRaw(ctx)
+	if err == nil {
+		t.Logf("manager log (last lines):\n%s", logs)
+	}
+}
+
+func managerPod(ctx context.Context) string {
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil || len(pods.Items) == 0 {
+		return ""
+	}
+	return pods.Items[0].Name
+}
