@@ -116,17 +116,6 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a s
 	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
 	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
-# The kubelet tier: a local cluster of real kubelets (hack/kubecluster), the
-# images imported into its nodes, Eraser installed from deploy/eraser.yaml.
-# Root; it restores what it changes on the machine when it ends.
-E2E_KUBELET_IMAGES := manager collector remover
-
-.PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a scheduled run and uninstall on a local 2-node cluster.
-	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
-	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
-
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, Windows under Wine.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
