@@ -1,0 +1,209 @@
+// Package app is the Trivy scanner worker: it receives the collector's
+// images, judges each with Trivy and the configured policy, hands the ones
+// to remove to the remover, and leaves its verdicts in its log and its
+// termination message.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aquasecurity/trivy/pkg/clock"
+	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
+	tlog "github.com/aquasecurity/trivy/pkg/log"
+
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/scan"
+	"github.com/eraser-oss/eraser/internal/worker"
+	"github.com/eraser-oss/eraser/pkg/scanner"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/engine"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/vulndb"
+)
+
+// Component names the scanner in logs and summaries.
+const Component = "trivy-scanner"
+
+// Command is the scanner's command line.
+type Command struct {
+	worker.Flags
+	// Config is the mounted EraserConfig; its components.scanner.config is
+	// the scanner's own configuration.
+	Config      string
+	SummaryFile string
+	// Now pins the clock that end-of-life verdicts depend on (tests).
+	Now string
+
+	closeStore func() error
+}
+
+// Bind registers the flags (upstream's --config, plus the workers' own).
+func (c *Command) Bind(fs *flag.FlagSet) {
+	c.Flags.Bind(fs)
+	fs.StringVar(&c.Config, "config", "", "EraserConfig file whose components.scanner.config configures the scanner")
+	fs.StringVar(&c.SummaryFile, "summary-file", "/dev/termination-log", "where to write the run's summary (the container's termination message)")
+	fs.StringVar(&c.Now, "now", "", "RFC 3339 time to judge end of life at, instead of the clock (tests)")
+}
+
+// Run scans and returns the exit code: 1 when the run could not judge the
+// images (no DB, no runtime, bad configuration). Even then it receives the
+// collector's list and hands an empty one to the remover, so neither waits
+// for ever and nothing is removed because of the failure.
+func (c *Command) Run(ctx context.Context) int {
+	log := c.Start(Component)
+	summary := report.Summary{Component: Component, Counts: map[string]int{}}
+	cfg, err := c.scanConfig()
+	var opts []scanner.Option
+	opts = append(opts, scanner.WithContext(ctx), scanner.WithLogger(log), scanner.WithSharedDir(c.SharedDir))
+	if err == nil {
+		opts = append(opts, scanner.WithDeleteScanFailedImages(cfg.DeleteFailedImages), scanner.WithDeleteEOLImages(cfg.DeleteEOLImages))
+	}
+	p, perr := scanner.NewImageProvider(opts...)
+	if perr != nil {
+		return worker.Finish(log, c.SummaryFile, summary, perr)
+	}
+	defer p.Close()
+
+	var eng *engine.Engine
+	if err == nil {
+		eng, err = c.prepare(ctx, log, cfg)
+	}
+	images, rerr := p.ReceiveImages()
+	if rerr != nil {
+		return worker.Finish(log, c.SummaryFile, summary, rerr)
+	}
+	var send []handoff.Image
+	if err == nil {
+		defer eng.Close()
+		defer c.closeStore()
+		send = c.judge(ctx, log, eng, cfg, images, &summary)
+	} else {
+		log.Error("not scanning: nothing will be removed by this run", "images", len(images), "error", err)
+	}
+	// The failed images are already in send when deleteFailedImages is on.
+	if serr := p.SendImages(send, nil); serr != nil {
+		return worker.Finish(log, c.SummaryFile, summary, errors.Join(err, serr))
+	}
+	if ferr := p.Finish(); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	return worker.Finish(log, c.SummaryFile, summary, err)
+}
+
+func (c *Command) scanConfig() (scan.Config, error) {
+	if c.Config == "" {
+		return scan.DefaultConfig(), nil
+	}
+	data, err := os.ReadFile(c.Config)
+	if err != nil {
+		return scan.Config{}, fmt.Errorf("reading the configuration: %w", err)
+	}
+	full, _, err := config.Parse(data)
+	if err != nil {
+		return scan.Config{}, fmt.Errorf("configuration %s: %w", c.Config, err)
+	}
+	return scan.ParseConfig(full.Components.Scanner.Config)
+}
+
+// prepare gets the DB and connects to the runtime's content store.
+func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (*engine.Engine, error) {
+	tlog.InitLogger(false, true)
+	if name := os.Getenv("ERASER_RUNTIME_NAME"); name != "" && name != string(config.RuntimeContainerd) {
+		return nil, fmt.Errorf("runtime %q: this scanner reads images from containerd only", name)
+	}
+	start := time.Now()
+	dir, downloaded, err := vulndb.Prepare(ctx, vulndb.Options{CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds())
+	addr, err := socketPath(c.RuntimeEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	ns := os.Getenv("CONTAINERD_NAMESPACE")
+	if ns == "" {
+		ns = ctrdimage.Namespace
+	}
+	store, err := ctrdimage.Dial(addr, ns)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(dir, storeSource{store}, cfg.Vulnerabilities.Types)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	c.closeStore = store.Close
+	return eng, nil
+}
+
+func socketPath(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "unix" {
+		return "", fmt.Errorf("runtime endpoint %q: the scanner needs a unix:// socket", endpoint)
+	}
+	return u.Path, nil
+}
+
+func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engine, cfg scan.Config, images []handoff.Image, s *report.Summary) []handoff.Image {
+	if c.Now != "" {
+		if t, err := time.Parse(time.RFC3339, c.Now); err == nil {
+			ctx = clock.With(ctx, t)
+		} else {
+			log.Warn("ignoring --now", "error", err)
+		}
+	}
+	policy := cfg.Policy()
+	start := time.Now()
+	js := scan.Run(ctx, eng, images, policy, cfg.Timeout.PerImage.Duration, cfg.Timeout.Total.Duration)
+	log.Info("scan finished", "images", len(images), "seconds", time.Since(start).Seconds())
+	var send []handoff.Image
+	for _, j := range js {
+		name := j.Image.ImageID
+		if len(j.Image.Names) > 0 {
+			name = j.Image.Names[0]
+		}
+		reason := j.Error
+		if len(j.Findings) > 0 {
+			ids := make([]string, 0, 3)
+			for _, f := range j.Findings[:min(3, len(j.Findings))] {
+				ids = append(ids, f.ID+" "+f.Package+" "+f.Severity)
+			}
+			reason = strings.Join(ids, ", ")
+			if len(j.Findings) > 3 {
+				reason += fmt.Sprintf(" (+%d)", len(j.Findings)-3)
+			}
+		}
+		log.Info("verdict", "image", name, "id", j.Image.ImageID, "verdict", string(j.Verdict), "remove", j.Remove, "findings", len(j.Findings), "reason", reason)
+		s.Counts[string(j.Verdict)]++
+		s.Verdicts = append(s.Verdicts, report.Verdict{Image: name, Verdict: string(j.Verdict), Remove: j.Remove, Reason: reason})
+		if j.Verdict == scan.Failed {
+			s.AddFailure(name, j.Error)
+		}
+		if j.Remove {
+			send = append(send, j.Image)
+		}
+	}
+	s.Counts[report.CountToRemove] = len(send)
+	return send
+}
+
+type storeSource struct{ s *ctrdimage.Store }
+
+func (s storeSource) Open(ctx context.Context, img handoff.Image) (ftypes.Image, error) {
+	i, err := s.s.Open(ctx, img)
+	if err != nil {
+		return nil, err
+	}
+	return i, nil
+}

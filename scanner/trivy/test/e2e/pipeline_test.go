@@ -1,0 +1,288 @@
+//go:build linux
+
+// Package e2e runs the scheduled pipeline as a worker pod runs it: the
+// collector, the Trivy scanner and the remover as three processes sharing a
+// hand-off directory, against a real containerd holding fixture images, with
+// a vulnerability DB built in the test. Nothing leaves the machine.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eraser-scanner-e2e")
+	if err != nil {
+		panic(err)
+	}
+	bin = dir
+	builds := [][]string{
+		{"go", "build", "-o", dir + "/", "../../cmd/trivy-scanner"},
+		{"go", "-C", "../../../..", "build", "-o", dir + "/", "./cmd/collector", "./cmd/remover"},
+	}
+	for _, b := range builds {
+		cmd := exec.Command(b[0], b[1:]...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOEXPERIMENT=jsonv2")
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building workers:", err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	vulnerable = "example.com/vulnerable:1"
+	clean      = "example.com/clean:1"
+	eol        = "example.com/eol:1"
+	static     = "example.com/static:1"
+	running    = "example.com/vulnerable-running:1"
+	excluded   = "example.com/keep/vulnerable:1"
+)
+
+// now is the pinned clock: Alpine 3.19 (the EOL image) reached its end of
+// life on 2025-11-01; 3.22 (the others) is supported until 2027-04-30.
+const now = "2026-06-01T00:00:00Z"
+
+var advisories = []fixture.Advisory{
+	{Release: "3.22", Package: "musl", ID: "CVE-2099-0001", Fixed: "1.2.5-r0", Severity: dbtypes.SeverityCritical},
+}
+
+// seed starts a containerd with one image per verdict and a container
+// running a vulnerable image.
+func seed(t *testing.T) *testcontainerd.Containerd {
+	t.Helper()
+	c := testcontainerd.Start(t)
+	pause := testcontainerd.Pause(t)
+	musl := func(v string) fixture.Package { return fixture.Package{Name: "musl", Version: v} }
+	alpine := func(tag, release string, extra map[string][]byte, pkgs ...fixture.Package) testcontainerd.Image {
+		files := fixture.AlpineFiles(release, pkgs...)
+		for k, v := range extra {
+			files[k] = v
+		}
+		// The tag in a file gives each image its own ID.
+		files["etc/fixture-tag"] = []byte(tag)
+		return testcontainerd.Image{Tags: []string{tag}, Files: files, Entrypoint: []string{"/pause"}}
+	}
+	c.Import(t,
+		alpine(vulnerable, "3.22.1", nil, musl("1.2.4-r2")),
+		alpine(clean, "3.22.1", nil, musl("1.2.5-r0")),
+		alpine(eol, "3.19.1", nil, fixture.Package{Name: "busybox", Version: "1.36.1-r0"}),
+		testcontainerd.Image{Tags: []string{static}, RandomBytes: 2048},
+		alpine(running, "3.22.1", map[string][]byte{"pause": pause}, musl("1.2.4-r2")),
+		alpine(excluded, "3.22.1", nil, musl("1.2.4-r2")),
+	)
+	c.RunContainer(t, "running", running)
+	return c
+}
+
+func present(t *testing.T, c *testcontainerd.Containerd) []string {
+	t.Helper()
+	var out []string
+	for tag := range c.ImageIDs(t) {
+		if strings.HasPrefix(tag, "example.com/") {
+			out = append(out, tag)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eraserConfig writes the EraserConfig the pod mounts, with the scanner's
+// configuration inside it as upstream nests it.
+func eraserConfig(t *testing.T, scannerConfig string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\ncomponents:\n  collector: {enabled: true}\n  scanner:\n    enabled: true\n    config: |\n")
+	for _, line := range strings.Split(scannerConfig, "\n") {
+		b.WriteString("      " + line + "\n")
+	}
+	p := filepath.Join(t.TempDir(), "controller_manager_config.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func seededDB(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := fixture.WriteDB(dir, advisories); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func exclusionDir(t *testing.T, patterns ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "exclude-test")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"excluded": ["` + strings.Join(patterns, `","`) + `"]}`
+	if err := os.WriteFile(filepath.Join(sub, "list.json"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type run struct {
+	code    int
+	stderr  string
+	summary report.Summary
+}
+
+func runWorker(t *testing.T, ctx context.Context, name string, args ...string) run {
+	t.Helper()
+	summaryFile := filepath.Join(t.TempDir(), "termination-log")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), append(args, "--summary-file="+summaryFile)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	r := run{stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		r.code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return r
+	}
+	data, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Errorf("%s wrote no summary: %v\n%s", name, err, r.stderr)
+		return r
+	}
+	if len(data) > report.MaxSize {
+		t.Errorf("%s: summary is %d bytes, over the termination message limit", name, len(data))
+	}
+	if r.summary, err = report.Decode(data); err != nil {
+		t.Error(err)
+	}
+	return r
+}
+
+// pod runs the three workers as one scheduled worker pod does.
+func pod(t *testing.T, c *testcontainerd.Containerd, configFile, exclusions string) (collector, scanner, remover run) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	shared, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(shared) })
+	common := []string{"--runtime-endpoint=" + c.Endpoint, "--shared-dir=" + shared, "--exclusion-dir=" + exclusions}
+	var wg sync.WaitGroup
+	wg.Go(func() { collector = runWorker(t, ctx, "collector", common...) })
+	wg.Go(func() {
+		scanner = runWorker(t, ctx, "trivy-scanner", append([]string{"--config=" + configFile, "--now=" + now}, common...)...)
+	})
+	remover = runWorker(t, ctx, "remover", common...)
+	wg.Wait()
+	return collector, scanner, remover
+}
+
+func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
+	testcontainerd.Require(t)
+	cases := map[string]struct {
+		deleteEOL bool
+		want      []string
+		verdicts  map[string]string
+	}{
+		"end-of-life images removed (default)": {
+			deleteEOL: true,
+			want:      []string{clean, excluded, running, static},
+			verdicts:  map[string]string{vulnerable: "vulnerable", clean: "clean", eol: "end-of-life", static: "unsupported"},
+		},
+		"end-of-life images kept": {
+			want:     []string{clean, eol, excluded, running, static},
+			verdicts: map[string]string{vulnerable: "vulnerable", clean: "clean", eol: "end-of-life", static: "unsupported"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := seed(t)
+			cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\nskipDBUpdate: true\ndeleteEOLImages: %t", seededDB(t), tc.deleteEOL))
+			collector, scanner, remover := pod(t, c, cfg, exclusionDir(t, "example.com/keep/*"))
+			if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
+				t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s\nremover:\n%s", collector.code, scanner.code, remover.code, scanner.stderr, remover.stderr)
+			}
+			slices.Sort(tc.want)
+			if diff := cmp.Diff(tc.want, present(t, c)); diff != "" {
+				t.Errorf("images left on the node (-want +got):\n%s", diff)
+			}
+			got := map[string]string{}
+			for _, v := range scanner.summary.Verdicts {
+				got[v.Image] = v.Verdict
+			}
+			if diff := cmp.Diff(tc.verdicts, got); diff != "" {
+				t.Errorf("scanner verdicts (-want +got):\n%s", diff)
+			}
+			wantSent := 1
+			if tc.deleteEOL {
+				wantSent = 2
+			}
+			if n := scanner.summary.Counts[report.CountToRemove]; n != wantSent {
+				t.Errorf("scanner handed %d images to the remover, want %d", n, wantSent)
+			}
+			if !strings.Contains(scanner.stderr, "CVE-2099-0001") {
+				t.Errorf("the scanner's log does not name the finding:\n%s", scanner.stderr)
+			}
+		})
+	}
+}
+
+// TestNoDBRemovesNothing: without a usable DB the scanner fails loudly, and
+// the collector and remover still finish, having removed nothing.
+func TestNoDBRemovesNothing(t *testing.T) {
+	testcontainerd.Require(t)
+	cases := map[string]struct {
+		config string
+		want   string
+	}{
+		"air-gapped without a seeded DB": {config: "cacheDir: %s\nskipDBUpdate: true", want: "skipDBUpdate is on"},
+		// Nothing listens on port 1: the download fails at once.
+		"download fails": {config: "cacheDir: %s\ndbRepo: 127.0.0.1:1/trivy-db", want: "downloading the vulnerability DB"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := seed(t)
+			before := present(t, c)
+			cfg := eraserConfig(t, fmt.Sprintf(tc.config, t.TempDir()))
+			collector, scanner, remover := pod(t, c, cfg, t.TempDir())
+			if collector.code != 0 || remover.code != 0 {
+				t.Errorf("collector exit %d, remover exit %d: they must finish normally", collector.code, remover.code)
+			}
+			if scanner.code != 1 || !strings.Contains(scanner.summary.Error, tc.want) {
+				t.Errorf("scanner exit %d, error %q; want 1 and %q\n%s", scanner.code, scanner.summary.Error, tc.want, scanner.stderr)
+			}
+			if diff := cmp.Diff(before, present(t, c)); diff != "" {
+				t.Errorf("images changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
