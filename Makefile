@@ -44,6 +44,7 @@ fmt:
 .PHONY: vet
 vet:
 	go vet $(GO_PACKAGES)
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) vet ./...
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Regenerate everything; fail if that changed anything, or on unformatted code or untidy modules.
@@ -64,6 +65,15 @@ GO_BUILD_FLAGS := -trimpath -tags=$(GO_TAGS) -ldflags="$(GO_LDFLAGS)"
 .PHONY: build
 build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+# The Trivy scanner is its own module (Trivy's dependencies never pin the
+# operator's); Trivy needs encoding/json/v2, behind GOEXPERIMENT in Go 1.26.
+SCANNER_MODULE := scanner/trivy
+SCANNER_ENV := GOEXPERIMENT=jsonv2 CGO_ENABLED=0
+
+.PHONY: build-scanner
+build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is large).
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/trivy-scanner
 
 # Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
 # VERSION (the tag and the stamped version) defaults to internal/version.Version;
@@ -119,7 +129,12 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a s
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, Windows under Wine.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
+	$(MAKE) --no-print-directory test-scanner
 	$(MAKE) --no-print-directory test-windows
+
+.PHONY: test-scanner
+test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers and matchers for a short while each.
@@ -135,7 +150,7 @@ demo: ## Start a local control plane and the manager, apply a sample ImageList, 
 	hack/demo.sh
 
 .PHONY: bench
-bench: bench-remover bench-manager ## Run every benchmark; figures are printed and written under bench/results.
+bench: bench-remover bench-manager bench-scanner ## Run every benchmark; figures are printed and written under bench/results.
 
 .PHONY: bench-manager
 bench-manager: ## Manager fan-out and completion on 1,000 and 5,000 KWOK nodes vs a bare client; writes per node; peak RSS.
@@ -144,6 +159,10 @@ bench-manager: ## Manager fan-out and completion on 1,000 and 5,000 KWOK nodes v
 .PHONY: bench-remover
 bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real containerd (200 and 2,000 images), and worker peak RSS.
 	go test -tags bench -count=1 -run TestRemoverBench -v -timeout 80m ./test/bench
+
+.PHONY: bench-scanner
+bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from the module proxy) on 20 fixture images: time per image, peak RSS.
+	TRIVY_BIN="$$(hack/build-trivy.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -tags bench -count=1 -run TestScannerBench -v -timeout 60m ./test/bench
 
 .PHONY: help
 help:

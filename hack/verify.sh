@@ -30,7 +30,7 @@ if [ -n "$unformatted" ]; then
   fail=1
 fi
 
-for mod in . hack/tools hack/render; do
+for mod in . hack/tools hack/render scanner/trivy; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum" >&2
     fail=1
