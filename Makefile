@@ -146,7 +146,7 @@ fuzz: ## Fuzz the parsers and matchers for a short while each.
 ##@ Demo
 
 .PHONY: demo
-demo: ## Start a local control plane and the manager, apply a sample ImageList, show what the API server holds.
+demo: ## Root: a local cluster of real kubelets, Eraser installed in it, an ImageList removing images from a node (before/after); all undone at the end.
 	hack/demo.sh
 
 .PHONY: bench

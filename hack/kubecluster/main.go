@@ -8,6 +8,7 @@
 //
 //	kubecluster up   [-state DIR] [-nodes N] [-assets DIR]   # runs until SIGINT/SIGTERM, then tears down
 //	kubecluster down [-state DIR]                            # clean up after an up that was killed
+//	kubecluster seed [-state DIR] -node NAME IMAGE...        # import small test images into a running node
 //
 // Every node runs in its own mount namespace, where its containerd listens on
 // /run/containerd/containerd.sock, upstream Eraser's default runtime address,
@@ -47,6 +48,8 @@ func main() {
 		err = upMain(args)
 	case "down":
 		err = downMain(args)
+	case "seed":
+		err = seedMain(args)
 	case nodeCommand:
 		err = nodeMain(args)
 	default:
@@ -59,7 +62,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kubecluster up|down [flags]   (kubecluster up -h for more)")
+	fmt.Fprintln(os.Stderr, "usage: kubecluster up|down|seed [flags]   (kubecluster up -h for more)")
 	os.Exit(2)
 }
 
@@ -101,4 +104,16 @@ func downMain(args []string) error {
 	}
 	defer lock.Close()
 	return teardown(dir, *keep)
+}
+
+func seedMain(args []string) error {
+	fs := flag.NewFlagSet("seed", flag.ExitOnError)
+	state := fs.String("state", defaultState, "the running cluster's state directory")
+	nodeName := fs.String("node", "node-1", "node to import the images into")
+	size := fs.Int("size", 1<<20, "bytes of random content per image, so that each has its own ID and a size")
+	_ = fs.Parse(args)
+	if fs.NArg() == 0 {
+		return fmt.Errorf("seed: name at least one image")
+	}
+	return seed(*state, *nodeName, *size, fs.Args())
 }

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
 )
 
 // nodeCommand is the hidden subcommand that runs one node inside its own
@@ -293,4 +295,35 @@ func nodeNames(state string) []string {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".pid"))
 	}
 	return out
+}
+
+// seed imports images made of the pause binary and some random bytes into a
+// node's runtime: stand-ins for the images a real node accumulates.
+func seed(state, nodeName string, size int, tags []string) error {
+	pause, err := os.ReadFile(filepath.Join(state, "pause"))
+	if err != nil {
+		return fmt.Errorf("is the cluster in %s running? %w", state, err)
+	}
+	socket := node{dir: filepath.Join(state, nodeName)}.hostSocket()
+	if _, err := os.Stat(socket); err != nil {
+		return fmt.Errorf("no node %s: %w", nodeName, err)
+	}
+	var imgs []testcontainerd.Image
+	for _, t := range tags {
+		imgs = append(imgs, testcontainerd.Image{Tags: []string{t}, Files: map[string][]byte{"pause": pause},
+			Entrypoint: []string{"/pause"}, RandomBytes: size})
+	}
+	f, err := os.CreateTemp(state, "seed-*.tar")
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	defer os.Remove(f.Name())
+	if err := testcontainerd.WriteArchive(f.Name(), imgs); err != nil {
+		return err
+	}
+	if out, err := exec.Command("ctr", "--address", socket, "--namespace", "k8s.io", "images", "import", f.Name()).CombinedOutput(); err != nil {
+		return fmt.Errorf("importing into %s: %w: %s", nodeName, err, out)
+	}
+	return nil
 }
