@@ -48,8 +48,11 @@ cleanup() {
     grep -E 'restored|stopped and removed|leftover|error' "$work/cluster.log" | sed 's/^\[kubecluster [0-9:.]*\] //' | indent || true
     sysctls
   fi
-  [ "$code" = 0 ] || echo "demo: failed; the logs: $work (kept)"
-  [ "$code" = 0 ] && rm -rf "$work"
+  case $code in
+    0 | 130) rm -rf "$work" ;;
+    *) echo "demo: failed; its logs are kept in $work" ;;
+  esac
+  [ "$code" = 130 ] && echo "demo: interrupted"
   echo "demo: finished in $((SECONDS - t_start))s"
   exit "$code"
 }
