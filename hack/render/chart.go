@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/getter"
@@ -30,6 +31,10 @@ type Options struct {
 	// ValuesFiles are applied in order, then Set (key=value, as --set).
 	ValuesFiles []string
 	Set         []string
+	// KubeVersion is the cluster version the chart is checked against (its
+	// kubeVersion) and renders for, as --kube-version; empty, Helm's
+	// default, the minor its client-go stands for.
+	KubeVersion string
 }
 
 // Chart renders the chart in dir: the CRDs from crds/ first, then the
@@ -59,6 +64,12 @@ func Chart(dir string, o Options) (string, error) {
 	install.Namespace = o.Namespace
 	install.IncludeCRDs = true
 	install.Replace = true // no release storage to check the name against
+	if o.KubeVersion != "" {
+		install.KubeVersion, err = common.ParseKubeVersion(o.KubeVersion)
+		if err != nil {
+			return "", fmt.Errorf("kube version %q: %w", o.KubeVersion, err)
+		}
+	}
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
 		return "", fmt.Errorf("rendering chart %s: %w", dir, err)

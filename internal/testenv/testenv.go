@@ -39,8 +39,8 @@ var skipReason string
 
 // Run starts the control plane, runs the package's tests and stops it.
 // Use it as the body of TestMain.
-func Run(m *testing.M, env **Env) int {
-	e, err := start()
+func Run(m *testing.M, env **Env, opts ...Option) int {
+	e, err := start(opts...)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			fmt.Fprintln(os.Stderr, "testenv:", err)
@@ -85,7 +85,18 @@ func assetsDir() (string, error) {
 }
 
 // Start starts a control plane outside TestMain (benchmarks); Stop it.
-func Start() (*Env, error) { return start() }
+func Start(opts ...Option) (*Env, error) { return start(opts...) }
+
+// Option changes the control plane before it starts.
+type Option func(*envtest.Environment)
+
+// WithAPIServerFlag appends a kube-apiserver flag, for tests of behaviour
+// that only some clusters enable (an admission plugin, say).
+func WithAPIServerFlag(name, value string) Option {
+	return func(te *envtest.Environment) {
+		te.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	}
+}
 
 // Stop stops the control plane.
 func (e *Env) Stop() error {
@@ -93,7 +104,7 @@ func (e *Env) Stop() error {
 	return e.env.Stop()
 }
 
-func start() (*Env, error) {
+func start(opts ...Option) (*Env, error) {
 	dir, err := assetsDir()
 	if err != nil {
 		return nil, err
@@ -105,6 +116,9 @@ func start() (*Env, error) {
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, o := range opts {
+		o(te)
 	}
 	cfg, err := te.Start()
 	if err != nil {

@@ -28,6 +28,7 @@ func main() {
 	flag.Var(&set, "set", "key=value, as helm's --set (repeatable)")
 	flag.StringVar(&o.Namespace, "namespace", render.DefaultNamespace, "namespace of the release")
 	flag.StringVar(&o.Release, "name", render.DefaultRelease, "release name")
+	flag.StringVar(&o.KubeVersion, "kube-version", "", "Kubernetes version to render for (default: the one this build's client-go stands for)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: chart [flags] CHART_DIR")

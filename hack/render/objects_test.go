@@ -1,0 +1,218 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+func repoPath(parts ...string) string {
+	return filepath.Join(append([]string{testenv.RepoRoot()}, parts...)...)
+}
+
+func chartDir() string { return repoPath("charts", "eraser") }
+
+// upstreamHelmValues are upstream's values files, read in place; the tier
+// skips, saying so, where the reference data is absent.
+func upstreamHelmValues(t *testing.T) []string {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(files) == 0 {
+		t.Skipf("upstream Helm values not present at %s; this tier runs only where they exist", dir)
+	}
+	return files
+}
+
+// objects is a rendered stream, decoded.
+type objects []*unstructured.Unstructured
+
+func decode(t *testing.T, stream string) objects {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	var out objects
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("decoding rendered YAML: %v", err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// kubeVersion is the control plane's (hack/build-control-plane.sh): Helm
+// stands a test binary for Kubernetes 1.20, older than the chart allows.
+const kubeVersion = "v1.37.2"
+
+func render(t *testing.T, o Options) objects {
+	t.Helper()
+	if o.KubeVersion == "" {
+		o.KubeVersion = kubeVersion
+	}
+	out, err := Chart(chartDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
+}
+
+func staticManifest(t *testing.T) objects {
+	t.Helper()
+	data, err := os.ReadFile(repoPath("deploy", "eraser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, string(data))
+}
+
+// get converts the one object of kind and name into a typed object.
+func get[T any](t *testing.T, objs objects, kind, name string) *T {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == kind && u.GetName() == name {
+			out := new(T)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			return out
+		}
+	}
+	t.Fatalf("no %s %s among the rendered objects", kind, name)
+	return nil
+}
+
+// warnings collects what the API server warns about (deprecated fields,
+// unknown fields, Pod Security): a clean manifest draws none.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}
+
+func applyClient(t *testing.T) (client.Client, *warnings) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	w := &warnings{}
+	cfg.WarningHandlerWithContext = w
+	scheme, err := erasescheme.New()
+	if err == nil {
+		err = apiextensionsv1.AddToScheme(scheme)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, w
+}
+
+// apply server-side applies the objects as `kubectl apply --server-side`
+// would: CRDs and namespaces for real (the rest validates against them),
+// everything else for real or as a dry run. It fails on any refusal or
+// warning.
+func apply(t *testing.T, objs objects, dryRun bool) {
+	t.Helper()
+	testenv.Require(t)
+	ctx := context.Background()
+	c, warn := applyClient(t)
+	var crds []string
+	for _, phase := range []func(*unstructured.Unstructured) bool{
+		func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace" },
+		func(u *unstructured.Unstructured) bool { return u.GetKind() != "CustomResourceDefinition" && u.GetKind() != "Namespace" },
+	} {
+		for _, u := range objs {
+			if !phase(u) {
+				continue
+			}
+			opts := []client.ApplyOption{client.FieldOwner("eraser-install-test"), client.ForceOwnership}
+			real := u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace"
+			if dryRun && !real {
+				opts = append(opts, client.DryRunAll)
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
+				t.Fatalf("applying %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+			if w := warn.take(); len(w) > 0 {
+				t.Errorf("applying %s %s drew warnings: %q", u.GetKind(), u.GetName(), w)
+			}
+			if u.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, u.GetName())
+			}
+		}
+		waitEstablished(t, c, crds)
+	}
+}
+
+func waitEstablished(t *testing.T, c client.Client, names []string) {
+	t.Helper()
+	for _, name := range names {
+		err := poll(func() (bool, error) {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+				return false, err
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", name, err)
+		}
+	}
+}
+
+// poll checks cond until it holds, fails, or a minute passes: the API
+// server acts on its own time, which the tests do not assert on.
+func poll(cond func() (bool, error)) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still not so after a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
