@@ -130,7 +130,15 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a s
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, Windows under Wine.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-scanner
+	$(MAKE) --no-print-directory test-deploy
 	$(MAKE) --no-print-directory test-windows
+
+# The install tier lives in its own module (hack/render), whose Helm and
+# kustomize dependencies stay out of the root module.
+.PHONY: test-deploy
+test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC.
+	go -C hack/render vet ./...
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go -C hack/render test -count=1 ./...
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.

@@ -144,26 +144,25 @@ func applyClient(t *testing.T) (client.Client, *warnings) {
 }
 
 // apply server-side applies the objects as `kubectl apply --server-side`
-// would: CRDs and namespaces for real (the rest validates against them),
-// everything else for real or as a dry run. It fails on any refusal or
-// warning.
+// would. CRDs and namespaces are applied for real first, as the rest needs
+// them to validate; the rest for real or as a dry run. It fails on any
+// refusal or warning.
 func apply(t *testing.T, objs objects, dryRun bool) {
 	t.Helper()
 	testenv.Require(t)
 	ctx := context.Background()
 	c, warn := applyClient(t)
-	var crds []string
-	for _, phase := range []func(*unstructured.Unstructured) bool{
-		func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace" },
-		func(u *unstructured.Unstructured) bool { return u.GetKind() != "CustomResourceDefinition" && u.GetKind() != "Namespace" },
-	} {
+	foundation := func(u *unstructured.Unstructured) bool {
+		return u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace"
+	}
+	for _, first := range []bool{true, false} {
+		var crds []string
 		for _, u := range objs {
-			if !phase(u) {
+			if foundation(u) != first {
 				continue
 			}
 			opts := []client.ApplyOption{client.FieldOwner("eraser-install-test"), client.ForceOwnership}
-			real := u.GetKind() == "CustomResourceDefinition" || u.GetKind() == "Namespace"
-			if dryRun && !real {
+			if dryRun && !first {
 				opts = append(opts, client.DryRunAll)
 			}
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
