@@ -51,11 +51,6 @@ func TestChartApplies(t *testing.T) {
 	}
 }
 
-func upstreamValuesIfPresent() []string {
-	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm", "*.yaml"))
-	return files
-}
-
 func namespace(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}

@@ -9,6 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/getter"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -356,5 +361,38 @@ func TestChartSecurityContextOverride(t *testing.T) {
 	sc := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager").Spec.Template.Spec.Containers[0].SecurityContext
 	if *sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("security context %+v", sc)
+	}
+}
+
+// The chart passes `helm lint --strict`, with its defaults and with each
+// upstream values file.
+func TestChartLint(t *testing.T) {
+	kv, err := common.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valueSets := map[string][]string{"defaults": nil}
+	for _, f := range upstreamValuesIfPresent() {
+		valueSets[filepath.Base(f)] = []string{f}
+	}
+	for name, files := range valueSets {
+		vals, err := (&values.Options{ValueFiles: files}).MergeValues(getter.Providers{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lint := action.NewLint()
+		lint.Strict, lint.Namespace, lint.KubeVersion = true, DefaultNamespace, kv
+		res := lint.Run([]string{chartDir()}, vals)
+		if res.TotalChartsLinted != 1 {
+			t.Errorf("%s: linted %d charts", name, res.TotalChartsLinted)
+		}
+		for _, m := range res.Messages {
+			if m.Severity > support.InfoSev {
+				t.Errorf("%s: %s", name, m)
+			}
+		}
+		for _, err := range res.Errors {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

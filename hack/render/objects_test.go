@@ -29,14 +29,23 @@ func repoPath(parts ...string) string {
 
 func chartDir() string { return repoPath("charts", "eraser") }
 
-// upstreamHelmValues are upstream's values files, read in place; the tier
-// skips, saying so, where the reference data is absent.
+// upstreamValuesIfPresent are upstream's values files, read in place from
+// the reference data beside the repository, where it exists.
+func upstreamValuesIfPresent() []string {
+	files, _ := filepath.Glob(upstreamValuesGlob())
+	return files
+}
+
+func upstreamValuesGlob() string {
+	return filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm", "*.yaml")
+}
+
+// upstreamHelmValues skips the test, saying so, without them.
 func upstreamHelmValues(t *testing.T) []string {
 	t.Helper()
-	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	files := upstreamValuesIfPresent()
 	if len(files) == 0 {
-		t.Skipf("upstream Helm values not present at %s; this tier runs only where they exist", dir)
+		t.Skipf("upstream Helm values not present at %s; this tier runs only where they exist", upstreamValuesGlob())
 	}
 	return files
 }
