@@ -116,7 +116,8 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 		go test -exec wine -count=1 $(WINDOWS_TEST_PACKAGES)
 
 # The kubelet tier: a local cluster of real kubelets (hack/kubecluster), the
-# images imported into its nodes, Eraser installed from deploy/eraser.yaml.
+# images imported into its nodes, Eraser installed from deploy/eraser.yaml and
+# from the chart.
 # Root; it restores what it changes on the machine when it ends.
 E2E_KUBELET_IMAGES := manager collector remover
 

@@ -91,9 +91,14 @@ func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
 // in any cluster).
 const exclusionList = `{"excluded": ["example.com/e2e/excluded:*", "ghcr.io/eraser-oss/*"]}`
 
+// TestEraser runs Eraser as deploy/eraser.yaml installs it.
 func TestEraser(t *testing.T) {
 	requireCluster(t)
-	objects := install(t)
+	manifest, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "eraser.yaml"))
+	if err != nil {
+		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
+	}
+	objects := install(t, manifest)
 
 	t.Run("ImageListRemovesImagesFromEveryNode", func(t *testing.T) {
 		victim, bystander := testImage("victim"), testImage("bystander")
@@ -174,27 +179,67 @@ func TestEraser(t *testing.T) {
 	})
 }
 
+// TestChart installs Eraser from the Helm chart (rendered as helm template
+// would, by hack/render), removes an image with an ImageList and uninstalls.
+func TestChart(t *testing.T) {
+	requireCluster(t)
+	root := repoRoot()
+	render := command(root, "go", "-C", "hack/render", "run", "./cmd/chart",
+		"--set", "runtimeConfig.components.collector.enabled=false",
+		"--set", "runtimeConfig.components.scanner.enabled=false",
+		filepath.Join(root, "charts", "eraser"))
+	var stderr bytes.Buffer
+	render.Stderr = &stderr
+	manifest, err := render.Output()
+	if err != nil {
+		t.Fatalf("rendering the chart: %v\n%s", err, stderr.Bytes())
+	}
+	// The chart leaves the namespace to the installer, as helm does;
+	// these are the labels docs/install.md gives it.
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(namespace)
+	ns.SetLabels(map[string]string{
+		"pod-security.kubernetes.io/enforce": "privileged",
+		"pod-security.kubernetes.io/audit":   "restricted",
+	})
+	objects := install(t, manifest, ns)
+
+	t.Run("ImageListRemovesAnImage", func(t *testing.T) {
+		victim := testImage("chart-victim")
+		seed(t, cluster.Nodes, victim)
+		il := runImageList(t, "chart", victim)
+		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
+			t.Errorf("status: %d succeeded, %d failed; want %d, 0", il.Status.Success, il.Status.Failed, len(cluster.Nodes))
+		}
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, nil, []string{victim})
+		}
+		expectJobsCleanedUp(t)
+	})
+
+	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
+		uninstall(t, objects)
+	})
+}
+
 func eraserImage(name string) string { return "ghcr.io/eraser-oss/" + name + ":v0.1.0-dev" }
 
-// install applies deploy/eraser.yaml with the test configuration and waits
-// for the manager to be available, which proves it reaches the API server
-// from its pod.
-func install(t *testing.T) []*unstructured.Unstructured {
+// install creates the objects of a manifest, with the test configuration
+// in the manager's ConfigMap, and waits for the manager to be available,
+// which proves it reaches the API server from its pod.
+func install(t *testing.T, manifest []byte, extra ...*unstructured.Unstructured) []*unstructured.Unstructured {
 	t.Helper()
-	manifest := filepath.Join(repoRoot(), "deploy", "eraser.yaml")
-	data, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objects []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	objects := extra
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			t.Fatalf("%s: %v", manifest, err)
+			t.Fatalf("decoding the manifest: %v", err)
 		}
 		if len(obj.Object) == 0 {
 			continue
