@@ -4,8 +4,9 @@
 // (hack/kubecluster: real API server, controller manager, scheduler, and
 // nodes that are real kubelets on their own containerd), the released images
 // (make images) imported into every node, Eraser installed from
-// deploy/eraser.yaml with the manager running in-cluster, and the effects
-// checked on each node's runtime through CRI from the host.
+// deploy/eraser.yaml and from the Helm chart with the manager running
+// in-cluster, and the effects checked on each node's runtime through CRI
+// from the host.
 //
 // It starts a cluster and changes the machine for the while (see
 // hack/kubecluster), so it runs only when asked: ERASER_E2E_KUBELET=1
