@@ -54,7 +54,7 @@ func TestChartApplies(t *testing.T) {
 func namespace(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	if err := env.Client.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 }

@@ -86,17 +86,20 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	cfg.Wrap(denied.wrap)
 
 	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	exited := make(chan struct{})
+	var runErr error
 	go func() {
-		done <- manager.Run(runCtx, log, cfg, manager.Options{
+		defer close(exited)
+		runErr = manager.Run(runCtx, log, cfg, manager.Options{
 			ConfigFile: file, LogLevel: "info", MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true,
 			Namespace: DefaultNamespace, ConfigMapName: manager.DefaultConfigMapName,
 		}, store)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("manager: %v", err)
+		<-exited
+		if runErr != nil && !errors.Is(runErr, context.Canceled) {
+			t.Errorf("manager: %v", runErr)
 		}
 		if t.Failed() {
 			t.Logf("manager log:\n%s", logs.String())
@@ -115,8 +118,17 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	if err := env.Client.Create(ctx, list); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, list)
+		_ = env.Client.Delete(ctx, node)
+	})
 
 	err = poll(func() (bool, error) {
+		select {
+		case <-exited:
+			return false, errors.New("the manager stopped")
+		default:
+		}
 		if d := denied.get(); len(d) > 0 {
 			return false, errors.New("refused")
 		}
