@@ -151,6 +151,12 @@ func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
 // OS sets the kubernetes.io/os label.
 func (w *NodeWrapper) OS(os string) *NodeWrapper { return w.Label(corev1.LabelOSStable, os) }
 
+// Taint adds a taint; an empty value makes a key-only taint.
+func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
+	w.Spec.Taints = append(w.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return w
+}
+
 // Obj returns a copy of the built object.
 func (w *NodeWrapper) Obj() *corev1.Node { return w.Node.DeepCopy() }
 

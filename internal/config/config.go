@@ -97,6 +97,12 @@ type ImageJob struct {
 	PodStartTimeout time.Duration
 	// PodRunTimeout fails a node whose pod has not finished in this time.
 	PodRunTimeout time.Duration
+	// NodeSelector leaves out the nodes that lack any of these labels.
+	NodeSelector map[string]string
+	// Tolerations, when not nil, replace the worker pods' tolerate-all
+	// toleration; nodes with a NoSchedule or NoExecute taint they do not
+	// tolerate are left out. Nil tolerates every taint, as upstream.
+	Tolerations []corev1.Toleration
 }
 
 // MaxConcurrent is a count of nodes or a percentage of them.

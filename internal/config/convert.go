@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
@@ -175,6 +177,10 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)
+	c.nodeSelector(job.Child("nodeSelector"), m.ImageJob.NodeSelector)
+	out.ImageJob.NodeSelector = m.ImageJob.NodeSelector
+	c.tolerations(job.Child("tolerations"), m.ImageJob.Tolerations)
+	out.ImageJob.Tolerations = m.ImageJob.Tolerations
 
 	for i, s := range m.PullSecrets {
 		for _, msg := range validation.IsDNS1123Subdomain(s) {
@@ -227,6 +233,61 @@ func (c *converter) maxConcurrent(p *field.Path, s scalar) MaxConcurrent {
 		return MaxConcurrent{}
 	}
 	return MaxConcurrent{Count: n}
+}
+
+// nodeSelector checks each pair as a label a node could carry, naming the
+// key in the path (metav1 validation would name only the map).
+func (c *converter) nodeSelector(p *field.Path, sel map[string]string) {
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, msg := range validation.IsQualifiedName(k) {
+			c.errs = append(c.errs, field.Invalid(p.Key(k), k, "must be a label key: "+msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(sel[k]) {
+			c.errs = append(c.errs, field.Invalid(p.Key(k), sel[k], "must be a label value: "+msg))
+		}
+	}
+}
+
+// tolerations refuses what the API server would refuse in the worker pods
+// (where it would fail every node instead of the configuration), and the
+// Lt/Gt operators, which the choice of nodes does not evaluate.
+func (c *converter) tolerations(p *field.Path, list []corev1.Toleration) {
+	operators := []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}
+	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+	for i, t := range list {
+		tp := p.Index(i)
+		if t.Key != "" {
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				c.errs = append(c.errs, field.Invalid(tp.Child("key"), t.Key, msg))
+			}
+		}
+		switch t.Operator {
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				c.errs = append(c.errs, field.Invalid(tp.Child("value"), t.Value, "must be empty when operator is Exists"))
+			}
+		case "", corev1.TolerationOpEqual:
+			if t.Key == "" {
+				c.errs = append(c.errs, field.Invalid(tp.Child("operator"), t.Operator, "must be Exists when key is empty (which tolerates every taint)"))
+			}
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				c.errs = append(c.errs, field.Invalid(tp.Child("value"), t.Value, msg))
+			}
+		default:
+			c.errs = append(c.errs, field.NotSupported(tp.Child("operator"), t.Operator, operators))
+		}
+		if t.Effect != "" && !slices.Contains(effects, t.Effect) {
+			c.errs = append(c.errs, field.NotSupported(tp.Child("effect"), t.Effect, effects))
+		}
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			c.errs = append(c.errs, field.Invalid(tp.Child("tolerationSeconds"), *t.TolerationSeconds, "only a NoExecute toleration can have tolerationSeconds"))
+		}
+	}
 }
 
 func (c *converter) podLabels(p *field.Path, l map[string]string) {

@@ -103,10 +103,14 @@ type profileDoc struct {
 type imageJobDoc struct {
 	SuccessRatio float64    `json:"successRatio"`
 	Cleanup      cleanupDoc `json:"cleanup"`
-	// Our additions: waves and pod timeouts.
-	MaxConcurrentNodes scalar `json:"maxConcurrentNodes"`
-	PodStartTimeout    scalar `json:"podStartTimeout"`
-	PodRunTimeout      scalar `json:"podRunTimeout"`
+	// Our additions: waves, pod timeouts, and which nodes get a worker.
+	MaxConcurrentNodes scalar            `json:"maxConcurrentNodes"`
+	PodStartTimeout    scalar            `json:"podStartTimeout"`
+	PodRunTimeout      scalar            `json:"podRunTimeout"`
+	NodeSelector       map[string]string `json:"nodeSelector"`
+	// Tolerations stays nil when the key is missing or null (tolerate
+	// everything); an empty list tolerates nothing.
+	Tolerations []corev1.Toleration `json:"tolerations"`
 }
 
 type cleanupDoc struct {

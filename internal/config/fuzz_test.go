@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // FuzzParse: whatever the document, Parse never panics, and a document it
@@ -36,6 +38,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if m.NodeFilter.Type != FilterExclude && m.NodeFilter.Type != FilterInclude {
 			t.Fatalf("accepted filter type %q", m.NodeFilter.Type)
+		}
+		for _, tol := range m.ImageJob.Tolerations {
+			if op := tol.Operator; op != "" && op != corev1.TolerationOpEqual && op != corev1.TolerationOpExists {
+				t.Fatalf("accepted toleration %+v", tol)
+			}
 		}
 		if _, ok := defaultRuntimeAddresses[m.Runtime.Name]; !ok || m.Runtime.Address == "" {
 			t.Fatalf("accepted runtime %+v", m.Runtime)

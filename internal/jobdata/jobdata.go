@@ -190,13 +190,17 @@ type Nodes struct {
 }
 
 // CreateNodes stores a job's nodes: one "name os" line per target, one
-// "name reason" line per skipped node.
+// "name reason [detail]" line per skipped node.
 func CreateNodes(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, n Nodes) error {
 	var targets, skipped strings.Builder
 	for _, t := range n.Targets {
 		fmt.Fprintf(&targets, "%s %s\n", t.Name, t.OS)
 	}
 	for _, s := range n.Skipped {
+		if s.Detail != "" {
+			fmt.Fprintf(&skipped, "%s %s %s\n", s.Name, s.Reason, s.Detail)
+			continue
+		}
 		fmt.Fprintf(&skipped, "%s %s\n", s.Name, s.Reason)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, NodesName(job.Name)), Immutable: ptr.To(true),
@@ -217,8 +221,12 @@ func GetNodes(ctx context.Context, c client.Reader, namespace, job string) (Node
 		}
 	}
 	for _, line := range strings.Split(cm.Data[keySkipped], "\n") {
-		if name, reason, ok := strings.Cut(line, " "); ok {
-			n.Skipped = append(n.Skipped, nodefilter.Skipped{Name: name, Reason: reason})
+		if f := strings.SplitN(line, " ", 3); len(f) >= 2 {
+			s := nodefilter.Skipped{Name: f[0], Reason: f[1]}
+			if len(f) == 3 {
+				s.Detail = f[2]
+			}
+			n.Skipped = append(n.Skipped, s)
 		}
 	}
 	return n, nil

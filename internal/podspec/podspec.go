@@ -131,9 +131,7 @@ func Build(p Params) (*corev1.Pod, error) {
 			ServiceAccountName:           ServiceAccount,
 			AutomountServiceAccountToken: ptr.To(false),
 			PriorityClassName:            cfg.Manager.PriorityClassName,
-			// Pinned with nodeName, the pod bypasses the scheduler; it must
-			// tolerate whatever taints the node has.
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Tolerations:                  tolerations(cfg),
 		},
 	}
 	for _, s := range cfg.Manager.PullSecrets {
@@ -215,6 +213,22 @@ func Build(p Params) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("unknown job kind %q", p.Kind)
 	}
 	return pod, nil
+}
+
+// tolerations are the configured ones or, unset, tolerate-all: pinned with
+// nodeName, the pod bypasses the scheduler and must tolerate whatever taints
+// its node has. Configured ones are honoured by the choice of nodes
+// (nodefilter), which leaves out the nodes whose taints they do not tolerate.
+func tolerations(cfg *config.Config) []corev1.Toleration {
+	set := cfg.Manager.ImageJob.Tolerations
+	if set == nil {
+		return []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	}
+	out := make([]corev1.Toleration, 0, len(set))
+	for i := range set {
+		out = append(out, *set[i].DeepCopy())
+	}
+	return out
 }
 
 func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/paths"
@@ -167,7 +169,11 @@ func checkInvariants(t *testing.T, pod *corev1.Pod, p Params) {
 	if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken {
 		t.Error("a service account token is mounted")
 	}
-	if len(s.Tolerations) != 1 || s.Tolerations[0].Operator != corev1.TolerationOpExists {
+	if set := p.Config.Manager.ImageJob.Tolerations; set != nil {
+		if diff := cmp.Diff(set, s.Tolerations, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("tolerations, want exactly the configured ones (-want +got):\n%s", diff)
+		}
+	} else if len(s.Tolerations) != 1 || s.Tolerations[0] != (corev1.Toleration{Operator: corev1.TolerationOpExists}) {
 		t.Errorf("tolerations %+v, want tolerate-all", s.Tolerations)
 	}
 	if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "ImageJob" || ref[0].Name != p.Job {
@@ -277,6 +283,52 @@ components:
 	}
 	if got := linux.Spec.Containers[0]; got.Image != "r:1" || got.Command != nil || linux.Spec.HostNetwork {
 		t.Errorf("Linux pod changed: image %s command %v hostNetwork %v", got.Image, got.Command, linux.Spec.HostNetwork)
+	}
+}
+
+// TestBuildTolerations: configured tolerations replace tolerate-all, on
+// Linux and Windows pods alike; unset keeps upstream's tolerate-all.
+func TestBuildTolerations(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		want []corev1.Toleration
+	}{
+		"unset tolerates all": {
+			want: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+		"exactly the configured ones": {
+			doc: "manager: {imageJob: {tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}, {key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: 60}]}}",
+			want: []corev1.Toleration{
+				{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+			},
+		},
+		"an empty list tolerates nothing": {
+			doc:  "manager: {imageJob: {tolerations: []}}",
+			want: nil,
+		},
+	}
+	for name, tc := range cases {
+		for _, os := range []paths.OS{paths.Linux, paths.Windows} {
+			t.Run(name+"/"+string(os), func(t *testing.T) {
+				params := Params{Job: "j", Kind: KindManual, Node: "n", OS: os, Namespace: "eraser-system", Config: cfg(t, tc.doc), ConfigMap: "j", LogLevel: "info"}
+				pod, err := Build(params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, pod.Spec.Tolerations, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("tolerations (-want +got):\n%s", diff)
+				}
+				// The pod owns its copy: the job's configuration is shared
+				// by all of its pods.
+				if len(pod.Spec.Tolerations) > 1 {
+					*pod.Spec.Tolerations[1].TolerationSeconds = 1
+					if got := *params.Config.Manager.ImageJob.Tolerations[1].TolerationSeconds; got != 60 {
+						t.Errorf("changing the pod changed the configuration: %d", got)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -191,8 +191,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		if err := r.client.List(ctx, &list); err != nil {
 			return reconcile.Result{}, err
 		}
-		workers := nodefilter.Workers(data.Kind == podspec.KindCollector, data.Config)
-		targets, skipped, err := nodefilter.Select(list.Items, data.Config.Manager.NodeFilter, workers)
+		targets, skipped, err := nodefilter.Select(list.Items, nodefilter.RulesFor(data.Kind == podspec.KindCollector, data.Config))
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
 		}

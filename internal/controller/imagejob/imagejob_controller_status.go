@@ -2,6 +2,8 @@ package imagejob
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,18 +58,40 @@ func setFinished(job *eraserv1.ImageJob, p progress, ratio, want float64) {
 	}
 }
 
+// skippedText counts the skipped nodes by reason and names what decided
+// it (taints, selector labels), a few of each, so that a node left out by
+// the configuration is explained where the job's progress is.
 func skippedText(skipped []nodefilter.Skipped) string {
 	if len(skipped) == 0 {
 		return ""
 	}
-	by := map[string]int{}
+	count := map[string]int{}
+	details := map[string]map[string]bool{}
 	for _, s := range skipped {
-		by[s.Reason]++
+		count[s.Reason]++
+		if s.Detail != "" {
+			if details[s.Reason] == nil {
+				details[s.Reason] = map[string]bool{}
+			}
+			details[s.Reason][s.Detail] = true
+		}
 	}
 	var parts []string
-	for r, n := range by {
-		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	for r, n := range count {
+		part := fmt.Sprintf("%d %s", n, r)
+		if d := slices.Sorted(maps.Keys(details[r])); len(d) > 0 {
+			shown := d[:min(len(d), maxDetails)]
+			part += " (" + strings.Join(shown, ", ")
+			if more := len(d) - len(shown); more > 0 {
+				part += fmt.Sprintf(" and %d more", more)
+			}
+			part += ")"
+		}
+		parts = append(parts, part)
 	}
 	sort.Strings(parts)
 	return "; skipped: " + strings.Join(parts, ", ")
 }
+
+// maxDetails bounds the taints or labels named per skip reason.
+const maxDetails = 3

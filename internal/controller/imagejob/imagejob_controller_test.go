@@ -1,6 +1,7 @@
 package imagejob
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,61 @@ func TestIncludeFilter(t *testing.T) {
 	}
 	if job := f.get("include"); job.Status.Skipped != 1 || job.Status.Desired != 2 {
 		t.Errorf("status %+v", job.Status)
+	}
+}
+
+// TestNodeSelectorAndTolerations: manager.imageJob.nodeSelector and
+// tolerations (ours) pick the nodes, the pods carry exactly the configured
+// tolerations, and the Ready condition names why each node was skipped,
+// pass after pass (the reasons are read back from the job's node list).
+func TestNodeSelectorAndTolerations(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(
+		builder.MakeNode("gpu").Label("pool", "gpu").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(),
+		builder.MakeNode("gpu-cp").Label("pool", "gpu").Taint("node-role.kubernetes.io/control-plane", "", corev1.TaintEffectNoSchedule).Obj(),
+		builder.MakeNode("cpu").Label("pool", "cpu").Obj(),
+	)
+	// The API server taints every new node not-ready (TaintNodesByCondition);
+	// play the node lifecycle controller, which lifts it once the node is up.
+	for _, name := range []string{"gpu", "gpu-cp", "cpu"} {
+		n := &corev1.Node{}
+		if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if err := env.Client.Update(f.ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.job("taints", podspec.KindManual, baseConfig+"manager: {imageJob: {nodeSelector: {pool: gpu}, tolerations: [{key: dedicated, operator: Exists}]}}", "nginx")
+	const skipped = "skipped: 1 NodeSelector (pool=gpu), 1 Tainted (node-role.kubernetes.io/control-plane:NoSchedule)"
+	for pass := range 2 {
+		f.reconcile("taints")
+		job := f.get("taints")
+		if job.Status.Phase != eraserv1.PhaseRunning || job.Status.Desired != 3 || job.Status.Skipped != 2 {
+			t.Fatalf("pass %d: status %+v", pass, job.Status)
+		}
+		if c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady); c == nil || !strings.HasSuffix(c.Message, skipped) {
+			t.Errorf("pass %d: Ready condition %+v, want its message to end with %q", pass, c, skipped)
+		}
+	}
+	pods := f.pods("taints")
+	if len(pods) != 1 || pods[0].Spec.NodeName != "gpu" {
+		t.Fatalf("%d pods, want one on node gpu", len(pods))
+	}
+	// The API server accepted them, adding only its DefaultTolerationSeconds
+	// (not-ready and unreachable NoExecute, for 300s): no tolerate-all.
+	got := slices.DeleteFunc(pods[0].Spec.Tolerations, func(t corev1.Toleration) bool {
+		return t.Effect == corev1.TaintEffectNoExecute && (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable)
+	})
+	want := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
+	}
+	f.finishPod(&pods[0], corev1.PodSucceeded, removed(1, 1))
+	f.reconcile("taints")
+	if job := f.get("taints"); job.Status.Phase != eraserv1.PhaseCompleted || job.Status.Succeeded != 1 {
+		t.Errorf("status %+v, want Completed on the one eligible node", job.Status)
 	}
 }
 
