@@ -39,8 +39,9 @@ type ImageJobStatus struct {
 	// +optional
 	Failed int `json:"failed"`
 
-	// Skipped is the number of nodes left out by the node filter, or for
-	// not being Ready or having no worker for their OS.
+	// Skipped is the number of nodes left out: by the node filter or the
+	// node selector, for a taint the workers do not tolerate, for not being
+	// Ready, or for having no worker for their OS.
 	// +optional
 	Skipped int `json:"skipped"`
 
