@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ func run(o *options, images, platforms string) error {
 	var err error
 	if o.Root, err = os.Getwd(); err != nil {
 		return err
+	}
+	if _, err := os.Stat(filepath.Join(o.Root, "go.mod")); err != nil {
+		return fmt.Errorf("run from the repository root: %w", err)
 	}
 	if o.Version == "" {
 		o.Version = version.Version
