@@ -11,6 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +25,9 @@ import (
 
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
@@ -253,6 +259,43 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 				t.Errorf("the scanner's log does not name the finding:\n%s", scanner.stderr)
 			}
 		})
+	}
+}
+
+// TestDBDownloadedFromDBRepo: the online path, kept offline: the DB is
+// served as Trivy's OCI artifact by a registry on loopback, and dbRepo
+// names it without a tag, as upstream's default does.
+func TestDBDownloadedFromDBRepo(t *testing.T) {
+	testcontainerd.Require(t)
+	art, err := fixture.DBArtifact(advisories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/aquasecurity/trivy-db"
+	ref, err := name.ParseReference(repo + ":2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, art); err != nil {
+		t.Fatal(err)
+	}
+	c := seed(t)
+	cache := t.TempDir()
+	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndbRepo: %s", cache, repo))
+	collector, scanner, remover := pod(t, c, cfg, t.TempDir())
+	if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.code, scanner.code, remover.code, scanner.stderr)
+	}
+	if !strings.Contains(scanner.stderr, `"downloaded":true`) {
+		t.Errorf("the scanner did not download the DB:\n%s", scanner.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "db", "trivy.db")); err != nil {
+		t.Errorf("no DB in the cache: %v", err)
+	}
+	if slices.Contains(present(t, c), vulnerable) {
+		t.Error("the vulnerable image is still on the node")
 	}
 }
 
