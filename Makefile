@@ -73,7 +73,7 @@ SCANNER_ENV := GOEXPERIMENT=jsonv2 CGO_ENABLED=0
 
 .PHONY: build-scanner
 build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is large).
-	$(SCANNER_ENV) go -C $(SCANNER_MODULE) build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/trivy-scanner
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) build $(GO_BUILD_FLAGS) -o $(BIN)/ ./cmd/trivy-scanner
 
 # Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
 # VERSION (the tag and the stamped version) defaults to internal/version.Version;

@@ -52,7 +52,7 @@ func TestScannerBench(t *testing.T) {
 	}
 	bin := t.TempDir()
 	for _, b := range [][]string{
-		{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin + "/", "../../cmd/trivy-scanner"},
+		{"go", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "../../cmd/trivy-scanner"},
 		{"go", "-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "./cmd/collector", "./cmd/remover"},
 	} {
 		cmd := exec.Command(b[0], b[1:]...)
