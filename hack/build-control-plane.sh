@@ -83,7 +83,7 @@ GO
     esac
     local hint=""
     [ "$b" = kube-apiserver ] && hint=" (cold: about 8-11 min on 2 cores, once)"
-    [ "$b" = kubelet ] && hint=" (about 4-10 min on 2 cores, once)"
+    [ "$b" = kubelet ] && hint=" (cold: about 6 min on 2 idle cores, 30s after the apiserver; once)"
     log "building ${b} ${KUBE_VERSION}${hint}"
     local t0=$SECONDS
     go build -trimpath -ldflags "${ldf}" -o "${OUT}/${b}.tmp" "k8s.io/kubernetes/cmd/${b}"
