@@ -143,7 +143,7 @@ test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a re
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.
-	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -count=1 ./...
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers and matchers for a short while each.

@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 	}
 	bin = dir
 	builds := [][]string{
-		{"go", "build", "-o", dir + "/", "../../cmd/trivy-scanner"},
+		// The release flags, so this shares its build cache with make images.
+		{"go", "build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "../../cmd/trivy-scanner"},
 		{"go", "-C", "../../../..", "build", "-o", dir + "/", "./cmd/collector", "./cmd/remover"},
 	}
 	for _, b := range builds {
