@@ -170,8 +170,8 @@ func TestEraser(t *testing.T) {
 	})
 
 	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
-		t.Skip("needs the eraser-trivy-scanner image and a vulnerability database that works offline (none can be downloaded here); " +
-			"the scanner's policy and protocol are covered by internal/scan and pkg/scanner")
+		t.Skip("not yet: needs the eraser-trivy-scanner image in the nodes and a Trivy database the worker pods can fetch " +
+			"without the internet (the scanner's own tests serve one on loopback, which pods cannot reach)")
 	})
 
 	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
