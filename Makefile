@@ -119,7 +119,7 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 # images imported into its nodes, Eraser installed from deploy/eraser.yaml and
 # from the chart.
 # Root; it restores what it changes on the machine when it ends.
-E2E_KUBELET_IMAGES := manager collector remover
+E2E_KUBELET_IMAGES := manager collector remover trivy-scanner
 
 .PHONY: test-e2e-kubelet
 test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a scheduled run and uninstall on a local 2-node cluster.

@@ -83,6 +83,50 @@ components:
     enabled: false
 `
 
+// scannerConfig turns on scheduled runs with the Trivy scanner, its
+// vulnerability DB seeded on the nodes (the air-gapped set-up: a hostPath,
+// no download), by the scanner module's fixturedb command.
+func scannerConfig(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(stateDir+"-trivy", "cache")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
+	run := command(repoRoot(), "go", "-C", "scanner/trivy", "run", "./test/fixturedb", "-cache-dir", dir)
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("writing the fixture DB: %v: %s", err, out)
+	}
+	return fmt.Sprintf(`apiVersion: eraser.sh/v1alpha3
+kind: EraserConfig
+manager:
+  runtime:
+    name: containerd
+    address: unix:///run/containerd/containerd.sock
+  scheduling:
+    repeatInterval: 1m
+    beginImmediately: true
+  imageJob:
+    successRatio: 1.0
+    cleanup:
+      delayOnSuccess: 0s
+      delayOnFailure: 1h
+components:
+  collector:
+    enabled: true
+  scanner:
+    enabled: true
+    request: {cpu: 100m, mem: 100Mi}
+    volumes:
+    - name: trivy-db
+      hostPath: {path: %[1]s, type: Directory}
+    config: |
+      cacheDir: %[1]s
+      skipDBUpdate: true
+      deleteEOLImages: false
+`, dir)
+}
+
 // Test images are example.com/e2e/NAME:1, each with its own ID.
 func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
 
@@ -170,8 +214,27 @@ func TestEraser(t *testing.T) {
 	})
 
 	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
-		t.Skip("not yet: needs the eraser-trivy-scanner image in the nodes and a Trivy database the worker pods can fetch " +
-			"without the internet (the scanner's own tests serve one on loopback, which pods cannot reach)")
+		vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
+		seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
+		setConfig(t, scannerConfig(t))
+		t.Cleanup(func() { setConfig(t, baseConfig) })
+
+		// collector → trivy-scanner → remover in each node's pod; the
+		// scanner reads the images from its node's containerd and judges
+		// them against the DB seeded on the node.
+		eventually(t, 4*time.Minute, "the scanned run to remove the vulnerable image from every node", func() (bool, string) {
+			var left []string
+			for _, n := range cluster.Nodes {
+				if nodeImages(t, n)[vulnerable] {
+					left = append(left, n.Name)
+				}
+			}
+			return len(left) == 0, fmt.Sprintf("still on %v", left)
+		})
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, []string{fixed, eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
+		}
+		expectJobsCleanedUp(t)
 	})
 
 	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
@@ -466,6 +529,30 @@ func seed(t *testing.T, nodes []Node, tags ...string) {
 			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
 		}
 		expectImages(t, n, tags, nil)
+	}
+}
+
+// seedAlpine imports Alpine-like images (an os-release and an apk
+// database, as the fixture DB of the scanner module expects: Alpine 3.22)
+// whose musl is at the given version, tag → version.
+func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
+	t.Helper()
+	var imgs []testcontainerd.Image
+	for tag, version := range musl {
+		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{
+			"etc/alpine-release":   []byte("3.22.1\n"),
+			"lib/apk/db/installed": []byte("P:musl\nV:" + version + "\nA:x86_64\no:musl\n\n"),
+			"etc/e2e-tag":          []byte(tag),
+		}})
+	}
+	archive := filepath.Join(t.TempDir(), "alpine.tar")
+	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
+			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
+		}
 	}
 }
 
