@@ -122,17 +122,18 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 E2E_KUBELET_IMAGES := manager collector remover trivy-scanner
 
 .PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", a scheduled run and uninstall on a local 2-node cluster.
+test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
 	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
 	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
 .PHONY: test
-test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, Windows under Wine.
+test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-scanner
 	$(MAKE) --no-print-directory test-deploy
 	$(MAKE) --no-print-directory test-windows
+	$(MAKE) --no-print-directory test-e2e-kubelet
 
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
