@@ -5,7 +5,7 @@
 set -euo pipefail
 
 TRIVY_VERSION=${TRIVY_VERSION:-v0.74.0}
-dir="${ERASER_CACHE:-$HOME/.cache/eraser}/trivy-${TRIVY_VERSION}"
+dir="${ERASER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/eraser}/trivy-${TRIVY_VERSION}"
 bin="$dir/trivy"
 if [[ -x $bin ]]; then
 	echo "$bin"
