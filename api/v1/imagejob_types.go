@@ -151,7 +151,7 @@ type ImageResults struct {
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skipped`
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.results.removed`,priority=1
-// +kubebuilder:printcolumn:name="Delete-After",type=date,JSONPath=`.status.deleteAfter`,priority=1
+// +kubebuilder:printcolumn:name="Delete-After",type=string,JSONPath=`.status.deleteAfter`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ImageJob struct {
 	metav1.TypeMeta   `json:",inline"`
