@@ -44,7 +44,7 @@ fmt:
 .PHONY: vet
 vet:
 	go vet $(GO_PACKAGES)
-	$(SCANNER_ENV) go -C $(SCANNER_MODULE) vet ./...
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) vet -trimpath -tags=$(GO_TAGS) ./...
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Regenerate everything; fail if that changed anything, or on unformatted code or untidy modules.
