@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,8 +75,6 @@ var (
 func Pause(t testing.TB) []byte {
 	t.Helper()
 	pauseOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "test", "images", "pause")
 		dir, err := os.MkdirTemp("", "pause")
 		if err != nil {
 			pauseErr = err
@@ -85,8 +82,11 @@ func Pause(t testing.TB) []byte {
 		}
 		defer os.RemoveAll(dir)
 		out := filepath.Join(dir, "pause")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
-		cmd.Dir, cmd.Env = src, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		// By import path, from the test's own directory: it resolves in this
+		// module and in modules that require it (the scanner's), and does
+		// not depend on source paths, which -trimpath rewrites.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
 			return
