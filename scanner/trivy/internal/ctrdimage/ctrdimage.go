@@ -6,6 +6,7 @@
 package ctrdimage
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,8 +230,13 @@ func (l *layer) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("layer %s is not in the content store: %w", l.desc.Digest, err)
 	}
-	return readCloser{Reader: io.NewSectionReader(ra, 0, ra.Size()), Closer: ra}, nil
+	// Every ReadAt of a remote content store is a gRPC round trip: read in
+	// large chunks, not in the tar and gzip readers' small ones.
+	return readCloser{Reader: bufio.NewReaderSize(io.NewSectionReader(ra, 0, ra.Size()), readChunk), Closer: ra}, nil
 }
+
+// readChunk is the size of each read from the content store.
+const readChunk = 1 << 20
 
 type readCloser struct {
 	io.Reader
