@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/eraser-oss/eraser/internal/report"
@@ -242,11 +247,7 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 			if diff := cmp.Diff(tc.want, present(t, c)); diff != "" {
 				t.Errorf("images left on the node (-want +got):\n%s", diff)
 			}
-			got := map[string]string{}
-			for _, v := range scanner.summary.Verdicts {
-				got[v.Image] = v.Verdict
-			}
-			if diff := cmp.Diff(tc.verdicts, got); diff != "" {
+			if diff := cmp.Diff(tc.verdicts, verdicts(scanner.summary)); diff != "" {
 				t.Errorf("scanner verdicts (-want +got):\n%s", diff)
 			}
 			wantSent := 1
@@ -298,6 +299,80 @@ func TestDBDownloadedFromDBRepo(t *testing.T) {
 	if slices.Contains(present(t, c), vulnerable) {
 		t.Error("the vulnerable image is still on the node")
 	}
+}
+
+// TestMultiPlatformImage: an image pulled as a multi-platform index has
+// only the node's platform in the content store; the scanner judges that
+// one (here the vulnerable one, while the arm64 variant is fixed).
+func TestMultiPlatformImage(t *testing.T) {
+	testcontainerd.Require(t)
+	const multi = "example.com/multi:1"
+	variant := func(musl, arch string) v1.Image {
+		files := fixture.AlpineFiles("3.22.1", fixture.Package{Name: "musl", Version: musl})
+		files["etc/arch"] = []byte(arch)
+		img, err := testcontainerd.Image{Files: files}.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, _ := img.ConfigFile()
+		cf = cf.DeepCopy()
+		cf.Architecture = arch
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	other := variant("1.2.5-r0", "s390x")
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: variant("1.2.4-r2", runtime.GOARCH), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: runtime.GOARCH}}},
+		mutate.IndexAddendum{Add: other, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "s390x"}}},
+	)
+	dir := t.TempDir()
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name": multi, "org.opencontainers.image.ref.name": "1",
+	})); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "multi.tar")
+	if out, err := exec.Command("tar", "-C", dir, "-cf", archive, ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, out)
+	}
+	c := testcontainerd.Start(t)
+	// Without --all-platforms, as a node pulls: the node's platform only.
+	c.Ctr(t, "images", "import", archive)
+	if !slices.Contains(present(t, c), multi) {
+		t.Fatalf("the index was not imported: %v", present(t, c))
+	}
+	otherDigest, err := other.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content := c.Ctr(t, "content", "ls", "-q"); strings.Contains(content, otherDigest.String()) {
+		t.Fatalf("the other platform's manifest %s was imported too; the test needs it absent", otherDigest)
+	}
+	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\nskipDBUpdate: true", seededDB(t)))
+	collector, scanner, remover := pod(t, c, cfg, t.TempDir())
+	if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.code, scanner.code, remover.code, scanner.stderr)
+	}
+	if diff := cmp.Diff(map[string]string{multi: "vulnerable"}, verdicts(scanner.summary)); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s\n%s", diff, scanner.stderr)
+	}
+	if slices.Contains(present(t, c), multi) {
+		t.Error("the vulnerable image is still on the node")
+	}
+}
+
+func verdicts(s report.Summary) map[string]string {
+	got := map[string]string{}
+	for _, v := range s.Verdicts {
+		got[v.Image] = v.Verdict
+	}
+	return got
 }
 
 // TestNoDBRemovesNothing: without a usable DB the scanner fails loudly, and
