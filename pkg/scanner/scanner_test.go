@@ -2,6 +2,8 @@ package scanner
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -78,9 +80,27 @@ func TestProviderProtocol(t *testing.T) {
 	}
 }
 
+// sendRaw plays a peer that writes msg where the remover's signal goes, as
+// the wire carries it: into the FIFO, or over the socket.
 func sendRaw(ctx context.Context, tr handoff.Transport, path, msg string) error {
 	if msg == handoff.CompleteToken {
 		return tr.SignalCompletion(ctx, path)
 	}
-	return handoff.SendRawForTest(ctx, tr, path, []byte(msg))
+	if tr.Name() == "fifo" {
+		// Opening a FIFO for writing waits for its reader, the provider.
+		return os.WriteFile(path, []byte(msg), 0)
+	}
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			_, err = conn.Write([]byte(msg))
+			return errors.Join(err, conn.Close())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
