@@ -117,6 +117,13 @@ func (c *Command) scanConfig() (scan.Config, error) {
 // prepare gets the DB and connects to the runtime's content store.
 func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (*engine.Engine, error) {
 	tlog.InitLogger(false, true)
+	for _, c := range cfg.Vulnerabilities.SecurityChecks {
+		if c != "vuln" {
+			// Removal is decided by vulnerabilities only; secret or
+			// misconfiguration findings would not change a verdict.
+			log.Warn("ignoring a security check this scanner does not run", "check", c, "key", "vulnerabilities.securityChecks")
+		}
+	}
 	if name := os.Getenv("ERASER_RUNTIME_NAME"); name != "" && name != string(config.RuntimeContainerd) {
 		return nil, fmt.Errorf("runtime %q: this scanner reads images from containerd only", name)
 	}
