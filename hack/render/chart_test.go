@@ -297,6 +297,10 @@ func TestChartValues(t *testing.T) {
 			"runtimeConfig.manager.imageJob.maxConcurrentNodes=10%",
 			"runtimeConfig.manager.imageJob.podStartTimeout=5m",
 			"runtimeConfig.manager.imageJob.podRunTimeout=2h",
+			"runtimeConfig.manager.imageJob.nodeSelector.pool=general",
+			"runtimeConfig.manager.imageJob.tolerations[0].key=dedicated",
+			"runtimeConfig.manager.imageJob.tolerations[0].operator=Exists",
+			"runtimeConfig.manager.imageJob.tolerations[0].effect=NoSchedule",
 			"runtimeConfig.manager.runtime.name=containerd",
 			"runtimeConfig.manager.runtime.windowsAddress=npipe://./pipe/custom",
 			"runtimeConfig.components.remover.windows.image.repo=registry.example/remover-windows",
@@ -316,7 +320,8 @@ func TestChartValues(t *testing.T) {
 	if m.Scheduling.Cron != "0 3 * * *" || m.ImageJob.MaxConcurrentNodes.Percent != 10 || m.ImageJob.PodStartTimeout != 5*time.Minute ||
 		m.ImageJob.PodRunTimeout != 2*time.Hour || m.Runtime.WindowsAddress != "npipe://./pipe/custom" ||
 		remover.WindowsImage().Ref() != "registry.example/remover-windows:v1" || !cmp.Equal(remover.Windows.Command, []string{"remover.exe", "--windows"}) ||
-		cfg.Components.Scanner.Enabled || !cmp.Equal(m.PullSecrets, []string{"regcred"}) {
+		cfg.Components.Scanner.Enabled || !cmp.Equal(m.PullSecrets, []string{"regcred"}) ||
+		m.ImageJob.NodeSelector["pool"] != "general" || len(m.ImageJob.Tolerations) != 1 || m.ImageJob.Tolerations[0].Key != "dedicated" {
 		t.Errorf("EraserConfig did not take the values: %+v %+v", m, cfg.Components)
 	}
 
