@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,6 +236,20 @@ func TestEraser(t *testing.T) {
 		for _, n := range cluster.Nodes {
 			expectImages(t, n, []string{fixed, eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
 		}
+		// The manager records what each node's scanner handed over.
+		eventually(t, time.Minute, "vulnerable_images_run_total for every node on the manager's metrics endpoint", func() (bool, string) {
+			body, err := managerMetrics(testCtx(t))
+			if err != nil {
+				return false, err.Error()
+			}
+			var missing []string
+			for _, n := range cluster.Nodes {
+				if !strings.Contains(body, `vulnerable_images_run_total{node_name="`+n.Name+`"}`) {
+					missing = append(missing, n.Name)
+				}
+			}
+			return len(missing) == 0, fmt.Sprintf("no series for %v", missing)
+		})
 		expectJobsCleanedUp(t)
 	})
 
@@ -649,6 +665,29 @@ func dump(t *testing.T) {
 	if err == nil {
 		t.Logf("manager log (last lines):\n%s", logs)
 	}
+}
+
+// managerMetrics reads the manager's Prometheus endpoint at its pod's IP
+// (the nodes' pod networks are bridges on this host).
+func managerMetrics(ctx context.Context) (string, error) {
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+		return "", err
+	}
+	if len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+		return "", errors.New("no manager pod with an IP")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(pods.Items[0].Status.PodIP, "8889")+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 func managerPod(ctx context.Context) string {
