@@ -137,14 +137,10 @@ func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
 // in any cluster).
 const exclusionList = `{"excluded": ["example.com/e2e/excluded:*", "ghcr.io/eraser-oss/*"]}`
 
-// TestEraser runs Eraser as deploy/eraser.yaml installs it.
+// TestEraser proves the whole product as the Helm chart installs it.
 func TestEraser(t *testing.T) {
 	requireCluster(t)
-	manifest, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "eraser.yaml"))
-	if err != nil {
-		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
-	}
-	objects := install(t, manifest)
+	objects := installChart(t)
 
 	t.Run("ImageListRemovesImagesFromEveryNode", func(t *testing.T) {
 		victim, bystander := testImage("victim"), testImage("bystander")
@@ -258,10 +254,39 @@ func TestEraser(t *testing.T) {
 	})
 }
 
-// TestChart installs Eraser from the Helm chart (rendered as helm template
-// would, by hack/render), removes an image with an ImageList and uninstalls.
-func TestChart(t *testing.T) {
+// TestStaticManifest installs Eraser from deploy/eraser.yaml, removes an
+// image with an ImageList and uninstalls.
+func TestStaticManifest(t *testing.T) {
 	requireCluster(t)
+	manifest, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "eraser.yaml"))
+	if err != nil {
+		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
+	}
+	objects := install(t, manifest)
+
+	t.Run("ImageListRemovesAnImage", func(t *testing.T) {
+		victim := testImage("manifest-victim")
+		seed(t, cluster.Nodes, victim)
+		il := runImageList(t, "manifest", victim)
+		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
+			t.Errorf("status: %d succeeded, %d failed; want %d, 0", il.Status.Success, il.Status.Failed, len(cluster.Nodes))
+		}
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, nil, []string{victim})
+		}
+		expectJobsCleanedUp(t)
+	})
+
+	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
+		uninstall(t, objects)
+	})
+}
+
+// installChart installs Eraser from the Helm chart, rendered as helm
+// template would (by hack/render, no helm binary), into a namespace made
+// as docs/install.md says.
+func installChart(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	root := repoRoot()
 	render := command(root, "go", "-C", "hack/render", "run", "./cmd/chart",
 		"--set", "runtimeConfig.components.collector.enabled=false",
@@ -283,24 +308,7 @@ func TestChart(t *testing.T) {
 		"pod-security.kubernetes.io/enforce": "privileged",
 		"pod-security.kubernetes.io/audit":   "restricted",
 	})
-	objects := install(t, manifest, ns)
-
-	t.Run("ImageListRemovesAnImage", func(t *testing.T) {
-		victim := testImage("chart-victim")
-		seed(t, cluster.Nodes, victim)
-		il := runImageList(t, "chart", victim)
-		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
-			t.Errorf("status: %d succeeded, %d failed; want %d, 0", il.Status.Success, il.Status.Failed, len(cluster.Nodes))
-		}
-		for _, n := range cluster.Nodes {
-			expectImages(t, n, nil, []string{victim})
-		}
-		expectJobsCleanedUp(t)
-	})
-
-	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
-		uninstall(t, objects)
-	})
+	return install(t, manifest, ns)
 }
 
 func eraserImage(name string) string { return "ghcr.io/eraser-oss/" + name + ":v0.1.0-dev" }
