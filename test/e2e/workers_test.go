@@ -21,8 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/workertest"
 )
 
 var bin string
@@ -93,62 +93,11 @@ func (n *node) present(t *testing.T) map[string]bool {
 	return out
 }
 
-// exclusions writes an exclusion list in upstream's layout.
-func exclusions(t *testing.T, patterns ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	sub := filepath.Join(dir, "exclude-test-list")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.Marshal(map[string][]string{"excluded": patterns})
-	if err := os.WriteFile(filepath.Join(sub, "excluded.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-type run struct {
-	code    int
-	stderr  string
-	summary report.Summary
-}
+type run = workertest.Run
 
 func runWorker(t *testing.T, ctx context.Context, name string, args ...string) run {
 	t.Helper()
-	summaryFile := filepath.Join(t.TempDir(), "termination-log")
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), append(args, "--summary-file="+summaryFile)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	r := run{stderr: stderr.String()}
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		r.code = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	data, err := os.ReadFile(summaryFile)
-	if err != nil {
-		t.Fatalf("%s wrote no summary: %v\n%s", name, err, r.stderr)
-	}
-	if len(data) > report.MaxSize {
-		t.Errorf("summary is %d bytes, over the termination message limit", len(data))
-	}
-	if r.summary, err = report.Decode(data); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// sharedDir is a pod's hand-off directory, short enough for socket paths.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
+	return workertest.Worker(t, ctx, filepath.Join(bin, name), args...)
 }
 
 // pipeline runs the collector and the remover as two processes sharing dir,
@@ -168,8 +117,8 @@ func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir stri
 	wg.Go(func() { collector = runWorker(t, ctx, "collector", collectorArgs...) })
 	remover = runWorker(t, ctx, "remover", args...)
 	wg.Wait()
-	if collector.code != 0 || remover.code != 0 {
-		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.code, remover.code, collector.stderr, remover.stderr)
+	if collector.Code != 0 || remover.Code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.Code, remover.Code, collector.Stderr, remover.Stderr)
 	}
 	return collector, remover
 }
@@ -204,15 +153,15 @@ func TestRemoverImageList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := runWorker(t, ctx, "remover", "--imagelist="+list, "--runtime-endpoint="+n.Endpoint,
-		"--exclusion-dir="+exclusions(t, keepExact, "example.com/protected/*"))
-	if r.code != 0 {
-		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
+	if r.Code != 0 {
+		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 	}
 	want := map[string]int{"removed": 5, "not on node": 1, "excluded": 2, "in use": 2, "pinned": 1}
-	if diff := cmp.Diff(want, r.summary.Counts); diff != "" {
-		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.stderr)
+	if diff := cmp.Diff(want, r.Summary.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.Stderr)
 	}
-	if r.summary.BytesFreed == 0 {
+	if r.Summary.BytesFreed == 0 {
 		t.Error("no bytes freed reported")
 	}
 	present := n.present(t)
@@ -227,7 +176,7 @@ func TestRemoverImageList(t *testing.T) {
 		}
 	}
 	for _, outcome := range []string{`"outcome":"removed"`, `"outcome":"in use"`, `"outcome":"pinned"`, `"outcome":"excluded"`, `"outcome":"not on node"`} {
-		if !strings.Contains(r.stderr, outcome) {
+		if !strings.Contains(r.Stderr, outcome) {
 			t.Errorf("no log line with %s", outcome)
 		}
 	}
@@ -239,9 +188,9 @@ func TestRemoverPruneAll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint,
-		"--exclusion-dir="+exclusions(t, keepExact, "example.com/protected/*"))
-	if r.code != 0 {
-		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
+	if r.Code != 0 {
+		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 	}
 	got := n.present(t)
 	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
@@ -256,8 +205,8 @@ func TestRemoverDryRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := runWorker(t, ctx, "remover", "--dry-run", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint)
-	if r.code != 0 || !r.summary.DryRun || r.summary.Counts["removed"] != 7 || r.summary.BytesFreed == 0 {
-		t.Fatalf("exit %d, summary %+v\n%s", r.code, r.summary, r.stderr)
+	if r.Code != 0 || !r.Summary.DryRun || r.Summary.Counts["removed"] != 7 || r.Summary.BytesFreed == 0 {
+		t.Fatalf("exit %d, summary %+v\n%s", r.Code, r.Summary, r.Stderr)
 	}
 	if diff := cmp.Diff(before, n.present(t)); diff != "" {
 		t.Errorf("a dry run changed the node (-before +after):\n%s", diff)
@@ -274,7 +223,7 @@ func TestRemoverRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		"socket missing":      {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=unix:///nonexistent/cri.sock"}, want: "runtime socket /nonexistent/cri.sock"},
-		"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.Endpoint, "--exclusion-dir=" + exclusions(t, "alp*ne")}, want: "wildcards are allowed only"},
+		"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.Endpoint, "--exclusion-dir=" + workertest.ExclusionDir(t, "alp*ne")}, want: "wildcards are allowed only"},
 		"image list not JSON": {args: []string{"--imagelist=" + writeFile(t, "alpine"), "--runtime-endpoint=" + n.Endpoint}, want: "not a JSON array"},
 	}
 	for name, tc := range cases {
@@ -282,8 +231,8 @@ func TestRemoverRefusesBadInput(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			r := runWorker(t, ctx, "remover", tc.args...)
-			if r.code != 1 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.summary.Error, tc.want) {
-				t.Errorf("exit %d, summary error %q; want 1 and %q in log and summary:\n%s", r.code, r.summary.Error, tc.want, r.stderr)
+			if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Summary.Error, tc.want) {
+				t.Errorf("exit %d, summary error %q; want 1 and %q in log and summary:\n%s", r.Code, r.Summary.Error, tc.want, r.Stderr)
 			}
 		})
 	}
@@ -305,15 +254,15 @@ func writeFile(t *testing.T, content string) string {
 // processes sharing a directory, as in a worker pod with scanning off.
 func TestPipelineScanDisabled(t *testing.T) {
 	n := seed(t)
-	excl := exclusions(t, keepExact, "example.com/protected/*")
+	excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	collector, remover := pipeline(t, ctx, n, sharedDir(t), excl, true)
-	if collector.summary.Counts["candidates"] != 5 {
-		t.Errorf("collector counts %v, want 5 candidates", collector.summary.Counts)
+	collector, remover := pipeline(t, ctx, n, workertest.SharedDir(t), excl, true)
+	if collector.Summary.Counts["candidates"] != 5 {
+		t.Errorf("collector counts %v, want 5 candidates", collector.Summary.Counts)
 	}
-	if remover.summary.Counts["removed"] != 5 {
-		t.Errorf("remover counts %v", remover.summary.Counts)
+	if remover.Summary.Counts["removed"] != 5 {
+		t.Errorf("remover counts %v", remover.Summary.Counts)
 	}
 	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
 	if diff := cmp.Diff(want, n.present(t)); diff != "" {
@@ -326,7 +275,7 @@ func TestPipelineScanDisabled(t *testing.T) {
 // would: it keeps one candidate, and must be told when removal is done.
 func TestPipelineWithScanner(t *testing.T) {
 	n := seed(t)
-	shared := sharedDir(t)
+	shared := workertest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fifo := handoff.FIFO{}
@@ -368,7 +317,7 @@ func TestPipelineWithScanner(t *testing.T) {
 // TestNodeCommand: "eraser node list" explains each image; "prune" removes.
 func TestNodeCommand(t *testing.T) {
 	n := seed(t)
-	exclFile := filepath.Join(exclusions(t, keepExact), "exclude-test-list", "excluded.json")
+	exclFile := filepath.Join(workertest.ExclusionDir(t, keepExact), "exclude-test-list", "excluded.json")
 	eraser := func(args ...string) (string, string, int) {
 		cmd := exec.Command(filepath.Join(bin, "eraser"), append([]string{"node"}, args...)...)
 		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.Endpoint)
@@ -417,7 +366,7 @@ func TestNodeCommand(t *testing.T) {
 // pkg/scanner) and remover as three processes over real FIFOs.
 func TestCustomScanner(t *testing.T) {
 	n := seed(t)
-	shared := sharedDir(t)
+	shared := workertest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	scan := exec.CommandContext(ctx, filepath.Join(bin, "scanner"), "--shared-dir="+shared, "--flag=junk/a,app")

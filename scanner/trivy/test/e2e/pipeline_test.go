@@ -7,9 +7,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -36,6 +34,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/workertest"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
 
@@ -148,53 +147,11 @@ func seededDB(t *testing.T) string {
 	return dir
 }
 
-func exclusionDir(t *testing.T, patterns ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	sub := filepath.Join(dir, "exclude-test")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := `{"excluded": ["` + strings.Join(patterns, `","`) + `"]}`
-	if err := os.WriteFile(filepath.Join(sub, "list.json"), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-type run struct {
-	code    int
-	stderr  string
-	summary report.Summary
-}
+type run = workertest.Run
 
 func runWorker(t *testing.T, ctx context.Context, name string, args ...string) run {
 	t.Helper()
-	summaryFile := filepath.Join(t.TempDir(), "termination-log")
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), append(args, "--summary-file="+summaryFile)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	r := run{stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		r.code = exitErr.ExitCode()
-	} else if err != nil {
-		t.Errorf("%s: %v", name, err)
-		return r
-	}
-	data, err := os.ReadFile(summaryFile)
-	if err != nil {
-		t.Errorf("%s wrote no summary: %v\n%s", name, err, r.stderr)
-		return r
-	}
-	if len(data) > report.MaxSize {
-		t.Errorf("%s: summary is %d bytes, over the termination message limit", name, len(data))
-	}
-	if r.summary, err = report.Decode(data); err != nil {
-		t.Error(err)
-	}
-	return r
+	return workertest.Worker(t, ctx, filepath.Join(bin, name), args...)
 }
 
 // pod runs the three workers as one scheduled worker pod does.
@@ -202,11 +159,7 @@ func pod(t *testing.T, c *testcontainerd.Containerd, configFile, exclusions stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	shared, err := os.MkdirTemp("", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(shared) })
+	shared := workertest.SharedDir(t)
 	common := []string{"--runtime-endpoint=" + c.Endpoint, "--shared-dir=" + shared, "--exclusion-dir=" + exclusions}
 	var wg sync.WaitGroup
 	wg.Go(func() { collector = runWorker(t, ctx, "collector", common...) })
@@ -239,26 +192,26 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := seed(t)
 			cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\nskipDBUpdate: true\ndeleteEOLImages: %t", seededDB(t), tc.deleteEOL))
-			collector, scanner, remover := pod(t, c, cfg, exclusionDir(t, "example.com/keep/*"))
-			if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
-				t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s\nremover:\n%s", collector.code, scanner.code, remover.code, scanner.stderr, remover.stderr)
+			collector, scanner, remover := pod(t, c, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
+			if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+				t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s\nremover:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr, remover.Stderr)
 			}
 			slices.Sort(tc.want)
 			if diff := cmp.Diff(tc.want, present(t, c)); diff != "" {
 				t.Errorf("images left on the node (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.verdicts, verdicts(scanner.summary)); diff != "" {
+			if diff := cmp.Diff(tc.verdicts, verdicts(scanner.Summary)); diff != "" {
 				t.Errorf("scanner verdicts (-want +got):\n%s", diff)
 			}
 			wantSent := 1
 			if tc.deleteEOL {
 				wantSent = 2
 			}
-			if n := scanner.summary.Counts[report.CountToRemove]; n != wantSent {
+			if n := scanner.Summary.Counts[report.CountToRemove]; n != wantSent {
 				t.Errorf("scanner handed %d images to the remover, want %d", n, wantSent)
 			}
-			if !strings.Contains(scanner.stderr, "CVE-2099-0001") {
-				t.Errorf("the scanner's log does not name the finding:\n%s", scanner.stderr)
+			if !strings.Contains(scanner.Stderr, "CVE-2099-0001") {
+				t.Errorf("the scanner's log does not name the finding:\n%s", scanner.Stderr)
 			}
 		})
 	}
@@ -287,11 +240,11 @@ func TestDBDownloadedFromDBRepo(t *testing.T) {
 	cache := t.TempDir()
 	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndbRepo: %s", cache, repo))
 	collector, scanner, remover := pod(t, c, cfg, t.TempDir())
-	if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
-		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.code, scanner.code, remover.code, scanner.stderr)
+	if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
 	}
-	if !strings.Contains(scanner.stderr, `"downloaded":true`) {
-		t.Errorf("the scanner did not download the DB:\n%s", scanner.stderr)
+	if !strings.Contains(scanner.Stderr, `"downloaded":true`) {
+		t.Errorf("the scanner did not download the DB:\n%s", scanner.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "db", "trivy.db")); err != nil {
 		t.Errorf("no DB in the cache: %v", err)
@@ -361,11 +314,11 @@ func TestMultiPlatformImage(t *testing.T) {
 	}
 	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\nskipDBUpdate: true", seededDB(t)))
 	collector, scanner, remover := pod(t, c, cfg, t.TempDir())
-	if collector.code != 0 || scanner.code != 0 || remover.code != 0 {
-		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.code, scanner.code, remover.code, scanner.stderr)
+	if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
 	}
-	if diff := cmp.Diff(map[string]string{multi: "vulnerable"}, verdicts(scanner.summary)); diff != "" {
-		t.Errorf("verdicts (-want +got):\n%s\n%s", diff, scanner.stderr)
+	if diff := cmp.Diff(map[string]string{multi: "vulnerable"}, verdicts(scanner.Summary)); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s\n%s", diff, scanner.Stderr)
 	}
 	if slices.Contains(present(t, c), multi) {
 		t.Error("the vulnerable image is still on the node")
@@ -398,11 +351,11 @@ func TestNoDBRemovesNothing(t *testing.T) {
 			before := present(t, c)
 			cfg := eraserConfig(t, fmt.Sprintf(tc.config, t.TempDir()))
 			collector, scanner, remover := pod(t, c, cfg, t.TempDir())
-			if collector.code != 0 || remover.code != 0 {
-				t.Errorf("collector exit %d, remover exit %d: they must finish normally", collector.code, remover.code)
+			if collector.Code != 0 || remover.Code != 0 {
+				t.Errorf("collector exit %d, remover exit %d: they must finish normally", collector.Code, remover.Code)
 			}
-			if scanner.code != 1 || !strings.Contains(scanner.summary.Error, tc.want) {
-				t.Errorf("scanner exit %d, error %q; want 1 and %q\n%s", scanner.code, scanner.summary.Error, tc.want, scanner.stderr)
+			if scanner.Code != 1 || !strings.Contains(scanner.Summary.Error, tc.want) {
+				t.Errorf("scanner exit %d, error %q; want 1 and %q\n%s", scanner.Code, scanner.Summary.Error, tc.want, scanner.Stderr)
 			}
 			if diff := cmp.Diff(before, present(t, c)); diff != "" {
 				t.Errorf("images changed (-before +after):\n%s", diff)

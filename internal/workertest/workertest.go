@@ -1,0 +1,88 @@
+// Package workertest runs the node worker binaries as processes, the way a
+// worker pod runs them, for the end-to-end tests of this module and of the
+// scanner's module.
+package workertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/eraser-oss/eraser/internal/report"
+)
+
+// Run is how one worker process ended.
+type Run struct {
+	Code    int
+	Stderr  string
+	Summary report.Summary
+}
+
+// Worker runs the binary with args and --summary-file, and reads the
+// summary it left. Workers of one pod run side by side, so it may be called
+// from any goroutine: a failure is reported with t.Errorf, not t.Fatal.
+func Worker(t *testing.T, ctx context.Context, binary string, args ...string) Run {
+	t.Helper()
+	name := filepath.Base(binary)
+	summaryFile := filepath.Join(t.TempDir(), "termination-log")
+	cmd := exec.CommandContext(ctx, binary, append(args, "--summary-file="+summaryFile)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	r := Run{Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		r.Code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return r
+	}
+	data, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Errorf("%s wrote no summary: %v\n%s", name, err, r.Stderr)
+		return r
+	}
+	if len(data) > report.MaxSize {
+		t.Errorf("%s: summary is %d bytes, over the termination message limit", name, len(data))
+	}
+	if r.Summary, err = report.Decode(data); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	return r
+}
+
+// ExclusionDir writes an exclusion list in upstream's layout
+// (exclude-<configmap>/<file>.json) and returns the directory to pass as
+// --exclusion-dir.
+func ExclusionDir(t *testing.T, patterns ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "exclude-test-list")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string][]string{"excluded": patterns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "excluded.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// SharedDir is a pod's hand-off directory, short enough for socket paths.
+func SharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
