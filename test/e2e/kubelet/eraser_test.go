@@ -196,15 +196,7 @@ func TestEraser(t *testing.T) {
 
 		// The run's pod chains collector and remover over a FIFO in a
 		// shared emptyDir, on every node.
-		eventually(t, 3*time.Minute, "the scheduled run to remove the unused image from every node", func() (bool, string) {
-			var left []string
-			for _, n := range cluster.Nodes {
-				if nodeImages(t, n)[unused] {
-					left = append(left, n.Name)
-				}
-			}
-			return len(left) == 0, fmt.Sprintf("still on %v", left)
-		})
+		goneFromEveryNode(t, 3*time.Minute, "the scheduled run to remove the unused image from every node", unused)
 		for _, n := range cluster.Nodes {
 			expectImages(t, n, []string{excluded, testcontainerd.SandboxImage}, nil)
 		}
@@ -220,15 +212,7 @@ func TestEraser(t *testing.T) {
 		// collector → trivy-scanner → remover in each node's pod; the
 		// scanner reads the images from its node's containerd and judges
 		// them against the DB seeded on the node.
-		eventually(t, 4*time.Minute, "the scanned run to remove the vulnerable image from every node", func() (bool, string) {
-			var left []string
-			for _, n := range cluster.Nodes {
-				if nodeImages(t, n)[vulnerable] {
-					left = append(left, n.Name)
-				}
-			}
-			return len(left) == 0, fmt.Sprintf("still on %v", left)
-		})
+		goneFromEveryNode(t, 4*time.Minute, "the scanned run to remove the vulnerable image from every node", vulnerable)
 		for _, n := range cluster.Nodes {
 			expectImages(t, n, []string{fixed, eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
 		}
@@ -544,7 +528,30 @@ func seed(t *testing.T, nodes []Node, tags ...string) {
 		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
 			Entrypoint: []string{"/pause"}, RandomBytes: 64 << 10})
 	}
-	archive := filepath.Join(t.TempDir(), "seed.tar")
+	importImages(t, nodes, imgs)
+	for _, n := range nodes {
+		expectImages(t, n, tags, nil)
+	}
+}
+
+// goneFromEveryNode waits until no node has the image.
+func goneFromEveryNode(t *testing.T, timeout time.Duration, what, image string) {
+	t.Helper()
+	eventually(t, timeout, what, func() (bool, string) {
+		var left []string
+		for _, n := range cluster.Nodes {
+			if nodeImages(t, n)[image] {
+				left = append(left, n.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("still on %v", left)
+	})
+}
+
+// importImages builds the images and imports them into every node's runtime.
+func importImages(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
+	t.Helper()
+	archive := filepath.Join(t.TempDir(), "images.tar")
 	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +559,6 @@ func seed(t *testing.T, nodes []Node, tags ...string) {
 		if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
 			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
 		}
-		expectImages(t, n, tags, nil)
 	}
 }
 
@@ -569,15 +575,7 @@ func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
 			"etc/e2e-tag":          []byte(tag),
 		}})
 	}
-	archive := filepath.Join(t.TempDir(), "alpine.tar")
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
-			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
-		}
-	}
+	importImages(t, nodes, imgs)
 }
 
 func criClient(t *testing.T, n Node) *cri.Client {
@@ -678,14 +676,11 @@ func dump(t *testing.T) {
 // managerMetrics reads the manager's Prometheus endpoint at its pod's IP
 // (the nodes' pod networks are bridges on this host).
 func managerMetrics(ctx context.Context) (string, error) {
-	var pods corev1.PodList
-	if err := kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
-		return "", err
-	}
-	if len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+	pod := managerPodObject(ctx)
+	if pod == nil || pod.Status.PodIP == "" {
 		return "", errors.New("no manager pod with an IP")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(pods.Items[0].Status.PodIP, "8889")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(pod.Status.PodIP, "8889")+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}
@@ -699,9 +694,16 @@ func managerMetrics(ctx context.Context) (string, error) {
 }
 
 func managerPod(ctx context.Context) string {
+	if pod := managerPodObject(ctx); pod != nil {
+		return pod.Name
+	}
+	return ""
+}
+
+func managerPodObject(ctx context.Context) *corev1.Pod {
 	var pods corev1.PodList
 	if err := kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil || len(pods.Items) == 0 {
-		return ""
+		return nil
 	}
-	return pods.Items[0].Name
+	return &pods.Items[0]
 }
