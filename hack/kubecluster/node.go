@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/eraser-oss/eraser/internal/containerdconfig"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
 )
 
@@ -65,37 +66,10 @@ func (n node) writeConfigs(caFile string) error {
 			return err
 		}
 	}
-	ctrd := fmt.Sprintf(`version = 2
-root = "%[1]s/containerd/root"
-state = "%[1]s/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
-
-[grpc]
-  address = "%[2]s"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "%[1]s/containerd/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "%[3]s"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  # Without CAP_SYS_RESOURCE (as in some VMs) a sandbox's negative
-  # oom_score_adj fails every pod.
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        Root = "%[1]s/containerd/runc"
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "%[1]s/cni/conf"
-`, n.dir, nodeSocket, sandboxImage)
+	ctrd := containerdconfig.TOML(containerdconfig.Options{
+		Dir: filepath.Join(n.dir, "containerd"), Socket: nodeSocket, SandboxImage: sandboxImage,
+		CNIBinDir: "/usr/lib/cni", CNIConfDir: filepath.Join(n.dir, "cni", "conf"),
+	})
 	if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(ctrd), 0o644); err != nil {
 		return err
 	}

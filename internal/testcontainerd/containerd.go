@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/eraser-oss/eraser/internal/containerdconfig"
 	"github.com/eraser-oss/eraser/internal/cri"
 )
 
@@ -329,33 +330,8 @@ func unmountUnder(dir string) {
 }
 
 func config(dir, socket string) string {
-	return fmt.Sprintf(`version = 2
-root = "%[1]s/root"
-state = "%[1]s/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
-
-[grpc]
-  address = "%[2]s"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "%[1]s/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "%[3]s"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  # Without CAP_SYS_RESOURCE the sandbox's negative oom_score_adj fails.
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        Root = "%[1]s/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "%[1]s/cni/bin"
-    conf_dir = "%[1]s/cni/conf"
-`, dir, socket, SandboxImage)
+	return containerdconfig.TOML(containerdconfig.Options{
+		Dir: dir, Socket: socket, SandboxImage: SandboxImage,
+		CNIBinDir: filepath.Join(dir, "cni", "bin"), CNIConfDir: filepath.Join(dir, "cni", "conf"),
+	})
 }

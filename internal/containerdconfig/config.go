@@ -1,0 +1,53 @@
+// Package containerdconfig writes the configuration of a private Debian
+// containerd 1.6 (CRI on, every path under one directory), as the tests'
+// node runtime and the local cluster's nodes run it.
+package containerdconfig
+
+import "fmt"
+
+// Options place one containerd.
+type Options struct {
+	// Dir holds its root, state, opt and runc directories.
+	Dir string
+	// Socket is its gRPC (and CRI) socket.
+	Socket string
+	// SandboxImage is the pause image its pods use.
+	SandboxImage string
+	// CNIBinDir and CNIConfDir are where its CRI plugin finds CNI.
+	CNIBinDir, CNIConfDir string
+}
+
+// TOML is the configuration file's content.
+func TOML(o Options) string {
+	return fmt.Sprintf(`version = 2
+root = "%[1]s/root"
+state = "%[1]s/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+
+[grpc]
+  address = "%[2]s"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "%[1]s/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[3]s"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # Without CAP_SYS_RESOURCE (as in some VMs) a sandbox's negative
+  # oom_score_adj fails every pod.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "%[1]s/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "%[4]s"
+    conf_dir = "%[5]s"
+`, o.Dir, o.Socket, o.SandboxImage, o.CNIBinDir, o.CNIConfDir)
+}
