@@ -7,6 +7,8 @@
 package builder
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -170,3 +172,46 @@ func (w *ImageJobWrapper) Labels(kv ...string) *ImageJobWrapper {
 	}
 	return w
 }
+
+// PodWrapper builds a worker Pod.
+type PodWrapper struct{ corev1.Pod }
+
+// MakePod starts a Pending pod on the node, created at the given time.
+func MakePod(name, node string, created time.Time) *PodWrapper {
+	return &PodWrapper{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}}
+}
+
+// Running marks the pod Running since the given time.
+func (w *PodWrapper) Running(since time.Time) *PodWrapper {
+	w.Status.Phase = corev1.PodRunning
+	w.Status.StartTime = &metav1.Time{Time: since}
+	return w
+}
+
+// Phase sets the pod's phase.
+func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
+	w.Status.Phase = p
+	return w
+}
+
+// Terminated adds a terminated container with its exit code and
+// termination message.
+func (w *PodWrapper) Terminated(container string, exit int32, message string) *PodWrapper {
+	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: container,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: message}}})
+	return w
+}
+
+// Waiting adds a container waiting for the reason.
+func (w *PodWrapper) Waiting(container, reason string) *PodWrapper {
+	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: container,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}})
+	return w
+}
+
+// Obj returns a copy of the built object.
+func (w *PodWrapper) Obj() *corev1.Pod { return w.Pod.DeepCopy() }

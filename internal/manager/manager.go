@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
@@ -80,7 +81,7 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		// Hand the lease over at once on a clean shutdown, so a rolling update
 		// does not leave jobs unattended for a whole lease duration.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOptions(opts.Namespace),
+		Cache:                         cacheopts.Options(opts.Namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -53,11 +53,8 @@ type Reconciler struct {
 	clock     clock.Clock
 	metrics   *metrics.Recorder
 	opts      Options
-	// created remembers pods this process created that the cache has not
-	// shown yet, so they are not mistaken for pods that went missing.
-	created sync.Map // pod name -> time created
-	// lastPass is when each running job was last examined.
-	lastPass sync.Map // job name -> time
+	// jobs is this process's memory of each running job (jobState).
+	jobs sync.Map
 }
 
 // passInterval is the least time between two passes over a running job.
@@ -65,14 +62,12 @@ const passInterval = 500 * time.Millisecond
 
 // throttle returns how long to wait before the job's next pass, or 0 and
 // records the pass.
-func (r *Reconciler) throttle(job string) time.Duration {
+func (r *Reconciler) throttle(st *jobState) time.Duration {
 	now := r.clock.Now()
-	if v, ok := r.lastPass.Load(job); ok {
-		if wait := v.(time.Time).Add(passInterval).Sub(now); wait > 0 {
-			return wait
-		}
+	if wait := st.lastPass.Add(passInterval).Sub(now); wait > 0 {
+		return wait
 	}
-	r.lastPass.Store(job, now)
+	st.lastPass = now
 	return 0
 }
 
@@ -132,9 +127,13 @@ func (r *Reconciler) runningJobs(ctx context.Context, _ client.Object) []reconci
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &eraserv1.ImageJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
+		r.forget(job.Name)
 		return reconcile.Result{}, nil
 	}
 	switch job.Status.Phase {
@@ -219,250 +218,307 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	return r.run(ctx, job)
 }
 
-// run creates pods as waves allow, judges finished ones and finishes the job.
+// run is one pass over a running job: gather what the cluster says, observe
+// the nodes (pure), plan the next wave (pure), create its pods, and write
+// the status once.
 func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
-	logger := log.FromContext(ctx)
-	// Data that is gone or unusable ends the job; anything else (the API
-	// server busy, say) is retried.
-	data, err := r.data(ctx, job.Name)
-	if apierrors.IsNotFound(err) || errors.Is(err, jobdata.ErrInvalid) {
-		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
+	data, nodes, done, err := r.load(ctx, job)
+	if done || err != nil {
+		return reconcile.Result{}, err
 	}
+	st := r.state(job)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// A pass reads every pod of the job; on thousands of nodes, pod events
+	// would run it back to back. One pass per interval sees them all.
+	if wait := r.throttle(st); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	w, err := r.gather(ctx, job, data.Config, nodes, st)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	o := observe(w)
+	p := plan(w, o)
+	build := r.builder(job, data)
+	if len(p.create) > 0 {
+		// Checked once here, so that a bad configuration fails the job
+		// rather than every node.
+		if _, err := build(w.targets[p.create[0]]); err != nil {
+			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
+		}
+	}
+	errs := r.createPods(ctx, w.targets, p.create, build)
+	if msg, all := refusedAll(errs); all && len(w.pods) == 0 && len(st.created) == 0 {
+		// Not one worker pod of this job exists and the API server refused
+		// every one it was sent: retrying node by node only delays the news.
+		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
+	}
+	r.recordCreates(job, st, w, p, errs)
+	prog := afterWave(w, o, p, errs)
+	for node, f := range o.newFailures {
+		st.failures[node] = f
+	}
+	for node, f := range p.failed {
+		st.failures[node] = f
+	}
+	finished := r.compose(job, data.Config, nodes, prog, st.failures)
+	if err := r.client.Status().Update(ctx, job); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.afterUpdate(ctx, job, st, o.timedOut)
+	if finished {
+		r.announce(job, o.perNode)
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: wakeUp(w, o, p, st)}, nil
+}
+
+// load reads the job's data and node list. Data that is gone or unusable
+// ends the job (done); anything else (the API server busy, say) is retried.
+func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob) (*jobdata.Data, jobdata.Nodes, bool, error) {
+	data, err := r.data(ctx, job.Name)
+	if apierrors.IsNotFound(err) || errors.Is(err, jobdata.ErrInvalid) {
+		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
+	}
+	if err != nil {
+		return nil, jobdata.Nodes{}, false, err
 	}
 	nodes, err := r.nodes(ctx, job.Name)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
+		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
 	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	// A pass reads every pod of the job; on thousands of nodes, pod events
-	// would run it back to back. One pass per interval sees them all.
-	if wait := r.throttle(job.Name); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+	return data, nodes, false, err
+}
+
+// gather reads what one pass needs: the job's pods and the nodes from the
+// cache, and, for started nodes whose pod the cache lacks and nothing
+// explains, the API server's word.
+func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, st *jobState) (world, error) {
+	now := r.clock.Now()
+	w := world{
+		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
+		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
+		failures: st.failures, creating: st.creating, now: now,
+		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout},
+		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
 	}
 	var pods corev1.PodList
 	// Read-only use: no copies of thousands of cached pods per pass.
 	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, err
+		return w, err
 	}
-	byNode := map[string]*corev1.Pod{}
 	for i := range pods.Items {
-		byNode[pods.Items[i].Spec.NodeName] = &pods.Items[i]
+		w.pods[pods.Items[i].Spec.NodeName] = &pods.Items[i]
+		delete(st.created, pods.Items[i].Spec.NodeName)
 	}
-
-	cfg := data.Config
-	t := timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout}
-	now := r.clock.Now()
-	p := progress{eligible: len(nodes.Targets), started: job.Status.Started}
-	// Pods created before a crash that the status does not count yet. Only
-	// an unbroken run: a node after a gap is created (AlreadyExists) when
-	// the wave reaches it.
-	for p.started < p.eligible && byNode[nodes.Targets[p.started].Name] != nil {
-		p.started++
+	var list corev1.NodeList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return w, err
 	}
-	failed := map[string]eraserv1.NodeFailure{}
-	for _, f := range job.Status.FailedNodes {
-		failed[f.Node] = f
+	for i := range list.Items {
+		w.nodes[list.Items[i].Name] = true
 	}
-	var toDelete []*corev1.Pod
-	var next time.Time
-	perNode := map[string]metrics.NodeCounts{}
-	for _, target := range nodes.Targets[:p.started] {
-		pod := byNode[target.Name]
-		if pod == nil {
-			name := podspec.PodName(job.Name, target.Name)
-			if r.expected(name) {
-				p.active++
-				continue
-			}
-			if _, recorded := failed[target.Name]; !recorded {
-				// Not in the cache: confirm with the API server before
-				// counting the node as lost.
-				err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, &corev1.Pod{})
-				if err == nil {
-					p.active++
-					continue
-				}
-				if !apierrors.IsNotFound(err) {
-					return reconcile.Result{}, err
-				}
-				failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: ReasonPodMissing, Message: "the pod disappeared before it finished"}
-			}
-			p.failed++
-			continue
+	for node := range st.created {
+		if st.expected(node, now) {
+			w.pending[node] = true
 		}
-		r.created.Delete(pod.Name)
-		o := classify(pod, now, t, r.nodeExists(ctx, target.Name))
-		switch o.state {
-		case stateSucceeded:
-			p.succeeded++
-		case stateFailed:
-			p.failed++
-			if _, recorded := failed[target.Name]; !recorded {
-				failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: o.reason, Message: truncate(o.message)}
-				r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "node %s: %s: %s", target.Name, o.reason, truncate(o.message))
-			}
-			if o.timedOut {
-				toDelete = append(toDelete, pod)
-			}
+	}
+	for _, node := range unconfirmed(w) {
+		err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: podspec.PodName(job.Name, node)}, &corev1.Pod{})
+		switch {
+		case err == nil:
+			w.pending[node] = true
+		case apierrors.IsNotFound(err):
+			w.missing[node] = true
 		default:
-			p.active++
-			if d := deadline(pod, t); !d.IsZero() && (next.IsZero() || d.Before(next)) {
-				next = d
-			}
-		}
-		addResults(&p.results, o.summary)
-		if n := o.counts(); n != (metrics.NodeCounts{}) {
-			perNode[target.Name] = n
+			return w, err
 		}
 	}
+	return w, nil
+}
 
-	// Start the next wave.
-	limit := cfg.Manager.ImageJob.MaxConcurrentNodes.Of(p.eligible)
-	if limit == 0 {
-		limit = p.eligible
-	}
-	var wave []nodefilter.Target
-	for p.started < p.eligible && p.active < limit {
-		target := nodes.Targets[p.started]
-		p.started++
-		if !r.nodeExists(ctx, target.Name) {
-			failed[target.Name] = eraserv1.NodeFailure{Node: target.Name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
-			p.failed++
-			continue
-		}
-		wave = append(wave, target)
-		p.active++
-	}
-	build := func(target nodefilter.Target) (*corev1.Pod, error) {
+// builder returns the function that builds one node's pod for the job.
+func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(nodefilter.Target) (*corev1.Pod, error) {
+	return func(target nodefilter.Target) (*corev1.Pod, error) {
 		return podspec.Build(podspec.Params{
 			Job: job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
-			Namespace: r.opts.Namespace, Config: cfg, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
+			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
 		})
 	}
-	if len(wave) > 0 {
-		// Checked once here, so that a bad configuration fails the job
-		// rather than every node.
-		if _, err := build(wave[0]); err != nil {
-			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
-		}
-	}
-	ok, createErr := r.createPods(ctx, wave, build, now)
-	if createErr != nil {
-		// Pods not created are retried on the next pass (creation is
-		// idempotent: pod names are deterministic), so the cursor goes back
-		// to the first of them.
-		for i, target := range wave {
-			if !ok[i] {
-				p.started = slices.IndexFunc(nodes.Targets, func(t nodefilter.Target) bool { return t.Name == target.Name })
-				break
-			}
-		}
-	}
-	if len(wave) > 0 && t.start > 0 {
-		if d := now.Add(t.start); next.IsZero() || d.Before(next) {
-			next = d
-		}
-	}
+}
 
+// recordCreates remembers the wave's created pods and its refusals (with
+// their backoff), logging each refusal and announcing each distinct one.
+func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world, p wave, errs []error) {
+	for k, i := range p.create {
+		node := w.targets[i].Name
+		if errs[k] == nil {
+			st.created[node] = w.now
+			delete(st.creating, node)
+			continue
+		}
+		prev, had := st.creating[node]
+		st.creating[node] = refused(prev, had, w.now, errs[k].Error())
+		msg := apiMessage(errs[k])
+		if !st.refusals[msg] {
+			st.refusals[msg] = true
+			r.recorder.Eventf(job, corev1.EventTypeWarning, ReasonCreateFailed,
+				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", truncate(msg))
+		}
+	}
+}
+
+// afterWave is the job's progress once the wave's creations are known: the
+// cursor stops at the first node whose pod could not be created, so that it
+// is retried; nodes ended without a pod count as failed.
+func afterWave(w world, o observation, p wave, errs []error) progress {
+	prog := o.progress
+	end := p.started
+	for k, i := range p.create {
+		if errs[k] != nil {
+			end = i
+			break
+		}
+	}
+	created := map[int]bool{}
+	for k, i := range p.create {
+		created[i] = errs[k] == nil
+	}
+	for i := o.started; i < end; i++ {
+		if _, failed := p.failed[w.targets[i].Name]; failed {
+			prog.failed++
+		} else if created[i] {
+			prog.active++
+		}
+	}
+	prog.started = end
+	return prog
+}
+
+// compose writes the pass's figures into the job's status and says whether
+// the job has finished.
+func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p progress, failures map[string]eraserv1.NodeFailure) bool {
 	job.Status.Started = p.started
 	job.Status.Succeeded = p.succeeded
 	job.Status.Failed = p.failed
 	job.Status.Results = &p.results
-	job.Status.FailedNodes = boundedFailures(failed)
+	job.Status.FailedNodes = boundedFailures(failures)
+	job.Status.ObservedGeneration = job.Generation
 	finished := p.started == p.eligible && p.active == 0
 	if finished {
 		r.finish(job, p, cfg)
 	} else {
 		setRunning(job, p.eligible, nodes.Skipped)
 	}
-	job.Status.ObservedGeneration = job.Generation
-	if err := r.client.Status().Update(ctx, job); err != nil {
-		return reconcile.Result{}, err
-	}
-	// Deleted only now that their failure is on record.
-	for _, pod := range toDelete {
+	return finished
+}
+
+// afterUpdate acts on what the status now records: timed-out pods are
+// deleted and each new failure is announced, once.
+func (r *Reconciler) afterUpdate(ctx context.Context, job *eraserv1.ImageJob, st *jobState, timedOut []*corev1.Pod) {
+	for _, pod := range timedOut {
 		if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-			logger.Error(err, "deleting a timed-out pod", "pod", pod.Name)
+			log.FromContext(ctx).Error(err, "deleting a timed-out pod", "pod", pod.Name)
 		}
 	}
-	if finished {
-		r.announce(job, perNode)
-		return reconcile.Result{}, nil
+	for node, f := range st.failures {
+		if !st.announced[node] {
+			st.announced[node] = true
+			r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "node %s: %s: %s", node, f.Reason, f.Message)
+		}
 	}
-	if createErr != nil {
-		return reconcile.Result{}, createErr
+}
+
+// wakeUp is when the job needs a pass that no event will bring: a pod's
+// timeout, or a node's creation backoff. Pod events drive the rest.
+func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
+	next := o.next
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
 	}
-	// Pod events drive progress; only a timeout needs a wake-up of its own.
-	if !next.IsZero() {
-		return reconcile.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
+	earliest(p.wake)
+	for _, cf := range st.creating {
+		earliest(cf.next)
 	}
-	return reconcile.Result{}, nil
+	if len(p.create) > 0 && w.timeouts.start > 0 {
+		earliest(w.now.Add(w.timeouts.start))
+	}
+	if next.IsZero() {
+		return 0
+	}
+	return max(next.Sub(w.now), time.Second)
 }
 
 // createWorkers bounds the pod creations in flight: enough to fan out
 // thousands of nodes in seconds without flooding the API server.
 const createWorkers = 32
 
-// createPods builds and creates a wave's pods in parallel (built one at a
-// time, so a 5,000-node wave is never in memory at once) and says which
-// exist now; an existing pod (from before a restart) counts as created.
-func (r *Reconciler) createPods(ctx context.Context, wave []nodefilter.Target, build func(nodefilter.Target) (*corev1.Pod, error), now time.Time) ([]bool, error) {
-	var mu sync.Mutex
-	var firstErr error
-	ok := make([]bool, len(wave))
+// createPods builds and creates the pods of the targets at the indexes in
+// parallel (built one at a time, so a 5,000-node wave is never in memory at
+// once) and returns one error per index; an existing pod (from before a
+// restart) counts as created.
+func (r *Reconciler) createPods(ctx context.Context, targets []nodefilter.Target, create []int, build func(nodefilter.Target) (*corev1.Pod, error)) []error {
+	errs := make([]error, len(create))
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(createWorkers, len(wave)) {
+	for range min(createWorkers, len(create)) {
 		wg.Go(func() {
-			for i := range work {
-				pod, err := build(wave[i])
+			for k := range work {
+				pod, err := build(targets[create[k]])
 				if err == nil {
 					err = r.client.Create(ctx, pod)
 				}
-				if err == nil || apierrors.IsAlreadyExists(err) {
-					r.created.Store(pod.Name, now)
-					ok[i] = true
-					continue
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					errs[k] = fmt.Errorf("creating the pod for node %s: %w", targets[create[k]].Name, err)
 				}
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("creating the pod for node %s: %w", wave[i].Name, err)
-				}
-				mu.Unlock()
 			}
 		})
 	}
-	for i := range wave {
-		work <- i
+	for k := range create {
+		work <- k
 	}
 	close(work)
 	wg.Wait()
-	return ok, firstErr
+	return errs
 }
 
-// expected reports a pod created by this process that the cache has not
-// shown yet; the memory is dropped after a minute, by when it must show.
-func (r *Reconciler) expected(name string) bool {
-	v, ok := r.created.Load(name)
-	if !ok {
-		return false
+// refusedAll reports whether every creation failed and every failure is a
+// refusal that retrying cannot change (admission, validation), with the
+// first one's message.
+func refusedAll(errs []error) (string, bool) {
+	if len(errs) == 0 {
+		return "", false
 	}
-	if r.clock.Since(v.(time.Time)) > time.Minute {
-		r.created.Delete(name)
-		return false
+	for _, err := range errs {
+		if err == nil || !permanent(err) {
+			return "", false
+		}
 	}
-	return true
+	return apiMessage(errs[0]), true
 }
 
-func (r *Reconciler) nodeExists(ctx context.Context, name string) bool {
-	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
-	return !apierrors.IsNotFound(err)
+// permanent refusals: Pod Security and other admission (Forbidden), an
+// invalid pod or a missing PriorityClass (Invalid, Forbidden), a missing
+// namespace. A quota refusal is Forbidden too: a whole wave refused by a
+// quota fails fast with the quota's message.
+func permanent(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// apiMessage is the API server's own message, without the node's name, so
+// that one refusal of many nodes reads as one.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // finish decides the outcome: the success ratio is over the nodes the job was
@@ -547,7 +603,7 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		}
 	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
-	r.lastPass.Delete(job.Name)
+	r.forget(job.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }
 

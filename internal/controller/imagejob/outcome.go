@@ -29,6 +29,11 @@ const (
 	ReasonNodeDeleted  = "NodeDeleted"
 	ReasonPodDeleted   = "PodDeleted"
 	ReasonPodMissing   = "PodMissing"
+	// ReasonCreateFailed: the API server did not create the pod within the
+	// start timeout; the message has its last answer.
+	ReasonCreateFailed = "CreateFailed"
+	// ReasonPodsRefused fails a whole job whose every pod was refused.
+	ReasonPodsRefused = "PodsRefused"
 )
 
 // outcome is the verdict on one node's pod.

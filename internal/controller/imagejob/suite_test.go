@@ -3,19 +3,24 @@ package imagejob
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
@@ -35,6 +40,10 @@ type fixture struct {
 	clock *clocktesting.FakeClock
 	r     *Reconciler
 	rec   *record.FakeRecorder
+	// cached reads through an informer cache built exactly as the manager
+	// builds its own (cacheopts.Options), trimming included.
+	cached client.Client
+	cache  cache.Cache
 }
 
 var nsCount int
@@ -49,6 +58,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, ctx: ctx, ns: ns, clock: clocktesting.NewFakeClock(time.Now()), rec: record.NewFakeRecorder(1000)}
+	f.startCache()
 	f.r = f.newReconciler()
 	t.Cleanup(func() {
 		var nodes corev1.NodeList
@@ -65,9 +75,72 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// newReconciler is a fresh reconciler, as after a manager restart.
+// startCache starts an informer cache with the manager's options for the
+// fixture's namespace, and a client that reads through it and writes to the
+// API server, as the manager's client does.
+func (f *fixture) startCache() {
+	f.t.Helper()
+	opts := cacheopts.Options(f.ns)
+	opts.Scheme = env.Client.Scheme()
+	c, err := cache.New(env.Config, opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	f.t.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		f.t.Fatal("cache did not sync")
+	}
+	cl, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.cache, f.cached = c, cl
+}
+
+// newReconciler is a fresh reconciler, as after a manager restart: it reads
+// through the cache and confirms with the API server, as in the manager.
 func (f *fixture) newReconciler() *Reconciler {
-	return NewReconciler(env.Client, env.Client, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
+	return NewReconciler(f.cached, env.Client, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
+}
+
+// settle waits until the cache has every change the test made to the
+// objects the reconciler reads, so that a pass sees what the test just
+// wrote, as a pass woken by the watch event would.
+func (f *fixture) settle() {
+	f.t.Helper()
+	lists := []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&corev1.PodList{}, []client.ListOption{client.InNamespace(f.ns)}},
+		{&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(f.ns)}},
+		{&corev1.NodeList{}, nil},
+		{&eraserv1.ImageJobList{}, nil},
+	}
+	versions := func(c client.Reader, l client.ObjectList, opts []client.ListOption) map[string]string {
+		if err := c.List(f.ctx, l, opts...); err != nil {
+			f.t.Fatal(err)
+		}
+		out := map[string]string{}
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			m := o.(client.Object)
+			out[m.GetName()] = m.GetResourceVersion()
+			return nil
+		})
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, l := range lists {
+		want := versions(env.Client, l.list.DeepCopyObject().(client.ObjectList), l.opts)
+		for !maps.Equal(want, versions(f.cache, l.list.DeepCopyObject().(client.ObjectList), l.opts)) {
+			if time.Now().After(deadline) {
+				f.t.Fatalf("the cache did not catch up with %T", l.list)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 func (f *fixture) nodes(nodes ...*corev1.Node) {
@@ -101,6 +174,7 @@ func (f *fixture) job(name string, kind podspec.Kind, doc string, images ...stri
 func (f *fixture) reconcile(name string) reconcile.Result {
 	f.t.Helper()
 	f.clock.Step(passInterval) // past the throttle between passes
+	f.settle()
 	res, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 	if err != nil {
 		f.t.Fatalf("Reconcile: %v", err)

@@ -1,4 +1,8 @@
-package manager
+// Package cacheopts is the manager's informer cache: which objects it holds
+// and which of their fields it keeps. The manager and the controllers' tests
+// build their caches from the one Options function, so a field a reconciler
+// reads and the cache drops fails a test instead of a cluster.
+package cacheopts
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,17 +11,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// cacheOptions keeps the namespaced kinds the manager owns to its own
-// namespace, and keeps of nodes and pods only what the controllers read:
-// at 5,000 nodes full objects would cost more memory than the whole manager
-// is allowed. Cached objects are never written back, so trimming them is safe.
-func cacheOptions(namespace string) cache.Options {
+// Options keeps the namespaced kinds the manager owns to its own namespace,
+// and keeps of nodes and pods only what the controllers read: at 5,000
+// nodes full objects would cost more memory than the whole manager is
+// allowed. Cached objects are never written back, so trimming them is safe.
+func Options(namespace string) cache.Options {
 	own := cache.Config{}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: own}, Transform: trimPod},
+			&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: own}, Transform: TrimPod},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: own}},
-			&corev1.Node{}:      {Transform: trimNode},
+			&corev1.Node{}:      {Transform: TrimNode},
 		},
 		// Managed fields are never read and are a large share of each object.
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -32,9 +36,9 @@ func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 }
 
-// trimPod keeps a worker pod's node, phase, timing and container states
+// TrimPod keeps a worker pod's node, phase, timing and container states
 // (with the termination messages the results come from).
-func trimPod(obj any) (any, error) {
+func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
@@ -53,13 +57,16 @@ func trimPod(obj any) (any, error) {
 	return out, nil
 }
 
-// trimNode keeps a node's labels (filters, OS) and its Ready condition.
-func trimNode(obj any) (any, error) {
+// TrimNode keeps what decides whether a node gets a worker: its labels (the
+// node filter, the selector, the OS), its taints (the tolerations) and its
+// Ready condition.
+func TrimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
 	out := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: trimMeta(node.ObjectMeta)}
+	out.Spec.Taints = node.Spec.Taints
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
