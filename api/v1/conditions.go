@@ -15,4 +15,7 @@ const (
 	ReasonFailed = "Failed"
 	// ReasonPending: a run is waiting for an earlier one to finish.
 	ReasonPending = "Pending"
+	// ReasonTooLarge: the ImageList's entries and the configuration do not
+	// fit in the job's ConfigMap; no job was created for this generation.
+	ReasonTooLarge = "TooLarge"
 )

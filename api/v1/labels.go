@@ -9,7 +9,8 @@ const (
 	// JobOwnerCollector marks scheduled (collector) jobs.
 	JobOwnerCollector = "imagecollector"
 
-	// LabelImageList names the ImageList a job runs for.
+	// LabelImageList names the ImageList a job runs for (shortened, with a hash
+	// of the whole name, beyond the 63 characters a label value may have).
 	LabelImageList = "eraser.sh/imagelist"
 	// AnnotationGeneration is the ImageList generation a job applies.
 	AnnotationGeneration = "eraser.sh/imagelist-generation"

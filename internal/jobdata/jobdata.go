@@ -46,6 +46,10 @@ const MaxSize = 1000 * 1024
 // ErrInvalid marks job data that cannot be used: retrying will not help.
 var ErrInvalid = errors.New("invalid job data")
 
+// ErrTooLarge marks job data that cannot fit in a ConfigMap: only a smaller
+// ImageList (or configuration) can run.
+var ErrTooLarge = errors.New("job data too large")
+
 // Data is what a job runs with.
 type Data struct {
 	Kind   podspec.Kind
@@ -77,6 +81,21 @@ func owned(job *eraserv1.ImageJob, namespace, name string) metav1.ObjectMeta {
 // Create stores a new job's data. A list too large for a ConfigMap is an
 // error that names the limit.
 func Create(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, d Data) error {
+	cm, err := configMap(job, namespace, d)
+	if err != nil {
+		return err
+	}
+	return c.Create(ctx, cm)
+}
+
+// Check says whether the data fits in a job ConfigMap, before any job is
+// created for it; the error wraps ErrTooLarge.
+func Check(d Data) error {
+	_, err := configMap(&eraserv1.ImageJob{}, "", d)
+	return err
+}
+
+func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, job.Name), Immutable: ptr.To(true), Data: map[string]string{
 		keyKind:   string(d.Kind),
 		ConfigKey: string(d.Raw),
@@ -90,13 +109,13 @@ func Create(ctx context.Context, c client.Client, namespace string, job *eraserv
 	if d.Kind == podspec.KindManual {
 		images, err := json.Marshal(d.Images)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cm.Data[paths.ImageListKey] = string(images)
 	}
 	excl, err := json.Marshal(d.Exclusions)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cm.Data[keyExclusions] = string(excl)
 	size := 0
@@ -104,9 +123,9 @@ func Create(ctx context.Context, c client.Client, namespace string, job *eraserv
 		size += len(v)
 	}
 	if size > MaxSize {
-		return fmt.Errorf("the image list and configuration take %d bytes, more than the %d a ConfigMap can hold", size, MaxSize)
+		return nil, fmt.Errorf("%w: the image list and configuration take %d bytes, more than the %d a ConfigMap can hold", ErrTooLarge, size, MaxSize)
 	}
-	return c.Create(ctx, cm)
+	return cm, nil
 }
 
 // CreateJob creates a job, then its data with the exclusion lists in the
@@ -114,6 +133,16 @@ func Create(ctx context.Context, c client.Client, namespace string, job *eraserv
 // the two steps), its data is created if missing. It reports whether this
 // call created the job.
 func CreateJob(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, d Data) (bool, error) {
+	exclusions, err := ExclusionLists(ctx, c, namespace)
+	if err != nil {
+		return false, err
+	}
+	d.Exclusions = exclusions
+	// Refused before the job exists: a job without its data would only fail
+	// later, and for a reason that hides this one.
+	if err := Check(d); err != nil {
+		return false, err
+	}
 	created := true
 	if err := c.Create(ctx, job); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
@@ -124,11 +153,6 @@ func CreateJob(ctx context.Context, c client.Client, namespace string, job *eras
 			return false, err
 		}
 	}
-	exclusions, err := ExclusionLists(ctx, c, namespace)
-	if err != nil {
-		return created, err
-	}
-	d.Exclusions = exclusions
 	if err := Create(ctx, c, namespace, job, d); err != nil && !apierrors.IsAlreadyExists(err) {
 		return created, fmt.Errorf("storing the data of ImageJob %s: %w", job.Name, err)
 	}

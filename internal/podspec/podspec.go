@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,6 +20,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/endpoint"
+	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/paths"
 )
 
@@ -91,7 +93,8 @@ func PodName(job, node string) string {
 	suffix := hex.EncodeToString(sum[:4])
 	prefix := job + "-" + node
 	if len(prefix) > 200 {
-		prefix = prefix[:200]
+		// A cut after a dot or dash would leave an empty DNS label.
+		prefix = strings.TrimRight(prefix[:200], "-.")
 	}
 	return prefix + "-" + suffix
 }
@@ -350,11 +353,6 @@ func resources(comp config.Component) corev1.ResourceRequirements {
 	return r
 }
 
-// volumeName keeps a volume name within the 63-character DNS label limit.
-func volumeName(s string) string {
-	if len(s) <= 63 {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	return s[:54] + "-" + hex.EncodeToString(sum[:4])
-}
+// volumeName makes a DNS label (no dots, 63 characters at most) of an
+// exclusion volume, whatever the ConfigMap is called.
+func volumeName(s string) string { return kname.DNSLabel(s) }

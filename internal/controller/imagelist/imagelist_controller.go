@@ -8,8 +8,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -56,15 +59,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // JobName is deterministic per ImageList generation, so that a restarted or
-// second manager can never start the same run twice.
+// second manager can never start the same run twice. It is a valid label
+// value for any ImageList name (pods and ConfigMaps are labelled with it):
+// a long name is cut, and the hash of the whole keeps it unique.
 func JobName(list *eraserv1.ImageList) string {
 	sum := sha256.Sum256([]byte(list.Name))
-	base := list.Name
-	if len(base) > 200 {
-		base = base[:200]
-	}
-	return fmt.Sprintf("imagejob-%s-%s-g%d", base, hex.EncodeToString(sum[:3]), list.Generation)
+	suffix := fmt.Sprintf("-%s-g%d", hex.EncodeToString(sum[:3]), list.Generation)
+	base := list.Name[:min(len(list.Name), kname.MaxLabelValue-len(jobPrefix)-len(suffix))]
+	return jobPrefix + strings.TrimRight(base, "-._") + suffix
 }
+
+const jobPrefix = "imagejob-"
 
 // A job carries a blocking owner reference to its ImageList (see the
 // imagejob controller about finalizers). Jobs are patched to mark them
@@ -87,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	var jobs eraserv1.ImageJobList
-	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: list.Name}); err != nil {
+	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(list.Name)}); err != nil {
 		return reconcile.Result{}, err
 	}
 	var running *eraserv1.ImageJob
@@ -133,7 +138,7 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) err
 		Name: JobName(list),
 		Labels: map[string]string{
 			eraserv1.LabelJobOwner:  eraserv1.JobOwnerImageList,
-			eraserv1.LabelImageList: list.Name,
+			eraserv1.LabelImageList: kname.LabelValue(list.Name),
 		},
 		Annotations: map[string]string{eraserv1.AnnotationGeneration: strconv.FormatInt(list.Generation, 10)},
 	}}
@@ -146,6 +151,13 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) err
 	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
 		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images, Raw: raw, RemoverImage: r.removerImage,
 	})
+	if errors.Is(err, jobdata.ErrTooLarge) {
+		// Only an edit can fix it: record the refusal for this generation
+		// and do not retry.
+		r.recorder.Eventf(list, corev1.EventTypeWarning, eraserv1.ReasonTooLarge, "no job created: %v", err)
+		setTooLarge(list, err)
+		return r.client.Status().Update(ctx, list)
+	}
 	if err != nil {
 		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
 		return err

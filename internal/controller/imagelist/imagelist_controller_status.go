@@ -40,6 +40,16 @@ func setFinished(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
 	meta.SetStatusCondition(&list.Status.Conditions, c)
 }
 
+// setTooLarge records that this generation cannot run: the generation is
+// observed (nothing more will happen for it), with the reason.
+func setTooLarge(list *eraserv1.ImageList, err error) {
+	list.Status.ObservedGeneration = list.Generation
+	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
+		Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: eraserv1.ReasonTooLarge,
+		Message: err.Error() + "; split the list into several ImageLists", ObservedGeneration: list.Generation,
+	})
+}
+
 func equalStatus(a, b *eraserv1.ImageListStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }

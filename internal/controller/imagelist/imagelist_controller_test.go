@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
@@ -196,4 +198,64 @@ func TestConfigSnapshotAndLargeList(t *testing.T) {
 		return
 	}
 	t.Error("no job for the edit")
+}
+
+// TestLongName: an ImageList with the longest name the API server allows
+// runs: the job's name, its ConfigMaps and its label values are valid.
+func TestLongName(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	r := newReconciler(t)
+	name := strings.Repeat("long-image-list.", 15) + strings.Repeat("x", 253-16*15)
+	list := builder.MakeImageList(name).Images("alpine").Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	jobs := jobsOf(t, kname.LabelValue(name))
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs", len(jobs))
+	}
+	job := jobs[0]
+	if len(job.Name) > kname.MaxLabelValue {
+		t.Errorf("job name %q is longer than a label value may be", job.Name)
+	}
+	if _, err := jobdata.Get(ctx, env.Client, ns, job.Name); err != nil {
+		t.Errorf("the job's data: %v", err)
+	}
+}
+
+// TestTooLargeList: an ImageList the API server stores but whose entries
+// cannot fit in the job's ConfigMap is refused at once, on the ImageList,
+// with no job and no retry.
+func TestTooLargeList(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	r := newReconciler(t)
+	images := make([]string, 12000)
+	for i := range images {
+		images[i] = fmt.Sprintf("registry.example.com/a-rather-long-team-name/application-number-%05d:v1.2.3-build-2026", i)
+	}
+	list := builder.MakeImageList("too-large").Images(images...).Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "too-large"}}
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("Reconcile: %v (a refusal is recorded, not retried)", err)
+		}
+	}
+	if n := len(jobsOf(t, "too-large")); n != 0 {
+		t.Errorf("%d jobs for a list that cannot run", n)
+	}
+	if err := env.Client.Get(ctx, req.NamespacedName, list); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady)
+	if c == nil || c.Reason != eraserv1.ReasonTooLarge || !strings.Contains(c.Message, "bytes") || list.Status.ObservedGeneration != list.Generation {
+		t.Errorf("status %+v, want Ready=False %s naming the size", list.Status, eraserv1.ReasonTooLarge)
+	}
 }
