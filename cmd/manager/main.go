@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"runtime/debug"
@@ -33,14 +34,23 @@ func main() {
 
 func run(log logr.Logger, opts manager.Options) error {
 	// The configuration is checked before anything else, so that a bad
-	// ConfigMap fails the rollout with the field at fault in the log.
+	// ConfigMap fails the rollout with the field at fault in the log,
+	// unless a last good one is on record (see LoadLastGood).
 	store, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
-	if err != nil {
+	if err != nil && !errors.Is(err, manager.ErrInvalidConfig) {
 		return err
 	}
-	restConfig, err := ctrl.GetConfig()
-	if err != nil {
-		return err
+	ctx := ctrl.SetupSignalHandler()
+	restConfig, cerr := ctrl.GetConfig()
+	if cerr != nil {
+		return errors.Join(err, cerr)
 	}
-	return manager.Run(ctrl.SetupSignalHandler(), log, restConfig, opts, store)
+	if err != nil {
+		// Refused by hot reload earlier, perhaps: the last good one may be
+		// on record.
+		if store, err = manager.LoadLastGood(ctx, log, restConfig, opts, err); err != nil {
+			return err
+		}
+	}
+	return manager.Run(ctx, log, restConfig, opts, store)
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -46,8 +47,15 @@ func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store,
 		log.Info("EraserConfig warning", "file", path, "warning", w)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("invalid EraserConfig %s: %w", path, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrInvalidConfig, path, err)
 	}
+	return withRemoverImage(cfg, data, removerImage)
+}
+
+// ErrInvalidConfig is a mounted EraserConfig that does not parse or validate.
+var ErrInvalidConfig = errors.New("invalid EraserConfig")
+
+func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*configstore.Store, error) {
 	if removerImage != "" {
 		img, err := config.ParseImage(removerImage)
 		if err != nil {
@@ -56,6 +64,30 @@ func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store,
 		cfg.Components.Remover.Image = img
 	}
 	return configstore.New(cfg, data), nil
+}
+
+// LoadLastGood is the start-up fallback for a mounted EraserConfig that is
+// invalid (loadErr): a document that hot reload refused is still in the
+// ConfigMap, so a restart would crash-loop on it. If the cluster has a last
+// good document on record, the manager starts with that and says so; with
+// none it still refuses to start.
+func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, loadErr error) (*configstore.Store, error) {
+	c, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%w (and no client to read the last good one: %w)", loadErr, err)
+	}
+	key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
+	raw, err := configstore.Recorded(ctx, c, key, ConfigKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w (and no last good one on record: %w)", loadErr, err)
+	}
+	cfg, _, err := config.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w (and the last good one on record no longer parses: %w)", loadErr, err)
+	}
+	log.Error(loadErr, "the mounted EraserConfig is invalid; starting with the last good configuration on record, until the ConfigMap is fixed",
+		"record", configstore.RecordKey(key).Name)
+	return withRemoverImage(cfg, raw, opts.RemoverImage)
 }
 
 // Run runs the manager until ctx is cancelled.

@@ -7,6 +7,9 @@ package configmap
 import (
 	"bytes"
 	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -14,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -38,8 +42,19 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, store *config
 	return &Reconciler{client: c, recorder: recorder, store: store, key: key, dataKey: dataKey, removerImage: removerImage}
 }
 
+// reloadSuccessful is 0 while the ConfigMap holds a document that was
+// refused (the last good one stays in force), 1 otherwise: something to
+// alert on, since nothing else fails when an edit is refused.
+var reloadSuccessful = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "eraser_config_last_reload_successful",
+	Help: "1 when the EraserConfig ConfigMap's document is in force, 0 when it was refused and the last good one is.",
+})
+
 // SetupWithManager watches the one ConfigMap.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := ctrlmetrics.Registry.Register(reloadSuccessful); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("config").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -48,7 +63,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch
+// The last good configuration is recorded in a ConfigMap of its own
+// (configstore.Record), created and updated here.
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile applies the ConfigMap's document if it is new and valid.
@@ -61,7 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	raw := []byte(cm.Data[r.dataKey])
 	if _, current, _ := r.store.Get(); bytes.Equal(raw, current) {
-		return reconcile.Result{}, nil
+		// In force (from the start, or applied earlier): make sure a
+		// restart can fall back to it.
+		reloadSuccessful.Set(1)
+		return reconcile.Result{}, configstore.Record(ctx, r.client, cm, r.dataKey, raw)
 	}
 	cfg, warnings, err := config.Parse(raw)
 	for _, w := range warnings {
@@ -79,9 +99,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		// Not retried: only a new edit can fix the document.
 		logger.Error(err, "invalid EraserConfig refused; the previous configuration stays in force")
 		r.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "refused, previous configuration kept: %v", err)
+		reloadSuccessful.Set(0)
 		return reconcile.Result{}, nil
 	}
 	r.store.Set(cfg, raw)
+	reloadSuccessful.Set(1)
+	if err := configstore.Record(ctx, r.client, cm, r.dataKey, raw); err != nil {
+		return reconcile.Result{}, err
+	}
 	logger.Info("EraserConfig applied", "apiVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
 	r.recorder.Eventf(cm, corev1.EventTypeNormal, "ConfigApplied", "applies to the next jobs (collector enabled: %v, scanner enabled: %v)",
 		cfg.Components.Collector.Enabled, cfg.Components.Scanner.Enabled)

@@ -1,0 +1,87 @@
+package main_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eraser-oss/eraser/internal/configstore"
+	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+// TestManagerStartsWithLastGoodConfig: an edit that hot reload refused is
+// still in the ConfigMap when the manager restarts. The restarted manager
+// starts with the last good configuration on record, stays ready, and says
+// so in its log, an Event and a metric; with no record it refuses to start.
+func TestManagerStartsWithLastGoodConfig(t *testing.T) {
+	testenv.Require(t)
+	const ns = "eraser-lastgood"
+	ctx := context.Background()
+	ensureNamespace(t, ns)
+	good := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 0.5}}\n"
+	bad := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
+		Data: map[string]string{manager.ConfigKey: bad}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	envs := []string{"POD_NAMESPACE=" + ns}
+	base := []string{"--kubeconfig=" + env.KubeconfigPath, "--metrics-bind-address=0", "--leader-elect=false"}
+
+	// Never a good one: refused, as before.
+	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+freePort(t))...)
+	if code := first.waitExit(t, 30*time.Second); code != 1 || !strings.Contains(first.stderr.String(), "no last good one on record") {
+		t.Fatalf("exit %d, want 1 naming the missing record:\n%s", code, first.stderr)
+	}
+
+	// A manager that ran with the good document records it.
+	cm.Data[manager.ConfigKey] = good
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+freePort(t))...)
+	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
+	waitFor(t, 30*time.Second, "the last good record", func() bool {
+		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
+		return err == nil && string(raw) == good
+	})
+	// The edit hot reload refuses; then the restart.
+	cm.Data[manager.ConfigKey] = bad
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the refusal", func() bool { return strings.Contains(running.stderr.String(), "invalid EraserConfig refused") })
+	_ = running.cmd.Process.Kill()
+
+	probe, metrics := freePort(t), freePort(t)
+	restarted := start(t, envs, "--kubeconfig="+env.KubeconfigPath, "--leader-elect=false", "--config="+writeConfig(t, bad),
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
+	waitFor(t, 60*time.Second, "readiness on the last good configuration", func() bool {
+		code, _, err := get("http://" + probe + "/readyz")
+		return err == nil && code == 200
+	})
+	if log := restarted.stderr.String(); !strings.Contains(log, "starting with the last good configuration on record") ||
+		!strings.Contains(log, "manager.imageJob.successRatio") || !strings.Contains(log, recordKey.Name) {
+		t.Errorf("the log does not say which configuration is in force and why:\n%s", log)
+	}
+	waitFor(t, 30*time.Second, "an InvalidConfig Event on the ConfigMap", func() bool {
+		var events corev1.EventList
+		_ = env.Client.List(ctx, &events, client.InNamespace(ns))
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == cm.Name && e.Reason == "InvalidConfig" && e.Count > 0 && e.LastTimestamp.After(time.Now().Add(-time.Minute)) {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 30*time.Second, "the reload metric at 0", func() bool {
+		_, body, err := get("http://" + metrics + "/metrics")
+		return err == nil && strings.Contains(body, "eraser_config_last_reload_successful 0")
+	})
+}
