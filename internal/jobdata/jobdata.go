@@ -1,6 +1,6 @@
 // Package jobdata is what an ImageJob runs with, kept in immutable
 // ConfigMaps beside it: the image list, the configuration in force when the
-// job was created, the exclusion lists to mount, and the nodes it runs on.
+// job was created, the exclusion lists there were, and the nodes it runs on.
 // Snapshotting these makes a running job immune to later edits and lets a
 // restarted manager carry on exactly where it was.
 package jobdata
@@ -60,7 +60,9 @@ type Data struct {
 	Config       *config.Config
 	Raw          []byte
 	RemoverImage string
-	// Exclusions name the exclusion-list ConfigMaps to mount.
+	// Exclusions name the exclusion-list ConfigMaps there were when the job
+	// was created: a record. Pods mount the lists there are when each is
+	// created, so a list added during the job is never left out.
 	Exclusions []string
 }
 

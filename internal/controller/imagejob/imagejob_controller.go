@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -240,6 +241,15 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	}
 	o := observe(w)
 	p := plan(w, o)
+	if len(p.create) > 0 {
+		// Exclusion lists are read as each wave is created, not when the
+		// job was: a list added during a long rolling job protects the
+		// nodes not reached yet, and one deleted is not mounted (its pods
+		// would never start).
+		if data.Exclusions, err = jobdata.ExclusionLists(ctx, r.client, r.opts.Namespace); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	build := r.builder(job, data)
 	if len(p.create) > 0 {
 		// Checked once here, so that a bad configuration fails the job
@@ -255,14 +265,15 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
 	}
 	r.recordCreates(job, st, w, p, errs)
-	prog := afterWave(w, o, p, errs)
-	for node, f := range o.newFailures {
-		st.failures[node] = f
+	if len(p.create) > 0 || len(p.failed) > 0 {
+		// Judged again with the wave in place: one set of rules counts
+		// every node, whether it was reached by this wave or an earlier one.
+		w = advance(w, p, errs)
+		o = observe(w)
 	}
-	for node, f := range p.failed {
-		st.failures[node] = f
-	}
-	finished := r.compose(job, data.Config, nodes, prog, st.failures)
+	maps.Copy(st.failures, w.failures)
+	maps.Copy(st.failures, o.newFailures)
+	finished := r.compose(job, data.Config, nodes, o.progress, st.failures)
 	if err := r.client.Status().Update(ctx, job); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -371,11 +382,11 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world
 	}
 }
 
-// afterWave is the job's progress once the wave's creations are known: the
-// cursor stops at the first node whose pod could not be created, so that it
-// is retried; nodes ended without a pod count as failed.
-func afterWave(w world, o observation, p wave, errs []error) progress {
-	prog := o.progress
+// advance is the world once the wave's creations are known: the cursor
+// stops at the first node whose pod could not be created, so that it is
+// retried; created pods are pending until the cache shows them, and nodes
+// ended without a pod are failures on record.
+func advance(w world, p wave, errs []error) world {
 	end := p.started
 	for k, i := range p.create {
 		if errs[k] != nil {
@@ -383,19 +394,17 @@ func afterWave(w world, o observation, p wave, errs []error) progress {
 			break
 		}
 	}
-	created := map[int]bool{}
+	next := w
+	next.started = end
+	next.failures = maps.Clone(w.failures)
+	maps.Copy(next.failures, p.failed)
+	next.pending = maps.Clone(w.pending)
 	for k, i := range p.create {
-		created[i] = errs[k] == nil
-	}
-	for i := o.started; i < end; i++ {
-		if _, failed := p.failed[w.targets[i].Name]; failed {
-			prog.failed++
-		} else if created[i] {
-			prog.active++
+		if errs[k] == nil {
+			next.pending[w.targets[i].Name] = true
 		}
 	}
-	prog.started = end
-	return prog
+	return next
 }
 
 // compose writes the pass's figures into the job's status and says whether

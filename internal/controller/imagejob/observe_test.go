@@ -200,6 +200,13 @@ func TestPlan(t *testing.T) {
 			}),
 			want: planned{Started: 1, Failed: map[string]string{"a": ReasonCreateFailed}},
 		},
+		"a node whose pod exists past the cursor is not sent again": {
+			world: newWorld("a", "b").with(func(w *world) {
+				w.creating["a"] = createFailure{first: t0.Add(-5 * time.Minute), next: t0.Add(time.Second)}
+				w.pods["b"] = pod("b").Phase(corev1.PodSucceeded).Obj()
+			}),
+			want: planned{Started: 2, Failed: map[string]string{"a": ReasonCreateFailed}},
+		},
 		"a recorded failure past the cursor is passed": {
 			world: newWorld("a", "b").with(func(w *world) {
 				w.failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: ReasonNodeDeleted}
@@ -227,17 +234,19 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestAfterWave(t *testing.T) {
+// TestWaveThenObserve: the wave's outcome, judged again by observe.
+func TestWaveThenObserve(t *testing.T) {
 	refusal := errors.New("refused")
 	cases := map[string]struct {
-		errs        []error
-		wantStarted int
-		wantActive  int
-		wantFailed  int
+		errs []error
+		want tally
 	}{
-		"all created":                           {errs: []error{nil, nil, nil}, wantStarted: 4, wantActive: 3, wantFailed: 1},
-		"the cursor stops at the first refusal": {errs: []error{nil, refusal, nil}, wantStarted: 2, wantActive: 1, wantFailed: 1},
-		"refused first":                         {errs: []error{refusal, nil, nil}, wantStarted: 0},
+		"all created": {errs: []error{nil, nil, nil},
+			want: tally{Started: 4, Active: 3, Failed: 1, New: map[string]string{}}},
+		"the cursor stops at the first refusal": {errs: []error{nil, refusal, nil},
+			want: tally{Started: 2, Active: 1, Failed: 1, New: map[string]string{}}},
+		"refused first": {errs: []error{refusal, nil, nil},
+			want: tally{Started: 0, New: map[string]string{}}},
 	}
 	// Nodes a, c, d get pods; b was deleted.
 	w := newWorld("a", "b", "c", "d").with(func(w *world) { delete(w.nodes, "b") })
@@ -245,10 +254,8 @@ func TestAfterWave(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o := observe(w)
 			p := plan(w, o)
-			got := afterWave(w, o, p, tc.errs)
-			if got.started != tc.wantStarted || got.active != tc.wantActive || got.failed != tc.wantFailed {
-				t.Errorf("started %d active %d failed %d, want %d %d %d", got.started, got.active, got.failed,
-					tc.wantStarted, tc.wantActive, tc.wantFailed)
+			if diff := cmp.Diff(tc.want, tallyOf(observe(advance(w, p, tc.errs)))); diff != "" {
+				t.Errorf("after the wave (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
@@ -73,6 +75,15 @@ func plan(w world, o observation) wave {
 		if f, recorded := w.failures[name]; recorded && w.pods[name] == nil {
 			// Ended before a rewind of the cursor (a later refusal).
 			p.failed[name] = f
+			p.started++
+			continue
+		}
+		if w.pods[name] != nil {
+			// Created before (the cursor was held back by a refusal): sending
+			// it again could be refused by admission before AlreadyExists.
+			if ph := w.pods[name].Status.Phase; ph != corev1.PodSucceeded && ph != corev1.PodFailed {
+				active++
+			}
 			p.started++
 			continue
 		}

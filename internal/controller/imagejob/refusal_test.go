@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -78,9 +79,7 @@ func TestQuotaRefusesSome(t *testing.T) {
 	f.finishPod(&pod, corev1.PodSucceeded, removed(1, 1))
 	// The quota still counts the finished pod: the others stay refused.
 	f.clock.Step(3 * time.Minute)
-	for range 3 {
-		f.reconcile("quota")
-	}
+	f.reconcile("quota")
 	job := f.get("quota")
 	if job.Status.Phase != eraserv1.PhaseCompleted || job.Status.Succeeded != 1 || job.Status.Failed != 2 {
 		t.Fatalf("status %+v, want Completed (ratio 0.3) with 2 failed nodes", job.Status)
@@ -106,4 +105,38 @@ func (f *fixture) expectEvent(reason string) {
 			return
 		}
 	}
+}
+
+// TestExclusionListAddedMidJob: an exclusion list created while a rolling
+// job runs is mounted into the pods of the nodes not reached yet.
+func TestExclusionListAddedMidJob(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(2, "ex")
+	f.job("excl", podspec.KindManual, baseConfig+"manager: {imageJob: {maxConcurrentNodes: 1}}", "*")
+	f.reconcile("excl")
+	first := f.pods("excl")
+	if len(first) != 1 || mountsList(&first[0], "late-list") {
+		t.Fatalf("first wave: %d pods", len(first))
+	}
+	list := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "late-list", Labels: map[string]string{jobdata.LabelExclusionList: "true"}},
+		Data: map[string]string{"list.json": `{"excluded":["docker.io/library/*"]}`}}
+	if err := env.Client.Create(f.ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	f.finishPod(&first[0], corev1.PodSucceeded, removed(1, 1))
+	f.reconcile("excl")
+	for _, p := range f.pods("excl") {
+		if p.Name != first[0].Name && !mountsList(&p, "late-list") {
+			t.Errorf("pod %s of the second wave does not mount the list created during the job", p.Name)
+		}
+	}
+}
+
+func mountsList(pod *corev1.Pod, cm string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == cm {
+			return true
+		}
+	}
+	return false
 }
