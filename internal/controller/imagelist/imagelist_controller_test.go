@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -33,6 +34,10 @@ const ns = "imagelist-test"
 
 func newReconciler(t *testing.T) *Reconciler {
 	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	doc := []byte("apiVersion: eraser.sh/v1alpha3\n")
 	cfg, _, err := config.Parse(doc)
 	if err != nil {
@@ -67,9 +72,6 @@ func finish(t *testing.T, job *eraserv1.ImageJob, phase eraserv1.JobPhase) {
 func TestEditDuringRunAndDryRun(t *testing.T) {
 	testenv.Require(t)
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	r := newReconciler(t)
 	list := builder.MakeImageList("edits").Images("alpine").DryRun(true).Obj()
 	if err := env.Client.Create(ctx, list); err != nil {
