@@ -140,3 +140,32 @@ func mountsList(pod *corev1.Pod, cm string) bool {
 	}
 	return false
 }
+
+// TestFailuresAnnouncedOnce: failures beyond the 32 the status names are
+// counted every pass but announced once, not re-read and re-announced.
+func TestFailuresAnnouncedOnce(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(40, "fo")
+	f.job("once", podspec.KindManual, baseConfig+"manager: {imageJob: {cleanup: {delayOnFailure: 1h}}}", "*")
+	f.reconcile("once")
+	pods := f.pods("once")
+	for i := range pods[:39] {
+		f.finishPod(&pods[i], corev1.PodFailed, nil)
+	}
+	for range 3 {
+		f.reconcile("once")
+	}
+	job := f.get("once")
+	if job.Status.Failed != 39 || job.Status.Phase != eraserv1.PhaseRunning || len(job.Status.FailedNodes) != eraserv1.MaxReportedNodes {
+		t.Fatalf("status: failed %d, phase %s, %d named", job.Status.Failed, job.Status.Phase, len(job.Status.FailedNodes))
+	}
+	n := 0
+	for len(f.rec.Events) > 0 {
+		if strings.Contains(<-f.rec.Events, " NodeFailed ") {
+			n++
+		}
+	}
+	if n != 39 {
+		t.Errorf("%d NodeFailed Events for 39 failed nodes over 3 passes", n)
+	}
+}
