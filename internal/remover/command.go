@@ -41,7 +41,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 
 // Run runs the remover and returns the process exit code: 0 when the run
 // completed (images kept for a reason are not failures), 1 when it could not
-// run at all.
+// run at all, 2 when removals failed (worker.ExitNodeFailed).
 func (c *Command) Run(ctx context.Context) int {
 	log := c.Start("remover")
 	summary, err := c.run(ctx, log)
@@ -88,7 +88,8 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return empty, err
 	}
-	return Summarize(append(invalid, results...), c.DryRun), nil
+	summary := Summarize(append(invalid, results...), c.DryRun)
+	return summary, NodeOutcome(summary)
 }
 
 func readImageList(path string) ([]string, error) {

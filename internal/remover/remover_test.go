@@ -14,6 +14,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 func id(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
@@ -260,5 +261,49 @@ func TestDryRunAndFailures(t *testing.T) {
 	}
 	if s := Summarize(results, true); s.Counts["removed"] != 2 || s.BytesFreed != 400 || !s.DryRun {
 		t.Errorf("dry-run summary %+v", s)
+	}
+}
+
+// TestNodeOutcome: removals that error (other than "already gone", which the
+// client reports as success) fail the node: exit code 2 and a summary error
+// with the count and the first error. Images kept for a reason do not.
+func TestNodeOutcome(t *testing.T) {
+	boom := errors.New("rpc error: code = Unavailable desc = connection refused")
+	cases := map[string]struct {
+		removeErr map[string]error
+		listErr   error
+		entries   []string
+		wantCode  int
+		wantErr   string
+	}{
+		"all removed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"}, wantCode: worker.ExitOK},
+		"kept for a reason": {entries: []string{"registry.k8s.io/pause:3.10", "registry.example.com/agent:1", "ghost:1"},
+			wantCode: worker.ExitOK},
+		"all removals failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
+			removeErr: map[string]error{id('a'): boom, id('c'): boom},
+			wantCode:  worker.ExitNodeFailed, wantErr: "2 of 2 removals failed; first: alpine:3.19: rpc error"},
+		"one of two failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
+			removeErr: map[string]error{id('c'): boom},
+			wantCode:  worker.ExitNodeFailed, wantErr: "1 of 2 removals failed; first: quay.io/org/redis:7: rpc error"},
+		"re-check failed": {entries: []string{"alpine:3.19"}, listErr: boom,
+			wantCode: worker.ExitNodeFailed, wantErr: "1 of 1 removals failed; first: alpine:3.19: re-check of containers failed"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: node, sandbox: "registry.k8s.io/pause:3.10", removeErr: tc.removeErr, listErr: tc.listErr}
+			targets, _ := ParseTargets(tc.entries)
+			results, err := Run(context.Background(), rt, targets, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := Summarize(results, false)
+			err = NodeOutcome(s)
+			if code := worker.ExitCode(err); code != tc.wantCode {
+				t.Errorf("exit code %d, want %d (err %v)", code, tc.wantCode, err)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

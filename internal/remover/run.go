@@ -7,6 +7,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 // Runtime is the part of the CRI client the remover uses.
@@ -169,6 +170,27 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 	log.Log(context.Background(), level, "image", attrs...)
 }
 
+// NodeOutcome decides whether the node failed: it did when any removal it
+// was asked for failed. Images kept because they are in use, pinned (the
+// sandbox image included), excluded or not on the node are not failures, nor
+// is an image that was already gone when removed (the CRI client reports
+// NotFound as success). Invalid ImageList entries are counted, not failed:
+// nothing is removed for them and the manager totals them with failures.
+func NodeOutcome(s report.Summary) error {
+	failed := s.Counts[string(Failed)]
+	if failed == 0 {
+		return nil
+	}
+	first := "(not recorded)"
+	for _, f := range s.Failures {
+		if !f.Invalid {
+			first = f.Image + ": " + f.Message
+			break
+		}
+	}
+	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Counts[string(Removed)], First: first}
+}
+
 // Summarize counts the results.
 func Summarize(results []Result, dryRun bool) report.Summary {
 	s := report.Summary{Component: "remover", DryRun: dryRun, Counts: map[string]int{}}
@@ -177,8 +199,10 @@ func Summarize(results []Result, dryRun bool) report.Summary {
 		switch r.Outcome {
 		case Removed:
 			s.BytesFreed += r.Bytes
-		case Failed, Invalid:
+		case Failed:
 			s.AddFailure(r.Target, r.Detail)
+		case Invalid:
+			s.AddInvalid(r.Target, r.Detail)
 		}
 	}
 	return s

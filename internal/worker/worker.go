@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -132,20 +133,56 @@ func Main(cmd Command) {
 	os.Exit(code)
 }
 
+// Exit codes of the workers. The manager fails a node on any non-zero exit
+// and shows the summary's Error; the codes tell a person reading the pod
+// which kind of failure it was.
+const (
+	// ExitOK: the run completed; images kept for a reason are not failures.
+	ExitOK = 0
+	// ExitCouldNotRun: the worker could not do its job at all (bad input,
+	// no runtime, an unreadable exclusion list, a peer that never came).
+	ExitCouldNotRun = 1
+	// ExitNodeFailed: the run completed, but removals the node was asked
+	// for failed (see remover.NodeOutcome).
+	ExitNodeFailed = 2
+)
+
+// NodeFailedError is a run that completed with failed removals.
+type NodeFailedError struct {
+	// Failed and Attempted count removals.
+	Failed, Attempted int
+	// First is the first failure: the target and its error.
+	First string
+}
+
+func (e *NodeFailedError) Error() string {
+	return fmt.Sprintf("%d of %d removals failed; first: %s", e.Failed, e.Attempted, e.First)
+}
+
+// ExitCode is the exit code for a run that ended with err.
+func ExitCode(err error) int {
+	var nf *NodeFailedError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &nf):
+		return ExitNodeFailed
+	}
+	return ExitCouldNotRun
+}
+
 // Finish writes the run's summary to the termination message file, logs it,
-// and returns the exit code: 1 if the worker could not do its job.
+// and returns the exit code (ExitCode of err). The error goes into the
+// summary's Error, which the manager shows for a failed node.
 func Finish(log *slog.Logger, summaryFile string, summary report.Summary, err error) int {
 	summary.Node = os.Getenv("NODE_NAME")
 	if err != nil {
-		log.Error(summary.Component+" failed", "error", err)
+		log.Error(summary.Component+" failed", "error", err, "exitCode", ExitCode(err))
 		summary.Error = err.Error()
 	}
 	if werr := report.Write(summaryFile, summary); werr != nil {
 		log.Warn("could not write the summary", "file", summaryFile, "error", werr)
 	}
 	log.Info("summary", "counts", summary.Counts, "bytesFreed", summary.BytesFreed, "dryRun", summary.DryRun)
-	if err != nil {
-		return 1
-	}
-	return 0
+	return ExitCode(err)
 }
