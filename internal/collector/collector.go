@@ -72,6 +72,10 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if c.ScanDisabled {
 		dest = handoff.ScanErase
 	}
+	// The record goes first: the remover checks what it receives against it.
+	if err := handoff.WriteCollected(c.SharedDir, payload); err != nil {
+		return summary, err
+	}
 	log.Info("handing over candidates", "candidates", len(payload), "to", dest, "kept", summary.Counts)
 	if err := c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload); err != nil {
 		return summary, err
