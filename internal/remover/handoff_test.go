@@ -25,14 +25,14 @@ func TestHandoffTargets(t *testing.T) {
 		want     []string
 		wantErr  string
 	}{
-		"empty":           {received: []handoff.Image{}},
-		"by id":           {received: []handoff.Image{{ImageID: id('a')}}, want: []string{id('a')}},
-		"bare hex id":     {received: []handoff.Image{{ImageID: strings.Repeat("a", 64)}}, want: []string{id('a')}},
-		"by digest":       {received: []handoff.Image{{ImageID: id('d')}}, want: []string{id('d')}},
-		"star":            {received: []handoff.Image{{ImageID: id('a')}, {ImageID: "*"}}, wantErr: `[1]: "*" is not an image ID or digest`},
-		"bare tag":        {received: []handoff.Image{{ImageID: "alpine"}}, wantErr: `[0]: "alpine" is not an image ID or digest`},
-		"full tag":        {received: []handoff.Image{{ImageID: "docker.io/library/alpine:3.19"}}, wantErr: "is not an image ID or digest"},
-		"not collected":   {received: []handoff.Image{{ImageID: id('b')}}, wantErr: "[0]: " + id('b') + " is not among the 2 images the collector listed"},
+		"empty":               {received: []handoff.Image{}},
+		"by id":               {received: []handoff.Image{{ImageID: id('a')}}, want: []string{id('a')}},
+		"bare hex id":         {received: []handoff.Image{{ImageID: strings.Repeat("a", 64)}}, want: []string{id('a')}},
+		"by digest":           {received: []handoff.Image{{ImageID: id('d')}}, want: []string{id('d')}},
+		"star":                {received: []handoff.Image{{ImageID: id('a')}, {ImageID: "*"}}, wantErr: `[1]: "*" is not an image ID or digest`},
+		"bare tag":            {received: []handoff.Image{{ImageID: "alpine"}}, wantErr: `[0]: "alpine" is not an image ID or digest`},
+		"full tag":            {received: []handoff.Image{{ImageID: "docker.io/library/alpine:3.19"}}, wantErr: "is not an image ID or digest"},
+		"not collected":       {received: []handoff.Image{{ImageID: id('b')}}, wantErr: "[0]: " + id('b') + " is not among the 2 images the collector listed"},
 		"names widen nothing": {received: []handoff.Image{{ImageID: id('a'), Names: []string{"*"}}}, want: []string{id('a')}},
 	}
 	for name, tc := range cases {
