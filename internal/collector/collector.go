@@ -52,6 +52,10 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return summary, err
 	}
+	if snap.SandboxGuessed {
+		log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
+		summary.SandboxImageGuessed = true
+	}
 	payload := Payload(snap)
 	for i := range snap.Images {
 		if v := snap.Verdict(i); v.Reason != protect.Removable {

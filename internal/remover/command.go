@@ -86,13 +86,15 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		c.Concurrency = AutoConcurrency()
 	}
 	log.Debug("removing", "concurrency", c.Concurrency)
+	var info RunInfo
 	results, err := Run(ctx, client, targets, Options{
-		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log,
+		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 	})
 	if err != nil {
 		return empty, err
 	}
 	summary := Summarize(append(invalid, results...), c.DryRun)
+	info.Apply(&summary)
 	return summary, NodeOutcome(summary)
 }
 

@@ -26,6 +26,8 @@ type fakeRuntime struct {
 	images     []cri.Image
 	containers []cri.Container
 	sandbox    string
+	podImages  []string
+	podErr     error
 	removeErr  map[string]error
 	listErr    error
 	lists      int
@@ -57,6 +59,8 @@ func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
 }
 
 func (f *fakeRuntime) SandboxImage(context.Context) (string, error) { return f.sandbox, nil }
+
+func (f *fakeRuntime) PodSandboxImages(context.Context) ([]string, error) { return f.podImages, f.podErr }
 
 func (f *fakeRuntime) RemoveImages(ctx context.Context, ids []string) []error {
 	errs := make([]error, len(ids))
@@ -303,6 +307,60 @@ func TestNodeOutcome(t *testing.T) {
 			}
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestSandboxImageSources: the pause image is protected from the runtime's
+// status, else from its pod sandboxes, else by its name, and the run says
+// when it had to guess.
+func TestSandboxImageSources(t *testing.T) {
+	pause39 := cri.Image{ID: id('7'), Tags: []string{"registry.k8s.io/pause:3.9"}, Size: 1}
+	images := append(append([]cri.Image{}, node...), pause39)
+	cases := map[string]struct {
+		status    string
+		podImages []string
+		podErr    error
+		wantKept  map[string]string // image ID -> detail
+		wantGuess bool
+	}{
+		"status": {status: "registry.k8s.io/pause:3.10",
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image"}},
+		"status and an older pod sandbox": {status: "registry.k8s.io/pause:3.10", podImages: []string{"registry.k8s.io/pause:3.9"},
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image", id('7'): "a pod sandbox's image"}},
+		"pod sandboxes only": {podImages: []string{"registry.k8s.io/pause:3.10"},
+			wantKept: map[string]string{id('e'): "a pod sandbox's image"}},
+		"neither": {wantGuess: true,
+			wantKept: map[string]string{id('e'): "looks like a pause image (the runtime named no sandbox image)", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
+		"sandboxes unreadable": {status: "registry.k8s.io/pause:3.10", podErr: errors.New("unavailable"), wantGuess: true,
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: images, sandbox: tc.status, podImages: tc.podImages, podErr: tc.podErr}
+			targets, _ := ParseTargets([]string{"*"})
+			var info RunInfo
+			results, err := Run(context.Background(), rt, targets, Options{Info: &info})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := map[string]string{}
+			for _, r := range results {
+				if r.Outcome == Pinned && r.ImageID != id('f') {
+					kept[r.ImageID] = r.Detail
+				}
+			}
+			if diff := cmp.Diff(tc.wantKept, kept); diff != "" {
+				t.Errorf("sandbox images kept (-want +got):\n%s", diff)
+			}
+			if info.SandboxGuessed != tc.wantGuess {
+				t.Errorf("SandboxGuessed = %v, want %v", info.SandboxGuessed, tc.wantGuess)
+			}
+			s := Summarize(results, false)
+			info.Apply(&s)
+			if s.SandboxImageGuessed != tc.wantGuess {
+				t.Errorf("summary SandboxImageGuessed = %v", s.SandboxImageGuessed)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package remover
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
@@ -15,6 +16,7 @@ type Runtime interface {
 	ListImages(ctx context.Context) ([]cri.Image, error)
 	ListContainers(ctx context.Context) ([]cri.Container, error)
 	SandboxImage(ctx context.Context) (string, error)
+	PodSandboxImages(ctx context.Context) ([]string, error)
 	// RemoveImages removes images by ID, all at once; one error per image.
 	RemoveImages(ctx context.Context, ids []string) []error
 }
@@ -38,10 +40,15 @@ type Options struct {
 	Log         *slog.Logger
 	// Progress, if set, is called after each image with the count done.
 	Progress func(done, total int)
+	// Info, if set, receives what the run reports besides its results.
+	Info *RunInfo
 }
 
-// ReadNode reads the node (images, containers, sandbox image) and judges
-// every image by the policy.
+// ReadNode reads the node (images, containers, sandbox images) and judges
+// every image by the policy. The sandbox (pause) image comes from the
+// runtime's status and from the node's pod sandboxes; when neither names
+// one, or the sandboxes cannot be read, every image that looks like a pause
+// image is kept as well (Snapshot.SandboxGuessed says so).
 func ReadNode(ctx context.Context, rt Runtime, policy protect.Policy) (*Snapshot, error) {
 	images, err := rt.ListImages(ctx)
 	if err != nil {
@@ -58,7 +65,38 @@ func ReadNode(ctx context.Context, rt Runtime, policy protect.Policy) (*Snapshot
 		}
 		policy.SandboxImage = sandbox
 	}
-	return NewSnapshot(images, containers, policy), nil
+	pods, podErr := rt.PodSandboxImages(ctx)
+	policy.SandboxImages = append(policy.SandboxImages, pods...)
+	var note string
+	switch {
+	case podErr != nil:
+		note = "the pod sandboxes could not be read: " + podErr.Error()
+	case policy.SandboxImage == "" && len(policy.SandboxImages) == 0:
+		note = "neither the runtime's status nor any pod sandbox named a sandbox image"
+	}
+	policy.GuessPause = policy.GuessPause || note != ""
+	s := NewSnapshot(images, containers, policy)
+	s.SandboxGuessed, s.SandboxNote = policy.GuessPause, note
+	return s, nil
+}
+
+// RunInfo is what a run reports besides its results.
+type RunInfo struct {
+	// SandboxGuessed: pause images were kept by their names (see ReadNode).
+	SandboxGuessed bool
+	// SandboxNote says why, when guessed.
+	SandboxNote string
+	// Rechecks counts the container listings taken before removals.
+	Rechecks int
+	// MaxRecheckWindow is the longest time from the start of the listing
+	// that cleared an image to the issue of its removal.
+	MaxRecheckWindow time.Duration
+}
+
+// Apply adds the run's information to a summary.
+func (i RunInfo) Apply(s *report.Summary) {
+	s.SandboxImageGuessed = i.SandboxGuessed
+	s.MaxRecheckWindowMs = float64(i.MaxRecheckWindow.Microseconds()) / 1000
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -72,6 +110,12 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	snap, err := ReadNode(ctx, rt, opts.Policy)
 	if err != nil {
 		return nil, err
+	}
+	if snap.SandboxGuessed {
+		opts.Log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
+	}
+	if opts.Info != nil {
+		opts.Info.SandboxGuessed, opts.Info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
 	}
 	remove, results := Plan(snap, t)
 	for _, r := range results {

@@ -37,6 +37,14 @@ type Summary struct {
 	Verdicts []Verdict `json:"verdicts,omitempty"`
 	// VerdictsOmitted counts the verdicts left out to stay under MaxSize.
 	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
+	// SandboxImageGuessed is set when neither the runtime's status nor its
+	// pod sandboxes named a sandbox image, so every image that looks like a
+	// pause image was kept (counted as "pinned").
+	SandboxImageGuessed bool `json:"sandboxImageGuessed,omitempty"`
+	// MaxRecheckWindowMs is the longest time, in milliseconds, from the
+	// start of the container listing that cleared an image to the issue of
+	// its removal.
+	MaxRecheckWindowMs float64 `json:"maxRecheckWindowMs,omitempty"`
 	// PeakRSSBytes is the worker's peak resident memory, where measured.
 	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
 }
