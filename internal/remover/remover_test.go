@@ -60,7 +60,9 @@ func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
 
 func (f *fakeRuntime) SandboxImage(context.Context) (string, error) { return f.sandbox, nil }
 
-func (f *fakeRuntime) PodSandboxImages(context.Context) ([]string, error) { return f.podImages, f.podErr }
+func (f *fakeRuntime) PodSandboxImages(context.Context) ([]string, error) {
+	return f.podImages, f.podErr
+}
 
 func (f *fakeRuntime) RemoveImages(ctx context.Context, ids []string) []error {
 	errs := make([]error, len(ids))
