@@ -195,6 +195,13 @@ const removeImageMethod = "/runtime.v1.ImageService/RemoveImage"
 // goroutine, as streams, keeps memory flat however many there are: no
 // goroutine stack per removal.
 func (c *Client) RemoveImages(ctx context.Context, ids []string) []error {
+	return c.StartRemovals(ctx, ids)()
+}
+
+// StartRemovals issues the removals as RemoveImages does and returns at
+// once; the function it returns waits for them, and must be called to
+// release them. Callers use the time between to prepare the next removals.
+func (c *Client) StartRemovals(ctx context.Context, ids []string) (wait func() []error) {
 	errs := make([]error, len(ids))
 	streams := make([]grpc.ClientStream, len(ids))
 	cancels := make([]context.CancelFunc, len(ids))
@@ -215,18 +222,20 @@ func (c *Client) RemoveImages(ctx context.Context, ids []string) []error {
 		}
 		streams[i] = cs
 	}
-	for i, cs := range streams {
-		if cs == nil {
-			continue
+	return func() []error {
+		for i, cs := range streams {
+			if cs == nil {
+				continue
+			}
+			// One receive: a unary-shaped stream ends with its single reply.
+			err := cs.RecvMsg(&runtimeapi.RemoveImageResponse{})
+			cancels[i]()
+			if err != nil && status.Code(err) != codes.NotFound {
+				errs[i] = fmt.Errorf("removing image %s: %w", ids[i], err)
+			}
 		}
-		// One receive: a unary-shaped stream ends with its single reply.
-		err := cs.RecvMsg(&runtimeapi.RemoveImageResponse{})
-		cancels[i]()
-		if err != nil && status.Code(err) != codes.NotFound {
-			errs[i] = fmt.Errorf("removing image %s: %w", ids[i], err)
-		}
+		return errs
 	}
-	return errs
 }
 
 // ImageFsUsage is the bytes used on the runtime's image filesystems.

@@ -3,10 +3,12 @@ package remover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -32,7 +34,12 @@ type fakeRuntime struct {
 	listErr    error
 	lists      int
 	onList     func(n int, f *fakeRuntime)
+	listDelay  time.Duration
 	removed    []string
+	// sinceList counts, per removal issued, the removals issued since the
+	// last container listing (this one included).
+	sinceList  []int
+	issuedHere int
 }
 
 func (f *fakeRuntime) ListImages(context.Context) ([]cri.Image, error) {
@@ -42,8 +49,10 @@ func (f *fakeRuntime) ListImages(context.Context) ([]cri.Image, error) {
 }
 
 func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
+	time.Sleep(f.listDelay)
 	f.mu.Lock()
 	f.lists++
+	f.issuedHere = 0
 	n, hook := f.lists, f.onList
 	out, err := append([]cri.Container(nil), f.containers...), f.listErr
 	if n > 1 && f.listErr != nil {
@@ -64,12 +73,16 @@ func (f *fakeRuntime) PodSandboxImages(context.Context) ([]string, error) {
 	return f.podImages, f.podErr
 }
 
-func (f *fakeRuntime) RemoveImages(ctx context.Context, ids []string) []error {
+func (f *fakeRuntime) StartRemovals(ctx context.Context, ids []string) func() []error {
 	errs := make([]error, len(ids))
 	for i, id := range ids {
+		f.mu.Lock()
+		f.issuedHere++
+		f.sinceList = append(f.sinceList, f.issuedHere)
+		f.mu.Unlock()
 		errs[i] = f.RemoveImage(ctx, id)
 	}
-	return errs
+	return func() []error { return errs }
 }
 
 func (f *fakeRuntime) RemoveImage(_ context.Context, imageID string) error {
@@ -365,5 +378,67 @@ func TestSandboxImageSources(t *testing.T) {
 				t.Errorf("summary SandboxImageGuessed = %v", s.SandboxImageGuessed)
 			}
 		})
+	}
+}
+
+func manyImages(n int) []cri.Image {
+	out := make([]cri.Image, n)
+	for i := range out {
+		out[i] = cri.Image{ID: fmt.Sprintf("sha256:%064x", i+1), Tags: []string{fmt.Sprintf("example.com/img%d:1", i)}, Size: 1}
+	}
+	return out
+}
+
+// TestRecheckWindowIsBounded: however large the batch in flight, every
+// removal is issued at most RecheckGroup removals after a fresh container
+// listing, and the run reports the longest listing-to-issue time.
+func TestRecheckWindowIsBounded(t *testing.T) {
+	rt := &fakeRuntime{images: manyImages(1000), sandbox: "registry.k8s.io/pause:3.10"}
+	targets, _ := ParseTargets([]string{"*"})
+	var info RunInfo
+	results, err := Run(context.Background(), rt, targets, Options{Concurrency: 4096, Info: &info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Summarize(results, false); s.Counts["removed"] != 1000 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	worst := 0
+	for _, n := range rt.sinceList {
+		worst = max(worst, n)
+	}
+	if worst > RecheckGroup {
+		t.Errorf("a removal was issued %d removals after the last container listing, want at most %d", worst, RecheckGroup)
+	}
+	if want := 1000 / RecheckGroup; info.Rechecks < want {
+		t.Errorf("%d re-checks for 1000 removals, want at least %d", info.Rechecks, want)
+	}
+	if info.MaxRecheckWindow <= 0 || info.MaxRecheckWindow > MaxRecheckAge {
+		t.Errorf("MaxRecheckWindow = %v, want within (0, %v]", info.MaxRecheckWindow, MaxRecheckAge)
+	}
+}
+
+// TestSlowRecheckKeepsImages: a container listing that takes longer than
+// MaxRecheckAge is too old to clear a removal: the images are kept, and the
+// node fails.
+func TestSlowRecheckKeepsImages(t *testing.T) {
+	rt := &fakeRuntime{images: node, sandbox: "registry.k8s.io/pause:3.10"}
+	rt.onList = func(n int, f *fakeRuntime) {
+		if n == 1 {
+			f.mu.Lock()
+			f.listDelay = MaxRecheckAge + 50*time.Millisecond
+			f.mu.Unlock()
+		}
+	}
+	targets, _ := ParseTargets([]string{"alpine:3.19"})
+	results, err := Run(context.Background(), rt, targets, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.removed) != 0 {
+		t.Errorf("removed %v on a stale re-check", rt.removed)
+	}
+	if len(results) != 1 || results[0].Outcome != Failed || !strings.Contains(results[0].Detail, "image kept") {
+		t.Errorf("results %+v", results)
 	}
 }
