@@ -81,10 +81,17 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		return summary, err
 	}
 	log.Info("handing over candidates", "candidates", len(payload), "to", dest, "kept", summary.Counts)
-	if err := c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload); err != nil {
+	taker := "scanner"
+	if c.ScanDisabled {
+		taker = "remover"
+	}
+	err = c.WaitFor(ctx, "(the "+taker+" never read them)", "nobody took the images", func(ctx context.Context) error {
+		return c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload)
+	})
+	if err != nil {
 		return summary, err
 	}
-	if err := done.Wait(ctx); err != nil {
+	if err := c.WaitFor(ctx, "remover", "no completion signal from the", done.Wait); err != nil {
 		return summary, err
 	}
 	log.Info("removal finished")

@@ -114,7 +114,11 @@ func readImageList(path string) ([]string, error) {
 // checks them against the collector's record: the whole hand-off is
 // refused, and nothing removed, if any entry is not one it listed.
 func (c *Command) receive(ctx context.Context) (Targets, error) {
-	images, err := c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
+	var images []handoff.Image
+	err := c.WaitFor(ctx, c.sender(), "no images from the", func(ctx context.Context) (err error) {
+		images, err = c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
+		return err
+	})
 	if err != nil {
 		return Targets{}, fmt.Errorf("hand-off refused, nothing removed: %w", err)
 	}
@@ -123,6 +127,16 @@ func (c *Command) receive(ctx context.Context) (Targets, error) {
 		return Targets{}, err
 	}
 	return HandoffTargets(images, collected)
+}
+
+// sender is the peer that hands the remover its images: the scanner when
+// one runs (it publishes its completion endpoint at start), else the
+// collector.
+func (c *Command) sender() string {
+	if _, err := os.Stat(handoff.Path(c.SharedDir, handoff.EraseCompleteScan)); err == nil {
+		return "scanner"
+	}
+	return "collector"
 }
 
 // HandoffTargets turns a hand-off into targets: each entry's image_id must
@@ -160,7 +174,13 @@ func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
 // signalDone tells the collector, then the scanner if there is one, that
 // removal is over. The scanner's endpoint exists only when a scanner runs.
 func (c *Command) signalDone(log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A peer that waits reads at once; one that died must not keep the
+	// remover from exiting.
+	bound := time.Minute
+	if c.HandoffTimeout > 0 {
+		bound = min(bound, max(c.HandoffTimeout, time.Second))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	if err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteCollect)); err != nil {
 		log.Error("could not tell the collector that removal finished", "error", err)

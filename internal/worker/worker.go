@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/exclusion"
@@ -33,6 +34,8 @@ type Flags struct {
 	RuntimeEndpoint string
 	ExclusionDir    string
 	SharedDir       string
+	// HandoffTimeout bounds every wait for a peer in the pod.
+	HandoffTimeout time.Duration
 	// Transport carries hand-offs; the platform's default unless set.
 	Transport handoff.Transport
 }
@@ -61,7 +64,32 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
 	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+paths.ExclusionDir(nodeOS)+")")
 	fs.StringVar(&f.SharedDir, "shared-dir", paths.SharedData(nodeOS), "directory shared by the pod's workers for hand-offs")
+	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", DefaultHandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
 }
+
+// DefaultHandoffTimeout bounds each wait for a peer. A scanner may scan for
+// a long time, and the manager's podRunTimeout (default 24h) bounds the pod
+// as a whole; this makes sure a worker whose peer died ends on its own, with
+// an error naming that peer.
+const DefaultHandoffTimeout = time.Hour
+
+// WaitFor bounds one wait for a peer by HandoffTimeout. Its error, once the
+// wait failed, says which peer and how long, when the timeout ended it.
+func (f *Flags) WaitFor(ctx context.Context, peer, what string, wait func(ctx context.Context) error) error {
+	timeout := f.HandoffTimeout
+	if timeout <= 0 {
+		timeout = DefaultHandoffTimeout
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errHandoffTimeout)
+	defer cancel()
+	err := wait(wctx)
+	if err != nil && errors.Is(context.Cause(wctx), errHandoffTimeout) && ctx.Err() == nil {
+		return fmt.Errorf("%s %s within %v (--handoff-timeout): %w", what, peer, timeout, err)
+	}
+	return err
+}
+
+var errHandoffTimeout = errors.New("hand-off timeout")
 
 // Logger is the worker's JSON logger on stderr.
 func (f *Flags) Logger(component string) *slog.Logger {
