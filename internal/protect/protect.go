@@ -47,6 +47,12 @@ func refKeys(s string) []string {
 		return nil
 	}
 	keys := []string{s}
+	// Docker-era runtimes and kubelets report "docker-pullable://repo@sha256:…"
+	// and "docker://sha256:…": the scheme is not part of the reference.
+	if _, rest, ok := strings.Cut(s, "://"); ok && rest != "" {
+		s = rest
+		keys = append(keys, s)
+	}
 	if r, err := imageref.Parse(s); err == nil {
 		keys = append(keys, r.String())
 	}
