@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -41,4 +42,25 @@ func TestSandboxImageParsers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSandboxImage: the runtime's verbose status is outside input; the
+// parsers never panic, and name an image only from a JSON string.
+func FuzzSandboxImage(f *testing.F) {
+	for _, s := range []string{
+		`{"sandboxImage":"registry.k8s.io/pause:3.10"}`, `{"pinnedImages":{"sandbox":"p:1"}}`, `{}`, ``, `null`,
+		`{"sandboxImage":3}`, `{"pid":1,"image":"registry.k8s.io/pause:3.10"}`, `{"image":" "}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		_ = sandboxImageFromInfo(map[string]string{"config": raw})
+		img := sandboxImageFromSandboxInfo(map[string]string{"info": raw})
+		if img != strings.TrimSpace(img) {
+			t.Errorf("untrimmed %q from %q", img, raw)
+		}
+		if img != "" && !strings.Contains(raw, `"`) {
+			t.Errorf("%q from %q, which has no JSON string", img, raw)
+		}
+	})
 }

@@ -104,8 +104,17 @@ func ReadFile(path string) ([]imageref.Pattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading exclusion list: %w", err)
 	}
+	return Parse(path, data)
+}
+
+// Parse reads one exclusion list's content; name is for errors.
+func Parse(path string, data []byte) ([]imageref.Pattern, error) {
 	if len(data) > maxFile {
 		return nil, fmt.Errorf("exclusion list %s is larger than %d bytes", path, maxFile)
+	}
+	// null would decode into an empty list: refuse anything but an object.
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, fmt.Errorf(`exclusion list %s: want {"excluded": ["image", ...]}, not %.20q`, path, bytes.TrimSpace(data))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
