@@ -124,7 +124,7 @@ func TestHungRuntime(t *testing.T) {
 	imgs, tags := junk(3)
 	ctrd.Import(t, imgs...)
 	timeouts := cri.DefaultTimeouts
-	timeouts.List = 2 * time.Second
+	timeouts.List, timeouts.Remove = 2*time.Second, 3*time.Second
 	client, err := cri.Dial(context.Background(), ctrd.Endpoint, timeouts)
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +133,7 @@ func TestHungRuntime(t *testing.T) {
 	rt := &faultyRuntime{Client: client}
 	rt.onList = func(n int) {
 		if n == 2 {
-			if err := ctrd.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			ctrd.Stop(t)
 		}
 	}
 	defer func() { _ = ctrd.Signal(syscall.SIGCONT) }()

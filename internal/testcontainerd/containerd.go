@@ -190,6 +190,25 @@ func (c *Containerd) Restart(t testing.TB) {
 // Signal sends sig to the containerd process (SIGSTOP/SIGCONT to hang it).
 func (c *Containerd) Signal(sig syscall.Signal) error { return c.cmd.Process.Signal(sig) }
 
+// Stop hangs containerd (SIGSTOP) and returns once it is stopped, so that
+// the next call surely finds it hung; Signal(SIGCONT) resumes it.
+func (c *Containerd) Stop(t testing.TB) {
+	t.Helper()
+	if err := c.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		// The state follows the command name, in parentheses.
+		if b, err := os.ReadFile(stat); err == nil {
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "T" {
+				return
+			}
+		}
+	}
+	t.Fatal("containerd did not stop")
+}
+
 // Client is our own CRI client connected to this containerd.
 func (c *Containerd) Client(t testing.TB) *cri.Client {
 	t.Helper()
