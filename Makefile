@@ -147,11 +147,15 @@ test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and im
 	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 ./...
 
 .PHONY: fuzz
-fuzz: ## Fuzz the parsers and matchers for a short while each.
+fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short while each.
 	go test ./internal/config -run=^$$ -fuzz=FuzzParse -fuzztime=30s
 	go test ./internal/endpoint -run=^$$ -fuzz=FuzzParse -fuzztime=30s
 	go test ./internal/imageref -run=^$$ -fuzz=FuzzParse -fuzztime=30s
 	go test ./internal/imageref -run=^$$ -fuzz=FuzzPattern -fuzztime=30s
+	go test ./internal/handoff -run=^$$ -fuzz=FuzzDecode -fuzztime=30s
+	go test ./internal/exclusion -run=^$$ -fuzz=FuzzParse -fuzztime=30s
+	go test ./internal/report -run=^$$ -fuzz=FuzzDecode -fuzztime=30s
+	go test ./internal/cri -run=^$$ -fuzz=FuzzSandboxImage -fuzztime=30s
 
 ##@ Demo
 

@@ -52,6 +52,10 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return summary, err
 	}
+	if snap.SandboxGuessed {
+		log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
+		summary.SandboxImageGuessed = true
+	}
 	payload := Payload(snap)
 	for i := range snap.Images {
 		if v := snap.Verdict(i); v.Reason != protect.Removable {
@@ -72,11 +76,22 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if c.ScanDisabled {
 		dest = handoff.ScanErase
 	}
-	log.Info("handing over candidates", "candidates", len(payload), "to", dest, "kept", summary.Counts)
-	if err := c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload); err != nil {
+	// The record goes first: the remover checks what it receives against it.
+	if err := handoff.WriteCollected(c.SharedDir, payload); err != nil {
 		return summary, err
 	}
-	if err := done.Wait(ctx); err != nil {
+	log.Info("handing over candidates", "candidates", len(payload), "to", dest, "kept", summary.Counts)
+	taker := "scanner"
+	if c.ScanDisabled {
+		taker = "remover"
+	}
+	err = c.WaitFor(ctx, "(the "+taker+" never read them)", "nobody took the images", func(ctx context.Context) error {
+		return c.Transport.SendImages(ctx, handoff.Path(c.SharedDir, dest), payload)
+	})
+	if err != nil {
+		return summary, err
+	}
+	if err := c.WaitFor(ctx, "remover", "no completion signal from the", done.Wait); err != nil {
 		return summary, err
 	}
 	log.Info("removal finished")

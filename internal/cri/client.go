@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -194,6 +195,13 @@ const removeImageMethod = "/runtime.v1.ImageService/RemoveImage"
 // goroutine, as streams, keeps memory flat however many there are: no
 // goroutine stack per removal.
 func (c *Client) RemoveImages(ctx context.Context, ids []string) []error {
+	return c.StartRemovals(ctx, ids)()
+}
+
+// StartRemovals issues the removals as RemoveImages does and returns at
+// once; the function it returns waits for them, and must be called to
+// release them. Callers use the time between to prepare the next removals.
+func (c *Client) StartRemovals(ctx context.Context, ids []string) (wait func() []error) {
 	errs := make([]error, len(ids))
 	streams := make([]grpc.ClientStream, len(ids))
 	cancels := make([]context.CancelFunc, len(ids))
@@ -214,18 +222,20 @@ func (c *Client) RemoveImages(ctx context.Context, ids []string) []error {
 		}
 		streams[i] = cs
 	}
-	for i, cs := range streams {
-		if cs == nil {
-			continue
+	return func() []error {
+		for i, cs := range streams {
+			if cs == nil {
+				continue
+			}
+			// One receive: a unary-shaped stream ends with its single reply.
+			err := cs.RecvMsg(&runtimeapi.RemoveImageResponse{})
+			cancels[i]()
+			if err != nil && status.Code(err) != codes.NotFound {
+				errs[i] = fmt.Errorf("removing image %s: %w", ids[i], err)
+			}
 		}
-		// One receive: a unary-shaped stream ends with its single reply.
-		err := cs.RecvMsg(&runtimeapi.RemoveImageResponse{})
-		cancels[i]()
-		if err != nil && status.Code(err) != codes.NotFound {
-			errs[i] = fmt.Errorf("removing image %s: %w", ids[i], err)
-		}
+		return errs
 	}
-	return errs
 }
 
 // ImageFsUsage is the bytes used on the runtime's image filesystems.
@@ -254,6 +264,53 @@ func (c *Client) SandboxImage(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading runtime status: %w", err)
 	}
 	return sandboxImageFromInfo(resp.GetInfo()), nil
+}
+
+// PodSandboxImages are the images the node's pod sandboxes (in any state)
+// were started from, as the runtime's verbose sandbox status reports them
+// (containerd: "image" in the "info" JSON). CRI lists no container for a
+// sandbox, so nothing else ties the pause image to the pods that need it.
+// Sandboxes whose status does not name an image are left out; a sandbox
+// removed while this runs is skipped.
+func (c *Client) PodSandboxImages(ctx context.Context) ([]string, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pod sandboxes: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, sb := range resp.GetItems() {
+		st, err := c.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId(), Verbose: true})
+		if status.Code(err) == codes.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading pod sandbox %s: %w", sb.GetId(), err)
+		}
+		if img := sandboxImageFromSandboxInfo(st.GetInfo()); img != "" && !seen[img] {
+			seen[img] = true
+			out = append(out, img)
+		}
+	}
+	return out, nil
+}
+
+// sandboxImageFromSandboxInfo reads the image of containerd's verbose pod
+// sandbox status ("" when it does not say).
+func sandboxImageFromSandboxInfo(info map[string]string) string {
+	raw, ok := info["info"]
+	if !ok {
+		return ""
+	}
+	var sb struct {
+		Image string `json:"image"`
+	}
+	if json.Unmarshal([]byte(raw), &sb) != nil {
+		return ""
+	}
+	return strings.TrimSpace(sb.Image)
 }
 
 // sandboxImageFromInfo reads containerd's verbose "config": 1.x has

@@ -129,3 +129,22 @@ func TestDialErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSandboxImages: containerd names each pod sandbox's image in its
+// verbose status; that is how the remover finds the pause image when the
+// runtime's own status does not name it.
+func TestPodSandboxImages(t *testing.T) {
+	ctrd := testcontainerd.Start(t)
+	c := ctrd.Client(t)
+	got, err := c.PodSandboxImages(context.Background())
+	if err != nil || len(got) != 0 {
+		t.Fatalf("no pods: %v, %v", got, err)
+	}
+	ctrd.RunContainer(t, "a", testcontainerd.SandboxImage)
+	pod, _ := ctrd.RunContainer(t, "b", testcontainerd.SandboxImage)
+	ctrd.StopPod(t, pod)
+	got, err = c.PodSandboxImages(context.Background())
+	if err != nil || !slices.Equal(got, []string{testcontainerd.SandboxImage}) {
+		t.Errorf("PodSandboxImages = %v, %v; want the sandbox image once, running and stopped pods alike", got, err)
+	}
+}

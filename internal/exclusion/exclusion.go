@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,10 +29,13 @@ type document struct {
 	Excluded []string `json:"excluded"`
 }
 
-// ReadDir reads every exclude-* directory under dir. Unlike upstream, which
-// read only the first .json file of each, it reads them all: more lists can
-// only protect more. A missing dir means no exclusions; a list that does not
-// parse is an error, because guessing could remove what it meant to protect.
+// ReadDir reads every exclude-* directory under dir, and every key of each:
+// an exclusion a user wrote is never silently dropped. Unlike upstream, which
+// read only the first file ending in .json, every file is read whatever its
+// name, except the ConfigMap volume's own entries (names starting ".."),
+// and each must be a list. A missing dir means no exclusions; anything that
+// cannot be read or parsed is an error, and the worker then removes nothing:
+// guessing could remove what a list meant to protect.
 func ReadDir(dir string) ([]imageref.Pattern, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -45,25 +49,51 @@ func ReadDir(dir string) ([]imageref.Pattern, error) {
 		if !strings.HasPrefix(e.Name(), DirPrefix) {
 			continue
 		}
-		sub := filepath.Join(dir, e.Name())
-		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
-			continue
-		}
-		files, err := filepath.Glob(filepath.Join(sub, "*.json"))
+		pats, err := readList(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		slices.Sort(files)
-		for _, f := range files {
-			if strings.HasPrefix(filepath.Base(f), "..") {
-				continue // ConfigMap volume internals
-			}
-			pats, err := ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, pats...)
+		out = append(out, pats...)
+	}
+	return out, nil
+}
+
+// readList reads every key of one mounted exclusion ConfigMap.
+func readList(sub string) ([]imageref.Pattern, error) {
+	st, err := os.Stat(sub)
+	if err != nil {
+		return nil, fmt.Errorf("exclusion list %s: %w", sub, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("exclusion list %s: not a directory (a ConfigMap is mounted as one)", sub)
+	}
+	keys, err := os.ReadDir(sub)
+	if err != nil {
+		return nil, fmt.Errorf("reading exclusion list %s: %w", sub, err)
+	}
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !strings.HasPrefix(k.Name(), "..") {
+			names = append(names, k.Name())
 		}
+	}
+	slices.Sort(names)
+	var out []imageref.Pattern
+	for _, name := range names {
+		f := filepath.Join(sub, name)
+		// Stat, not the entry's type: keys are symlinks into ..data.
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("exclusion list %s: %w", f, err)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("exclusion list %s: not a file (%s)", f, st.Mode().Type())
+		}
+		pats, err := ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pats...)
 	}
 	return out, nil
 }
@@ -74,14 +104,28 @@ func ReadFile(path string) ([]imageref.Pattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading exclusion list: %w", err)
 	}
+	return Parse(path, data)
+}
+
+// Parse reads one exclusion list's content; name is for errors.
+func Parse(path string, data []byte) ([]imageref.Pattern, error) {
 	if len(data) > maxFile {
 		return nil, fmt.Errorf("exclusion list %s is larger than %d bytes", path, maxFile)
+	}
+	// null would decode into an empty list: refuse anything but an object.
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, fmt.Errorf(`exclusion list %s: want {"excluded": ["image", ...]}, not %.20q`, path, bytes.TrimSpace(data))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc document
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf(`exclusion list %s: want {"excluded": ["image", ...]}: %w`, path, err)
+	}
+	// A second document, or anything but white space, after the first would
+	// be dropped by a decoder that stops there: the list is not what it seems.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("exclusion list %s: data after the first JSON document (one {\"excluded\": [...]} per key)", path)
 	}
 	out := make([]imageref.Pattern, 0, len(doc.Excluded))
 	for i, s := range doc.Excluded {

@@ -38,8 +38,18 @@ func TestReadDir(t *testing.T) {
 			"exclude-a/1.json":   `{"excluded":["a:*"]}`,
 			"exclude-a/2.json":   `{"excluded":["b:*"]}`,
 			"exclude-b/x.json":   `{"excluded":["quay.io/*"]}`,
-			"exclude-b/notes.md": `not a list`,
-		}, want: []string{"a:*", "b:*", "quay.io/*"}},
+			"exclude-b/notes.md": `{"excluded":["c:*"]}`,
+		}, want: []string{"a:*", "b:*", "c:*", "quay.io/*"}},
+		"every key, whatever its name": {files: map[string]string{"exclude-cm/images": `{"excluded":["a:*"]}`, "exclude-cm/z.yaml": `{"excluded":["b:*"]}`},
+			want: []string{"a:*", "b:*"}},
+		"a key that is not a list":  {files: map[string]string{"exclude-cm/notes.md": `not a list`}, wantErr: `exclude-cm/notes.md: want {"excluded"`},
+		"second document":           {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]}{"excluded":["b"]}`}, wantErr: "after the first JSON document"},
+		"second document on a line": {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n{\"excluded\":[\"b\"]}\n"}, wantErr: "after the first JSON document"},
+		"trailing garbage":          {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]} ,`}, wantErr: "after the first JSON document"},
+		"trailing whitespace":       {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n\t \n"}, want: []string{"a"}},
+		"empty key":                 {files: map[string]string{"exclude-cm/l.json": ``}, wantErr: `want {"excluded"`},
+		"a directory inside a list": {files: map[string]string{"exclude-cm/sub/l.json": `{"excluded":["a"]}`}, wantErr: "exclude-cm/sub: not a file"},
+		"a file named like a list":  {files: map[string]string{"exclude-cm": `{"excluded":["a"]}`}, wantErr: "exclude-cm: not a directory"},
 		"configmap volume internals skipped": {files: map[string]string{
 			"exclude-cm/..2026_11_30/list.json": `{"excluded":["x"]}`,
 			"exclude-cm/..data.json":            `garbage`,
@@ -78,5 +88,38 @@ func TestReadDirMissing(t *testing.T) {
 	pats, err := ReadDir(filepath.Join(t.TempDir(), "nope"))
 	if err != nil || pats != nil {
 		t.Errorf("missing directory: %v, %v; want no exclusions", pats, err)
+	}
+}
+
+// TestReadDirConfigMapVolume: the layout the kubelet makes for a ConfigMap
+// volume (keys are symlinks through ..data into a timestamped directory):
+// each key is read once; a key whose target cannot be read fails.
+func TestReadDirConfigMapVolume(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"exclude-cm/..2026_11_30_10_00_00.123/list.json": `{"excluded":["a:*"]}`,
+		"exclude-cm/..2026_11_30_10_00_00.123/more":      `{"excluded":["b:*"]}`,
+	})
+	cm := filepath.Join(dir, "exclude-cm")
+	for _, l := range [][2]string{{"..2026_11_30_10_00_00.123", "..data"}, {"..data/list.json", "list.json"}, {"..data/more", "more"}} {
+		if err := os.Symlink(l[0], filepath.Join(cm, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pats, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pats {
+		got = append(got, p.String())
+	}
+	if diff := cmp.Diff([]string{"a:*", "b:*"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := os.Symlink("..data/gone", filepath.Join(cm, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), "exclude-cm/gone") {
+		t.Errorf("a key that cannot be read: err = %v, want it named", err)
 	}
 }

@@ -9,6 +9,17 @@
 // none, so there they are AF_UNIX sockets. Both transports sit behind one
 // interface and both run on Linux, so they are tested alike.
 //
+// What the remover accepts: every image_id in a payload must be an image ID
+// or digest (Decode refuses "*", tags and short IDs), and the remover takes
+// from the hand-off only images the collector listed. Before it sends, the
+// collector writes the list it sends to Collected in the shared directory,
+// atomically (a temporary file renamed into place), so the record exists
+// whole before any peer can act on the payload. The remover reads it after
+// receiving and rejects the whole hand-off, removing nothing, when an entry
+// is not the ID, or a digest, of an image in the record. A scanner can only
+// narrow what the collector found, never widen it; "*" selects every unused
+// image only in an ImageList (the remover's --imagelist).
+//
 // Rules both transports keep (from the review of upstream's Windows port):
 // a waiter publishes its completion endpoint before the payload that leads to
 // the signal is sent; every descriptor is closed on every path; every wait
@@ -34,6 +45,10 @@ const (
 	EraseCompleteCollect = "eraseCompleteCollect"
 	EraseCompleteScan    = "eraseCompleteScan"
 )
+
+// Collected is the collector's record, in the shared directory, of the
+// images it handed on: what the remover will accept back (see ReadCollected).
+const Collected = "collected.json"
 
 // CompleteToken is what the remover sends to say it has finished.
 const CompleteToken = "complete"
@@ -107,11 +122,22 @@ func Decode(data []byte) ([]Image, error) {
 		return nil, errors.New(`hand-off payload is null; an empty list is "[]"`)
 	}
 	for i, img := range images {
-		if img.ImageID == "" || strings.ContainsAny(img.ImageID, " \t\r\n") {
-			return nil, fmt.Errorf("hand-off payload [%d]: image_id %q is not an image ID", i, img.ImageID)
+		if _, ok := NormalID(img.ImageID); !ok {
+			return nil, fmt.Errorf("hand-off payload [%d]: image_id %q is not an image ID or digest (sha256:<64 lowercase hex>)", i, img.ImageID)
 		}
 	}
 	return images, nil
+}
+
+// NormalID is an image ID or digest in its "sha256:<hex>" form; ok is false
+// for anything else ("*", a tag, a short ID). Runtimes report IDs with the
+// prefix (containerd) or without (CRI-O).
+func NormalID(s string) (string, bool) {
+	hex := strings.TrimPrefix(s, "sha256:")
+	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return "sha256:" + hex, true
 }
 
 // readAll reads at most limit bytes; more is an error.

@@ -143,7 +143,7 @@ func TestBadPayloads(t *testing.T) {
 		"not json":    {data: "complete", want: "not a JSON list"},
 		"object":      {data: `{"image_id":"x"}`, want: "not a JSON list"},
 		"no image id": {data: `[{"names":["a"]}]`, want: "[0]: image_id"},
-		"spaced id":   {data: `[{"image_id":"sha256:a"},{"image_id":"a b"}]`, want: "[1]: image_id"},
+		"spaced id":   {data: `[{"image_id":"` + strings.Repeat("a", 64) + `"},{"image_id":"a b"}]`, want: "[1]: image_id"},
 		"wrong types": {data: `[{"image_id":1}]`, want: "not a JSON list"},
 	}
 	forEachTransport(t, func(t *testing.T, tr Transport, dir string) {
@@ -350,5 +350,28 @@ func TestSocketPathLimit(t *testing.T) {
 		if err := op(); err == nil || !strings.Contains(err.Error(), "AF_UNIX allows at most 107") {
 			t.Errorf("%s with a %d-byte path: %v", name, len(tooLong), err)
 		}
+	}
+}
+
+// TestDecodeRejectsNonIDs: an image_id is an image ID or a digest; "*" or a
+// tag would widen a removal beyond the images the collector listed.
+func TestDecodeRejectsNonIDs(t *testing.T) {
+	cases := map[string]string{
+		"star":      `[{"image_id":"*"}]`,
+		"tag":       `[{"image_id":"alpine"}]`,
+		"full tag":  `[{"image_id":"docker.io/library/alpine:3.19"}]`,
+		"short hex": `[{"image_id":"sha256:abc"}]`,
+		"upper hex": `[{"image_id":"sha256:` + strings.Repeat("A", 64) + `"}]`,
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Decode([]byte(data)); err == nil || !strings.Contains(err.Error(), "not an image ID or digest") {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+	ok := `[{"image_id":"sha256:` + strings.Repeat("a", 64) + `"},{"image_id":"` + strings.Repeat("b", 64) + `"}]`
+	if _, err := Decode([]byte(ok)); err != nil {
+		t.Errorf("IDs refused: %v", err)
 	}
 }

@@ -169,7 +169,7 @@ func prune(ctx context.Context, client *cri.Client, policy protect.Policy, entri
 		}
 	}
 	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, humanBytes(s.BytesFreed), time.Since(start).Round(time.Millisecond))
-	return nil
+	return remover.NodeOutcome(s)
 }
 
 func firstName(img cri.Image) string {

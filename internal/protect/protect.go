@@ -7,6 +7,7 @@ package protect
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/imageref"
@@ -46,6 +47,12 @@ func refKeys(s string) []string {
 		return nil
 	}
 	keys := []string{s}
+	// Docker-era runtimes and kubelets report "docker-pullable://repo@sha256:…"
+	// and "docker://sha256:…": the scheme is not part of the reference.
+	if _, rest, ok := strings.Cut(s, "://"); ok && rest != "" {
+		s = rest
+		keys = append(keys, s)
+	}
 	if r, err := imageref.Parse(s); err == nil {
 		keys = append(keys, r.String())
 	}
@@ -81,7 +88,18 @@ type Policy struct {
 	Exclusions []imageref.Pattern
 	// SandboxImage is the runtime's pause image, as its status reports it.
 	SandboxImage string
+	// SandboxImages are the images of the node's pod sandboxes, as the
+	// runtime reports each sandbox: a runtime whose status names no sandbox
+	// image, or pods started before its configuration changed, still show
+	// which pause images are needed.
+	SandboxImages []string
+	// GuessPause keeps every image that looks like a pause image, when
+	// neither source named one: removing it would break every new pod.
+	GuessPause bool
 }
+
+// guessDetail explains a guessed sandbox image.
+const guessDetail = "looks like a pause image (the runtime named no sandbox image)"
 
 // Check decides for one image, given its Keys.
 func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
@@ -98,6 +116,16 @@ func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
 			return Verdict{Reason: Pinned, Detail: "the runtime's sandbox image"}
 		}
 	}
+	for _, s := range p.SandboxImages {
+		for _, k := range refKeys(s) {
+			if slices.Contains(keys, k) {
+				return Verdict{Reason: Pinned, Detail: "a pod sandbox's image"}
+			}
+		}
+	}
+	if p.GuessPause && LooksLikePause(img) {
+		return Verdict{Reason: Pinned, Detail: guessDetail}
+	}
 	ref := imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}
 	for _, pat := range p.Exclusions {
 		if pat.Matches(ref) {
@@ -105,4 +133,22 @@ func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
 		}
 	}
 	return Verdict{}
+}
+
+// LooksLikePause reports whether any name of the image has a repository
+// whose last path component contains "pause" (registry.k8s.io/pause,
+// k8s.gcr.io/pause-amd64, Bottlerocket's localhost/kubernetes/pause).
+func LooksLikePause(img cri.Image) bool {
+	for _, name := range append(append([]string{}, img.Tags...), img.Digests...) {
+		repo := name
+		if r, err := imageref.Parse(name); err == nil {
+			repo = r.Repo
+		} else if i := strings.IndexAny(repo, "@:"); i >= 0 && !strings.Contains(repo[i:], "/") {
+			repo = repo[:i]
+		}
+		if strings.Contains(repo[strings.LastIndex(repo, "/")+1:], "pause") {
+			return true
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/worker"
@@ -41,7 +42,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 
 // Run runs the remover and returns the process exit code: 0 when the run
 // completed (images kept for a reason are not failures), 1 when it could not
-// run at all.
+// run at all, 2 when removals failed (worker.ExitNodeFailed).
 func (c *Command) Run(ctx context.Context) int {
 	log := c.Start("remover")
 	summary, err := c.run(ctx, log)
@@ -60,16 +61,19 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return empty, err
 	}
-	var entries []string
+	var targets Targets
+	var invalid []Result
 	if pipeline {
-		entries, err = c.receive(ctx)
+		targets, err = c.receive(ctx)
 	} else {
-		entries, err = readImageList(c.ImageList)
+		var entries []string
+		if entries, err = readImageList(c.ImageList); err == nil {
+			targets, invalid = ParseTargets(entries)
+		}
 	}
 	if err != nil {
 		return empty, err
 	}
-	targets, invalid := ParseTargets(entries)
 	for _, r := range invalid {
 		logResult(log, r, c.DryRun)
 	}
@@ -82,13 +86,16 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		c.Concurrency = AutoConcurrency()
 	}
 	log.Debug("removing", "concurrency", c.Concurrency)
+	var info RunInfo
 	results, err := Run(ctx, client, targets, Options{
-		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log,
+		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 	})
 	if err != nil {
 		return empty, err
 	}
-	return Summarize(append(invalid, results...), c.DryRun), nil
+	summary := Summarize(append(invalid, results...), c.DryRun)
+	info.Apply(&summary)
+	return summary, NodeOutcome(summary)
 }
 
 func readImageList(path string) ([]string, error) {
@@ -103,22 +110,77 @@ func readImageList(path string) ([]string, error) {
 	return entries, nil
 }
 
-func (c *Command) receive(ctx context.Context) ([]string, error) {
-	images, err := c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
+// receive takes the images handed on by the scanner or the collector and
+// checks them against the collector's record: the whole hand-off is
+// refused, and nothing removed, if any entry is not one it listed.
+func (c *Command) receive(ctx context.Context) (Targets, error) {
+	var images []handoff.Image
+	err := c.WaitFor(ctx, c.sender(), "no images from the", func(ctx context.Context) (err error) {
+		images, err = c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return Targets{}, fmt.Errorf("hand-off refused, nothing removed: %w", err)
 	}
-	ids := make([]string, len(images))
-	for i, img := range images {
-		ids[i] = img.ImageID
+	collected, err := handoff.ReadCollected(c.SharedDir)
+	if err != nil {
+		return Targets{}, err
 	}
-	return ids, nil
+	return HandoffTargets(images, collected)
+}
+
+// sender is the peer that hands the remover its images: the scanner when
+// one runs (it publishes its completion endpoint at start), else the
+// collector.
+func (c *Command) sender() string {
+	if _, err := os.Stat(handoff.Path(c.SharedDir, handoff.EraseCompleteScan)); err == nil {
+		return "scanner"
+	}
+	return "collector"
+}
+
+// HandoffTargets turns a hand-off into targets: each entry's image_id must
+// be the ID, or a digest, of an image the collector listed. Names and
+// digests sent along are not targets: only the ID selects an image, so a
+// hand-off never selects more images than it has entries.
+func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
+	listed := map[string]bool{}
+	for _, img := range collected {
+		for _, s := range append([]string{img.ImageID}, img.Digests...) {
+			if d, ok := handoff.NormalID(s); ok {
+				listed[d] = true
+			}
+		}
+	}
+	var t Targets
+	for i, img := range received {
+		d, ok := handoff.NormalID(img.ImageID)
+		if !ok {
+			return Targets{}, fmt.Errorf("hand-off refused, nothing removed: [%d]: %q is not an image ID or digest", i, img.ImageID)
+		}
+		if !listed[d] {
+			return Targets{}, fmt.Errorf("hand-off refused, nothing removed: [%d]: %s is not among the %d images the collector listed", i, img.ImageID, len(collected))
+		}
+		r, err := imageref.Parse(d)
+		if err != nil {
+			return Targets{}, fmt.Errorf("hand-off refused, nothing removed: [%d]: %w", i, err)
+		}
+		t.Refs = append(t.Refs, r)
+		t.Entries = append(t.Entries, img.ImageID)
+	}
+	return t, nil
 }
 
 // signalDone tells the collector, then the scanner if there is one, that
 // removal is over. The scanner's endpoint exists only when a scanner runs.
 func (c *Command) signalDone(log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A peer that waits reads at once; one that died must not keep the
+	// remover from exiting.
+	bound := time.Minute
+	if c.HandoffTimeout > 0 {
+		bound = min(bound, max(c.HandoffTimeout, time.Second))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	if err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteCollect)); err != nil {
 		log.Error("could not tell the collector that removal finished", "error", err)

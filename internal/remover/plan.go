@@ -95,6 +95,10 @@ type Snapshot struct {
 	used     protect.Containers
 	policy   protect.Policy
 	verdicts []protect.Verdict
+	// SandboxGuessed: no source named the sandbox image, so images that
+	// look like pause images were kept; SandboxNote says why.
+	SandboxGuessed bool
+	SandboxNote    string
 }
 
 // NewSnapshot indexes the node's images and decides, once, which are protected.

@@ -3,10 +3,12 @@ package remover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 func id(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
@@ -25,11 +28,18 @@ type fakeRuntime struct {
 	images     []cri.Image
 	containers []cri.Container
 	sandbox    string
+	podImages  []string
+	podErr     error
 	removeErr  map[string]error
 	listErr    error
 	lists      int
 	onList     func(n int, f *fakeRuntime)
+	listDelay  time.Duration
 	removed    []string
+	// sinceList counts, per removal issued, the removals issued since the
+	// last container listing (this one included).
+	sinceList  []int
+	issuedHere int
 }
 
 func (f *fakeRuntime) ListImages(context.Context) ([]cri.Image, error) {
@@ -39,8 +49,10 @@ func (f *fakeRuntime) ListImages(context.Context) ([]cri.Image, error) {
 }
 
 func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
+	time.Sleep(f.listDelay)
 	f.mu.Lock()
 	f.lists++
+	f.issuedHere = 0
 	n, hook := f.lists, f.onList
 	out, err := append([]cri.Container(nil), f.containers...), f.listErr
 	if n > 1 && f.listErr != nil {
@@ -57,12 +69,20 @@ func (f *fakeRuntime) ListContainers(context.Context) ([]cri.Container, error) {
 
 func (f *fakeRuntime) SandboxImage(context.Context) (string, error) { return f.sandbox, nil }
 
-func (f *fakeRuntime) RemoveImages(ctx context.Context, ids []string) []error {
+func (f *fakeRuntime) PodSandboxImages(context.Context) ([]string, error) {
+	return f.podImages, f.podErr
+}
+
+func (f *fakeRuntime) StartRemovals(ctx context.Context, ids []string) func() []error {
 	errs := make([]error, len(ids))
 	for i, id := range ids {
+		f.mu.Lock()
+		f.issuedHere++
+		f.sinceList = append(f.sinceList, f.issuedHere)
+		f.mu.Unlock()
 		errs[i] = f.RemoveImage(ctx, id)
 	}
-	return errs
+	return func() []error { return errs }
 }
 
 func (f *fakeRuntime) RemoveImage(_ context.Context, imageID string) error {
@@ -260,5 +280,165 @@ func TestDryRunAndFailures(t *testing.T) {
 	}
 	if s := Summarize(results, true); s.Counts["removed"] != 2 || s.BytesFreed != 400 || !s.DryRun {
 		t.Errorf("dry-run summary %+v", s)
+	}
+}
+
+// TestNodeOutcome: removals that error (other than "already gone", which the
+// client reports as success) fail the node: exit code 2 and a summary error
+// with the count and the first error. Images kept for a reason do not.
+func TestNodeOutcome(t *testing.T) {
+	boom := errors.New("rpc error: code = Unavailable desc = connection refused")
+	cases := map[string]struct {
+		removeErr map[string]error
+		listErr   error
+		entries   []string
+		wantCode  int
+		wantErr   string
+	}{
+		"all removed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"}, wantCode: worker.ExitOK},
+		"kept for a reason": {entries: []string{"registry.k8s.io/pause:3.10", "registry.example.com/agent:1", "ghost:1"},
+			wantCode: worker.ExitOK},
+		"all removals failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
+			removeErr: map[string]error{id('a'): boom, id('c'): boom},
+			wantCode:  worker.ExitNodeFailed, wantErr: "2 of 2 removals failed; first: alpine:3.19: rpc error"},
+		"one of two failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
+			removeErr: map[string]error{id('c'): boom},
+			wantCode:  worker.ExitNodeFailed, wantErr: "1 of 2 removals failed; first: quay.io/org/redis:7: rpc error"},
+		"re-check failed": {entries: []string{"alpine:3.19"}, listErr: boom,
+			wantCode: worker.ExitNodeFailed, wantErr: "1 of 1 removals failed; first: alpine:3.19: re-check of containers failed"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: node, sandbox: "registry.k8s.io/pause:3.10", removeErr: tc.removeErr, listErr: tc.listErr}
+			targets, _ := ParseTargets(tc.entries)
+			results, err := Run(context.Background(), rt, targets, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := Summarize(results, false)
+			err = NodeOutcome(s)
+			if code := worker.ExitCode(err); code != tc.wantCode {
+				t.Errorf("exit code %d, want %d (err %v)", code, tc.wantCode, err)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestSandboxImageSources: the pause image is protected from the runtime's
+// status, else from its pod sandboxes, else by its name, and the run says
+// when it had to guess.
+func TestSandboxImageSources(t *testing.T) {
+	pause39 := cri.Image{ID: id('7'), Tags: []string{"registry.k8s.io/pause:3.9"}, Size: 1}
+	images := append(append([]cri.Image{}, node...), pause39)
+	cases := map[string]struct {
+		status    string
+		podImages []string
+		podErr    error
+		wantKept  map[string]string // image ID -> detail
+		wantGuess bool
+	}{
+		"status": {status: "registry.k8s.io/pause:3.10",
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image"}},
+		"status and an older pod sandbox": {status: "registry.k8s.io/pause:3.10", podImages: []string{"registry.k8s.io/pause:3.9"},
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image", id('7'): "a pod sandbox's image"}},
+		"pod sandboxes only": {podImages: []string{"registry.k8s.io/pause:3.10"},
+			wantKept: map[string]string{id('e'): "a pod sandbox's image"}},
+		"neither": {wantGuess: true,
+			wantKept: map[string]string{id('e'): "looks like a pause image (the runtime named no sandbox image)", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
+		"sandboxes unreadable": {status: "registry.k8s.io/pause:3.10", podErr: errors.New("unavailable"), wantGuess: true,
+			wantKept: map[string]string{id('e'): "the runtime's sandbox image", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: images, sandbox: tc.status, podImages: tc.podImages, podErr: tc.podErr}
+			targets, _ := ParseTargets([]string{"*"})
+			var info RunInfo
+			results, err := Run(context.Background(), rt, targets, Options{Info: &info})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := map[string]string{}
+			for _, r := range results {
+				if r.Outcome == Pinned && r.ImageID != id('f') {
+					kept[r.ImageID] = r.Detail
+				}
+			}
+			if diff := cmp.Diff(tc.wantKept, kept); diff != "" {
+				t.Errorf("sandbox images kept (-want +got):\n%s", diff)
+			}
+			if info.SandboxGuessed != tc.wantGuess {
+				t.Errorf("SandboxGuessed = %v, want %v", info.SandboxGuessed, tc.wantGuess)
+			}
+			s := Summarize(results, false)
+			info.Apply(&s)
+			if s.SandboxImageGuessed != tc.wantGuess {
+				t.Errorf("summary SandboxImageGuessed = %v", s.SandboxImageGuessed)
+			}
+		})
+	}
+}
+
+func manyImages(n int) []cri.Image {
+	out := make([]cri.Image, n)
+	for i := range out {
+		out[i] = cri.Image{ID: fmt.Sprintf("sha256:%064x", i+1), Tags: []string{fmt.Sprintf("example.com/img%d:1", i)}, Size: 1}
+	}
+	return out
+}
+
+// TestRecheckWindowIsBounded: however large the batch in flight, every
+// removal is issued at most RecheckGroup removals after a fresh container
+// listing, and the run reports the longest listing-to-issue time.
+func TestRecheckWindowIsBounded(t *testing.T) {
+	rt := &fakeRuntime{images: manyImages(1000), sandbox: "registry.k8s.io/pause:3.10"}
+	targets, _ := ParseTargets([]string{"*"})
+	var info RunInfo
+	results, err := Run(context.Background(), rt, targets, Options{Concurrency: 4096, Info: &info})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Summarize(results, false); s.Counts["removed"] != 1000 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	worst := 0
+	for _, n := range rt.sinceList {
+		worst = max(worst, n)
+	}
+	if worst > RecheckGroup {
+		t.Errorf("a removal was issued %d removals after the last container listing, want at most %d", worst, RecheckGroup)
+	}
+	if want := 1000 / RecheckGroup; info.Rechecks < want {
+		t.Errorf("%d re-checks for 1000 removals, want at least %d", info.Rechecks, want)
+	}
+	if info.MaxRecheckWindow <= 0 || info.MaxRecheckWindow > MaxRecheckAge {
+		t.Errorf("MaxRecheckWindow = %v, want within (0, %v]", info.MaxRecheckWindow, MaxRecheckAge)
+	}
+}
+
+// TestSlowRecheckKeepsImages: a container listing that takes longer than
+// MaxRecheckAge is too old to clear a removal: the images are kept, and the
+// node fails.
+func TestSlowRecheckKeepsImages(t *testing.T) {
+	rt := &fakeRuntime{images: node, sandbox: "registry.k8s.io/pause:3.10"}
+	rt.onList = func(n int, f *fakeRuntime) {
+		if n == 1 {
+			f.mu.Lock()
+			f.listDelay = MaxRecheckAge + 50*time.Millisecond
+			f.mu.Unlock()
+		}
+	}
+	targets, _ := ParseTargets([]string{"alpine:3.19"})
+	results, err := Run(context.Background(), rt, targets, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.removed) != 0 {
+		t.Errorf("removed %v on a stale re-check", rt.removed)
+	}
+	if len(results) != 1 || results[0].Outcome != Failed || !strings.Contains(results[0].Detail, "image kept") {
+		t.Errorf("results %+v", results)
 	}
 }

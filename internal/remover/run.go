@@ -2,11 +2,14 @@ package remover
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 // Runtime is the part of the CRI client the remover uses.
@@ -14,8 +17,10 @@ type Runtime interface {
 	ListImages(ctx context.Context) ([]cri.Image, error)
 	ListContainers(ctx context.Context) ([]cri.Container, error)
 	SandboxImage(ctx context.Context) (string, error)
-	// RemoveImages removes images by ID, all at once; one error per image.
-	RemoveImages(ctx context.Context, ids []string) []error
+	PodSandboxImages(ctx context.Context) ([]string, error)
+	// StartRemovals issues the removal of images by ID, all at once, and
+	// returns a function that waits for them: one error per image.
+	StartRemovals(ctx context.Context, ids []string) (wait func() []error)
 }
 
 var _ Runtime = (*cri.Client)(nil)
@@ -37,10 +42,15 @@ type Options struct {
 	Log         *slog.Logger
 	// Progress, if set, is called after each image with the count done.
 	Progress func(done, total int)
+	// Info, if set, receives what the run reports besides its results.
+	Info *RunInfo
 }
 
-// ReadNode reads the node (images, containers, sandbox image) and judges
-// every image by the policy.
+// ReadNode reads the node (images, containers, sandbox images) and judges
+// every image by the policy. The sandbox (pause) image comes from the
+// runtime's status and from the node's pod sandboxes; when neither names
+// one, or the sandboxes cannot be read, every image that looks like a pause
+// image is kept as well (Snapshot.SandboxGuessed says so).
 func ReadNode(ctx context.Context, rt Runtime, policy protect.Policy) (*Snapshot, error) {
 	images, err := rt.ListImages(ctx)
 	if err != nil {
@@ -57,7 +67,38 @@ func ReadNode(ctx context.Context, rt Runtime, policy protect.Policy) (*Snapshot
 		}
 		policy.SandboxImage = sandbox
 	}
-	return NewSnapshot(images, containers, policy), nil
+	pods, podErr := rt.PodSandboxImages(ctx)
+	policy.SandboxImages = append(policy.SandboxImages, pods...)
+	var note string
+	switch {
+	case podErr != nil:
+		note = "the pod sandboxes could not be read: " + podErr.Error()
+	case policy.SandboxImage == "" && len(policy.SandboxImages) == 0:
+		note = "neither the runtime's status nor any pod sandbox named a sandbox image"
+	}
+	policy.GuessPause = policy.GuessPause || note != ""
+	s := NewSnapshot(images, containers, policy)
+	s.SandboxGuessed, s.SandboxNote = policy.GuessPause, note
+	return s, nil
+}
+
+// RunInfo is what a run reports besides its results.
+type RunInfo struct {
+	// SandboxGuessed: pause images were kept by their names (see ReadNode).
+	SandboxGuessed bool
+	// SandboxNote says why, when guessed.
+	SandboxNote string
+	// Rechecks counts the container listings taken before removals.
+	Rechecks int
+	// MaxRecheckWindow is the longest time from the start of the listing
+	// that cleared an image to the issue of its removal.
+	MaxRecheckWindow time.Duration
+}
+
+// Apply adds the run's information to a summary.
+func (i RunInfo) Apply(s *report.Summary) {
+	s.SandboxImageGuessed = i.SandboxGuessed
+	s.MaxRecheckWindowMs = float64(i.MaxRecheckWindow.Microseconds()) / 1000
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -72,6 +113,12 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if err != nil {
 		return nil, err
 	}
+	if snap.SandboxGuessed {
+		opts.Log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
+	}
+	if opts.Info != nil {
+		opts.Info.SandboxGuessed, opts.Info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
+	}
 	remove, results := Plan(snap, t)
 	for _, r := range results {
 		logResult(opts.Log, r, opts.DryRun)
@@ -80,12 +127,40 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	return append(results, removed...), nil
 }
 
-// execute removes the planned images in batches of opts.Concurrency.
+// RecheckGroup is how many removals one container listing clears. Each
+// group gets a fresh listing right before its removals are issued, while
+// earlier groups are still in flight: the window between the listing and a
+// removal is a listing plus the issue of at most this many streams, however
+// large the batch in flight (the Concurrency).
+const RecheckGroup = 64
+
+// MaxRecheckAge bounds the time from the start of the listing that cleared
+// an image to the issue of its removal. A listing slower than this is taken
+// again once; if that is slow too the group's images are kept and failed.
+const MaxRecheckAge = 500 * time.Millisecond
+
+// group is a group of removals issued together.
+type group struct {
+	results []Result
+	pending []int // indexes in results of the removals issued
+	wait    func() []error
+}
+
+// execute removes the planned images in groups of RecheckGroup, each cleared
+// by its own container listing, keeping up to opts.Concurrency removals in
+// flight: containerd serves removals in flight together with one clean-up
+// pass, so throughput needs many in flight, and safety needs a fresh list
+// for each few.
 func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []Removal, opts Options) []Result {
 	out := make([]Result, 0, len(remove))
-	for start := 0; start < len(remove); start += opts.Concurrency {
-		batch := remove[start:min(len(remove), start+opts.Concurrency)]
-		for _, r := range removeBatch(ctx, rt, s, batch, opts.DryRun) {
+	var inflight []*group
+	flying := 0
+	collect := func() {
+		g := inflight[0]
+		inflight = inflight[1:]
+		flying -= len(g.pending)
+		finish(g)
+		for _, r := range g.results {
 			out = append(out, r)
 			logResult(opts.Log, r, opts.DryRun)
 			if opts.Progress != nil {
@@ -93,59 +168,103 @@ func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []Removal, opt
 			}
 		}
 	}
+	info := opts.Info
+	if info == nil {
+		info = &RunInfo{}
+	}
+	size := min(RecheckGroup, opts.Concurrency)
+	for start := 0; start < len(remove); start += size {
+		batch := remove[start:min(len(remove), start+size)]
+		for len(inflight) > 0 && flying+len(batch) > opts.Concurrency {
+			collect()
+		}
+		g := startGroup(ctx, rt, s, batch, opts.DryRun, info)
+		flying += len(g.pending)
+		inflight = append(inflight, g)
+	}
+	for len(inflight) > 0 {
+		collect()
+	}
 	return out
 }
 
-// removeBatch re-checks, on a container list taken after the batch was
-// chosen and right before its removals are issued, that no container uses
-// the images, then removes the rest all at once.
-func removeBatch(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, dryRun bool) []Result {
-	results := make([]Result, len(batch))
+// finish waits for a group's removals and records their outcomes.
+func finish(g *group) {
+	if g.wait == nil {
+		return
+	}
+	for k, err := range g.wait() {
+		n := g.pending[k]
+		if err != nil {
+			g.results[n].Outcome, g.results[n].Detail = Failed, err.Error()
+		} else {
+			g.results[n].Outcome = Removed
+		}
+	}
+}
+
+// startGroup re-checks, on a container list taken right before the issue,
+// that no container uses the images, and issues the removal of the rest
+// without waiting for them.
+func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, dryRun bool, info *RunInfo) *group {
+	g := &group{results: make([]Result, len(batch))}
 	for n, rm := range batch {
 		img := s.Images[rm.Image]
-		results[n] = Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
+		g.results[n] = Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
 	}
-	fail := func(detail string) []Result {
-		for n := range results {
-			results[n].Outcome, results[n].Detail = Failed, detail
+	fail := func(detail string) *group {
+		for n := range g.results {
+			g.results[n].Outcome, g.results[n].Detail = Failed, detail
 		}
-		return results
+		return g
 	}
 	if err := ctx.Err(); err != nil {
 		return fail("not attempted: " + err.Error())
 	}
-	containers, err := rt.ListContainers(ctx)
+	used, listed, err := recheck(ctx, rt, info)
 	if err != nil {
 		// Without a fresh list we cannot know the images are unused: keep them.
 		return fail("re-check of containers failed, image kept: " + err.Error())
 	}
-	used := protect.NewContainers(containers)
 	var ids []string
-	var pending []int
 	for n, rm := range batch {
 		if v := (protect.Policy{}).Check(s.Images[rm.Image], s.keys[rm.Image], used); v.Reason == protect.InUse {
-			results[n].Outcome, results[n].Detail = InUse, v.Detail+" (started after the node was read)"
+			g.results[n].Outcome, g.results[n].Detail = InUse, v.Detail+" (started after the node was read)"
 			continue
 		}
 		if dryRun {
-			results[n].Outcome, results[n].Detail = Removed, "dry run"
+			g.results[n].Outcome, g.results[n].Detail = Removed, "dry run"
 			continue
 		}
-		ids = append(ids, results[n].ImageID)
-		pending = append(pending, n)
+		ids = append(ids, g.results[n].ImageID)
+		g.pending = append(g.pending, n)
 	}
 	if len(ids) == 0 {
-		return results
+		return g
 	}
-	for k, err := range rt.RemoveImages(ctx, ids) {
-		n := pending[k]
+	g.wait = rt.StartRemovals(ctx, ids)
+	info.MaxRecheckWindow = max(info.MaxRecheckWindow, time.Since(listed))
+	return g
+}
+
+// recheck lists the containers, and when the listing took longer than
+// MaxRecheckAge lists them once more; it returns when the listing started.
+func recheck(ctx context.Context, rt Runtime, info *RunInfo) (protect.Containers, time.Time, error) {
+	for attempt := 0; ; attempt++ {
+		started := time.Now()
+		containers, err := rt.ListContainers(ctx)
+		info.Rechecks++
 		if err != nil {
-			results[n].Outcome, results[n].Detail = Failed, err.Error()
-		} else {
-			results[n].Outcome = Removed
+			return nil, started, err
 		}
+		if took := time.Since(started); took > MaxRecheckAge {
+			if attempt == 0 {
+				continue
+			}
+			return nil, started, fmt.Errorf("listing containers took %v, over the %v a re-check may be old", took.Round(time.Millisecond), MaxRecheckAge)
+		}
+		return protect.NewContainers(containers), started, nil
 	}
-	return results
 }
 
 func logResult(log *slog.Logger, r Result, dryRun bool) {
@@ -169,6 +288,27 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 	log.Log(context.Background(), level, "image", attrs...)
 }
 
+// NodeOutcome decides whether the node failed: it did when any removal it
+// was asked for failed. Images kept because they are in use, pinned (the
+// sandbox image included), excluded or not on the node are not failures, nor
+// is an image that was already gone when removed (the CRI client reports
+// NotFound as success). Invalid ImageList entries are counted, not failed:
+// nothing is removed for them and the manager totals them with failures.
+func NodeOutcome(s report.Summary) error {
+	failed := s.Counts[string(Failed)]
+	if failed == 0 {
+		return nil
+	}
+	first := "(not recorded)"
+	for _, f := range s.Failures {
+		if !f.Invalid {
+			first = f.Image + ": " + f.Message
+			break
+		}
+	}
+	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Counts[string(Removed)], First: first}
+}
+
 // Summarize counts the results.
 func Summarize(results []Result, dryRun bool) report.Summary {
 	s := report.Summary{Component: "remover", DryRun: dryRun, Counts: map[string]int{}}
@@ -177,8 +317,10 @@ func Summarize(results []Result, dryRun bool) report.Summary {
 		switch r.Outcome {
 		case Removed:
 			s.BytesFreed += r.Bytes
-		case Failed, Invalid:
+		case Failed:
 			s.AddFailure(r.Target, r.Detail)
+		case Invalid:
+			s.AddInvalid(r.Target, r.Detail)
 		}
 	}
 	return s

@@ -30,20 +30,32 @@ type Summary struct {
 	BytesFreed uint64 `json:"bytesFreed"`
 	// Failures are the first few failures.
 	Failures []Failure `json:"failures,omitempty"`
-	// Error is set when the worker could not run at all.
+	// Error is set when the worker failed: it could not run at all (exit
+	// code 1), or removals failed (exit code 2: the count and the first).
 	Error string `json:"error,omitempty"`
 	// Verdicts are the scanner's per-image verdicts, as many as fit.
 	Verdicts []Verdict `json:"verdicts,omitempty"`
 	// VerdictsOmitted counts the verdicts left out to stay under MaxSize.
 	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
+	// SandboxImageGuessed is set when neither the runtime's status nor its
+	// pod sandboxes named a sandbox image, so every image that looks like a
+	// pause image was kept (counted as "pinned").
+	SandboxImageGuessed bool `json:"sandboxImageGuessed,omitempty"`
+	// MaxRecheckWindowMs is the longest time, in milliseconds, from the
+	// start of the container listing that cleared an image to the issue of
+	// its removal.
+	MaxRecheckWindowMs float64 `json:"maxRecheckWindowMs,omitempty"`
 	// PeakRSSBytes is the worker's peak resident memory, where measured.
 	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
 }
 
-// Failure is one failed image.
+// Failure is one failed image, or an invalid ImageList entry.
 type Failure struct {
 	Image   string `json:"image"`
 	Message string `json:"message"`
+	// Invalid marks an entry that is not an image reference: nothing was
+	// attempted for it.
+	Invalid bool `json:"invalid,omitempty"`
 }
 
 // CountToRemove is the scanner's count of the images it handed to the
@@ -66,6 +78,15 @@ func (s *Summary) AddFailure(image, message string) {
 		return
 	}
 	s.Failures = append(s.Failures, Failure{Image: truncate(image), Message: truncate(message)})
+}
+
+// AddInvalid records an invalid entry among the failures, keeping only the
+// first few.
+func (s *Summary) AddInvalid(entry, message string) {
+	if len(s.Failures) >= maxFailures {
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Image: truncate(entry), Message: truncate(message), Invalid: true})
 }
 
 func truncate(s string) string {

@@ -111,35 +111,13 @@ func Start(t testing.TB) *Containerd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock"), exited: make(chan struct{})}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock")}
 	c.Endpoint = "unix://" + c.Socket
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cmd = exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.cmd.Wait(); _ = logf.Close(); close(c.exited) }()
 	t.Cleanup(func() { c.stop(t) })
-
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(c.Socket); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
-			t.Fatalf("containerd did not start:\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.launch(t)
 	c.conn, err = grpc.NewClient("passthrough:///"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (netConn, error) { return dialUnix(ctx, c.Socket) }))
 	if err != nil {
@@ -149,6 +127,86 @@ func Start(t testing.TB) *Containerd {
 	c.Images = runtimeapi.NewImageServiceClient(c.conn)
 	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
 	return c
+}
+
+// launch starts the containerd process and waits for its socket.
+func (c *Containerd) launch(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.exited = make(chan struct{})
+	c.cmd = exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, exited := c.cmd, c.exited
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(c.Socket); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
+			t.Fatalf("containerd did not start:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill kills containerd with SIGKILL, as a crash would; its shims, and so
+// the containers, keep running. Restart brings it back.
+func (c *Containerd) Kill(t testing.TB) {
+	t.Helper()
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	// A killed containerd leaves its socket; a new one replaces it.
+	_ = os.Remove(c.Socket)
+}
+
+// Restart starts containerd again on the same state, after Kill.
+func (c *Containerd) Restart(t testing.TB) {
+	t.Helper()
+	c.launch(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd's CRI did not come back after a restart: %v\n%s", err, c.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Signal sends sig to the containerd process (SIGSTOP/SIGCONT to hang it).
+func (c *Containerd) Signal(sig syscall.Signal) error { return c.cmd.Process.Signal(sig) }
+
+// Stop hangs containerd (SIGSTOP) and returns once it is stopped, so that
+// the next call surely finds it hung; Signal(SIGCONT) resumes it.
+func (c *Containerd) Stop(t testing.TB) {
+	t.Helper()
+	if err := c.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		// The state follows the command name, in parentheses.
+		if b, err := os.ReadFile(stat); err == nil {
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "T" {
+				return
+			}
+		}
+	}
+	t.Fatal("containerd did not stop")
 }
 
 // Client is our own CRI client connected to this containerd.
@@ -284,6 +342,10 @@ func (c *Containerd) stop(t testing.TB) {
 		cancel()
 		_ = c.conn.Close()
 	}
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGCONT)
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.exited:

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/exclusion"
@@ -32,6 +34,8 @@ type Flags struct {
 	RuntimeEndpoint string
 	ExclusionDir    string
 	SharedDir       string
+	// HandoffTimeout bounds every wait for a peer in the pod.
+	HandoffTimeout time.Duration
 	// Transport carries hand-offs; the platform's default unless set.
 	Transport handoff.Transport
 }
@@ -60,7 +64,32 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
 	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+paths.ExclusionDir(nodeOS)+")")
 	fs.StringVar(&f.SharedDir, "shared-dir", paths.SharedData(nodeOS), "directory shared by the pod's workers for hand-offs")
+	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", DefaultHandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
 }
+
+// DefaultHandoffTimeout bounds each wait for a peer. A scanner may scan for
+// a long time, and the manager's podRunTimeout (default 24h) bounds the pod
+// as a whole; this makes sure a worker whose peer died ends on its own, with
+// an error naming that peer.
+const DefaultHandoffTimeout = time.Hour
+
+// WaitFor bounds one wait for a peer by HandoffTimeout. Its error, once the
+// wait failed, says which peer and how long, when the timeout ended it.
+func (f *Flags) WaitFor(ctx context.Context, peer, what string, wait func(ctx context.Context) error) error {
+	timeout := f.HandoffTimeout
+	if timeout <= 0 {
+		timeout = DefaultHandoffTimeout
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errHandoffTimeout)
+	defer cancel()
+	err := wait(wctx)
+	if err != nil && errors.Is(context.Cause(wctx), errHandoffTimeout) && ctx.Err() == nil {
+		return fmt.Errorf("%s %s within %v (--handoff-timeout): %w", what, peer, timeout, err)
+	}
+	return err
+}
+
+var errHandoffTimeout = errors.New("hand-off timeout")
 
 // Logger is the worker's JSON logger on stderr.
 func (f *Flags) Logger(component string) *slog.Logger {
@@ -132,20 +161,56 @@ func Main(cmd Command) {
 	os.Exit(code)
 }
 
+// Exit codes of the workers. The manager fails a node on any non-zero exit
+// and shows the summary's Error; the codes tell a person reading the pod
+// which kind of failure it was.
+const (
+	// ExitOK: the run completed; images kept for a reason are not failures.
+	ExitOK = 0
+	// ExitCouldNotRun: the worker could not do its job at all (bad input,
+	// no runtime, an unreadable exclusion list, a peer that never came).
+	ExitCouldNotRun = 1
+	// ExitNodeFailed: the run completed, but removals the node was asked
+	// for failed (see remover.NodeOutcome).
+	ExitNodeFailed = 2
+)
+
+// NodeFailedError is a run that completed with failed removals.
+type NodeFailedError struct {
+	// Failed and Attempted count removals.
+	Failed, Attempted int
+	// First is the first failure: the target and its error.
+	First string
+}
+
+func (e *NodeFailedError) Error() string {
+	return fmt.Sprintf("%d of %d removals failed; first: %s", e.Failed, e.Attempted, e.First)
+}
+
+// ExitCode is the exit code for a run that ended with err.
+func ExitCode(err error) int {
+	var nf *NodeFailedError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &nf):
+		return ExitNodeFailed
+	}
+	return ExitCouldNotRun
+}
+
 // Finish writes the run's summary to the termination message file, logs it,
-// and returns the exit code: 1 if the worker could not do its job.
+// and returns the exit code (ExitCode of err). The error goes into the
+// summary's Error, which the manager shows for a failed node.
 func Finish(log *slog.Logger, summaryFile string, summary report.Summary, err error) int {
 	summary.Node = os.Getenv("NODE_NAME")
 	if err != nil {
-		log.Error(summary.Component+" failed", "error", err)
+		log.Error(summary.Component+" failed", "error", err, "exitCode", ExitCode(err))
 		summary.Error = err.Error()
 	}
 	if werr := report.Write(summaryFile, summary); werr != nil {
 		log.Warn("could not write the summary", "file", summaryFile, "error", werr)
 	}
 	log.Info("summary", "counts", summary.Counts, "bytesFreed", summary.BytesFreed, "dryRun", summary.DryRun)
-	if err != nil {
-		return 1
-	}
-	return 0
+	return ExitCode(err)
 }

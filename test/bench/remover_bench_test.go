@@ -33,6 +33,9 @@ type figure struct {
 	// RatioToFastestRaw is Seconds over the fastest raw loop at this size.
 	RatioToFastestRaw float64 `json:"ratioToFastestRaw,omitempty"`
 	PeakRSSMiB        float64 `json:"peakRssMiB,omitempty"`
+	// MaxRecheckWindowMs is the remover's longest time from the start of
+	// the container listing that cleared an image to its removal's issue.
+	MaxRecheckWindowMs float64 `json:"maxRecheckWindowMs,omitempty"`
 }
 
 func sizes() []int {
@@ -105,6 +108,10 @@ func rawLoop(t *testing.T, client *cri.Client, ids []string, workers int) time.D
 // summary; a child's rusage would count the memory of the test process it
 // was forked from.
 func peakMiB(t *testing.T, summaryFile string) float64 {
+	return float64(summaryOf(t, summaryFile).PeakRSSBytes) / (1 << 20)
+}
+
+func summaryOf(t *testing.T, summaryFile string) report.Summary {
 	data, err := os.ReadFile(summaryFile)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +120,7 @@ func peakMiB(t *testing.T, summaryFile string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return float64(s.PeakRSSBytes) / (1 << 20)
+	return s
 }
 
 func TestRemoverBench(t *testing.T) {
@@ -144,10 +151,16 @@ func TestRemoverBench(t *testing.T) {
 		// The remover binary, "*" with its safety re-checks, start to exit:
 		// with its automatic concurrency (all at once here, where no memory
 		// limit applies), and as it runs under upstream's 30Mi limit.
-		for _, v := range []struct{ name, concurrency string }{
-			{"remover (binary, *)", ""},
-			{"remover, 30Mi budget", strconv.Itoa(896)},
-		} {
+		// BENCH_BASELINE_REMOVER: another remover binary (an earlier
+		// build) measured the same way, for before/after figures.
+		variants := []struct{ name, concurrency, binary string }{
+			{"remover (binary, *)", "", ""},
+			{"remover, 30Mi budget", strconv.Itoa(896), ""},
+		}
+		if b := os.Getenv("BENCH_BASELINE_REMOVER"); b != "" {
+			variants = append(variants, struct{ name, concurrency, binary string }{"baseline remover (*)", "", b})
+		}
+		for _, v := range variants {
 			next()
 			list := filepath.Join(t.TempDir(), "images")
 			_ = os.WriteFile(list, []byte(`["*"]`), 0o644)
@@ -156,7 +169,11 @@ func TestRemoverBench(t *testing.T) {
 			if v.concurrency != "" {
 				args = append(args, "--concurrency="+v.concurrency)
 			}
-			cmd := exec.Command(filepath.Join(bin, "remover"), args...)
+			binary := filepath.Join(bin, "remover")
+			if v.binary != "" {
+				binary = v.binary
+			}
+			cmd := exec.Command(binary, args...)
 			if e := os.Getenv("BENCH_REMOVER_ENV"); e != "" {
 				cmd.Env = append(os.Environ(), strings.Fields(e)...)
 			}
@@ -165,7 +182,9 @@ func TestRemoverBench(t *testing.T) {
 				t.Fatalf("remover: %v\n%s", err, out)
 			}
 			d := time.Since(start)
-			rows = append(rows, figure{Images: n, Method: v.name, Seconds: d.Seconds(), PeakRSSMiB: peakMiB(t, summary)})
+			sum := summaryOf(t, summary)
+			rows = append(rows, figure{Images: n, Method: v.name, Seconds: d.Seconds(), PeakRSSMiB: float64(sum.PeakRSSBytes) / (1 << 20),
+				MaxRecheckWindowMs: sum.MaxRecheckWindowMs})
 			if left := len(c.ImageIDs(t)); left > 2 {
 				t.Errorf("remover left %d image references", left)
 			}
@@ -203,16 +222,19 @@ func TestRemoverBench(t *testing.T) {
 		figures = append(figures, rows...)
 	}
 
-	fmt.Printf("\n%-7s %-22s %10s %10s %12s\n", "IMAGES", "METHOD", "SECONDS", "x FASTEST", "PEAK RSS MiB")
+	fmt.Printf("\n%-7s %-22s %10s %10s %12s %16s\n", "IMAGES", "METHOD", "SECONDS", "x FASTEST", "PEAK RSS MiB", "RECHECK MAX ms")
 	for _, f := range figures {
-		secs, ratio, rss := "-", "-", "-"
+		secs, ratio, rss, window := "-", "-", "-", "-"
+		if f.MaxRecheckWindowMs > 0 {
+			window = fmt.Sprintf("%.1f", f.MaxRecheckWindowMs)
+		}
 		if f.Seconds > 0 {
 			secs, ratio = fmt.Sprintf("%.2f", f.Seconds), fmt.Sprintf("%.2f", f.RatioToFastestRaw)
 		}
 		if f.PeakRSSMiB > 0 {
 			rss = fmt.Sprintf("%.1f", f.PeakRSSMiB)
 		}
-		fmt.Printf("%-7d %-22s %10s %10s %12s\n", f.Images, f.Method, secs, ratio, rss)
+		fmt.Printf("%-7d %-22s %10s %10s %12s %16s\n", f.Images, f.Method, secs, ratio, rss, window)
 	}
 	writeResults(t, "remover", "figures", figures)
 }

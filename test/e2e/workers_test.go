@@ -105,6 +105,16 @@ func runWorker(t *testing.T, ctx context.Context, name string, args ...string) r
 // ("" for none) goes to both, as the pod spec passes it to every worker.
 func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir string, scanDisabled bool) (collector, remover run) {
 	t.Helper()
+	collector, remover = pipelineRun(t, ctx, n, dir, exclusionDir, scanDisabled)
+	if collector.Code != 0 || remover.Code != 0 {
+		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.Code, remover.Code, collector.Stderr, remover.Stderr)
+	}
+	return collector, remover
+}
+
+// pipelineRun is pipeline without judging the exit codes.
+func pipelineRun(t *testing.T, ctx context.Context, n *node, dir, exclusionDir string, scanDisabled bool, extra ...string) (collector, remover run) {
+	t.Helper()
 	args := []string{"--runtime-endpoint=" + n.Endpoint, "--shared-dir=" + dir}
 	if exclusionDir != "" {
 		args = append(args, "--exclusion-dir="+exclusionDir)
@@ -115,11 +125,8 @@ func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir stri
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { collector = runWorker(t, ctx, "collector", collectorArgs...) })
-	remover = runWorker(t, ctx, "remover", args...)
+	remover = runWorker(t, ctx, "remover", append(args, extra...)...)
 	wg.Wait()
-	if collector.Code != 0 || remover.Code != 0 {
-		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.Code, remover.Code, collector.Stderr, remover.Stderr)
-	}
 	return collector, remover
 }
 
@@ -390,4 +397,64 @@ func TestCustomScanner(t *testing.T) {
 			t.Errorf("%s was removed although the scanner kept it", kept)
 		}
 	}
+}
+
+// TestHandoffCannotWiden: a scanner that hands the remover "*", a tag, or
+// an image the collector did not list gets the whole hand-off refused: the
+// remover exits 1 saying why, and nothing is removed.
+func TestHandoffCannotWiden(t *testing.T) {
+	n := seed(t)
+	cases := map[string]struct {
+		send func(collected []handoff.Image) []handoff.Image
+		want string
+	}{
+		"star": {send: func(c []handoff.Image) []handoff.Image { return append(c[:1:1], handoff.Image{ImageID: "*"}) },
+			want: `"*" is not an image ID or digest`},
+		"bare tag": {send: func([]handoff.Image) []handoff.Image { return []handoff.Image{{ImageID: "example.com/junk/a"}} },
+			want: "is not an image ID or digest"},
+		"not listed (in use)": {send: func(c []handoff.Image) []handoff.Image { return append(c, handoff.Image{ImageID: n.ids[runImage]}) },
+			want: "is not among the"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := n.present(t)
+			shared := workertest.SharedDir(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			scanErr := make(chan error, 1)
+			go func() { scanErr <- playScanner(ctx, shared, tc.send) }()
+			collector, remover := pipelineRun(t, ctx, n, shared, "", false)
+			if err := <-scanErr; err != nil {
+				t.Errorf("scanner: %v", err)
+			}
+			if remover.Code != 1 || !strings.Contains(remover.Summary.Error, tc.want) || !strings.Contains(remover.Summary.Error, "nothing removed") {
+				t.Errorf("remover exit %d, error %q; want 1 and %q\n%s", remover.Code, remover.Summary.Error, tc.want, remover.Stderr)
+			}
+			if collector.Code != 0 {
+				t.Errorf("collector exit %d: it must still be told the remover finished\n%s", collector.Code, collector.Stderr)
+			}
+			if diff := cmp.Diff(before, n.present(t)); diff != "" {
+				t.Errorf("images changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// playScanner is a scanner built on the hand-off API: it sends the remover
+// what choose makes of the collector's images, then waits for completion.
+func playScanner(ctx context.Context, shared string, choose func([]handoff.Image) []handoff.Image) error {
+	tr := handoff.FIFO{}
+	done, err := tr.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
+	if err != nil {
+		return err
+	}
+	defer done.Close()
+	images, err := tr.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
+	if err != nil {
+		return err
+	}
+	if err := tr.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), choose(images)); err != nil {
+		return err
+	}
+	return done.Wait(ctx)
 }
