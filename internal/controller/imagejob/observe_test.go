@@ -2,6 +2,7 @@ package imagejob
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/nodefilter"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -85,7 +87,7 @@ func TestObserve(t *testing.T) {
 			world: newWorld("a", "b", "c").with(func(w *world) {
 				w.started = 3
 				w.pods["a"] = pod("a").Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, summary(2)).Obj()
-				w.pods["b"] = pod("b").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 2, summary(1)).Obj()
+				w.pods["b"] = pod("b").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 1, summary(1)).Obj()
 				w.pods["c"] = pod("c").Running(t0).Obj()
 			}),
 			want: tally{Started: 3, Active: 1, Succeeded: 1, Failed: 1, Removed: 3, New: map[string]string{"b": ReasonPodFailed}},
@@ -301,5 +303,23 @@ func TestRefusedBackoff(t *testing.T) {
 	}
 	if f.first != t0 || f.attempts != 8 {
 		t.Errorf("first %v attempts %d", f.first, f.attempts)
+	}
+}
+
+func TestRemovalsFailedReason(t *testing.T) {
+	if exitRemovalsFailed != worker.ExitNodeFailed {
+		t.Fatalf("the manager reads exit code %d as failed removals, the remover exits %d", exitRemovalsFailed, worker.ExitNodeFailed)
+	}
+	msg := `{"component":"remover","counts":{"failed":3,"removed":1},"error":"3 of 4 removals failed; first: sha256:ab: rpc error"}`
+	w := newWorld("a").with(func(w *world) {
+		w.started = 1
+		w.pods["a"] = pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 2, msg).Obj()
+	})
+	o := observe(w)
+	if f := o.newFailures["a"]; f.Reason != ReasonRemovalsFailed || !strings.Contains(f.Message, "3 of 4 removals failed") {
+		t.Errorf("failure %+v", f)
+	}
+	if o.results.Failed != 3 || o.results.Removed != 1 {
+		t.Errorf("results %+v", o.results)
 	}
 }

@@ -32,6 +32,9 @@ const (
 	// ReasonCreateFailed: the API server did not create the pod within the
 	// start timeout; the message has its last answer.
 	ReasonCreateFailed = "CreateFailed"
+	// ReasonRemovalsFailed: the remover ran, but removals it was asked for
+	// failed (the runtime erred or restarted); the message counts them.
+	ReasonRemovalsFailed = "RemovalsFailed"
 	// ReasonPodsRefused fails a whole job whose every pod was refused.
 	ReasonPodsRefused = "PodsRefused"
 )
@@ -75,13 +78,13 @@ func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outco
 	case corev1.PodSucceeded:
 		return outcome{state: stateSucceeded, summary: summary, scanner: scanner}
 	case corev1.PodFailed:
-		return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod), summary: summary, scanner: scanner}
+		return outcome{state: stateFailed, reason: failureReason(pod), message: failureMessage(pod), summary: summary, scanner: scanner}
 	}
 	// Still pending or running. A container that already failed decides it:
 	// its siblings may never finish on their own.
 	for _, cs := range pod.Status.ContainerStatuses {
 		if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
-			return outcome{state: stateFailed, reason: ReasonPodFailed, message: failureMessage(pod), summary: summary, scanner: scanner}
+			return outcome{state: stateFailed, reason: failureReason(pod), message: failureMessage(pod), summary: summary, scanner: scanner}
 		}
 	}
 	if !nodeExists {
@@ -137,6 +140,20 @@ func waiting(pod *corev1.Pod) string {
 		return " (" + pod.Status.Reason + ")"
 	}
 	return ""
+}
+
+// exitRemovalsFailed is the remover's exit code for a run that completed
+// with failed removals (worker.ExitNodeFailed; a test keeps them equal).
+const exitRemovalsFailed = 2
+
+// failureReason tells failed removals from a pod that failed otherwise.
+func failureReason(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if term := cs.State.Terminated; cs.Name == podspec.RemoverContainer && term != nil && term.ExitCode == exitRemovalsFailed {
+			return ReasonRemovalsFailed
+		}
+	}
+	return ReasonPodFailed
 }
 
 // failureMessage names the failed container and, when it left a summary
