@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -169,53 +168,70 @@ func readFIFO(ctx context.Context, path string, limit int64) ([]byte, error) {
 	return data, ctxErr(ctx, closeWith(f, err))
 }
 
-// openFIFO opens a FIFO, which blocks until the other end is opened too, and
-// gives up when ctx ends. A blocked open(2) cannot be interrupted, so on
-// cancellation this side briefly opens the other end itself (non-blocking)
-// to release it, then closes both: no goroutine or descriptor outlives the call.
+// openPoll is how often a writer retries opening a FIFO that has no
+// reader yet, and how long a reader's poll for a writer lasts between two
+// looks at its context.
+const openPoll = 20 * time.Millisecond
+
+// openFIFO opens a FIFO without ever blocking in open(2): a blocked open
+// cannot be interrupted, so waiting in one would leave a goroutine (and a
+// descriptor) behind whenever the wait is given up, for ever if the FIFO is
+// removed meanwhile. Both ends are opened non-blocking and wait for their
+// peer by polling, checking ctx between polls. The descriptor stays
+// non-blocking, so its reads and writes go through the runtime's poller and
+// end with ctx (writeFIFO and readFIFO set a deadline).
 func openFIFO(ctx context.Context, path string, flag int) (*os.File, error) {
-	type result struct {
-		f   *os.File
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		f, err := os.OpenFile(path, flag|syscall.O_CLOEXEC, 0)
-		done <- result{f, err}
-	}()
-	select {
-	case r := <-done:
-		return r.f, r.err
-	case <-ctx.Done():
-	}
-	peer := os.O_WRONLY
 	if flag&os.O_WRONLY != 0 {
-		peer = os.O_RDONLY
+		return openWriter(ctx, path)
 	}
+	return openReader(ctx, path)
+}
+
+// openWriter retries: a non-blocking open for writing fails with ENXIO
+// until a reader has the FIFO open.
+func openWriter(ctx context.Context, path string) (*os.File, error) {
+	t := time.NewTicker(openPoll)
+	defer t.Stop()
 	for {
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == nil {
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		if !errors.Is(err, unix.ENXIO) {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
 		select {
-		case r := <-done:
-			if r.f != nil {
-				_ = r.f.Close()
-			}
+		case <-ctx.Done():
 			return nil, ctx.Err()
-		default:
+		case <-t.C:
 		}
-		// A non-blocking writer open fails (ENXIO) until the reader's open
-		// is in progress; a non-blocking reader open always succeeds.
-		if p, err := os.OpenFile(path, peer|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
-			r := <-done
-			if r.f != nil {
-				_ = r.f.Close()
-			}
-			_ = p.Close()
-			return nil, ctx.Err()
-		} else if errors.Is(err, fs.ErrNotExist) {
-			// Someone removed the FIFO: nothing can release an open already
-			// blocked on it, and one not yet started will fail. Do not wait;
-			// the buffered channel lets the goroutine finish if it ever can.
-			return nil, ctx.Err()
+	}
+}
+
+// openReader opens at once (a non-blocking open for reading always
+// succeeds), then waits for a writer. Linux reports no hang-up to a reader
+// that opened before any writer did, so poll(2) returns only once a writer
+// has written or come and gone; a read before that would see end-of-file.
+func openReader(ctx context.Context, path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if err := ctx.Err(); err != nil {
+			_ = unix.Close(fd)
+			return nil, err
 		}
-		time.Sleep(5 * time.Millisecond)
+		n, err := unix.Poll(fds, int(openPoll/time.Millisecond))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			_ = unix.Close(fd)
+			return nil, fmt.Errorf("waiting for a writer on %s: %w", path, err)
+		case n > 0:
+			return os.NewFile(uintptr(fd), path), nil
+		}
 	}
 }

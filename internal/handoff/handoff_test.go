@@ -375,3 +375,68 @@ func TestDecodeRejectsNonIDs(t *testing.T) {
 		t.Errorf("IDs refused: %v", err)
 	}
 }
+
+// TestEndpointRemovedWhileWaiting: an endpoint removed (a container
+// restarted, the shared directory cleaned) while a side waits in it, then
+// the wait cancelled: no goroutine or descriptor outlives the call.
+func TestEndpointRemovedWhileWaiting(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr Transport, dir string) {
+		cases := map[string]struct {
+			path string
+			op   func(ctx context.Context, path string) error
+		}{
+			// The side that creates the payload endpoint: a FIFO's writer, a
+			// socket's listener.
+			"payload": {path: Path(dir, "gone-payload"), op: func(ctx context.Context, path string) error {
+				if _, socket := tr.(Socket); socket {
+					_, err := tr.ReceiveImages(ctx, path)
+					return err
+				}
+				return tr.SendImages(ctx, path, sample)
+			}},
+			"wait": {path: Path(dir, "gone-wait"), op: func(ctx context.Context, path string) error {
+				c, err := tr.PublishCompletion(path)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				return c.Wait(ctx)
+			}},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				goroutines, fds := runtime.NumGoroutine(), openFDs()
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- tc.op(ctx, tc.path) }()
+				deadline := time.Now().Add(5 * time.Second)
+				for _, err := os.Lstat(tc.path); err != nil; _, err = os.Lstat(tc.path) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the endpoint never appeared: %v", err)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				time.Sleep(50 * time.Millisecond) // into the wait
+				if err := os.Remove(tc.path); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				select {
+				case err := <-done:
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("err = %v, want cancellation", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the wait did not end with its context")
+				}
+				for end := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(end); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if n := runtime.NumGoroutine(); n > goroutines {
+					t.Errorf("%d goroutines before, %d after", goroutines, n)
+				}
+				checkNoLeak(t, fds)
+			})
+		}
+	})
+}
