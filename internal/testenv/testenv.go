@@ -32,6 +32,9 @@ type Env struct {
 	env    *envtest.Environment
 	// KubeconfigPath is an admin kubeconfig for processes the tests start.
 	KubeconfigPath string
+	// certDir is the kube-apiserver's certificate directory when testenv
+	// owns it (WithRestartableAPIServer), removed by Stop.
+	certDir string
 }
 
 // skipReason is set when the control plane could not be found outside CI.
@@ -98,10 +101,60 @@ func WithAPIServerFlag(name, value string) Option {
 	}
 }
 
+// restartableCertDir prefixes the certificate directories that
+// WithRestartableAPIServer creates, so that start knows they are its own.
+const restartableCertDir = "eraser-testenv-apiserver-"
+
+// WithRestartableAPIServer lets StopAPIServer and StartAPIServer stop and
+// start the kube-apiserver while etcd keeps running. envtest removes a
+// certificate directory it created when the API server stops, and a restart
+// would then serve a new CA; in a directory of testenv's own the serving
+// certificates survive, and with them every kubeconfig written before.
+func WithRestartableAPIServer() Option {
+	return func(te *envtest.Environment) {
+		dir, err := os.MkdirTemp("", restartableCertDir)
+		if err != nil {
+			panic(fmt.Sprintf("testenv: certificate directory: %v", err))
+		}
+		te.ControlPlane.GetAPIServer().CertDir = dir
+	}
+}
+
+// StopAPIServer stops the kube-apiserver (SIGTERM, as a rolling restart
+// does); etcd keeps running. Only with WithRestartableAPIServer.
+func (e *Env) StopAPIServer() error {
+	if e.certDir == "" {
+		return fmt.Errorf("testenv: the API server is restartable only with WithRestartableAPIServer")
+	}
+	return e.env.ControlPlane.APIServer.Stop()
+}
+
+// StartAPIServer starts the kube-apiserver stopped by StopAPIServer again,
+// on the same address, port and certificates, and waits until it is
+// healthy.
+func (e *Env) StartAPIServer() error {
+	if e.certDir == "" {
+		return fmt.Errorf("testenv: the API server is restartable only with WithRestartableAPIServer")
+	}
+	api := e.env.ControlPlane.APIServer
+	before := api.SecureServing.Port
+	if err := api.Start(); err != nil {
+		return err
+	}
+	if after := api.SecureServing.Port; after != before {
+		return fmt.Errorf("testenv: the API server came back on port %s, not %s", after, before)
+	}
+	return nil
+}
+
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	_ = os.Remove(e.KubeconfigPath)
-	return e.env.Stop()
+	err := e.env.Stop()
+	if e.certDir != "" {
+		_ = os.RemoveAll(e.certDir)
+	}
+	return err
 }
 
 func start(opts ...Option) (*Env, error) {
@@ -120,11 +173,18 @@ func start(opts ...Option) (*Env, error) {
 	for _, o := range opts {
 		o(te)
 	}
+	var certDir string
+	if api := te.ControlPlane.APIServer; api != nil && strings.HasPrefix(filepath.Base(api.CertDir), restartableCertDir) {
+		certDir = api.CertDir
+	}
 	cfg, err := te.Start()
 	if err != nil {
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
 		return nil, fmt.Errorf("starting control plane from %s: %w", dir, err)
 	}
-	e := &Env{Config: cfg, env: te}
+	e := &Env{Config: cfg, env: te, certDir: certDir}
 	scheme, err := erasescheme.New()
 	if err == nil {
 		err = apiextensionsv1.AddToScheme(scheme)
@@ -137,6 +197,9 @@ func start(opts ...Option) (*Env, error) {
 	}
 	if err != nil {
 		_ = te.Stop()
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
 		return nil, err
 	}
 	return e, nil

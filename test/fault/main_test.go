@@ -1,0 +1,454 @@
+// Package fault_test is the manager's fault-injection tier: the real manager
+// binary, built from ./cmd/manager as production runs it, against a real
+// kube-apiserver and etcd, with faults injected around it (admission
+// refusals, a quota, an API server restart, nodes coming and going, pods that
+// never start, the leader killed). The tests play the node agents by writing
+// the worker pods' status, and assert what a user sees: the ImageJob's and
+// ImageList's status, the Events and the manager's log.
+package fault_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/kname"
+	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	managerBin string
+)
+
+// TestMain builds the real manager binary and starts a control plane whose
+// API server can be restarted.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eraser-fault-test")
+	if err != nil {
+		panic(err)
+	}
+	managerBin = filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", managerBin, "github.com/eraser-oss/eraser/cmd/manager")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building manager:", err)
+		os.Exit(1)
+	}
+	code := testenv.Run(m, &env, testenv.WithRestartableAPIServer())
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// baseConfig is the EraserConfig of most scenarios: failed jobs are kept for
+// inspection, finished ones cleaned up at once.
+const baseConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
+	"manager: {imageJob: {podStartTimeout: %s, successRatio: %s, maxConcurrentNodes: %s, cleanup: {delayOnSuccess: 0s, delayOnFailure: 1h}}%s}\n"
+
+// config renders baseConfig; extra is more manager keys (", key: value").
+func config(startTimeout, ratio, maxConcurrent, extra string) string {
+	return fmt.Sprintf(baseConfig, startTimeout, ratio, maxConcurrent, extra)
+}
+
+// scenario is one test's world: its own namespace (the manager's, holding
+// the worker pods and the leader lease), nodes and ImageList, all removed at
+// the end so that the next scenario's manager does not see them.
+type scenario struct {
+	t     *testing.T
+	ctx   context.Context
+	ns    string
+	nodes []string
+	list  string
+	// written are the remover summaries the kubelet wrote, by node.
+	mu      sync.Mutex
+	written map[string]int
+	// podUIDs are every pod UID seen per node: more than one is a pod
+	// created twice.
+	podUIDs map[string]map[string]bool
+}
+
+func newScenario(t *testing.T, ns string, nsLabels map[string]string) *scenario {
+	t.Helper()
+	testenv.Require(t)
+	s := &scenario{t: t, ctx: context.Background(), ns: ns, list: ns + "-list",
+		written: map[string]int{}, podUIDs: map[string]map[string]bool{}}
+	err := env.Client.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// Registered before any manager starts, so it runs after they are killed.
+	t.Cleanup(s.cleanup)
+	return s
+}
+
+func (s *scenario) cleanup() {
+	ctx := s.ctx
+	_ = env.Client.Delete(ctx, &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: s.list}})
+	// No garbage collector runs here: the jobs go by hand.
+	var jobs eraserv1.ImageJobList
+	if env.Client.List(ctx, &jobs) == nil {
+		for i := range jobs.Items {
+			_ = env.Client.Delete(ctx, &jobs.Items[i])
+		}
+	}
+	for _, n := range s.nodes {
+		_ = env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.ns), client.GracePeriodSeconds(0))
+}
+
+// addNodes creates n nodes named prefix-000 on.
+func (s *scenario) addNodes(prefix string, n int) []string {
+	s.t.Helper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		if err := env.Client.Create(s.ctx, builder.MakeNode(name).Obj()); err != nil {
+			s.t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	s.nodes = append(s.nodes, names...)
+	return names
+}
+
+func (s *scenario) createList() {
+	s.t.Helper()
+	list := builder.MakeImageList(s.list).Images("docker.io/library/alpine:3.7.3").Obj()
+	if err := env.Client.Create(s.ctx, list); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *scenario) getList() *eraserv1.ImageList {
+	s.t.Helper()
+	l := &eraserv1.ImageList{}
+	if err := env.Client.Get(s.ctx, client.ObjectKey{Name: s.list}, l); err != nil {
+		s.t.Fatal(err)
+	}
+	return l
+}
+
+// jobs are the ImageJobs of the scenario's list.
+func (s *scenario) jobs() ([]eraserv1.ImageJob, error) {
+	var jobs eraserv1.ImageJobList
+	err := env.Client.List(s.ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(s.list)})
+	return jobs.Items, err
+}
+
+// waitJob waits for the list's single job to satisfy cond, calling each
+// (the kubelet, say) every round, and returns it.
+func (s *scenario) waitJob(timeout time.Duration, what string, each func(), cond func(*eraserv1.ImageJob) bool) *eraserv1.ImageJob {
+	s.t.Helper()
+	var job *eraserv1.ImageJob
+	waitFor(s.t, timeout, what, func() bool {
+		if each != nil {
+			each()
+		}
+		jobs, err := s.jobs()
+		if err != nil || len(jobs) == 0 {
+			return false
+		}
+		if len(jobs) > 1 {
+			s.t.Fatalf("%d jobs for one ImageList generation", len(jobs))
+		}
+		job = &jobs[0]
+		return cond(job)
+	})
+	return job
+}
+
+func finished(j *eraserv1.ImageJob) bool {
+	return j.Status.Phase == eraserv1.PhaseCompleted || j.Status.Phase == eraserv1.PhaseFailed
+}
+
+// waitRecorded waits for the ImageList to record its first run.
+func (s *scenario) waitRecorded(timeout time.Duration) *eraserv1.ImageList {
+	s.t.Helper()
+	var l *eraserv1.ImageList
+	waitFor(s.t, timeout, "the ImageList to record the run", func() bool {
+		l = &eraserv1.ImageList{}
+		return env.Client.Get(s.ctx, client.ObjectKey{Name: s.list}, l) == nil && l.Status.ObservedGeneration == 1
+	})
+	return l
+}
+
+func ready(conds []metav1.Condition) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, eraserv1.ConditionReady); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// pods lists the scenario's worker pods; errors (the API server down) give
+// nil.
+func (s *scenario) pods() []corev1.Pod {
+	var pods corev1.PodList
+	if err := env.Client.List(s.ctx, &pods, client.InNamespace(s.ns), client.HasLabels{podspec.LabelJob}); err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pods.Items {
+		if s.podUIDs[p.Spec.NodeName] == nil {
+			s.podUIDs[p.Spec.NodeName] = map[string]bool{}
+		}
+		s.podUIDs[p.Spec.NodeName][string(p.UID)] = true
+	}
+	return pods.Items
+}
+
+// removedOn is the remover's count the kubelet reports for a node: varied,
+// so that a node counted twice or not at all shows in the sum.
+func removedOn(node string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return 1 + int(h.Sum32()%7)
+}
+
+// kubelet plays the node agents: every pending worker pod on a node that
+// ok accepts (nil: every node) succeeds with a remover summary. Errors (the
+// API server down, a conflict) are left for the next round.
+func (s *scenario) kubelet(ok func(node string) bool) {
+	for _, p := range s.pods() {
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || (ok != nil && !ok(p.Spec.NodeName)) {
+			continue
+		}
+		removed := removedOn(p.Spec.NodeName)
+		sum := report.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: string(sum.Encode())}}}}
+		if err := env.Client.Status().Update(s.ctx, &p); err == nil {
+			s.mu.Lock()
+			s.written[p.Spec.NodeName] = removed
+			s.mu.Unlock()
+		}
+	}
+}
+
+// writtenSum is the sum of the removed counts the kubelet reported.
+func (s *scenario) writtenSum() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, r := range s.written {
+		n += int64(r)
+	}
+	return n
+}
+
+// recreated lists the nodes that had more than one pod.
+func (s *scenario) recreated() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for node, uids := range s.podUIDs {
+		if len(uids) > 1 {
+			out = append(out, fmt.Sprintf("%s (%d pods)", node, len(uids)))
+		}
+	}
+	return out
+}
+
+// events are the Events about the named object: an ImageJob's and an
+// ImageList's land in namespace "default", both being cluster-scoped.
+func events(t *testing.T, kind, name string) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// findEvent returns the first Event with the reason whose message has every
+// part.
+func findEvent(evs []corev1.Event, reason string, parts ...string) *corev1.Event {
+	for i, e := range evs {
+		if e.Reason != reason {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(e.Message, p)
+		}
+		if all {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+func describeEvents(evs []corev1.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "\n  %s %s x%d: %.300s", e.Type, e.Reason, e.Count, e.Message)
+	}
+	return b.String()
+}
+
+// podCreates is how many pod creations the API server answered with the
+// code ("403", "201"...) since it started (apiserver_request_total).
+func podCreates(t *testing.T, code string) int {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(strings.TrimSuffix(env.Config.Host, "/") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
+			!strings.Contains(line, `verb="POST"`) || !strings.Contains(line, `subresource=""`) || !strings.Contains(line, `code="`+code+`"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// process is a running manager.
+type process struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+// syncBuffer is the manager's stderr, read while it is written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// lines returns the log lines with every part.
+func (p *process) lines(parts ...string) []string {
+	var out []string
+	for _, l := range strings.Split(p.log.String(), "\n") {
+		all := true
+		for _, part := range parts {
+			all = all && strings.Contains(l, part)
+		}
+		if all && l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (p *process) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// startManager runs the manager binary in the scenario's namespace with the
+// EraserConfig doc, as the Deployment does (leader election on).
+func (s *scenario) startManager(doc string) *process {
+	s.t.Helper()
+	t := s.t
+	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfg,
+		"--health-probe-bind-address="+freePort(t), "--metrics-bind-address=0", "--log-level=debug")
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
+	p := &process{cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		err := <-p.done
+		p.done <- err
+		if t.Failed() {
+			t.Logf("manager (pid %d) log, last 150 lines:\n%s", cmd.Process.Pid, tail(p.log.String(), 150))
+		}
+	})
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
