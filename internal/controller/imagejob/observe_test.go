@@ -13,6 +13,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
@@ -321,5 +322,37 @@ func TestRemovalsFailedReason(t *testing.T) {
 	}
 	if o.results.Failed != 3 || o.results.Removed != 1 {
 		t.Errorf("results %+v", o.results)
+	}
+}
+
+// TestTrimmedPodsJudgedAlike: the manager's cache trims pods
+// (cacheopts.TrimPod); every pod is judged the same trimmed as whole.
+func TestTrimmedPodsJudgedAlike(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"pending":              pod("a").Waiting(podspec.RemoverContainer, "ImagePullBackOff").Obj(),
+		"old":                  builder.MakePod("p", "a", t0.Add(-time.Hour)).Obj(),
+		"running":              pod("a").Running(t0.Add(-2 * time.Hour)).Obj(),
+		"succeeded":            pod("a").Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, summary(3)).Obj(),
+		"failed":               pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 2, summary(1)).Obj(),
+		"oom in a running pod": pod("a").Running(t0).Terminated(podspec.ScannerContainer, 137, "").Obj(),
+	}
+	for name, p := range pods {
+		t.Run(name, func(t *testing.T) {
+			p.Spec.Containers = []corev1.Container{{Name: podspec.RemoverContainer, Image: "remover"}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			p.Annotations = map[string]string{"x": "y"}
+			trimmed, err := cacheopts.TrimPod(p.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := timeouts{start: 5 * time.Minute, run: time.Hour}
+			want, got := classify(p, t0, to, true), classify(trimmed.(*corev1.Pod), t0, to, true)
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(outcome{})); diff != "" {
+				t.Errorf("outcome (-whole +trimmed):\n%s", diff)
+			}
+			if !deadline(p, to).Equal(deadline(trimmed.(*corev1.Pod), to)) {
+				t.Error("deadlines differ")
+			}
+		})
 	}
 }
