@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/otlptranslator"
@@ -29,8 +30,14 @@ type Recorder struct {
 	podsCompleted metric.Int64Counter
 	podsFailed    metric.Int64Counter
 	duration      metric.Float64Histogram
-	removed       metric.Int64Counter
-	vulnerable    metric.Int64Counter
+
+	// The per-node totals are observed from these maps rather than added to
+	// counters: a counter keeps every node it ever saw, while a node that
+	// is gone must leave no series behind (ForgetNode) on clusters whose
+	// nodes come and go by the thousand.
+	mu         sync.Mutex
+	removed    map[string]int64
+	vulnerable map[string]int64
 }
 
 // NodeCounts are one node's figures in one job.
@@ -84,10 +91,26 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if r.duration, err = m.Float64Histogram("imagejob_duration_run_seconds", metric.WithUnit("s"), metric.WithDescription("Time from an ImageJob's start to its last node finishing.")); err != nil {
 		return nil, err
 	}
-	if r.removed, err = m.Int64Counter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them.")); err != nil {
+	r.removed, r.vulnerable = map[string]int64{}, map[string]int64{}
+	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
+	if err != nil {
 		return nil, err
 	}
-	if r.vulnerable, err = m.Int64Counter("vulnerable_images_run_total", metric.WithDescription("Images the scanner found non-compliant and handed to the remover, per node.")); err != nil {
+	vulnerable, err := m.Int64ObservableCounter("vulnerable_images_run_total", metric.WithDescription("Images the scanner found non-compliant and handed to the remover, per node."))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for node, n := range r.removed {
+			o.ObserveInt64(removed, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
+		for node, n := range r.vulnerable {
+			o.ObserveInt64(vulnerable, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
+		return nil
+	}, removed, vulnerable); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -104,15 +127,27 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 	r.podsCompleted.Add(ctx, int64(succeeded))
 	r.podsFailed.Add(ctx, int64(failed))
 	r.duration.Record(ctx, seconds)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for node, n := range perNode {
-		attrs := metric.WithAttributes(attribute.String(NodeAttribute, node))
 		if n.Removed > 0 {
-			r.removed.Add(ctx, n.Removed, attrs)
+			r.removed[node] += n.Removed
 		}
 		if n.Vulnerable > 0 {
-			r.vulnerable.Add(ctx, n.Vulnerable, attrs)
+			r.vulnerable[node] += n.Vulnerable
 		}
 	}
+}
+
+// ForgetNode drops a deleted node's series.
+func (r *Recorder) ForgetNode(node string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.removed, node)
+	delete(r.vulnerable, node)
 }
 
 // Shutdown pushes what is pending and stops the exporters.

@@ -87,3 +87,33 @@ func fmtFloat(f float64) string {
 }
 
 func strconvFormat(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// TestForgetNode: a deleted node's per-node series leave the endpoint; the
+// others stay and keep counting.
+func TestForgetNode(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.JobFinished(1, 2, 0, map[string]NodeCounts{"stays": {Removed: 1}, "goes": {Removed: 4, Vulnerable: 2}})
+	r.ForgetNode("goes")
+	r.JobFinished(1, 1, 0, map[string]NodeCounts{"stays": {Removed: 2}})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node_name" {
+					got[f.GetName()+"/"+l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]float64{"images_removed_run_total/stays": 3}, got); diff != "" {
+		t.Errorf("per-node series (-want +got):\n%s", diff)
+	}
+}

@@ -19,15 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -89,27 +88,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The job's ConfigMap is created right after the job: its arrival
 		// starts the job without waiting for a requeue.
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.runningJobs),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				UpdateFunc:  func(event.UpdateEvent) bool { return false },
-				GenericFunc: func(event.GenericEvent) bool { return false },
-			})).
+		Watches(&corev1.Node{}, handler.TypedFuncs[client.Object, reconcile.Request]{DeleteFunc: r.nodeDeleted}).
 		Complete(r)
 }
 
-func (r *Reconciler) runningJobs(ctx context.Context, _ client.Object) []reconcile.Request {
+// nodeDeleted wakes every running job (the node's pod may never report
+// again) and drops the node's metric series.
+func (r *Reconciler) nodeDeleted(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.metrics.ForgetNode(e.Object.GetName())
 	var jobs eraserv1.ImageJobList
 	if err := r.client.List(ctx, &jobs); err != nil {
-		return nil
+		return
 	}
-	var out []reconcile.Request
 	for _, j := range jobs.Items {
 		if j.Status.Phase == eraserv1.PhaseRunning {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: j.Name}})
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: j.Name}})
 		}
 	}
-	return out
 }
 
 // Pods and the nodes snapshot carry a blocking owner reference to their job,
