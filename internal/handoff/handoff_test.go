@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -437,6 +438,34 @@ func TestEndpointRemovedWhileWaiting(t *testing.T) {
 				}
 				checkNoLeak(t, fds)
 			})
+		}
+	})
+}
+
+// TestTwoWriters: two senders on one endpoint never make one list of two
+// (which could widen what is removed) and never hang: the receiver gets
+// exactly one sender's list, or an error.
+func TestTwoWriters(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr Transport, dir string) {
+		path := Path(dir, "two")
+		one, two := sample[:1], sample[1:]
+		ctx := ctxTimeout(t, 5*time.Second)
+		sent := make(chan error, 2)
+		for _, list := range [][]Image{one, two} {
+			go func() { sent <- tr.SendImages(ctx, path, list) }()
+		}
+		got, err := tr.ReceiveImages(ctx, path)
+		if err == nil && !reflect.DeepEqual(got, one) && !reflect.DeepEqual(got, two) {
+			t.Errorf("received %+v: neither sender's list", got)
+		}
+		// The second sender finds no reader: it must end with its context,
+		// or report its data delivered to a listener that was there.
+		for range 2 {
+			select {
+			case <-sent:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a sender hung past its context")
+			}
 		}
 	})
 }
