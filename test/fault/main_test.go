@@ -63,10 +63,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// baseConfig is the EraserConfig of most scenarios: failed jobs are kept for
-// inspection, finished ones cleaned up at once.
+// baseConfig is the EraserConfig of the scenarios: finished jobs are kept an
+// hour for inspection (the scenario's cleanup deletes them).
 const baseConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
-	"manager: {imageJob: {podStartTimeout: %s, successRatio: %s, maxConcurrentNodes: %s, cleanup: {delayOnSuccess: 0s, delayOnFailure: 1h}}%s}\n"
+	"manager: {imageJob: {podStartTimeout: %s, successRatio: %s, maxConcurrentNodes: %s, cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}%s}\n"
 
 // config renders baseConfig; extra is more manager keys (", key: value").
 func config(startTimeout, ratio, maxConcurrent, extra string) string {
