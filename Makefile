@@ -148,10 +148,13 @@ test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and im
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers and matchers for a short while each.
-	go test ./internal/config -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/endpoint -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=FuzzPattern -fuzztime=30s
+	go test ./internal/config -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/config -run=^$$ -fuzz=^FuzzParseImage$$ -fuzztime=30s
+	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseConfig$$ -fuzztime=30s
+	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseTrivyJSON$$ -fuzztime=30s
+	go test ./internal/endpoint -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
 
 ##@ Demo
 

@@ -452,6 +452,9 @@ func TestParseImage(t *testing.T) {
 		"digest":            {ref: "r/remover@sha256:abcd", want: Image{Repo: "r/remover@sha256:abcd"}},
 		"empty":             {ref: "", wantErr: true},
 		"space":             {ref: "a b", wantErr: true},
+		"no repo, tag":      {ref: ":v1", wantErr: true},
+		"empty tag":         {ref: "remover:", wantErr: true},
+		"no repo, digest":   {ref: "@sha256:abcd", wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
