@@ -148,14 +148,19 @@ test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and im
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short while each.
-	go test ./internal/config -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/endpoint -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=FuzzPattern -fuzztime=30s
-	go test ./internal/handoff -run=^$$ -fuzz=FuzzDecode -fuzztime=30s
-	go test ./internal/exclusion -run=^$$ -fuzz=FuzzParse -fuzztime=30s
-	go test ./internal/report -run=^$$ -fuzz=FuzzDecode -fuzztime=30s
-	go test ./internal/cri -run=^$$ -fuzz=FuzzSandboxImage -fuzztime=30s
+	go test ./internal/config -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/config -run=^$$ -fuzz=^FuzzParseImage$$ -fuzztime=30s
+	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseConfig$$ -fuzztime=30s
+	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseTrivyJSON$$ -fuzztime=30s
+	go test ./internal/endpoint -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
+	go test ./internal/handoff -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/report -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
+	go test ./internal/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
+	go test ./internal/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
 
 ##@ Demo
 

@@ -312,16 +312,35 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
+// TestUpstreamShapedImageLists applies the project's ImageLists shaped like
+// upstream's e2e suite's, on every run, and reads each back as v1.
+func TestUpstreamShapedImageLists(t *testing.T) {
+	testenv.Require(t)
+	files, _ := filepath.Glob(filepath.Join("testdata", "upstream-imagelists", "*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no ImageLists in testdata/upstream-imagelists")
+	}
+	applyImageLists(t, files)
+}
+
 // TestUpstreamImageLists applies the ImageList manifests of upstream Eraser's
-// e2e suite, read in place from the shared reference data.
+// e2e suite, read in place from the shared reference data where it exists.
 func TestUpstreamImageLists(t *testing.T) {
 	testenv.Require(t)
 	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "imagelists")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		t.Skipf("compatibility fixtures not present at %s (they exist only beside the project's own checkout)", dir)
+		t.Skipf("upstream's own ImageLists are not at %s; TestUpstreamShapedImageLists applied the project's instead", dir)
 	}
+	applyImageLists(t, files)
+}
+
+// applyImageLists creates each manifest in the version it was written in,
+// checks that v1 reads the same images, and deletes it.
+func applyImageLists(t *testing.T, files []string) {
+	t.Helper()
 	dc, _ := dynamicClient(t)
+	ctx := context.Background()
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
@@ -334,11 +353,22 @@ func TestUpstreamImageLists(t *testing.T) {
 			}
 			gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
 			res := dc.Resource(imageLists.WithVersion(gv.Version))
-			if _, err := res.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("upstream manifest refused: %v", err)
+			if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("upstream-shaped manifest refused: %v", err)
 			}
-			if err := res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+			defer func() {
+				if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			}()
+			got, err := dc.Resource(imageLists.WithVersion("v1")).Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err != nil {
 				t.Fatal(err)
+			}
+			want, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "images")
+			images, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "images")
+			if diff := cmp.Diff(want, images); diff != "" {
+				t.Errorf("spec.images read as v1 (-want +got):\n%s", diff)
 			}
 		})
 	}

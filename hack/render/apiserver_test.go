@@ -33,12 +33,15 @@ func TestChartApplies(t *testing.T) {
 		"defaults": {},
 		"values":   {Set: []string{"deploy.replicas=2", "deploy.tolerations[0].operator=Exists", "deploy.additionalArgs={--log-level=debug}"}},
 	}
+	for _, f := range ownUpstreamValues(t) {
+		cases["upstream-shaped "+filepath.Base(f)] = Options{ValuesFiles: []string{f}}
+	}
 	if files := upstreamValuesIfPresent(); files != nil {
 		for _, f := range files {
 			cases["upstream "+filepath.Base(f)] = Options{ValuesFiles: []string{f}}
 		}
 	} else {
-		t.Log("upstream Helm values absent: applying our own values only")
+		t.Logf("upstream's own Helm values are not at %s: applying the project's values files only", upstreamValuesGlob())
 	}
 	n := 0
 	for name, o := range cases {

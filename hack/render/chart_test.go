@@ -248,8 +248,78 @@ func TestStaticManifest(t *testing.T) {
 	}
 }
 
-// Upstream's values files install unchanged: the document they produce is
-// one the manager accepts, in the version they were written for.
+const helmWarning = "ignored, as by upstream Eraser; the manager's flags configure it"
+
+var helmWarnings = []string{"health: " + helmWarning, "metrics: " + helmWarning, "webhook: " + helmWarning, "leaderElection: " + helmWarning}
+
+// Values files shaped like upstream's install unchanged, and each value
+// reaches the manager: the project's own fixtures, checked on every run.
+func TestChartUpstreamShapedValues(t *testing.T) {
+	defaults, _ := managerConfig(t, render(t, Options{}))
+	managerImage := "ghcr.io/eraser-oss/eraser-manager:" + version.Version
+	cases := map[string]struct {
+		apiVersion   string
+		warnings     []string
+		images       []string // collector, scanner, remover
+		managerImage string
+		// sameAsDefaults: nothing in the file reaches the EraserConfig.
+		sameAsDefaults bool
+	}{
+		"values-v1alpha1.yaml": {
+			apiVersion: config.VersionV1alpha1, warnings: helmWarnings, managerImage: "ghcr.io/azure/eraser-manager:v1.0.0",
+			images: []string{defaultImage("collector", "v1.0.0"), defaultImage("eraser-trivy-scanner", "v1.0.0"), defaultImage("remover", "v1.0.0")},
+		},
+		"values-v1alpha3.yaml": {
+			apiVersion: config.VersionV1alpha3, warnings: helmWarnings, managerImage: "ghcr.io/eraser-dev/eraser-manager:v1.5.0-beta.0",
+			images: []string{defaultImage("collector", "v1.5.0-beta.0"), defaultImage("eraser-trivy-scanner", "v1.5.0-beta.0"), defaultImage("remover", "v1.5.0-beta.0")},
+		},
+		"values-e2e-images.yaml": {
+			apiVersion: config.VersionV1alpha3, managerImage: "fixture-manager-hbn:t-manager-84",
+			images: []string{"fixture-collector-jwx:t-collector-82", "fixture-scanner-pkd:t-scanner-83", "fixture-remover-qzv:t-remover-81"},
+		},
+		"values-e2e-legacy-key.yaml": {apiVersion: config.VersionV1alpha3, managerImage: managerImage, sameAsDefaults: true},
+	}
+	files := ownUpstreamValues(t)
+	if len(files) != len(cases) {
+		t.Errorf("%d values files, %d cases: each file needs its expectations", len(files), len(cases))
+	}
+	for _, f := range files {
+		tc, ok := cases[filepath.Base(f)]
+		if !ok {
+			continue
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			objs := render(t, Options{ValuesFiles: []string{f}})
+			checkInstall(t, objs, DefaultNamespace)
+			cfg, warnings := managerConfig(t, objs)
+			if diff := cmp.Diff(tc.warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if cfg.APIVersion != tc.apiVersion {
+				t.Errorf("apiVersion %s, want %s", cfg.APIVersion, tc.apiVersion)
+			}
+			if tc.sameAsDefaults {
+				if diff := cmp.Diff(defaults, cfg, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("EraserConfig differs from the chart's defaults (-want +got):\n%s", diff)
+				}
+			} else {
+				c := cfg.Components
+				if diff := cmp.Diff(tc.images, []string{c.Collector.Image.Ref(), c.Scanner.Image.Ref(), c.Remover.Image.Ref()}); diff != "" {
+					t.Errorf("worker images (-want +got):\n%s", diff)
+				}
+			}
+			dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")
+			if got := dep.Spec.Template.Spec.Containers[0].Image; got != tc.managerImage {
+				t.Errorf("manager image %s, want %s", got, tc.managerImage)
+			}
+		})
+	}
+}
+
+func defaultImage(name, tag string) string { return version.DefaultRepo + "/" + name + ":" + tag }
+
+// Upstream's own values files install unchanged: the document they produce
+// is one the manager accepts, in the version they were written for.
 func TestChartUpstreamValues(t *testing.T) {
 	wantVersion := map[string]string{
 		"v1.0.0-values.yaml": config.VersionV1alpha1,
@@ -377,8 +447,11 @@ func TestChartLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	valueSets := map[string][]string{"defaults": nil}
-	for _, f := range upstreamValuesIfPresent() {
+	for _, f := range ownUpstreamValues(t) {
 		valueSets[filepath.Base(f)] = []string{f}
+	}
+	for _, f := range upstreamValuesIfPresent() {
+		valueSets["upstream "+filepath.Base(f)] = []string{f}
 	}
 	for name, files := range valueSets {
 		vals, err := (&values.Options{ValueFiles: files}).MergeValues(getter.Providers{})

@@ -29,8 +29,20 @@ func repoPath(parts ...string) string {
 
 func chartDir() string { return repoPath("charts", "eraser") }
 
-// upstreamValuesIfPresent are upstream's values files, read in place from
-// the reference data beside the repository, where it exists.
+// ownUpstreamValues are the project's values files shaped like upstream's
+// (written from upstream's documented keys, in internal/config's testdata):
+// the chart is checked against them on every run.
+func ownUpstreamValues(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(repoPath("internal", "config", "testdata", "upstream", "values-*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no upstream-shaped values files in internal/config/testdata/upstream")
+	}
+	return files
+}
+
+// upstreamValuesIfPresent are upstream's own values files, read in place
+// from the reference data beside the repository, where it exists.
 func upstreamValuesIfPresent() []string {
 	files, _ := filepath.Glob(upstreamValuesGlob())
 	return files
@@ -45,7 +57,7 @@ func upstreamHelmValues(t *testing.T) []string {
 	t.Helper()
 	files := upstreamValuesIfPresent()
 	if len(files) == 0 {
-		t.Skipf("upstream Helm values not present at %s; this tier runs only where they exist", upstreamValuesGlob())
+		t.Skipf("upstream's own Helm values are not at %s; TestChartUpstreamShapedValues checked the project's fixtures instead", upstreamValuesGlob())
 	}
 	return files
 }

@@ -5,7 +5,10 @@
 // As upstream, a document is applied onto the version's defaults: missing keys
 // keep their default, lists replace, maps merge. Unlike upstream, values are
 // validated up front and every problem is reported with its field path, and
-// keys that are not understood are reported as warnings instead of vanishing.
+// a key that is not understood is an error instead of vanishing (a typo would
+// otherwise keep a default, such as running on every node). The only keys
+// outside the schema that are accepted are those upstream accepted without
+// effect; each draws a warning.
 package config
 
 import (

@@ -388,36 +388,6 @@ func TestWarnings(t *testing.T) {
 		want []string
 	}{
 		"none": {doc: "apiVersion: eraser.sh/v1alpha3"},
-		"helm's ignored keys": {
-			doc: "apiVersion: eraser.sh/v1alpha3\nhealth: {}\nmetrics: {}\nwebhook: {}\nleaderElection: {leaderElect: true}",
-			want: []string{
-				"health: ignored, as by upstream Eraser; the manager's flags configure it",
-				"metrics: ignored, as by upstream Eraser; the manager's flags configure it",
-				"webhook: ignored, as by upstream Eraser; the manager's flags configure it",
-				"leaderElection: ignored, as by upstream Eraser; the manager's flags configure it",
-			},
-		},
-		"typos": {
-			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFiltr: {}, imageJob: {successRation: 0.5}}\ncomponents: {remover: {limits: {mem: 1Gi}}}",
-			want: []string{"components.remover.limits: unknown key, ignored", "manager.imageJob.successRation: unknown key, ignored", "manager.nodeFiltr: unknown key, ignored"},
-		},
-		"v1alpha1 does not know remover": {
-			doc:  "apiVersion: eraser.sh/v1alpha1\ncomponents: {remover: {}}",
-			want: []string{"components.remover: unknown key, ignored"},
-		},
-		"v1alpha2 does not know additionalPodLabels": {
-			doc:  "apiVersion: eraser.sh/v1alpha2\nmanager: {additionalPodLabels: {a: b}}",
-			want: []string{"manager.additionalPodLabels: unknown key, ignored"},
-		},
-		"unknown volume field": {
-			doc:  "apiVersion: eraser.sh/v1alpha3\ncomponents: {scanner: {volumes: [{name: a, hostPath: {path: /x, mode: ro}}]}}",
-			want: []string{"components.scanner.volumes[0].hostPath.mode: unknown key, ignored"},
-		},
-		// A misspelt key would silently widen the toleration.
-		"toleration typo": {
-			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {tolerations: [{key: a, operator: Exists, efect: NoSchedule}]}}",
-			want: []string{"manager.imageJob.tolerations[0].efect: unknown key, ignored"},
-		},
 		"cpu limit": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\ncomponents: {remover: {limit: {cpu: 1000m}}}",
 			want: []string{"components.remover.limit.cpu: ignored: worker containers get no CPU limit"},
@@ -482,6 +452,9 @@ func TestParseImage(t *testing.T) {
 		"digest":            {ref: "r/remover@sha256:abcd", want: Image{Repo: "r/remover@sha256:abcd"}},
 		"empty":             {ref: "", wantErr: true},
 		"space":             {ref: "a b", wantErr: true},
+		"no repo, tag":      {ref: ":v1", wantErr: true},
+		"empty tag":         {ref: "remover:", wantErr: true},
+		"no repo, digest":   {ref: "@sha256:abcd", wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -64,7 +64,13 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 		Scanner:   c.component(field.NewPath("components", "scanner"), comps.Scanner),
 		Remover:   c.component(remover, comps.Remover),
 	}
-	// The remover always runs; only the collector and scanner can be turned off.
+	// The remover always runs; only the collector and scanner can be turned
+	// off. Upstream had no such key and ignored it; a user who writes false
+	// expects no removals, so it is refused rather than ignored.
+	if !comps.Remover.Enabled {
+		c.errs = append(c.errs, field.Invalid(remover.Child("enabled"), false,
+			"the remover always runs; to remove nothing, delete the ImageLists and set components.collector.enabled: false"))
+	}
 	c.cfg.Components.Remover.Enabled = true
 	if c.cfg.Components.Scanner.Enabled && !c.cfg.Components.Collector.Enabled {
 		c.warn(field.NewPath("components", "scanner", "enabled"), "the scanner runs only in scheduled runs, which need components.collector.enabled: true")

@@ -30,7 +30,8 @@ type document struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 
-	// Keys upstream's Helm chart writes and its code never reads.
+	// Keys upstream's Helm chart writes and its code never reads
+	// (ignoredKeys).
 	Health         json.RawMessage `json:"health,omitempty"`
 	Metrics        json.RawMessage `json:"metrics,omitempty"`
 	Webhook        json.RawMessage `json:"webhook,omitempty"`
@@ -64,6 +65,10 @@ type managerCommon struct {
 	PullSecrets       []string      `json:"pullSecrets"`
 	PriorityClassName string        `json:"priorityClassName"`
 	NodeFilter        nodeFilterDoc `json:"nodeFilter"`
+
+	// Keys upstream's docs listed and its code never read (ignoredKeys).
+	ExtraScannerVolumes      json.RawMessage `json:"extraScannerVolumes,omitempty"`
+	ExtraScannerVolumeMounts json.RawMessage `json:"extraScannerVolumeMounts,omitempty"`
 }
 
 // managerV1alpha1 is the manager section of v1alpha1 and v1alpha2, where the
@@ -220,6 +225,9 @@ func defaultComponents() components {
 			Limit:   resourcesDoc{Mem: "2Gi"},
 		},
 		Remover: componentDoc{
+			// On by default so that a document turning it off can be told
+			// apart and refused.
+			Enabled: true,
 			Image:   image("remover"),
 			Request: resourcesDoc{Mem: "25Mi", CPU: "7m"},
 			Limit:   resourcesDoc{Mem: "30Mi"},

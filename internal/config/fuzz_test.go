@@ -4,16 +4,19 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // FuzzParse: whatever the document, Parse never panics, and a document it
 // accepts yields a configuration that honours every validated invariant.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
-	for _, file := range files {
+	upstream, _ := filepath.Glob(filepath.Join("testdata", "upstream", "v*.yaml"))
+	for _, file := range append(files, upstream...) {
 		if data, err := os.ReadFile(file); err == nil {
 			f.Add(data)
 		}
@@ -21,6 +24,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'npipe://./pipe/x'}}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha1\nmanager: {runtime: 7}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha2\ncomponents: {remover: {request: {cpu: -0}}}"))
+	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFilter: {type: include, selector: [a]}}"))
+	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nhealth: null\nmanager: {extraScannerVolumes: [], imageJob: {tolerations: [{efect: NoSchedule}]}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, _, err := Parse(data)
 		if err != nil {
@@ -47,6 +52,10 @@ func FuzzParse(f *testing.F) {
 		if _, ok := defaultRuntimeAddresses[m.Runtime.Name]; !ok || m.Runtime.Address == "" {
 			t.Fatalf("accepted runtime %+v", m.Runtime)
 		}
+		checkTypoRefused(t, data)
+		if !cfg.Components.Remover.Enabled {
+			t.Fatal("accepted a configuration with the remover off")
+		}
 		for _, c := range []Component{cfg.Components.Collector, cfg.Components.Scanner, cfg.Components.Remover} {
 			if c.Image.Repo == "" || c.Limit.CPU != nil {
 				t.Fatalf("accepted component %+v", c)
@@ -58,4 +67,52 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseImage: whatever --remover-image says, ParseImage never panics,
+// and an image it accepts has a repository and stands for exactly the
+// reference given, so the worker pods run the image that was named.
+func FuzzParseImage(f *testing.F) {
+	for _, ref := range []string{"ghcr.io/x/remover:v1", "remover", "localhost:5000/remover", "localhost:5000/remover:v2", "r/remover@sha256:abcd", ":v1", "repo:", "@sha256:abcd", "a b"} {
+		f.Add(ref)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		img, err := ParseImage(ref)
+		if err != nil {
+			if img != (Image{}) {
+				t.Fatalf("an image came with the error: %+v", img)
+			}
+			return
+		}
+		if img.Repo == "" || strings.HasPrefix(img.Repo, "@") || img.Ref() != ref {
+			t.Fatalf("%q accepted as %+v, which is %q", ref, img, img.Ref())
+		}
+	})
+}
+
+// checkTypoRefused: an accepted document with one unknown key added where it
+// matters most, the node filter, is refused, naming that key.
+func checkTypoRefused(t *testing.T, data []byte) {
+	t.Helper()
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return
+	}
+	manager, _ := top["manager"].(map[string]any)
+	if manager == nil {
+		manager = map[string]any{}
+	}
+	filter, _ := manager["nodeFilter"].(map[string]any)
+	if filter == nil {
+		filter = map[string]any{}
+	}
+	filter["selectr"] = []any{"pool=gpu"}
+	manager["nodeFilter"], top["manager"] = filter, manager
+	typo, err := yaml.Marshal(top)
+	if err != nil || len(typo) > MaxDocumentSize {
+		return
+	}
+	if _, _, err := Parse(typo); err == nil || !strings.Contains(err.Error(), "manager.nodeFilter.selectr") {
+		t.Fatalf("a misspelt nodeFilter key was not refused (%v):\n%s", err, typo)
+	}
 }

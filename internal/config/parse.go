@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,8 +16,9 @@ import (
 const MaxDocumentSize = 1 << 20
 
 // Parse reads an EraserConfig document of any supported version. It returns
-// the configuration with defaults applied, warnings about keys that have no
-// effect, and an error listing every invalid value by its field path.
+// the configuration with defaults applied, warnings about keys and values
+// that have no effect, and an error listing every invalid value and every
+// unknown key by its field path.
 func Parse(data []byte) (*Config, []string, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("EraserConfig is %d bytes, more than the %d a ConfigMap can hold", len(data), MaxDocumentSize)
@@ -47,15 +47,13 @@ func Parse(data []byte) (*Config, []string, error) {
 		return nil, nil, field.ErrorList{decodeError(err, apiVersion)}.ToAggregate()
 	}
 
-	warnings := unknownKeys(reflect.TypeOf(doc), generic, nil)
-	for _, k := range []string{"health", "metrics", "webhook", "leaderElection"} {
-		if _, set := top[k]; set {
-			warnings = append(warnings, fmt.Sprintf("%s: ignored, as by upstream Eraser; the manager's flags configure it", k))
-		}
-	}
-
-	cfg, more, errs := convert(doc)
+	// Unknown keys come first: a misspelt key often explains a value
+	// error further down (a default that was meant to be replaced).
+	errs := unknownKeys(reflect.TypeOf(doc), generic, nil)
+	warnings := ignoredKeyWarnings(top)
+	cfg, more, invalid := convert(doc)
 	warnings = append(warnings, more...)
+	errs = append(errs, invalid...)
 	if len(errs) > 0 {
 		return nil, warnings, errs.ToAggregate()
 	}
@@ -115,94 +113,9 @@ func describeType(t reflect.Type) string {
 	return t.String()
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
-var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-// unknownKeys lists, as warnings, the keys of v that t has no field for.
-// Upstream drops them silently; a typo then quietly keeps a default.
-func unknownKeys(t reflect.Type, v any, path *field.Path) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == rawMessageType || reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil
-	}
-	var out []string
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			child := childPath(path, k)
-			ft, known := fields[k]
-			if !known {
-				out = append(out, fmt.Sprintf("%s: unknown key, ignored", child))
-				continue
-			}
-			out = append(out, unknownKeys(ft, obj[k], child)...)
-		}
-	case reflect.Map:
-		if obj, ok := v.(map[string]any); ok {
-			for k, e := range obj {
-				out = append(out, unknownKeys(t.Elem(), e, path.Key(k))...)
-			}
-		}
-	case reflect.Slice:
-		if list, ok := v.([]any); ok {
-			for i, e := range list {
-				out = append(out, unknownKeys(t.Elem(), e, path.Index(i))...)
-			}
-		}
-	}
-	return out
-}
-
 func childPath(p *field.Path, name string) *field.Path {
 	if p == nil {
 		return field.NewPath(name)
 	}
 	return p.Child(name)
-}
-
-// jsonFields maps JSON keys to field types, flattening embedded and inline
-// structs as encoding/json does.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		inline := (f.Anonymous && name == "") || (name == "" && strings.Contains(opts, "inline"))
-		if inline {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range jsonFields(ft) {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
 }

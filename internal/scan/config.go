@@ -23,6 +23,11 @@ type Config struct {
 	DeleteEOLImages bool          `json:"deleteEOLImages"`
 	Vulnerabilities Vulnerability `json:"vulnerabilities"`
 	Timeout         Timeouts      `json:"timeout"`
+	// DBDownloadTimeout (our addition) bounds the DB download: a registry
+	// that accepts the connection and never answers would otherwise hold
+	// the node's run until the pod's run timeout, and end it with no word
+	// about why.
+	DBDownloadTimeout duration `json:"dbDownloadTimeout"`
 }
 
 // Vulnerability selects the findings that count.
@@ -55,6 +60,10 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// DefaultDBDownloadTimeout is long enough for the DB (tens of MB compressed)
+// on a slow link, and short against the 24h a worker pod may run.
+const DefaultDBDownloadTimeout = 10 * time.Minute
+
 // DefaultConfig is upstream's defaults, but keeping images whose scan failed.
 func DefaultConfig() Config {
 	return Config{
@@ -66,7 +75,8 @@ func DefaultConfig() Config {
 			SecurityChecks: []string{"vuln"},
 			Severities:     []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"},
 		},
-		Timeout: Timeouts{Total: duration{23 * time.Hour}, PerImage: duration{time.Hour}},
+		Timeout:           Timeouts{Total: duration{23 * time.Hour}, PerImage: duration{time.Hour}},
+		DBDownloadTimeout: duration{DefaultDBDownloadTimeout},
 	}
 }
 
@@ -88,6 +98,9 @@ func ParseConfig(doc string) (Config, error) {
 	}
 	if cfg.DBRepo == "" && !cfg.SkipDBUpdate {
 		return Config{}, errors.New("components.scanner.config: dbRepo is empty and skipDBUpdate is off: there is nowhere to get the vulnerability DB from")
+	}
+	if cfg.DBDownloadTimeout.Duration <= 0 {
+		return Config{}, fmt.Errorf("components.scanner.config: dbDownloadTimeout: must be greater than zero, got %v", cfg.DBDownloadTimeout.Duration)
 	}
 	for _, t := range cfg.Vulnerabilities.Types {
 		if t != "os" && t != "library" {

@@ -39,6 +39,13 @@ func TestParseConfig(t *testing.T) {
 		"unknown vuln type": {doc: "vulnerabilities: {types: [os, secrets]}", wantErr: "secrets"},
 		"bad duration":      {doc: "timeout: {total: soon}", wantErr: "not a duration"},
 		"unknown key":       {doc: "deleteFailedImage: true", wantErr: "deleteFailedImage"},
+		"DB download timeout": {
+			doc:  "dbDownloadTimeout: 30m",
+			want: func(c *Config) { c.DBDownloadTimeout = duration{30 * time.Minute} },
+		},
+		"zero DB download timeout":     {doc: "dbDownloadTimeout: 0s", wantErr: "dbDownloadTimeout: must be greater than zero"},
+		"negative DB download timeout": {doc: "dbDownloadTimeout: -1m", wantErr: `"-1m" is not a duration`},
+		"DB download timeout no unit":  {doc: "dbDownloadTimeout: 600", wantErr: `"600" is not a duration`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -58,6 +65,9 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+	if d := DefaultConfig().DBDownloadTimeout.Duration; d != 10*time.Minute {
+		t.Errorf("default DB download timeout %v, want 10m", d)
 	}
 	if p := DefaultConfig().Policy(); p.DeleteFailed || !p.DeleteEOL {
 		t.Errorf("default policy %+v: failed scans must be kept, EOL removed as upstream", p)

@@ -128,7 +128,9 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 		return nil, fmt.Errorf("runtime %q: this scanner reads images from containerd only", name)
 	}
 	start := time.Now()
-	dir, downloaded, err := vulndb.Prepare(ctx, vulndb.Options{CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate})
+	dir, downloaded, err := vulndb.Prepare(ctx, vulndb.Options{
+		CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate, DownloadTimeout: cfg.DBDownloadTimeout.Duration,
+	})
 	if err != nil {
 		return nil, err
 	}

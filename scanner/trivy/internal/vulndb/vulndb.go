@@ -7,12 +7,19 @@ package vulndb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	trivydb "github.com/aquasecurity/trivy/pkg/db"
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
+	xhttp "github.com/aquasecurity/trivy/pkg/x/http"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/eraser-oss/eraser/internal/scan"
 )
 
 // SchemaTag is the tag of the DB schema this Trivy reads.
@@ -26,6 +33,20 @@ type Options struct {
 	Repo string
 	// SkipUpdate never downloads.
 	SkipUpdate bool
+	// DownloadTimeout bounds the download (dbDownloadTimeout); zero or
+	// less means scan.DefaultDBDownloadTimeout, never no deadline.
+	DownloadTimeout time.Duration
+}
+
+// ErrDownloadTimeout is the error of a download that ran out of its
+// DownloadTimeout.
+var ErrDownloadTimeout = errors.New("timed out")
+
+func (o Options) downloadTimeout() time.Duration {
+	if o.DownloadTimeout <= 0 {
+		return scan.DefaultDBDownloadTimeout
+	}
+	return o.DownloadTimeout
 }
 
 // Dir is where the DB files are.
@@ -68,8 +89,73 @@ func Prepare(ctx context.Context, o Options) (dir string, downloaded bool, err e
 	if !need {
 		return dir, false, nil
 	}
-	if err := client.Download(ctx, dir, ftypes.RegistryOptions{}); err != nil {
+	if err := download(ctx, client, dir, o.downloadTimeout()); err != nil {
 		return "", false, fmt.Errorf("downloading the vulnerability DB from %s into %s: %w", o.Repo, dir, err)
 	}
 	return dir, true, nil
+}
+
+// download gives the download a deadline of its own. A registry that
+// accepts connections and never answers (a proxy swallowing traffic) would
+// otherwise hold the run until the pod's run timeout, which ends it without
+// saying why. Only this deadline is reported as the timeout: the caller's
+// own cancellation is passed on as it is.
+func download(ctx context.Context, client *trivydb.Client, dir string, timeout time.Duration) error {
+	dctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrDownloadTimeout)
+	defer cancel()
+	// Trivy does not hand its context to the registry client, whose
+	// requests then carry none: the deadline is put on each request by the
+	// transport instead.
+	dctx = xhttp.WithTransport(dctx, deadlineTransport{parent: ctx, ctx: dctx})
+	err := client.Download(dctx, dir, ftypes.RegistryOptions{})
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(dctx), ErrDownloadTimeout) {
+		return fmt.Errorf("%w: no DB after %v (components.scanner.config dbDownloadTimeout): %w", ErrDownloadTimeout, timeout, err)
+	}
+	return err
+}
+
+// deadlineTransport builds the transport Trivy would use, with ctx's end
+// added to every request's own context (the registry client makes its own,
+// from none). Cancelling a request's context also ends the reading of its
+// body, so a stalled layer download ends too.
+type deadlineTransport struct {
+	parent context.Context // where Trivy would otherwise find its transport
+	ctx    context.Context
+}
+
+func (t deadlineTransport) Build(opts ...xhttp.TransportOption) http.RoundTripper {
+	return deadlineRoundTripper{base: xhttp.RoundTripper(t.parent, opts...), ctx: t.ctx}
+}
+
+type deadlineRoundTripper struct {
+	base http.RoundTripper
+	ctx  context.Context
+}
+
+func (rt deadlineRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stop := context.AfterFunc(rt.ctx, func() { cancel(context.Cause(rt.ctx)) })
+	done := func() {
+		stop()
+		cancel(nil)
+	}
+	resp, err := rt.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		done()
+		return nil, err
+	}
+	// The request's context must last while its body is read.
+	resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
+	return resp, nil
+}
+
+type doneBody struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
