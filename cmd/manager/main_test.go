@@ -201,6 +201,7 @@ func TestManagerRefusesInvalidConfig(t *testing.T) {
 		want []string
 	}{
 		"ratio":            {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 3}}", want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
+		"unknown key":      {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFilter: {selector: [a=b]}}", want: []string{"manager.nodeFilter.selector", "selectors"}},
 		"filter type":      {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {nodeFilter: {type: all}}", want: []string{"manager.nodeFilter.type"}},
 		"api version":      {doc: "apiVersion: eraser.sh/v9\n", want: []string{"apiVersion", "Unsupported value"}},
 		"runtime":          {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'tcp://h:1'}}", want: []string{"manager.runtime.address"}},
