@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -87,16 +86,13 @@ type Params struct {
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod
-// gets AlreadyExists instead of a second pod on the node.
+// gets AlreadyExists instead of a second pod on the node. It is at most 63
+// characters: a pod's name is its hostname, and the API server warns about
+// every longer one.
 func PodName(job, node string) string {
 	sum := sha256.Sum256([]byte(node))
 	suffix := hex.EncodeToString(sum[:4])
-	prefix := job + "-" + node
-	if len(prefix) > 200 {
-		// A cut after a dot or dash would leave an empty DNS label.
-		prefix = strings.TrimRight(prefix[:200], "-.")
-	}
-	return prefix + "-" + suffix
+	return kname.Shorten(job+"-"+node, kname.MaxLabelValue-len(suffix)-1) + "-" + suffix
 }
 
 // WindowsMemoryFloor is the least memory limit a Windows HostProcess

@@ -1,6 +1,7 @@
 package fault_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,48 +65,26 @@ func TestHundredPodsNeverStart(t *testing.T) {
 		t.Errorf("ImageList Ready %s %q, failed %d", lc.Reason, lc.Message, list.Status.Failed)
 	}
 
-	// The Events: the manager emits one NodeFailed per node, once (its log
-	// shows every Event it emits) and the job's outcome.
-	byNode := map[string]int{}
-	for _, l := range mgr.lines(`"reason":"NodeFailed"`) {
-		i := strings.Index(l, `"msg":"node `)
-		if i < 0 {
-			continue
-		}
-		node, _, _ := strings.Cut(l[i+len(`"msg":"node `):], ":")
-		byNode[node]++
-	}
-	for node, n := range byNode {
-		if n > 1 {
-			t.Errorf("node %s announced %d times", node, n)
-		}
-	}
-	if len(byNode) != nodes {
-		t.Errorf("the manager emitted NodeFailed for %d nodes, want %d", len(byNode), nodes)
-	}
-	// What reaches the API server, which is what a user sees.
+	// The Events: failures found in one pass are announced in one Event
+	// naming a few and counting the rest, so that the Event recorder's
+	// per-object budget (it drops an object's Events past 25) still lets
+	// the job's outcome through. The status counts every failure.
 	time.Sleep(3 * time.Second) // the recorder sends asynchronously
 	evs := events(t, "ImageJob", job.Name)
-	distinct, occurrences, combined := 0, int32(0), 0
+	announced := 0
 	for _, e := range evs {
 		if e.Reason != "NodeFailed" {
 			continue
 		}
-		occurrences += max(e.Count, 1)
-		if strings.HasPrefix(e.Message, "(combined from similar events)") {
-			combined++
-			continue
+		var n int
+		if _, err := fmt.Sscanf(e.Message, "%d node(s) failed", &n); err != nil {
+			t.Errorf("NodeFailed Event %q does not count its nodes", e.Message)
 		}
-		distinct++
-		if e.Count > 1 {
-			t.Errorf("NodeFailed Event repeated %d times: %s", e.Count, e.Message)
-		}
+		announced += n * int(max(e.Count, 1))
 	}
-	t.Logf("ImageJob Events in the API: %d objects: NodeFailed: %d single, %d combined, %d occurrences for %d failed nodes:%s",
-		len(evs), distinct, combined, occurrences, nodes, describeEvents(evs[max(0, len(evs)-3):]))
-	if occurrences < nodes {
-		t.Errorf("the API server has NodeFailed Events for %d of %d failed nodes (client-go's Event correlator aggregates "+
-			"after 10 similar Events and drops an object's Events of one type after 25)", occurrences, nodes)
+	t.Logf("ImageJob Events in the API: %d objects:%s", len(evs), describeEvents(evs))
+	if announced != nodes {
+		t.Errorf("NodeFailed Events announce %d failed nodes, want %d", announced, nodes)
 	}
 	if findEvent(evs, string(eraserv1.PhaseFailed), "0 of 100 nodes succeeded") == nil {
 		t.Errorf("no Failed Event with the job's outcome on the ImageJob: the manager emitted it (%d log lines) but it never reached the API server",

@@ -226,10 +226,20 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	// A pass reads every pod of the job; on thousands of nodes, pod events
-	// would run it back to back. One pass per interval sees them all.
-	if wait := r.throttle(st); wait > 0 {
+	// would run it back to back. One pass per interval sees them all. After
+	// a failed pass the error's own backoff decides instead: a throttle's
+	// requeue would reset it, and an API server that is down would be
+	// asked again every interval.
+	if wait := r.throttle(st); wait > 0 && !st.erred {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
+	res, err := r.pass(ctx, job, data, nodes, st)
+	st.erred = err != nil
+	return res, err
+}
+
+// pass is one pass over a running job, with its memory locked.
+func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
 	w, err := r.gather(ctx, job, data.Config, nodes, st)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -257,6 +267,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if msg, all := refusedAll(errs); all && len(w.pods) == 0 && len(st.created) == 0 {
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
+		job.Status.Failed = len(w.targets)
 		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
 	}
 	r.recordCreates(job, st, w, p, errs)
@@ -369,7 +380,7 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world
 		prev, had := st.creating[node]
 		st.creating[node] = refused(prev, had, w.now, errs[k].Error())
 		msg := apiMessage(errs[k])
-		if !st.refusals[msg] {
+		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
 			st.refusals[msg] = true
 			r.recorder.Eventf(job, corev1.EventTypeWarning, ReasonCreateFailed,
 				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", truncate(msg))
@@ -428,12 +439,46 @@ func (r *Reconciler) afterUpdate(ctx context.Context, job *eraserv1.ImageJob, st
 			log.FromContext(ctx).Error(err, "deleting a timed-out pod", "pod", pod.Name)
 		}
 	}
+	var fresh []eraserv1.NodeFailure
 	for node, f := range st.failures {
 		if !st.announced[node] {
 			st.announced[node] = true
-			r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "node %s: %s: %s", node, f.Reason, f.Message)
+			fresh = append(fresh, f)
 		}
 	}
+	if len(fresh) == 0 {
+		return
+	}
+	slices.SortFunc(fresh, func(a, b eraserv1.NodeFailure) int { return strings.Compare(a.Node, b.Node) })
+	text := failuresText(fresh)
+	log.FromContext(ctx).Info("nodes failed", "count", len(fresh), "nodes", text)
+	// One Event per pass, a few per job: the event recorder drops an
+	// object's Events past a small budget, and the job's outcome Event
+	// must still get through. The status counts every failure.
+	if st.failureEvents < maxFailureEvents {
+		st.failureEvents++
+		r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "%d node(s) failed: %s", len(fresh), text)
+	}
+}
+
+// Event budgets per job (see afterUpdate).
+const (
+	maxFailureEvents = 8
+	maxRefusalEvents = 4
+)
+
+// failuresText names a few failures with their reason and message.
+func failuresText(fs []eraserv1.NodeFailure) string {
+	const shown = 5
+	var parts []string
+	for _, f := range fs[:min(len(fs), shown)] {
+		parts = append(parts, fmt.Sprintf("%s (%s: %s)", f.Node, f.Reason, f.Message))
+	}
+	text := strings.Join(parts, "; ")
+	if more := len(fs) - shown; more > 0 {
+		text += fmt.Sprintf("; and %d more", more)
+	}
+	return truncate(text)
 }
 
 // wakeUp is when the job needs a pass that no event will bring: a pod's
@@ -520,7 +565,11 @@ func permanent(err error) bool {
 func apiMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
-		return status.Status().Message
+		st := status.Status()
+		if d := st.Details; d != nil && d.Name != "" {
+			return strings.Replace(st.Message, `"`+d.Name+`" `, "", 1)
+		}
+		return st.Message
 	}
 	return err.Error()
 }

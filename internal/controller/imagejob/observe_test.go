@@ -356,3 +356,13 @@ func TestTrimmedPodsJudgedAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIMessageOmitsThePod: one refusal of many pods reads as one.
+func TestAPIMessageOmitsThePod(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	a := apiMessage(apierrors.NewForbidden(gr, "job-node-a-12345678", errors.New("exceeded quota: q")))
+	b := apiMessage(apierrors.NewForbidden(gr, "job-node-b-87654321", errors.New("exceeded quota: q")))
+	if a != b || strings.Contains(a, "node-a") || !strings.Contains(a, "exceeded quota") {
+		t.Errorf("messages %q and %q", a, b)
+	}
+}

@@ -94,7 +94,7 @@ func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outco
 		return outcome{state: stateFailed, reason: ReasonPodDeleted, message: "the pod was deleted before it finished"}
 	}
 	if started := startTime(pod); started.IsZero() {
-		if age := now.Sub(pod.CreationTimestamp.Time); t.start > 0 && age >= t.start {
+		if age := now.Sub(pod.CreationTimestamp.Time); t.start > 0 && age >= t.start+timestampGrain {
 			return outcome{state: stateFailed, reason: ReasonStartTimeout, timedOut: true,
 				message: fmt.Sprintf("did not start within %v%s", t.start, waiting(pod))}
 		}
@@ -104,6 +104,11 @@ func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outco
 	}
 	return outcome{state: stateActive}
 }
+
+// timestampGrain is the resolution of a pod's creationTimestamp: a pod
+// created at 12:00:00.9 says 12:00:00, and would time out up to a second
+// early without it.
+const timestampGrain = time.Second
 
 // deadline is when an active pod would time out.
 func deadline(pod *corev1.Pod, t timeouts) time.Time {
@@ -116,7 +121,7 @@ func deadline(pod *corev1.Pod, t timeouts) time.Time {
 	if t.start == 0 {
 		return time.Time{}
 	}
-	return pod.CreationTimestamp.Add(t.start)
+	return pod.CreationTimestamp.Add(t.start + timestampGrain)
 }
 
 // startTime is when every container was running (the pod left Pending).

@@ -31,6 +31,10 @@ type jobState struct {
 	announced map[string]bool
 	// refusals are the creation errors an Event was emitted for.
 	refusals map[string]bool
+	// failureEvents counts the NodeFailed Events emitted.
+	failureEvents int
+	// erred is whether the last pass failed.
+	erred bool
 }
 
 // state returns the job's memory, seeded from its status on first use so
