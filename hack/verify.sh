@@ -2,7 +2,8 @@
 # Regenerates deepcopy code, CRDs, RBAC, the chart's CRDs and
 # deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
-# a file over 1 MiB or a compiled executable. Run by `make verify`
+# a file over 1 MiB or a compiled executable, or a relative markdown link is
+# broken. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
 set -euo pipefail
@@ -67,6 +68,13 @@ fi
 if [ "${#binaries[@]}" -gt 0 ]; then
   echo "verify: executable binaries in the tree (build them with make build; never commit them):" >&2
   printf '  %s\n' "${binaries[@]}" >&2
+  fail=1
+fi
+
+# Relative markdown links name files that exist, and headings that do.
+mapfile -d '' docs < <(tree_files | grep -z '\.md$')
+if [ "${#docs[@]}" -gt 0 ] && ! go run ./hack/doclinks "${docs[@]}" >&2; then
+  echo "verify: broken links in the docs (above)" >&2
   fail=1
 fi
 
