@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy code, CRDs, RBAC, the chart's CRDs and
 # deploy/eraser.yaml and fails if that changed anything,
-# or if go.mod/go.sum are untidy or Go files unformatted. Run by `make verify`
+# or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
+# a file over 1 MiB or a compiled executable, or a relative markdown link is
+# broken. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
 set -euo pipefail
+export LC_ALL=C # byte-wise reads of file magic below
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 
@@ -27,6 +30,51 @@ unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go
 if [ -n "$unformatted" ]; then
   echo "verify: gofmt needed on:" >&2
   echo "$unformatted" >&2
+  fail=1
+fi
+
+# The tree's files: git's tracked and not-ignored untracked files (what a
+# commit could take), or, outside a git work tree, every file but bin/.
+tree_files() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard
+  else
+    find . -path ./.git -prune -o -path ./bin -prune -o -type f -printf '%P\0'
+  fi
+}
+
+# No build output in the tree: nothing over 1 MiB, and no executable in a
+# binary format (ELF, PE/MZ, Mach-O; scripts with a shebang are fine).
+max_bytes=$((1024 * 1024))
+too_big=() binaries=()
+while IFS= read -r -d '' f; do
+  [ -f "$f" ] && [ ! -L "$f" ] || continue
+  size=$(stat -c %s -- "$f")
+  if [ "$size" -gt "$max_bytes" ]; then too_big+=("$f ($size bytes)"); fi
+  magic=
+  IFS= read -r -d '' -n 4 magic <"$f" || true
+  case "$magic" in
+  $'\x7fELF'*) binaries+=("$f (ELF)") ;;
+  MZ*) binaries+=("$f (PE/MZ)") ;;
+  $'\xfe\xed\xfa\xce' | $'\xfe\xed\xfa\xcf' | $'\xce\xfa\xed\xfe' | $'\xcf\xfa\xed\xfe' | $'\xca\xfe\xba\xbe')
+    binaries+=("$f (Mach-O)") ;;
+  esac
+done < <(tree_files)
+if [ "${#too_big[@]}" -gt 0 ]; then
+  echo "verify: files over 1 MiB in the tree (build outputs belong in bin/, data in shared storage):" >&2
+  printf '  %s\n' "${too_big[@]}" >&2
+  fail=1
+fi
+if [ "${#binaries[@]}" -gt 0 ]; then
+  echo "verify: executable binaries in the tree (build them with make build; never commit them):" >&2
+  printf '  %s\n' "${binaries[@]}" >&2
+  fail=1
+fi
+
+# Relative markdown links name files that exist, and headings that do.
+mapfile -d '' docs < <(tree_files | grep -z '\.md$')
+if [ "${#docs[@]}" -gt 0 ] && ! go run ./hack/doclinks "${docs[@]}" >&2; then
+  echo "verify: broken links in the docs (above)" >&2
   fail=1
 fi
 

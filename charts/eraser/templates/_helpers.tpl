@@ -46,5 +46,57 @@ shape tells the version apart).
 {{- if not $cfg.kind -}}
 {{- $_ := set $cfg "kind" "EraserConfig" -}}
 {{- end -}}
+{{- if .Values.imageRegistry -}}
+{{- /* The worker images at their default location are pulled from
+imageRegistry: an image left out gets its default repository written here
+(the tag stays the manager's default), one set under ghcr.io/eraser-oss/ is
+rewritten. The remover is components.eraser before v1alpha2. */ -}}
+{{- $components := $cfg.components | default dict -}}
+{{- $names := dict "collector" "collector" "scanner" "eraser-trivy-scanner" -}}
+{{- $_ := set $names (eq $cfg.apiVersion "eraser.sh/v1alpha1" | ternary "eraser" "remover") "remover" -}}
+{{- range $key, $name := $names -}}
+{{- $component := get $components $key | default dict -}}
+{{- $image := $component.image | default dict -}}
+{{- $repo := $image.repo | default (printf "%s/%s" (include "eraser.defaultRepo" $) $name) -}}
+{{- $_ := set $image "repo" (include "eraser.mirror" (list $ $repo)) -}}
+{{- $_ := set $component "image" $image -}}
+{{- $windows := $component.windows -}}
+{{- if and (kindIs "map" $windows) (kindIs "map" $windows.image) -}}
+{{- if $windows.image.repo -}}
+{{- $_ := set $windows.image "repo" (include "eraser.mirror" (list $ $windows.image.repo)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $components $key $component -}}
+{{- end -}}
+{{- $_ := set $cfg "components" $components -}}
+{{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+{{/* Where the project's images live by default (internal/version.DefaultRepo). */}}
+{{- define "eraser.defaultRepo" -}}
+ghcr.io/eraser-oss
+{{- end -}}
+
+{{/*
+An image repository, pulled from imageRegistry when that is set and the
+repository is at the default location: ghcr.io/eraser-oss/remover becomes
+<imageRegistry>/eraser-oss/remover. Any other repository is kept as given.
+Takes (list $root $repo).
+*/}}
+{{- define "eraser.mirror" -}}
+{{- $root := index . 0 -}}
+{{- $repo := index . 1 | toString -}}
+{{- $registry := trimSuffix "/" ($root.Values.imageRegistry | default "" | toString) -}}
+{{- $default := include "eraser.defaultRepo" $root -}}
+{{- if and $registry (hasPrefix (printf "%s/" $default) $repo) -}}
+{{- printf "%s/%s" $registry (trimPrefix (printf "%s/" (regexReplaceAll "/.*$" $default "")) $repo) -}}
+{{- else -}}
+{{- $repo -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of the metrics Service, which the ServiceMonitor selects by. */}}
+{{- define "eraser.metricsLabels" -}}
+app.kubernetes.io/component: metrics
 {{- end -}}
