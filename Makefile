@@ -21,6 +21,16 @@ all: build
 $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 	GOBIN=$(BIN) go -C hack/tools install sigs.k8s.io/controller-tools/cmd/controller-gen
 
+# actionlint, pinned in hack/tools like controller-gen.
+ACTIONLINT := $(BIN)/actionlint
+
+$(ACTIONLINT): hack/tools/go.mod hack/tools/go.sum
+	GOBIN=$(BIN) go -C hack/tools install github.com/rhysd/actionlint/cmd/actionlint
+
+.PHONY: lint-workflows
+lint-workflows: $(ACTIONLINT) ## Lint the GitHub Actions workflows in .github/workflows (run by verify).
+	$(ACTIONLINT) -no-color
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
