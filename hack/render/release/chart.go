@@ -1,7 +1,6 @@
 package release
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -134,13 +133,9 @@ func helmClient(o Options) (*registry.Client, error) {
 	return registry.NewClient(opts...)
 }
 
-// pushChart packages the chart and pushes it unless its reference already
-// holds the same archive.
-func pushChart(_ context.Context, o Options) (Pushed, error) {
-	data, err := Package(o.ChartDir, o)
-	if err != nil {
-		return Pushed{}, err
-	}
+// pushChart pushes the packaged chart unless its reference already holds
+// the same archive.
+func pushChart(o Options, data []byte) (Pushed, error) {
 	client, err := helmClient(o)
 	if err != nil {
 		return Pushed{}, err

@@ -224,6 +224,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		locals = append(locals, local{im, tag, idx})
 	}
 
+	// So is the chart, packaged before any push.
+	chartData, err := Package(o.ChartDir, o)
+	if err != nil {
+		return nil, err
+	}
+
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(o.Keychain),
@@ -240,7 +246,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(o.Out, "%-9s %s@%s (%s)\n", state(p), p.Ref, p.Digest, strings.Join(p.Platforms, ", "))
 	}
 
-	chart, err := pushChart(ctx, o)
+	chart, err := pushChart(o, chartData)
 	if err != nil {
 		return nil, err
 	}

@@ -352,6 +352,16 @@ func TestReleaseRefusesOtherBuilds(t *testing.T) {
 			}
 		})
 	}
+	// A chart that does not package stops the release before any push.
+	t.Run("no chart", func(t *testing.T) {
+		dir := t.TempDir()
+		writeLayouts(t, dir, reg, testVersion)
+		o := options(t, reg, dir, helmConfig)
+		o.ChartDir = filepath.Join(dir, "no-chart")
+		if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "loading chart") {
+			t.Errorf("got %v, want the chart's error", err)
+		}
+	})
 	// Nothing reached the registry.
 	repo, _ := name.NewRepository(reg+"/remover", name.Insecure)
 	if tags, err := remote.List(repo); err == nil && len(tags) > 0 {
