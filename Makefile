@@ -21,6 +21,16 @@ all: build
 $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 	GOBIN=$(BIN) go -C hack/tools install sigs.k8s.io/controller-tools/cmd/controller-gen
 
+# actionlint, pinned in hack/tools like controller-gen.
+ACTIONLINT := $(BIN)/actionlint
+
+$(ACTIONLINT): hack/tools/go.mod hack/tools/go.sum
+	GOBIN=$(BIN) go -C hack/tools install github.com/rhysd/actionlint/cmd/actionlint
+
+.PHONY: lint-workflows
+lint-workflows: $(ACTIONLINT) ## Lint the GitHub Actions workflows in .github/workflows (run by verify).
+	$(ACTIONLINT) -no-color
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -81,12 +91,34 @@ build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is larg
 IMAGES ?= manager collector remover trivy-scanner
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 VERSION ?=
+# REGISTRY: the registry path the images are named under, and that the
+# manager defaults its workers to (default: internal/version.DefaultRepo).
+REGISTRY ?=
 IMAGES_DIR := $(BIN)/images
 
 .PHONY: images
 images: ## Build the container images without a Docker engine: OCI layouts and docker-archive tarballs in bin/images/ (docs/images.md).
-	go run ./hack/ocibuild -out $(IMAGES_DIR) -images "$(IMAGES)" -platforms "$(PLATFORMS)" -version "$(VERSION)" \
+	go run ./hack/ocibuild -out $(IMAGES_DIR) -images "$(IMAGES)" -platforms "$(PLATFORMS)" -version "$(VERSION)" -registry "$(REGISTRY)" \
 		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
+
+##@ Release
+
+# make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3 (docs/release.md):
+# every image with every platform, built for REGISTRY and VERSION, pushed as
+# one multi-platform index each, then the chart as oci://REGISTRY/charts/eraser.
+# INSECURE=1: plain HTTP, only to a registry on this machine.
+RELEASE_TOOL := $(BIN)/eraser-release
+RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure)
+
+.PHONY: release
+release: ## Push the images and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
+	@if [ -z "$(REGISTRY)" ] || [ -z "$(VERSION)" ]; then \
+		echo "release: REGISTRY and VERSION are required, e.g. make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3" >&2; exit 1; fi
+	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
+	$(RELEASE_TOOL) -check $(RELEASE_FLAGS)
+	$(MAKE) --no-print-directory images IMAGES="manager collector remover trivy-scanner" \
+		PLATFORMS="linux/amd64 linux/arm64 windows/amd64" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
+	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser
 
 ##@ Test
 

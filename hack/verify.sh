@@ -85,5 +85,7 @@ for mod in . hack/tools hack/render scanner/trivy; do
   fi
 done
 
+$MAKE --no-print-directory -s lint-workflows >&2 || { echo "verify: actionlint: fix .github/workflows (make lint-workflows)" >&2; fail=1; }  # release-registry: workflow lint
+
 if [ "$fail" = 0 ]; then echo "verify: ok"; fi
 exit "$fail"

@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/eraser-oss/eraser/internal/version"
 )
 
 // versionPackage is where the -X stamps go.
@@ -147,8 +149,7 @@ func build(ctx context.Context, o options, comps []component, plats []platform) 
 // compile builds static binaries of the main packages of one module for
 // one platform into dir, named after the packages.
 func compile(ctx context.Context, o options, module string, pkgs, env []string, p platform, dir string) error {
-	ldflags := strings.TrimSpace(fmt.Sprintf("%s -X %s.Version=%s -X %s.Commit=%s",
-		o.LDFlags, versionPackage, o.Version, versionPackage, o.Revision))
+	ldflags := buildLDFlags(o)
 	// -buildvcs=false: the revision is stamped explicitly, so that the
 	// binaries do not change with the state of the work tree.
 	args := []string{"-C", filepath.Join(o.Root, module), "build", "-trimpath", "-buildvcs=false", "-o", dir + string(filepath.Separator)}
@@ -165,6 +166,19 @@ func compile(ctx context.Context, o options, module string, pkgs, env []string, 
 		return fmt.Errorf("go build %s for %s: %w", strings.Join(pkgs, " "), p, err)
 	}
 	return nil
+}
+
+// buildLDFlags are o.LDFlags and the version stamps. Images for another
+// registry than the default (make release) also stamp it, so that the
+// manager defaults its workers to that registry; the default registry's
+// binaries stay as they were.
+func buildLDFlags(o options) string {
+	ldflags := strings.TrimSpace(fmt.Sprintf("%s -X %s.Version=%s -X %s.Commit=%s",
+		o.LDFlags, versionPackage, o.Version, versionPackage, o.Revision))
+	if o.Registry != version.DefaultRepo {
+		ldflags += fmt.Sprintf(" -X %s.DefaultRepo=%s", versionPackage, o.Registry)
+	}
+	return ldflags
 }
 
 func binaryName(c component, p platform) string {

@@ -116,7 +116,7 @@ func main() {
 	images := flag.String("images", "manager collector remover trivy-scanner", "images to build, separated by spaces or commas")
 	platforms := flag.String("platforms", "linux/amd64 linux/arm64 windows/amd64", "platforms to build, separated by spaces or commas; each image gets those it supports")
 	flag.StringVar(&o.Out, "out", "bin/images", "output directory")
-	flag.StringVar(&o.Registry, "registry", version.DefaultRepo, "registry path of the image repositories")
+	flag.StringVar(&o.Registry, "registry", "", "registry path of the image repositories, and of the workers the manager defaults to (default: "+version.DefaultRepo+")")
 	flag.StringVar(&o.Version, "version", "", "image tag and stamped version (default: internal/version.Version, "+version.Version+")")
 	flag.StringVar(&o.Revision, "revision", "", "source revision for the label and the binaries (default: git rev-parse HEAD)")
 	flag.StringVar(&o.Tags, "tags", "", "go build -tags")
@@ -140,6 +140,9 @@ func run(o *options, images, platforms string) error {
 	}
 	if o.Version == "" {
 		o.Version = version.Version
+	}
+	if o.Registry == "" {
+		o.Registry = version.DefaultRepo
 	}
 	if o.Revision == "" {
 		o.Revision = gitRevision()

@@ -375,3 +375,17 @@ func fileSum(t *testing.T, path string) string {
 	}
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
+
+// Images built for another registry name it as the workers' default
+// registry; the default registry's builds are stamped as before.
+func TestLDFlagsStampTheRegistry(t *testing.T) {
+	o := options{LDFlags: "-s -w", Version: "1.2.3", Revision: "abc", Registry: "127.0.0.1:5000/eraser"}
+	want := "-s -w -X " + versionPackage + ".Version=1.2.3 -X " + versionPackage + ".Commit=abc -X " + versionPackage + ".DefaultRepo=127.0.0.1:5000/eraser"
+	if got := buildLDFlags(o); got != want {
+		t.Errorf("ldflags %q, want %q", got, want)
+	}
+	o.Registry = "ghcr.io/eraser-oss"
+	if got := buildLDFlags(o); strings.Contains(got, "DefaultRepo") {
+		t.Errorf("default registry stamped: %q", got)
+	}
+}

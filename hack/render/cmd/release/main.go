@@ -1,0 +1,77 @@
+// Command release publishes an Eraser release: the images "make images"
+// wrote (one multi-platform index each) and the Helm chart, stamped with
+// the version, to an OCI registry. "make release" builds the images and
+// runs it; docs/release.md describes both.
+//
+//	go -C hack/render run ./cmd/release -registry ghcr.io/owner/eraser -version 1.2.3 \
+//	    -images $PWD/bin/images -chart $PWD/charts/eraser
+//
+// Credentials: the docker config for the images (docker login), Helm's
+// registry config then the docker config for the chart.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"helm.sh/helm/v4/pkg/cli"
+
+	"github.com/eraser-oss/eraser/hack/render/release"
+)
+
+func main() {
+	var o release.Options
+	flag.StringVar(&o.Registry, "registry", "", "registry host and path the images and chart go under, e.g. ghcr.io/owner/eraser")
+	flag.StringVar(&o.Version, "version", "", "the release, a semantic version without the leading v (image tag, chart version and appVersion)")
+	flag.StringVar(&o.ImagesDir, "images", "bin/images", "directory of the OCI layouts make images wrote")
+	flag.StringVar(&o.ChartDir, "chart", "charts/eraser", "the chart's directory")
+	flag.BoolVar(&o.Insecure, "insecure", false, "plain HTTP; only for a registry on this machine (127.0.0.0/8, localhost, [::1])")
+	flag.BoolVar(&o.Overwrite, "overwrite", false, "replace tags that hold other content (a published version should not change)")
+	flag.StringVar(&o.HelmRegistryConfig, "registry-config", cli.New().RegistryConfig, "Helm's registry credentials file (helm registry login; $HELM_REGISTRY_CONFIG)")
+	check := flag.Bool("check", false, "only check the registry, version and -insecure; push nothing")
+	flag.Parse()
+	if flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: release -registry REGISTRY -version VERSION [flags]")
+		flag.PrintDefaults()
+		os.Exit(2)
+	}
+	if err := run(o, *check); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o release.Options, check bool) error {
+	if check {
+		return release.Check(o)
+	}
+	epoch, err := sourceDateEpoch()
+	if err != nil {
+		return err
+	}
+	o.Epoch = epoch
+	o.Out = os.Stdout
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	_, err = release.Run(ctx, o)
+	return err
+}
+
+// sourceDateEpoch is SOURCE_DATE_EPOCH, or the Unix epoch, as hack/ocibuild
+// reads it.
+func sourceDateEpoch() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", s, err)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}

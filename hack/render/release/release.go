@@ -1,0 +1,343 @@
+// Package release publishes an Eraser release to an OCI registry: the
+// multi-platform images that hack/ocibuild wrote as OCI layouts ("make
+// images"), then the Helm chart, stamped with the version and pointing at
+// those images, as an OCI artifact. "make release" runs it through
+// cmd/release; docs/release.md describes it.
+//
+// A release is idempotent: a reference that already holds what would be
+// pushed is left alone, and one that holds something else is refused
+// (a published version does not change) unless Overwrite is set.
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// Image is one of the images a release publishes: its directory under the
+// images directory (hack/ocibuild's -images name), its repository under the
+// registry, and the platforms its index must hold.
+type Image struct {
+	Name, Repo string
+	Platforms  []string
+}
+
+// Images are the images of a release, as hack/ocibuild's catalog builds
+// them with every platform (docs/images.md).
+var Images = []Image{
+	{Name: "manager", Repo: "eraser-manager", Platforms: []string{"linux/amd64", "linux/arm64"}},
+	{Name: "collector", Repo: "collector", Platforms: []string{"linux/amd64", "linux/arm64", "windows/amd64"}},
+	{Name: "remover", Repo: "remover", Platforms: []string{"linux/amd64", "linux/arm64", "windows/amd64"}},
+	{Name: "trivy-scanner", Repo: "eraser-trivy-scanner", Platforms: []string{"linux/amd64", "linux/arm64"}},
+}
+
+// ChartRepo is the chart's repository under the registry.
+const ChartRepo = "charts/eraser"
+
+// Annotations hack/ocibuild puts on the index in a layout's index.json.
+const (
+	annotationRefName       = "org.opencontainers.image.ref.name"
+	annotationContainerName = "io.containerd.image.name"
+)
+
+// Options are the inputs of a release.
+type Options struct {
+	// Registry is where the images and the chart go: a registry host and
+	// an optional path, e.g. ghcr.io/owner/eraser.
+	Registry string
+	// Version is the release, a semantic version without a leading "v":
+	// the images' tag, the chart's version and appVersion.
+	Version string
+	// ImagesDir holds an OCI layout per image (make images: bin/images).
+	ImagesDir string
+	// ChartDir is the chart's source (charts/eraser).
+	ChartDir string
+	// Insecure allows plain HTTP, only to a registry on this machine.
+	Insecure bool
+	// Overwrite replaces a tag that holds other content than this
+	// release's; without it, such a tag is an error.
+	Overwrite bool
+	// Epoch is the chart archive's timestamps and its OCI creation time
+	// (SOURCE_DATE_EPOCH), so that the same sources give the same digests.
+	Epoch time.Time
+	// Keychain gives the images' registry credentials; nil is
+	// authn.DefaultKeychain (the docker config).
+	Keychain authn.Keychain
+	// HelmRegistryConfig is Helm's registry credentials file (helm
+	// registry login); Helm falls back to the docker config.
+	HelmRegistryConfig string
+	// Out receives what was pushed; nil discards it.
+	Out io.Writer
+}
+
+// Pushed is one reference of a release and its digest.
+type Pushed struct {
+	Ref    string
+	Digest string
+	// Platforms of an image index; empty for the chart.
+	Platforms []string
+	// Unchanged: the reference already held this digest.
+	Unchanged bool
+}
+
+// Result is what a release pushed, images first, then the chart.
+type Result struct {
+	Images []Pushed
+	Chart  Pushed
+	Took   time.Duration
+}
+
+// Check validates the options that need nothing built: the registry, the
+// version and the plain-HTTP rule. Run checks them too; "make release"
+// calls it before it spends minutes building images.
+func Check(o Options) error {
+	if err := checkVersion(o.Version); err != nil {
+		return err
+	}
+	host, err := registryHost(o.Registry)
+	if err != nil {
+		return err
+	}
+	if o.Insecure && !IsLoopback(host) {
+		return fmt.Errorf("--insecure (plain HTTP) is allowed only for a registry on this machine (127.0.0.0/8, localhost, [::1]); %s is not one: push over HTTPS", host)
+	}
+	for _, im := range Images {
+		if _, err := name.NewTag(o.Registry+"/"+im.Repo+":"+o.Version, name.StrictValidation); err != nil {
+			return fmt.Errorf("registry %q: %w", o.Registry, err)
+		}
+	}
+	return nil
+}
+
+func checkVersion(v string) error {
+	if v == "" {
+		return errors.New("no version: set VERSION, e.g. VERSION=1.2.3")
+	}
+	if strings.HasPrefix(v, "v") {
+		return fmt.Errorf("version %q: give it without the leading v (%s), as Helm chart versions are", v, strings.TrimPrefix(v, "v"))
+	}
+	sv, err := semver.StrictNewVersion(v)
+	if err != nil {
+		return fmt.Errorf("version %q is not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE]): %w", v, err)
+	}
+	if sv.Metadata() != "" {
+		return fmt.Errorf("version %q: build metadata (+...) cannot be an image tag", v)
+	}
+	return nil
+}
+
+// registryHost is the host[:port] that starts a registry path; it must
+// look like a host (a dot, a port or localhost), or the clients would take
+// the path for a Docker Hub repository.
+func registryHost(registry string) (string, error) {
+	if registry == "" {
+		return "", errors.New("no registry: set REGISTRY, e.g. REGISTRY=ghcr.io/<owner>/eraser")
+	}
+	if strings.Contains(registry, "://") {
+		return "", fmt.Errorf("registry %q: give a host and path, without a scheme", registry)
+	}
+	host, _, _ := strings.Cut(registry, "/")
+	if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return "", fmt.Errorf("registry %q must start with a registry host, e.g. ghcr.io/<owner>/eraser or 127.0.0.1:5000/eraser", registry)
+	}
+	return host, nil
+}
+
+// IsLoopback tells whether host ([host]:port, host:port or host) is this
+// machine: localhost or an address in 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOnlyHTTP refuses any plain-HTTP request to a host other than this
+// machine, whatever a client library decides about schemes (go-
+// containerregistry, for one, falls back to HTTP for private addresses).
+type loopbackOnlyHTTP struct{ next http.RoundTripper }
+
+func (t loopbackOnlyHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "http" && !IsLoopback(r.URL.Host) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: only a registry on this machine may be reached without TLS", r.URL.Host)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// Run publishes the release: every image of Images, then the chart.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	if err := Check(o); err != nil {
+		return nil, err
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Keychain == nil {
+		o.Keychain = authn.DefaultKeychain
+	}
+	res := &Result{}
+
+	// Every layout is read and checked before anything is pushed: a
+	// release is all four images or none.
+	type local struct {
+		im  Image
+		tag name.Tag
+		idx v1.ImageIndex
+	}
+	var locals []local
+	var nameOpts []name.Option
+	if o.Insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	for _, im := range Images {
+		ref := o.Registry + "/" + im.Repo + ":" + o.Version
+		tag, err := name.NewTag(ref, append([]name.Option{name.StrictValidation}, nameOpts...)...)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := readLayout(filepath.Join(o.ImagesDir, im.Name), im, ref, o.Version)
+		if err != nil {
+			return nil, err
+		}
+		locals = append(locals, local{im, tag, idx})
+	}
+
+	// So is the chart, packaged before any push.
+	chartData, err := Package(o.ChartDir, o)
+	if err != nil {
+		return nil, err
+	}
+
+	ropts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(o.Keychain),
+		remote.WithTransport(loopbackOnlyHTTP{remote.DefaultTransport}),
+		remote.WithUserAgent("eraser-release"),
+	}
+	for _, l := range locals {
+		p, err := pushIndex(l.tag, l.idx, o.Overwrite, ropts)
+		if err != nil {
+			return nil, err
+		}
+		p.Platforms = l.im.Platforms
+		res.Images = append(res.Images, p)
+		fmt.Fprintf(o.Out, "%-9s %s@%s (%s)\n", state(p), p.Ref, p.Digest, strings.Join(p.Platforms, ", "))
+	}
+
+	chart, err := pushChart(o, chartData)
+	if err != nil {
+		return nil, err
+	}
+	res.Chart = chart
+	fmt.Fprintf(o.Out, "%-9s oci://%s@%s (chart %s)\n", state(chart), chart.Ref, chart.Digest, o.Version)
+	res.Took = time.Since(start)
+	fmt.Fprintf(o.Out, "release %s to %s: %d references in %s\n", o.Version, o.Registry, len(res.Images)+1, res.Took.Round(10*time.Millisecond))
+	return res, nil
+}
+
+func state(p Pushed) string {
+	if p.Unchanged {
+		return "unchanged"
+	}
+	return "pushed"
+}
+
+// readLayout opens the OCI layout hack/ocibuild wrote for im and returns
+// its multi-platform index, after checking that it was built for this
+// release (its full reference names this registry and version: the manager
+// in it defaults its workers to this registry) with every platform.
+func readLayout(dir string, im Image, ref, version string) (v1.ImageIndex, error) {
+	rebuild := fmt.Sprintf("build it with: make images REGISTRY=%s VERSION=%s", strings.TrimSuffix(ref, "/"+im.Repo+":"+version), version)
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: no OCI layout in %s (%v); %s", im.Name, dir, err, rebuild)
+	}
+	outer, err := lp.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Name, err)
+	}
+	m, err := outer.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Name, err)
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("image %s: %s/index.json holds %d entries, want the one index hack/ocibuild writes; %s", im.Name, dir, len(m.Manifests), rebuild)
+	}
+	d := m.Manifests[0]
+	if got := d.Annotations[annotationContainerName]; got != ref || d.Annotations[annotationRefName] != version {
+		return nil, fmt.Errorf("image %s: %s was built as %q, not %s; %s", im.Name, dir, got, ref, rebuild)
+	}
+	if !d.MediaType.IsIndex() {
+		return nil, fmt.Errorf("image %s: %s holds a %s, want an image index", im.Name, dir, d.MediaType)
+	}
+	idx, err := outer.ImageIndex(d.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Name, err)
+	}
+	im2, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", im.Name, err)
+	}
+	var plats []string
+	for _, c := range im2.Manifests {
+		if c.Platform != nil {
+			plats = append(plats, c.Platform.OS+"/"+c.Platform.Architecture)
+		}
+	}
+	slices.Sort(plats)
+	want := slices.Sorted(slices.Values(im.Platforms))
+	if !slices.Equal(plats, want) {
+		return nil, fmt.Errorf("image %s: %s holds %v, a release needs %v; %s (PLATFORMS unset: every platform)", im.Name, dir, plats, want, rebuild)
+	}
+	return idx, nil
+}
+
+// pushIndex writes idx to tag unless the tag already holds it.
+func pushIndex(tag name.Tag, idx v1.ImageIndex, overwrite bool, ropts []remote.Option) (Pushed, error) {
+	dig, err := idx.Digest()
+	if err != nil {
+		return Pushed{}, err
+	}
+	p := Pushed{Ref: tag.String(), Digest: dig.String()}
+	desc, err := remote.Head(tag, ropts...)
+	switch {
+	case err == nil && desc.Digest == dig:
+		p.Unchanged = true
+		return p, nil
+	case err == nil && !overwrite:
+		return p, fmt.Errorf("%s already holds %s, not this build's %s: a published version does not change (build the same commit with the same SOURCE_DATE_EPOCH and toolchain, bump VERSION, or -overwrite)", tag, desc.Digest, dig)
+	case err != nil && !isNotFound(err):
+		return p, fmt.Errorf("looking up %s: %w", tag, err)
+	}
+	if err := remote.WriteIndex(tag, idx, ropts...); err != nil {
+		return p, fmt.Errorf("pushing %s: %w", tag, err)
+	}
+	return p, nil
+}
+
+func isNotFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
