@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -147,7 +146,7 @@ func run(o *options, images, platforms string) error {
 	if o.Revision == "" {
 		o.Revision = gitRevision()
 	}
-	if o.Epoch, err = sourceDateEpoch(); err != nil {
+	if o.Epoch, err = version.SourceDateEpoch(); err != nil {
 		return err
 	}
 	comps, err := selectComponents(images)
@@ -210,20 +209,6 @@ func parsePlatforms(list string) ([]platform, error) {
 
 func fields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
-}
-
-// sourceDateEpoch is the reproducible-builds convention for "the time of
-// the build": the images say SOURCE_DATE_EPOCH, or the Unix epoch.
-func sourceDateEpoch() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", s, err)
-	}
-	return time.Unix(n, 0).UTC(), nil
 }
 
 func gitRevision() string {

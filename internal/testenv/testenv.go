@@ -225,3 +225,22 @@ func (e *Env) writeKubeconfig() error {
 	e.KubeconfigPath = f.Name()
 	return nil
 }
+
+// BuildBinary builds the main package pkg (an import path) into a fresh
+// temporary directory, as the tiers that run a real binary need, and returns
+// its path and a function removing it.
+func BuildBinary(pkg string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "eraser-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return bin, cleanup, nil
+}

@@ -4,7 +4,10 @@ package version
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"time"
 )
 
 // Set with -ldflags "-X github.com/eraser-oss/eraser/internal/version.Version=..."
@@ -21,4 +24,19 @@ var (
 // "eraser/manager/v0.1.0 (linux/amd64) abc123".
 func UserAgent(component string) string {
 	return fmt.Sprintf("eraser/%s/%s (%s/%s) %s", component, Version, runtime.GOOS, runtime.GOARCH, Commit)
+}
+
+// SourceDateEpoch is the reproducible-builds convention for "the time of the
+// build", which the images and the packaged chart carry: SOURCE_DATE_EPOCH,
+// or the Unix epoch, so that two builds of one commit are identical.
+func SourceDateEpoch() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", s, err)
+	}
+	return time.Unix(n, 0).UTC(), nil
 }

@@ -47,19 +47,14 @@ var (
 // TestMain builds the real manager binary and starts a control plane whose
 // API server can be restarted.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "eraser-fault-test")
+	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
 	if err != nil {
-		panic(err)
-	}
-	managerBin = filepath.Join(dir, "manager")
-	build := exec.Command("go", "build", "-o", managerBin, "github.com/eraser-oss/eraser/cmd/manager")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building manager:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	managerBin = bin
 	code := testenv.Run(m, &env, testenv.WithRestartableAPIServer())
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

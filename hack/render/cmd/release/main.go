@@ -16,12 +16,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"time"
 
 	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/eraser-oss/eraser/hack/render/release"
+	"github.com/eraser-oss/eraser/internal/version"
 )
 
 func main() {
@@ -50,7 +49,7 @@ func run(o release.Options, check bool) error {
 	if check {
 		return release.Check(o)
 	}
-	epoch, err := sourceDateEpoch()
+	epoch, err := version.SourceDateEpoch()
 	if err != nil {
 		return err
 	}
@@ -60,18 +59,4 @@ func run(o release.Options, check bool) error {
 	defer stop()
 	_, err = release.Run(ctx, o)
 	return err
-}
-
-// sourceDateEpoch is SOURCE_DATE_EPOCH, or the Unix epoch, as hack/ocibuild
-// reads it.
-func sourceDateEpoch() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", s, err)
-	}
-	return time.Unix(n, 0).UTC(), nil
 }
