@@ -131,7 +131,9 @@ func TestStuckPodTimesOut(t *testing.T) {
 	f.job("stuck", podspec.KindManual, baseConfig+"manager: {imageJob: {podStartTimeout: 2m, cleanup: {delayOnFailure: 1h}}}", "*")
 	f.reconcile("stuck")
 	res := f.reconcile("stuck")
-	if res.RequeueAfter <= 0 || res.RequeueAfter > 2*time.Minute {
+	// The deadline is the pod's creationTimestamp (whole seconds) plus the
+	// timeout plus that second.
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 2*time.Minute+timestampGrain {
 		t.Errorf("requeue after %v, want the start timeout", res.RequeueAfter)
 	}
 	for _, p := range f.pods("stuck") {
