@@ -413,8 +413,10 @@ func TestRecheckWindowIsBounded(t *testing.T) {
 	if want := 1000 / RecheckGroup; info.Rechecks < want {
 		t.Errorf("%d re-checks for 1000 removals, want at least %d", info.Rechecks, want)
 	}
-	if info.MaxRecheckWindow <= 0 || info.MaxRecheckWindow > MaxRecheckAge {
-		t.Errorf("MaxRecheckWindow = %v, want within (0, %v]", info.MaxRecheckWindow, MaxRecheckAge)
+	// Zero is possible where the clock is coarse (Windows, Wine): the fake
+	// runtime answers within a tick.
+	if info.MaxRecheckWindow < 0 || info.MaxRecheckWindow > MaxRecheckAge {
+		t.Errorf("MaxRecheckWindow = %v, want within [0, %v]", info.MaxRecheckWindow, MaxRecheckAge)
 	}
 }
 
