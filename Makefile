@@ -107,8 +107,13 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 # every image with every platform, built for REGISTRY and VERSION, pushed as
 # one multi-platform index each, then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
+# PLATFORMS=linux/amd64 (given on the command line or in the environment):
+# a partial release of those platforms only, for tests and local use (the
+# kubelet tier releases linux/amd64 into a loopback registry); unset, every
+# platform, as a release is.
 RELEASE_TOOL := $(BIN)/eraser-release
-RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure)
+RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATFORMS)")
+RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
 
 .PHONY: release
 release: ## Push the images and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
@@ -117,7 +122,7 @@ release: ## Push the images and the Helm chart to REGISTRY at VERSION (both requ
 	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
 	$(RELEASE_TOOL) -check $(RELEASE_FLAGS)
 	$(MAKE) --no-print-directory images IMAGES="manager collector remover trivy-scanner" \
-		PLATFORMS="linux/amd64 linux/arm64 windows/amd64" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
+		PLATFORMS="$(PLATFORMS)" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
 	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser
 
 ##@ Test
