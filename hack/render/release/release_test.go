@@ -257,9 +257,15 @@ func checkRemoteIndex(t *testing.T, ref string, digest v1.Hash, platforms []stri
 // would, and checks that the manifests name the release's images.
 func checkRendered(t *testing.T, path, reg string) {
 	t.Helper()
+	checkRenderedWith(t, path, reg, render.Options{})
+}
+
+func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
+	t.Helper()
 	// Helm stands a test binary for Kubernetes 1.20, older than the chart
 	// allows: render for the one the module's client-go is.
-	out, err := render.Chart(path, render.Options{KubeVersion: "v1.37.2"})
+	o.KubeVersion = "v1.37.2"
+	out, err := render.Chart(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,6 +335,24 @@ func TestInstallFromRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRendered(t, path, reg)
+
+	// The render tool pulls it the same way (go -C hack/render run
+	// ./cmd/chart --plain-http --version VERSION oci://...), as the
+	// kubelet tier installs it.
+	checkRenderedWith(t, "oci://"+reg+"/"+ChartRepo, reg, render.Options{Version: testVersion, PlainHTTP: true})
+	for _, bad := range []struct {
+		src string
+		o   render.Options
+	}{
+		{"oci://" + reg + "/" + ChartRepo, render.Options{PlainHTTP: true}},
+		{"oci://" + reg + "/" + ChartRepo + ":" + testVersion, render.Options{Version: testVersion, PlainHTTP: true}},
+		{"oci://10.0.0.5:5000/eraser/" + ChartRepo, render.Options{Version: testVersion, PlainHTTP: true}},
+		{chartDir(t), render.Options{Version: testVersion}},
+	} {
+		if _, err := render.Chart(bad.src, bad.o); err == nil {
+			t.Errorf("render.Chart(%s, %+v): no error", bad.src, bad.o)
+		}
+	}
 }
 
 // Layouts built for another registry or version, or without every
