@@ -152,16 +152,15 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 	WINEPREFIX="$$(hack/install-wine.sh)" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
 		go test -exec wine -count=1 $(WINDOWS_TEST_PACKAGES)
 
-# The kubelet tier: a local cluster of real kubelets (hack/kubecluster), the
-# images imported into its nodes, Eraser installed from deploy/eraser.yaml and
-# from the chart.
+# The kubelet tier: a local cluster of real kubelets (hack/kubecluster) whose
+# nodes pull from a registry on loopback that the test serves; it runs
+# make release REGISTRY=127.0.0.1:PORT/eraser VERSION=0.0.0-e2e INSECURE=1
+# PLATFORMS=linux/amd64 into it, then installs Eraser from the chart there
+# (oci://) and from deploy/eraser.yaml rendered for it.
 # Root; it restores what it changes on the machine when it ends.
-E2E_KUBELET_IMAGES := manager collector remover trivy-scanner
-
 .PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
+test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
 	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
 .PHONY: test
