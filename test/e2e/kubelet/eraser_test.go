@@ -157,7 +157,9 @@ func TestEraser(t *testing.T) {
 			t.Errorf("results %+v: want the image removed once per node and its bytes counted", r)
 		}
 		for _, n := range cluster.Nodes {
-			expectImages(t, n, []string{bystander}, []string{victim})
+			// The remover came from the tier's registry: nothing else
+			// put Eraser's images on the nodes.
+			expectImages(t, n, []string{bystander, eraserImage("remover")}, []string{victim})
 		}
 		expectJobsCleanedUp(t)
 	})
@@ -176,9 +178,6 @@ func TestEraser(t *testing.T) {
 				if strings.HasPrefix(img, registryPath+"/") {
 					own[n.Name] = append(own[n.Name], img)
 				}
-			}
-			if !slices.Contains(own[n.Name], eraserImage("remover")) {
-				t.Errorf("%s: no %s, which the previous run pulled from the registry; has %v", n.Name, eraserImage("remover"), own[n.Name])
 			}
 		}
 
