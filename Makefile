@@ -107,8 +107,13 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 # every image with every platform, built for REGISTRY and VERSION, pushed as
 # one multi-platform index each, then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
+# PLATFORMS=linux/amd64 (given on the command line or in the environment):
+# a partial release of those platforms only, for tests and local use (the
+# kubelet tier releases linux/amd64 into a loopback registry); unset, every
+# platform, as a release is.
 RELEASE_TOOL := $(BIN)/eraser-release
-RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure)
+RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATFORMS)")
+RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
 
 .PHONY: release
 release: ## Push the images and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
@@ -117,7 +122,7 @@ release: ## Push the images and the Helm chart to REGISTRY at VERSION (both requ
 	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
 	$(RELEASE_TOOL) -check $(RELEASE_FLAGS)
 	$(MAKE) --no-print-directory images IMAGES="manager collector remover trivy-scanner" \
-		PLATFORMS="linux/amd64 linux/arm64 windows/amd64" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
+		PLATFORMS="$(PLATFORMS)" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
 	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser
 
 ##@ Test
@@ -147,16 +152,15 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 	WINEPREFIX="$$(hack/install-wine.sh)" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
 		go test -exec wine -count=1 $(WINDOWS_TEST_PACKAGES)
 
-# The kubelet tier: a local cluster of real kubelets (hack/kubecluster), the
-# images imported into its nodes, Eraser installed from deploy/eraser.yaml and
-# from the chart.
+# The kubelet tier: a local cluster of real kubelets (hack/kubecluster) whose
+# nodes pull from a registry on loopback that the test serves; it runs
+# make release REGISTRY=127.0.0.1:PORT/eraser VERSION=0.0.0-e2e INSECURE=1
+# PLATFORMS=linux/amd64 into it, then installs Eraser from the chart there
+# (oci://) and from deploy/eraser.yaml rendered for it.
 # Root; it restores what it changes on the machine when it ends.
-E2E_KUBELET_IMAGES := manager collector remover trivy-scanner
-
 .PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets: ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
+test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	$(MAKE) --no-print-directory images IMAGES="$(E2E_KUBELET_IMAGES)" PLATFORMS=linux/amd64
 	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
 .PHONY: test

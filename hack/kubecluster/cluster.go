@@ -50,6 +50,9 @@ type options struct {
 	state, assets, pauseSource string
 	nodes                      int
 	keepLogs                   bool
+	// insecureRegistries are registries on this machine (host:port) the
+	// nodes pull from over plain HTTP.
+	insecureRegistries []string
 }
 
 // Info is what DIR/cluster.json holds for the tests and the demo.
@@ -269,7 +272,7 @@ func (c *cluster) run(ctx context.Context) error {
 	}
 	info := Info{Kubeconfig: admin, Server: c.server, PID: os.Getpid()}
 	for _, n := range nodes {
-		if err := n.writeConfigs(p("ca.crt")); err != nil {
+		if err := n.writeConfigs(p("ca.crt"), c.o.insecureRegistries); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
 		pr, err := start(state, n.name, &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, self, nodeCommand,

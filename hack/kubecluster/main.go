@@ -6,7 +6,7 @@
 // hack/build-control-plane.sh), and N nodes, each a real kubelet on its own
 // containerd (Debian's, see hack/install-test-deps.sh).
 //
-//	kubecluster up   [-state DIR] [-nodes N] [-assets DIR]   # runs until SIGINT/SIGTERM, then tears down
+//	kubecluster up   [-state DIR] [-nodes N] [-assets DIR] [-insecure-registry HOST:PORT]   # runs until SIGINT/SIGTERM, then tears down
 //	kubecluster down [-state DIR]                            # clean up after an up that was killed
 //	kubecluster seed [-state DIR] -node NAME IMAGE...        # import small test images into a running node
 //
@@ -31,6 +31,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 )
@@ -75,6 +76,17 @@ func upMain(args []string) error {
 		"directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (KUBELET=1 EXTRA=1 hack/build-control-plane.sh)")
 	fs.StringVar(&o.pauseSource, "pause-source", "test/images/pause", "Go package of the sandbox (pause) image's binary")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep DIR/logs after teardown (also when DIR/keep-logs exists)")
+	fs.Func("insecure-registry", "HOST:PORT of a registry on this machine (127.0.0.0/8, localhost, [::1]) the nodes pull from over plain HTTP (repeatable)", func(v string) error {
+		host, _, err := net.SplitHostPort(v)
+		if err != nil {
+			return fmt.Errorf("%q: want HOST:PORT: %w", v, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("%q: plain HTTP only to a registry on this machine (127.0.0.0/8, localhost, [::1])", v)
+		}
+		o.insecureRegistries = append(o.insecureRegistries, v)
+		return nil
+	})
 	_ = fs.Parse(args)
 	if o.nodes < 1 || o.nodes > 9 {
 		return fmt.Errorf("-nodes must be 1..9")

@@ -60,7 +60,7 @@ func (n node) hostSocket() string { return filepath.Join(n.dir, "run", "containe
 // writeConfigs writes the node's containerd configuration (everything under
 // the node's directory except the socket), its CNI bridge and its kubelet
 // configuration.
-func (n node) writeConfigs(caFile string) error {
+func (n node) writeConfigs(caFile string, plainHTTPRegistries []string) error {
 	for _, d := range []string{"run", "kubelet", "pod-logs", "container-logs", "cni/conf", "cni/ipam", "containerd"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
@@ -69,6 +69,7 @@ func (n node) writeConfigs(caFile string) error {
 	ctrd := containerdconfig.TOML(containerdconfig.Options{
 		Dir: filepath.Join(n.dir, "containerd"), Socket: nodeSocket, SandboxImage: sandboxImage,
 		CNIBinDir: "/usr/lib/cni", CNIConfDir: filepath.Join(n.dir, "cni", "conf"),
+		PlainHTTPRegistries: plainHTTPRegistries,
 	})
 	if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(ctrd), 0o644); err != nil {
 		return err

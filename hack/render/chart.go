@@ -5,16 +5,20 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/registry"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 )
 
@@ -35,10 +39,20 @@ type Options struct {
 	// kubeVersion) and renders for, as --kube-version; empty, Helm's
 	// default, the minor its client-go stands for.
 	KubeVersion string
+	// Version is the chart version to pull when the chart is an oci://
+	// reference, as helm install's --version; required there.
+	Version string
+	// PlainHTTP pulls an oci:// chart over plain HTTP, which only a
+	// registry on this machine (127.0.0.0/8, localhost, [::1]) may be
+	// reached by; the kubelet tier installs from one.
+	PlainHTTP bool
 }
 
-// Chart renders the chart in dir: the CRDs from crds/ first, then the
-// templates in Helm's install order, as one multi-document YAML stream.
+// Chart renders the chart in dir, a directory or archive, or an
+// oci://REGISTRY/PATH reference pulled at o.Version with Helm's registry
+// client (as helm install oci://... --version does): the CRDs from crds/
+// first, then the templates in Helm's install order, as one multi-document
+// YAML stream.
 func Chart(dir string, o Options) (string, error) {
 	if o.Release == "" {
 		o.Release = DefaultRelease
@@ -46,9 +60,9 @@ func Chart(dir string, o Options) (string, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	chrt, err := loader.Load(dir)
+	chrt, err := loadChart(dir, o)
 	if err != nil {
-		return "", fmt.Errorf("loading chart %s: %w", dir, err)
+		return "", err
 	}
 	vals, err := (&values.Options{ValueFiles: o.ValuesFiles, Values: o.Set}).MergeValues(getter.Providers{})
 	if err != nil {
@@ -85,4 +99,60 @@ func Chart(dir string, o Options) (string, error) {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
 	return b.String(), nil
+}
+
+// loadChart loads a chart from disk or, for an oci:// reference, from its
+// registry: the archive at tag o.Version, pulled into memory (no cache).
+func loadChart(src string, o Options) (chart.Charter, error) {
+	ref, isOCI := strings.CutPrefix(src, "oci://")
+	if !isOCI {
+		if o.PlainHTTP || o.Version != "" {
+			return nil, fmt.Errorf("chart %s: a version and plain HTTP apply only to an oci:// chart", src)
+		}
+		chrt, err := loader.Load(src)
+		if err != nil {
+			return nil, fmt.Errorf("loading chart %s: %w", src, err)
+		}
+		return chrt, nil
+	}
+	if o.Version == "" {
+		return nil, fmt.Errorf("chart %s: give its version (--version)", src)
+	}
+	if strings.ContainsAny(ref, "@") || strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") {
+		return nil, fmt.Errorf("chart %s: give the repository without a tag or digest, and the version with --version", src)
+	}
+	host, _, _ := strings.Cut(ref, "/")
+	var opts []registry.ClientOption
+	if o.PlainHTTP {
+		if !isLoopback(host) {
+			return nil, fmt.Errorf("chart %s: plain HTTP only to a registry on this machine (127.0.0.0/8, localhost, [::1])", src)
+		}
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	client, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := client.Pull(ref+":"+o.Version, registry.PullOptWithChart(true))
+	if err != nil {
+		return nil, fmt.Errorf("pulling chart %s version %s: %w", src, o.Version, err)
+	}
+	chrt, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s version %s: %w", src, o.Version, err)
+	}
+	return chrt, nil
+}
+
+// isLoopback tells whether host (host[:port]) is this machine.
+func isLoopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -3,7 +3,10 @@
 // node runtime and the local cluster's nodes run it.
 package containerdconfig
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Options place one containerd.
 type Options struct {
@@ -15,6 +18,10 @@ type Options struct {
 	SandboxImage string
 	// CNIBinDir and CNIConfDir are where its CRI plugin finds CNI.
 	CNIBinDir, CNIConfDir string
+	// PlainHTTPRegistries are registry hosts (host:port) its CRI plugin
+	// pulls from over plain HTTP: a registry on this machine, as the
+	// kubelet tier runs one. None: every registry over HTTPS, the default.
+	PlainHTTPRegistries []string
 }
 
 // TOML is the configuration file's content.
@@ -49,5 +56,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "%[4]s"
     conf_dir = "%[5]s"
-`, o.Dir, o.Socket, o.SandboxImage, o.CNIBinDir, o.CNIConfDir)
+`, o.Dir, o.Socket, o.SandboxImage, o.CNIBinDir, o.CNIConfDir) + registries(o.PlainHTTPRegistries)
+}
+
+// registries are CRI mirrors that send each host's pulls to itself over
+// plain HTTP (containerd 1.6's registry.mirrors).
+func registries(hosts []string) string {
+	var b strings.Builder
+	for _, h := range hosts {
+		fmt.Fprintf(&b, `  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%[1]q]
+    endpoint = [%[2]q]
+`, h, "http://"+h)
+	}
+	return b.String()
 }

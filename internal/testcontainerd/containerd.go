@@ -101,8 +101,9 @@ func Pause(t testing.TB) []byte {
 }
 
 // Start runs a private containerd with the sandbox image imported; the test's
-// cleanup stops it, with every pod and mount it made.
-func Start(t testing.TB) *Containerd {
+// cleanup stops it, with every pod and mount it made. It pulls from the
+// plainHTTPRegistries (host:port, on this machine) over plain HTTP.
+func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
 	t.Helper()
 	Require(t)
 	pause := Pause(t)
@@ -113,7 +114,7 @@ func Start(t testing.TB) *Containerd {
 	}
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock")}
 	c.Endpoint = "unix://" + c.Socket
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.stop(t) })
@@ -391,9 +392,10 @@ func unmountUnder(dir string) {
 	}
 }
 
-func config(dir, socket string) string {
+func config(dir, socket string, plainHTTPRegistries []string) string {
 	return containerdconfig.TOML(containerdconfig.Options{
 		Dir: dir, Socket: socket, SandboxImage: SandboxImage,
 		CNIBinDir: filepath.Join(dir, "cni", "bin"), CNIConfDir: filepath.Join(dir, "cni", "conf"),
+		PlainHTTPRegistries: plainHTTPRegistries,
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -73,6 +74,11 @@ type Options struct {
 	// Overwrite replaces a tag that holds other content than this
 	// release's; without it, such a tag is an error.
 	Overwrite bool
+	// Platforms, when set, releases only these platforms of each image
+	// (those of its own that are listed; at least one): a partial
+	// release, for tests and local use. Empty: every platform, as a
+	// release is.
+	Platforms []string
 	// Epoch is the chart archive's timestamps and its OCI creation time
 	// (SOURCE_DATE_EPOCH), so that the same sources give the same digests.
 	Epoch time.Time
@@ -121,8 +127,38 @@ func Check(o Options) error {
 		if _, err := name.NewTag(o.Registry+"/"+im.Repo+":"+o.Version, name.StrictValidation); err != nil {
 			return fmt.Errorf("registry %q: %w", o.Registry, err)
 		}
+		if _, err := im.platforms(o.Platforms); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// platforms are the platforms of im a release with the given subset
+// (none: every platform) pushes.
+func (im Image) platforms(subset []string) ([]string, error) {
+	if len(subset) == 0 {
+		return im.Platforms, nil
+	}
+	known := map[string]bool{}
+	for _, i := range Images {
+		for _, p := range i.Platforms {
+			known[p] = true
+		}
+	}
+	var out []string
+	for _, p := range subset {
+		if !known[p] {
+			return nil, fmt.Errorf("platform %q: an image of a release is built for %s", p, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+		if slices.Contains(im.Platforms, p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("image %s is built for none of the platforms %v (it has %v)", im.Name, subset, im.Platforms)
+	}
+	return out, nil
 }
 
 func checkVersion(v string) error {
@@ -215,6 +251,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ref := o.Registry + "/" + im.Repo + ":" + o.Version
 		tag, err := name.NewTag(ref, append([]name.Option{name.StrictValidation}, nameOpts...)...)
 		if err != nil {
+			return nil, err
+		}
+		if im.Platforms, err = im.platforms(o.Platforms); err != nil {
 			return nil, err
 		}
 		idx, err := readLayout(filepath.Join(o.ImagesDir, im.Name), im, ref, o.Version)

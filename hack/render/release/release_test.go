@@ -66,13 +66,17 @@ func isolate(t *testing.T) string {
 // writeLayouts writes, for every image of Images, an OCI layout shaped as
 // hack/ocibuild writes it (index.json -> one annotated multi-platform
 // index) with a tiny image per platform, named for registry and version.
-// It returns the indexes' digests.
-func writeLayouts(t *testing.T, dir, registry, version string) map[string]v1.Hash {
+// It returns the indexes' digests. With only, just those platforms (as
+// make images PLATFORMS=... writes them).
+func writeLayouts(t *testing.T, dir, registry, version string, only ...string) map[string]v1.Hash {
 	t.Helper()
 	digests := map[string]v1.Hash{}
 	for _, im := range Images {
 		var adds []mutate.IndexAddendum
 		for _, p := range im.Platforms {
+			if len(only) > 0 && !slices.Contains(only, p) {
+				continue
+			}
 			goos, goarch, _ := strings.Cut(p, "/")
 			layer := static.NewLayer([]byte(im.Name+" for "+p), types.OCILayer)
 			img, err := mutate.AppendLayers(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), layer)
@@ -253,9 +257,15 @@ func checkRemoteIndex(t *testing.T, ref string, digest v1.Hash, platforms []stri
 // would, and checks that the manifests name the release's images.
 func checkRendered(t *testing.T, path, reg string) {
 	t.Helper()
+	checkRenderedWith(t, path, reg, render.Options{})
+}
+
+func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
+	t.Helper()
 	// Helm stands a test binary for Kubernetes 1.20, older than the chart
 	// allows: render for the one the module's client-go is.
-	out, err := render.Chart(path, render.Options{KubeVersion: "v1.37.2"})
+	o.KubeVersion = "v1.37.2"
+	out, err := render.Chart(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,6 +335,24 @@ func TestInstallFromRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRendered(t, path, reg)
+
+	// The render tool pulls it the same way (go -C hack/render run
+	// ./cmd/chart --plain-http --version VERSION oci://...), as the
+	// kubelet tier installs it.
+	checkRenderedWith(t, "oci://"+reg+"/"+ChartRepo, reg, render.Options{Version: testVersion, PlainHTTP: true})
+	for _, bad := range []struct {
+		src string
+		o   render.Options
+	}{
+		{"oci://" + reg + "/" + ChartRepo, render.Options{PlainHTTP: true}},
+		{"oci://" + reg + "/" + ChartRepo + ":" + testVersion, render.Options{Version: testVersion, PlainHTTP: true}},
+		{"oci://10.0.0.5:5000/eraser/" + ChartRepo, render.Options{Version: testVersion, PlainHTTP: true}},
+		{chartDir(t), render.Options{Version: testVersion}},
+	} {
+		if _, err := render.Chart(bad.src, bad.o); err == nil {
+			t.Errorf("render.Chart(%s, %+v): no error", bad.src, bad.o)
+		}
+	}
 }
 
 // Layouts built for another registry or version, or without every
@@ -369,6 +397,37 @@ func TestReleaseRefusesOtherBuilds(t *testing.T) {
 	}
 }
 
+// A partial release (-platforms, for tests and local use) pushes each
+// index with the listed platforms, and refuses layouts that hold more or
+// fewer; without -platforms, the same layouts are refused.
+func TestReleasePlatformSubset(t *testing.T) {
+	helmConfig := isolate(t)
+	reg := startRegistry(t)
+	images := t.TempDir()
+	digests := writeLayouts(t, images, reg, testVersion, "linux/amd64")
+	o := options(t, reg, images, helmConfig)
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "a release needs") {
+		t.Fatalf("a linux/amd64-only build released as a full release: %v", err)
+	}
+	o.Platforms = []string{"linux/amd64", "linux/arm64"}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "a release needs") {
+		t.Fatalf("a linux/amd64-only build released for linux/arm64 too: %v", err)
+	}
+	o.Platforms = []string{"linux/amd64"}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, im := range Images {
+		p := res.Images[i]
+		want := ImageRef(reg, im.Repo, testVersion)
+		if p.Ref != want || p.Digest != digests[im.Name].String() || !slices.Equal(p.Platforms, []string{"linux/amd64"}) {
+			t.Errorf("image %s: pushed %+v, want %s@%s for linux/amd64", im.Name, p, want, digests[im.Name])
+		}
+		checkRemoteIndex(t, want, digests[im.Name], []string{"linux/amd64"})
+	}
+}
+
 func TestCheck(t *testing.T) {
 	ok := Options{Registry: "ghcr.io/owner/eraser", Version: "1.2.3"}
 	if err := Check(ok); err != nil {
@@ -380,17 +439,19 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	bad := map[string]Options{
-		"no registry":         {Version: "1.2.3"},
-		"no version":          {Registry: "ghcr.io/o/e"},
-		"leading v":           {Registry: "ghcr.io/o/e", Version: "v1.2.3"},
-		"not semver":          {Registry: "ghcr.io/o/e", Version: "1.2"},
-		"build metadata":      {Registry: "ghcr.io/o/e", Version: "1.2.3+abc"},
-		"no host":             {Registry: "owner/eraser", Version: "1.2.3"},
-		"scheme":              {Registry: "https://ghcr.io/o/e", Version: "1.2.3"},
-		"upper case":          {Registry: "ghcr.io/Owner/eraser", Version: "1.2.3"},
-		"insecure remote":     {Registry: "ghcr.io/o/e", Version: "1.2.3", Insecure: true},
-		"insecure private IP": {Registry: "10.0.0.5:5000/e", Version: "1.2.3", Insecure: true},
-		"insecure lookalike":  {Registry: "localhost.example.com/e", Version: "1.2.3", Insecure: true},
+		"no registry":          {Version: "1.2.3"},
+		"no version":           {Registry: "ghcr.io/o/e"},
+		"leading v":            {Registry: "ghcr.io/o/e", Version: "v1.2.3"},
+		"not semver":           {Registry: "ghcr.io/o/e", Version: "1.2"},
+		"build metadata":       {Registry: "ghcr.io/o/e", Version: "1.2.3+abc"},
+		"no host":              {Registry: "owner/eraser", Version: "1.2.3"},
+		"scheme":               {Registry: "https://ghcr.io/o/e", Version: "1.2.3"},
+		"upper case":           {Registry: "ghcr.io/Owner/eraser", Version: "1.2.3"},
+		"insecure remote":      {Registry: "ghcr.io/o/e", Version: "1.2.3", Insecure: true},
+		"insecure private IP":  {Registry: "10.0.0.5:5000/e", Version: "1.2.3", Insecure: true},
+		"insecure lookalike":   {Registry: "localhost.example.com/e", Version: "1.2.3", Insecure: true},
+		"unknown platform":     {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"linux/s390x"}},
+		"platform of no image": {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"windows/amd64"}},
 	}
 	for name, o := range bad {
 		if err := Check(o); err == nil {

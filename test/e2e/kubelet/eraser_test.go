@@ -134,8 +134,10 @@ func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
 
 // The exclusion list protects the test's "excluded" image and Eraser's own
 // images (which a "*" run would otherwise remove while they are unused, as
-// in any cluster).
-const exclusionList = `{"excluded": ["example.com/e2e/excluded:*", "ghcr.io/eraser-oss/*"]}`
+// in any cluster), those of the registry the tier released them to.
+func exclusionList() string {
+	return `{"excluded": ["example.com/e2e/excluded:*", "` + registryPath + `/*"]}`
+}
 
 // TestEraser proves the whole product as the Helm chart installs it.
 func TestEraser(t *testing.T) {
@@ -155,7 +157,9 @@ func TestEraser(t *testing.T) {
 			t.Errorf("results %+v: want the image removed once per node and its bytes counted", r)
 		}
 		for _, n := range cluster.Nodes {
-			expectImages(t, n, []string{bystander}, []string{victim})
+			// The remover came from the tier's registry: nothing else
+			// put Eraser's images on the nodes.
+			expectImages(t, n, []string{bystander, eraserImage("remover")}, []string{victim})
 		}
 		expectJobsCleanedUp(t)
 	})
@@ -166,6 +170,16 @@ func TestEraser(t *testing.T) {
 		createExclusionList(t)
 		first := cluster.Nodes[0]
 		runPod(t, first.Name, "e2e-running", running)
+		// Eraser's images that each node pulled so far (the manager's on
+		// its node, the remover's on every node): excluded, so kept.
+		own := map[string][]string{}
+		for _, n := range cluster.Nodes {
+			for img := range nodeImages(t, n) {
+				if strings.HasPrefix(img, registryPath+"/") {
+					own[n.Name] = append(own[n.Name], img)
+				}
+			}
+		}
 
 		il := runImageList(t, "prune-all", eraserv1.PruneAll)
 		if il.Status.Success != int64(len(cluster.Nodes)) || il.Status.Failed != 0 {
@@ -175,7 +189,7 @@ func TestEraser(t *testing.T) {
 			t.Errorf("results %+v: want removed images, and images kept in use and excluded", r)
 		}
 		for i, n := range cluster.Nodes {
-			keep := []string{excluded, testcontainerd.SandboxImage, eraserImage("remover"), eraserImage("collector"), eraserImage("eraser-manager")}
+			keep := append([]string{excluded, testcontainerd.SandboxImage}, own[n.Name]...)
 			gone := []string{unused}
 			if i == 0 {
 				keep = append(keep, running)
@@ -238,15 +252,13 @@ func TestEraser(t *testing.T) {
 	})
 }
 
-// TestStaticManifest installs Eraser from deploy/eraser.yaml, removes an
-// image with an ImageList and uninstalls.
+// TestStaticManifest installs Eraser from deploy/eraser.yaml rendered for
+// the registry the tier released to (its manager image rewritten by a
+// kustomization's images, as a user installing a release from their own
+// registry would), removes an image with an ImageList and uninstalls.
 func TestStaticManifest(t *testing.T) {
 	requireCluster(t)
-	manifest, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "eraser.yaml"))
-	if err != nil {
-		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
-	}
-	objects := install(t, manifest)
+	objects := install(t, staticManifest(t))
 
 	t.Run("ImageListRemovesAnImage", func(t *testing.T) {
 		victim := testImage("manifest-victim")
@@ -266,21 +278,63 @@ func TestStaticManifest(t *testing.T) {
 	})
 }
 
-// installChart installs Eraser from the Helm chart, rendered as helm
-// template would (by hack/render, no helm binary), into a namespace made
-// as docs/install.md says.
+// staticManifest renders deploy/eraser.yaml for the tier's registry and
+// version with a kustomization (hack/render's kustomize build); the workers
+// default to the registry the released manager was built for.
+func staticManifest(t *testing.T) []byte {
+	t.Helper()
+	root := repoRoot()
+	shipped, err := os.ReadFile(filepath.Join(root, "deploy", "eraser.yaml"))
+	if err != nil {
+		t.Fatalf("reading the install manifest (make manifests writes it): %v", err)
+	}
+	dir := t.TempDir()
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- eraser.yaml
+images:
+- name: ghcr.io/eraser-oss/eraser-manager
+  newName: %s/eraser-manager
+  newTag: %s
+`, registryPath, e2eVersion)
+	if err := os.WriteFile(filepath.Join(dir, "eraser.yaml"), shipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	render := command(root, "go", "-C", "hack/render", "run", "./cmd/kustomize", dir)
+	var stderr bytes.Buffer
+	render.Stderr = &stderr
+	manifest, err := render.Output()
+	if err != nil {
+		t.Fatalf("rendering deploy/eraser.yaml for %s: %v\n%s", registryPath, err, stderr.Bytes())
+	}
+	if want := "image: " + eraserImage("eraser-manager"); !bytes.Contains(manifest, []byte(want)) {
+		t.Fatalf("the rendered manifest has no %q:\n%s", want, manifest)
+	}
+	return manifest
+}
+
+// installChart installs Eraser as helm install oci://REGISTRY/charts/eraser
+// --version VERSION does, with no values file: the chart pulled from the
+// tier's registry and rendered by hack/render (Helm's SDK, no helm
+// binary), into a namespace made as docs/install.md says.
 func installChart(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	root := repoRoot()
 	render := command(root, "go", "-C", "hack/render", "run", "./cmd/chart",
-		"--set", "runtimeConfig.components.collector.enabled=false",
-		"--set", "runtimeConfig.components.scanner.enabled=false",
-		filepath.Join(root, "charts", "eraser"))
+		"--version", e2eVersion, "--plain-http", "oci://"+registryPath+"/charts/eraser")
+	render.Env = append(render.Env, helmEnv(workDir)...)
 	var stderr bytes.Buffer
 	render.Stderr = &stderr
 	manifest, err := render.Output()
 	if err != nil {
 		t.Fatalf("rendering the chart: %v\n%s", err, stderr.Bytes())
+	}
+	if !bytes.Contains(manifest, []byte(eraserImage("eraser-manager"))) {
+		t.Fatalf("the chart from the registry does not run %s:\n%s", eraserImage("eraser-manager"), manifest)
 	}
 	// The chart leaves the namespace to the installer, as helm does;
 	// these are the labels docs/install.md gives it.
@@ -295,7 +349,9 @@ func installChart(t *testing.T) []*unstructured.Unstructured {
 	return install(t, manifest, ns)
 }
 
-func eraserImage(name string) string { return "ghcr.io/eraser-oss/" + name + ":v0.1.0-dev" }
+// eraserImage is an image of the release in the tier's registry, by its
+// repository (eraser-manager, collector, remover, eraser-trivy-scanner).
+func eraserImage(repo string) string { return registryPath + "/" + repo + ":" + e2eVersion }
 
 // install creates the objects of a manifest, with the test configuration
 // in the manager's ConfigMap, and waits for the manager to be available,
@@ -405,9 +461,22 @@ func uninstall(t *testing.T, objects []*unstructured.Unstructured) {
 	// The kubelets stop the namespace's containers as its pods go.
 	for _, n := range cluster.Nodes {
 		eventually(t, 2*time.Minute, n.Name+" to run no Eraser container", func() (bool, string) {
+			// A container names its image by a tag or an ID.
+			own := map[string]bool{}
+			imgs, err := criClient(t, n).ListImages(testCtx(t))
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, img := range imgs {
+				for _, tag := range img.Tags {
+					if strings.HasPrefix(tag, registryPath+"/") {
+						own[img.ID], own[tag] = true, true
+					}
+				}
+			}
 			var running []string
 			for _, c := range nodeContainers(t, n) {
-				if c.State == "CONTAINER_RUNNING" && strings.Contains(c.Image, "eraser-oss") {
+				if c.State == "CONTAINER_RUNNING" && (own[c.Image] || own[c.ImageRef] || own[c.ImageID] || strings.HasPrefix(c.Image, registryPath+"/")) {
 					running = append(running, c.Name)
 				}
 			}
@@ -465,7 +534,7 @@ func createExclusionList(t *testing.T) {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-exclusions", Namespace: namespace,
 			Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
-		Data: map[string]string{"e2e.json": exclusionList},
+		Data: map[string]string{"e2e.json": exclusionList()},
 	}
 	if err := kube.Create(testCtx(t), cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -2,11 +2,15 @@
 
 // Package kubelet is the end-to-end tier on real kubelets: a local cluster
 // (hack/kubecluster: real API server, controller manager, scheduler, and
-// nodes that are real kubelets on their own containerd), the released images
-// (make images) imported into every node, Eraser installed from
-// deploy/eraser.yaml and from the Helm chart with the manager running
-// in-cluster, and the effects checked on each node's runtime through CRI
-// from the host.
+// nodes that are real kubelets on their own containerd), Eraser installed
+// as a user installs it: released (make release) into a registry on
+// loopback (go-containerregistry's pkg/registry, served by this process),
+// which the nodes' containerd pull its images from over plain HTTP, then
+// installed from the chart in that registry (helm install oci://...) and
+// from deploy/eraser.yaml rendered for it, with the manager running
+// in-cluster; the effects are checked on each node's runtime through CRI
+// from the host. Only the test images the tests remove are imported into
+// the nodes.
 //
 // It starts a cluster and changes the machine for the while (see
 // hack/kubecluster), so it runs only when asked: ERASER_E2E_KUBELET=1, as
@@ -21,6 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,9 +51,16 @@ import (
 // cluster takes a lock on it, so two runs never share it.
 const stateDir = "/tmp/eraser-e2e-kubelet"
 
-// images are the released images the tier installs, as make images names
-// their docker-archive tarballs in bin/images.
-var images = []string{"manager", "collector", "remover", "trivy-scanner"}
+// e2eVersion is the version the tier releases: the images' tag and the
+// chart's version.
+const e2eVersion = "0.0.0-e2e"
+
+// registryPath is where the tier releases Eraser: REGISTRY of make release,
+// 127.0.0.1:PORT/eraser, set when the registry is up.
+var registryPath string
+
+// workDir holds the tier's binaries and client configuration while it runs.
+var workDir string
 
 // Node is one node of the running cluster, as hack/kubecluster describes it.
 type Node struct {
@@ -87,6 +102,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	workDir = tmp
 	stop, err := startCluster(tmp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubelet e2e:", err)
@@ -124,8 +140,26 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kubelet e2e: "+format+"\n", args...)
 }
 
+// startRegistry serves an in-memory OCI registry (go-containerregistry's
+// pkg/registry, a real distribution API implementation) on a free loopback
+// port, for as long as the tier runs.
+func startRegistry() (host string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
+		ReadHeaderTimeout: time.Minute,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
 // startCluster builds what is missing (each step is cached), starts the
-// cluster, imports the images into every node and returns how to stop it.
+// loopback registry and releases Eraser into it (make release), starts the
+// cluster with its nodes pulling from that registry, and returns how to
+// stop both.
 func startCluster(tmp string) (func() error, error) {
 	root := repoRoot()
 	t0 := time.Now()
@@ -140,31 +174,45 @@ func startCluster(tmp string) (func() error, error) {
 		return nil, fmt.Errorf("building the control plane and kubelet: %w", err)
 	}
 	assets := strings.TrimSpace(string(out))
-	// Always rebuilt, so that the tier never tests stale images; the Go
-	// build cache makes this cheap when nothing changed.
-	progress("building images %v (make images)", images)
-	mk := command(root, "make", "--no-print-directory", "images", "IMAGES="+strings.Join(images, " "), "PLATFORMS=linux/amd64")
-	mk.Stdout, mk.Stderr = os.Stderr, os.Stderr
-	if err := mk.Run(); err != nil {
-		return nil, fmt.Errorf("make images: %w", err)
-	}
 	bin := filepath.Join(tmp, "kubecluster")
 	if out, err := command(root, "go", "build", "-o", bin, "./hack/kubecluster").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building hack/kubecluster: %w: %s", err, out)
 	}
 	progress("binaries ready in %.0fs", time.Since(t0).Seconds())
 
+	host, stopRegistry, err := startRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("starting the loopback registry: %w", err)
+	}
+	registryPath = host + "/eraser"
+	// Always built (for this registry, whose port changes each run), so
+	// that the tier never tests stale images; the Go build cache makes it
+	// cheap when nothing changed. linux/amd64 only: what the nodes run.
 	t1 := time.Now()
+	progress("releasing %s into the registry at %s (make release)", e2eVersion, registryPath)
+	mk := command(root, "make", "--no-print-directory", "release", "REGISTRY="+registryPath, "VERSION="+e2eVersion,
+		"INSECURE=1", "PLATFORMS=linux/amd64")
+	mk.Env = append(mk.Env, helmEnv(tmp)...)
+	mk.Stdout, mk.Stderr = os.Stderr, os.Stderr
+	if err := mk.Run(); err != nil {
+		stopRegistry()
+		return nil, fmt.Errorf("make release: %w", err)
+	}
+	progress("released in %.0fs", time.Since(t1).Seconds())
+
+	t2 := time.Now()
 	cmd := command(root, bin, "up", "-state", stateDir, "-nodes", strconv.Itoa(nodeCount()), "-assets", assets,
-		"-pause-source", filepath.Join(root, "test", "images", "pause"))
+		"-pause-source", filepath.Join(root, "test", "images", "pause"), "-insecure-registry", host)
 	// The cluster tears itself down if this process dies without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stopRegistry()
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		stopRegistry()
 		return nil, err
 	}
 	exited := make(chan error, 1)
@@ -180,6 +228,7 @@ func startCluster(tmp string) (func() error, error) {
 		exited <- cmd.Wait()
 	}()
 	stop := func() error {
+		defer stopRegistry()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
@@ -193,24 +242,28 @@ func startCluster(tmp string) (func() error, error) {
 	select {
 	case infoPath = <-ready:
 	case err := <-exited:
+		stopRegistry()
 		return nil, fmt.Errorf("the cluster did not start: %v", err)
 	case <-time.After(5 * time.Minute):
 		return nil, errors.Join(fmt.Errorf("the cluster was not ready after 5m"), stop())
 	}
-	progress("cluster up in %.1fs", time.Since(t1).Seconds())
+	progress("cluster up in %.1fs", time.Since(t2).Seconds())
 	if err := loadCluster(infoPath); err != nil {
 		return nil, errors.Join(err, stop())
 	}
-	t2 := time.Now()
-	for _, n := range cluster.Nodes {
-		for _, img := range images {
-			if out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", imageTarball(img)).CombinedOutput(); err != nil {
-				return nil, errors.Join(fmt.Errorf("importing %s into %s: %w: %s", img, n.Name, err, out), stop())
-			}
-		}
-	}
-	progress("images %v imported into %d node(s) in %.1fs", images, len(cluster.Nodes), time.Since(t2).Seconds())
 	return stop, nil
+}
+
+// helmEnv keeps Helm's and Docker's client configuration (credentials,
+// caches) of the machine out of the tier's release and chart pulls.
+func helmEnv(tmp string) []string {
+	return []string{
+		"HELM_REGISTRY_CONFIG=" + filepath.Join(tmp, "helm", "registry.json"),
+		"HELM_REPOSITORY_CACHE=" + filepath.Join(tmp, "helm", "cache"),
+		"HELM_REPOSITORY_CONFIG=" + filepath.Join(tmp, "helm", "repositories.yaml"),
+		"HELM_CONTENT_CACHE=" + filepath.Join(tmp, "helm", "content"),
+		"DOCKER_CONFIG=" + filepath.Join(tmp, "docker"),
+	}
 }
 
 func loadCluster(path string) error {
@@ -258,10 +311,6 @@ func nodeCount() int {
 		}
 	}
 	return 1
-}
-
-func imageTarball(name string) string {
-	return filepath.Join(repoRoot(), "bin", "images", name+"_linux_amd64.tar")
 }
 
 func command(dir, name string, args ...string) *exec.Cmd {

@@ -4,6 +4,11 @@
 //	go -C hack/render run ./cmd/chart [-f values.yaml]... [--set k=v]... \
 //	    [--namespace eraser-system] [--name eraser] $PWD/charts/eraser | kubectl apply --server-side -f -
 //
+// or from a registry, as helm install oci://... does (make release pushes
+// the chart there; --plain-http only to a registry on this machine):
+//
+//	go -C hack/render run ./cmd/chart --version 1.2.3 oci://ghcr.io/<owner>/eraser/charts/eraser
+//
 // The namespace is not created (nor is it by helm template): create it
 // first, with the Pod Security labels docs/install.md gives.
 package main
@@ -29,9 +34,11 @@ func main() {
 	flag.StringVar(&o.Namespace, "namespace", render.DefaultNamespace, "namespace of the release")
 	flag.StringVar(&o.Release, "name", render.DefaultRelease, "release name")
 	flag.StringVar(&o.KubeVersion, "kube-version", "", "Kubernetes version to render for (default: the one this build's client-go stands for)")
+	flag.StringVar(&o.Version, "version", "", "chart version, for an oci:// chart (required there)")
+	flag.BoolVar(&o.PlainHTTP, "plain-http", false, "pull an oci:// chart over plain HTTP: only from a registry on this machine (127.0.0.0/8, localhost, [::1])")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: chart [flags] CHART_DIR")
+		fmt.Fprintln(os.Stderr, "usage: chart [flags] CHART_DIR|oci://REGISTRY/PATH/eraser")
 		flag.PrintDefaults()
 		os.Exit(2)
 	}

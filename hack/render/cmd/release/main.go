@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 
 	"helm.sh/helm/v4/pkg/cli"
 
@@ -32,6 +33,7 @@ func main() {
 	flag.BoolVar(&o.Insecure, "insecure", false, "plain HTTP; only for a registry on this machine (127.0.0.0/8, localhost, [::1])")
 	flag.BoolVar(&o.Overwrite, "overwrite", false, "replace tags that hold other content (a published version should not change)")
 	flag.StringVar(&o.HelmRegistryConfig, "registry-config", cli.New().RegistryConfig, "Helm's registry credentials file (helm registry login; $HELM_REGISTRY_CONFIG)")
+	platforms := flag.String("platforms", "", "release only these platforms of each image, space- or comma-separated (e.g. linux/amd64): for tests and local use; default every platform")
 	check := flag.Bool("check", false, "only check the registry, version and -insecure; push nothing")
 	flag.Parse()
 	if flag.NArg() != 0 {
@@ -39,6 +41,7 @@ func main() {
 		flag.PrintDefaults()
 		os.Exit(2)
 	}
+	o.Platforms = strings.FieldsFunc(*platforms, func(r rune) bool { return r == ' ' || r == ',' })
 	if err := run(o, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
