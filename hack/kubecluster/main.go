@@ -34,6 +34,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/eraser-oss/eraser/internal/endpoint"
 )
 
 const defaultState = "/tmp/eraser-kubecluster"
@@ -81,7 +83,7 @@ func upMain(args []string) error {
 		if err != nil {
 			return fmt.Errorf("%q: want HOST:PORT: %w", v, err)
 		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !endpoint.IsLoopbackHost(host) {
 			return fmt.Errorf("%q: plain HTTP only to a registry on this machine (127.0.0.0/8, localhost, [::1])", v)
 		}
 		o.insecureRegistries = append(o.insecureRegistries, v)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -20,6 +19,8 @@ import (
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/eraser-oss/eraser/internal/endpoint"
 )
 
 // Defaults of Options, as the docs install the chart.
@@ -124,7 +125,7 @@ func loadChart(src string, o Options) (chart.Charter, error) {
 	host, _, _ := strings.Cut(ref, "/")
 	var opts []registry.ClientOption
 	if o.PlainHTTP {
-		if !isLoopback(host) {
+		if !endpoint.IsLoopbackHost(host) {
 			return nil, fmt.Errorf("chart %s: plain HTTP only to a registry on this machine (127.0.0.0/8, localhost, [::1])", src)
 		}
 		opts = append(opts, registry.ClientOptPlainHTTP())
@@ -142,17 +143,4 @@ func loadChart(src string, o Options) (chart.Charter, error) {
 		return nil, fmt.Errorf("loading chart %s version %s: %w", src, o.Version, err)
 	}
 	return chrt, nil
-}
-
-// isLoopback tells whether host (host[:port]) is this machine.
-func isLoopback(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -7,6 +7,7 @@ package endpoint
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"strings"
@@ -81,4 +82,19 @@ func (a Address) DialPath() string {
 		return `\\.\pipe\` + a.Path
 	}
 	return a.Path
+}
+
+// IsLoopbackHost tells whether host ([host]:port, host:port or host) is this
+// machine: localhost, or an address in 127.0.0.0/8 or ::1. Plain HTTP to a
+// registry is allowed only there.
+func IsLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -82,3 +82,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestIsLoopbackHost(t *testing.T) {
+	cases := map[string]bool{
+		"127.0.0.1:5000": true, "127.1.2.3": true, "localhost:80": true, "LOCALHOST": true, "[::1]:5000": true, "::1": true,
+		"10.0.0.1:5000": false, "ghcr.io": false, "registry.example.com:443": false, "": false,
+	}
+	for host, want := range cases {
+		if got := IsLoopbackHost(host); got != want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -29,6 +28,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/eraser-oss/eraser/internal/endpoint"
 )
 
 // Image is one of the images a release publishes: its directory under the
@@ -120,7 +121,7 @@ func Check(o Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Insecure && !IsLoopback(host) {
+	if o.Insecure && !endpoint.IsLoopbackHost(host) {
 		return fmt.Errorf("--insecure (plain HTTP) is allowed only for a registry on this machine (127.0.0.0/8, localhost, [::1]); %s is not one: push over HTTPS", host)
 	}
 	for _, im := range Images {
@@ -195,27 +196,13 @@ func registryHost(registry string) (string, error) {
 	return host, nil
 }
 
-// IsLoopback tells whether host ([host]:port, host:port or host) is this
-// machine: localhost or an address in 127.0.0.0/8 or ::1.
-func IsLoopback(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // loopbackOnlyHTTP refuses any plain-HTTP request to a host other than this
 // machine, whatever a client library decides about schemes (go-
 // containerregistry, for one, falls back to HTTP for private addresses).
 type loopbackOnlyHTTP struct{ next http.RoundTripper }
 
 func (t loopbackOnlyHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme == "http" && !IsLoopback(r.URL.Host) {
+	if r.URL.Scheme == "http" && !endpoint.IsLoopbackHost(r.URL.Host) {
 		return nil, fmt.Errorf("refusing plain HTTP to %s: only a registry on this machine may be reached without TLS", r.URL.Host)
 	}
 	return t.next.RoundTrip(r)
