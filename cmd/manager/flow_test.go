@@ -35,7 +35,7 @@ manager:
 func startManager(t *testing.T, doc string, extra ...string) *process {
 	t.Helper()
 	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + writeConfig(t, doc),
-		"--health-probe-bind-address=" + freePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
+		"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
 	return start(t, []string{"POD_NAMESPACE=" + flowNS}, args...)
 }
 
@@ -68,7 +68,7 @@ func kubelet(t *testing.T, ctx context.Context) int {
 func waitList(t *testing.T, ctx context.Context, what string, cond func(*eraserv1.ImageList) bool) *eraserv1.ImageList {
 	t.Helper()
 	list := &eraserv1.ImageList{}
-	waitFor(t, 60*time.Second, what, func() bool {
+	testenv.WaitFor(t, 60*time.Second, what, func() bool {
 		kubelet(t, ctx)
 		return env.Client.Get(ctx, client.ObjectKey{Name: "imagelist"}, list) == nil && cond(list)
 	})
@@ -122,7 +122,7 @@ func TestImageListFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods corev1.PodList
-	waitFor(t, 60*time.Second, "two worker pods", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "two worker pods", func() bool {
 		return env.Client.List(ctx, &pods, client.InNamespace(flowNS)) == nil && len(pods.Items) == 2
 	})
 	for _, p := range pods.Items {
@@ -142,7 +142,7 @@ func TestImageListFlow(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready condition %+v", c)
 	}
-	waitFor(t, 30*time.Second, "the finished job to be cleaned up", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the finished job to be cleaned up", func() bool {
 		var jobs eraserv1.ImageJobList
 		return env.Client.List(ctx, &jobs) == nil && len(jobs.Items) == 0
 	})
@@ -159,7 +159,7 @@ func TestImageListFlow(t *testing.T) {
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "an InvalidConfig event", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "an InvalidConfig event", func() bool {
 		var events corev1.EventList
 		if env.Client.List(ctx, &events, client.InNamespace(flowNS)) != nil {
 			return false
@@ -179,7 +179,7 @@ func TestImageListFlow(t *testing.T) {
 	if err := env.Client.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the third run's pods", func() bool { return len(jobPods(t, ctx)) == 1 })
+	testenv.WaitFor(t, 60*time.Second, "the third run's pods", func() bool { return len(jobPods(t, ctx)) == 1 })
 	_ = mgr.cmd.Process.Signal(syscall.SIGKILL)
 	mgr.waitExit(t, 30*time.Second)
 	startManager(t, flowConfig)

@@ -29,7 +29,7 @@ func TestTwoReplicas(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
 	for range 2 {
 		args := []string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + writeConfig(t, flowConfig),
-			"--health-probe-bind-address=" + freePort(t), "--metrics-bind-address=0"}
+			"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0"}
 		start(t, []string{"POD_NAMESPACE=" + ns}, args...)
 	}
 	list := builder.MakeImageList("ha-list").Images("busybox").Obj()
@@ -38,7 +38,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, list) })
 	var pods corev1.PodList
-	waitFor(t, 60*time.Second, "the worker pod", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the worker pod", func() bool {
 		return env.Client.List(ctx, &pods, client.InNamespace(ns)) == nil && len(pods.Items) > 0
 	})
 	time.Sleep(3 * time.Second) // a second replica, if active, would have acted by now

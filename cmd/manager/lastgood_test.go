@@ -35,7 +35,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	base := []string{"--kubeconfig=" + env.KubeconfigPath, "--metrics-bind-address=0", "--leader-elect=false"}
 
 	// Never a good one: refused, as before.
-	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+freePort(t))...)
+	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+testenv.FreePort(t))...)
 	if code := first.waitExit(t, 30*time.Second); code != 1 || !strings.Contains(first.stderr.String(), "no last good one on record") {
 		t.Fatalf("exit %d, want 1 naming the missing record:\n%s", code, first.stderr)
 	}
@@ -45,9 +45,9 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+freePort(t))...)
+	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+testenv.FreePort(t))...)
 	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
-	waitFor(t, 30*time.Second, "the last good record", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
 		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
 		return err == nil && string(raw) == good
 	})
@@ -56,13 +56,13 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the refusal", func() bool { return strings.Contains(running.stderr.String(), "invalid EraserConfig refused") })
+	testenv.WaitFor(t, 30*time.Second, "the refusal", func() bool { return strings.Contains(running.stderr.String(), "invalid EraserConfig refused") })
 	_ = running.cmd.Process.Kill()
 
-	probe, metrics := freePort(t), freePort(t)
+	probe, metrics := testenv.FreePort(t), testenv.FreePort(t)
 	restarted := start(t, envs, "--kubeconfig="+env.KubeconfigPath, "--leader-elect=false", "--config="+writeConfig(t, bad),
 		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
-	waitFor(t, 60*time.Second, "readiness on the last good configuration", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "readiness on the last good configuration", func() bool {
 		code, _, err := get("http://" + probe + "/readyz")
 		return err == nil && code == 200
 	})
@@ -70,7 +70,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		!strings.Contains(log, "manager.imageJob.successRatio") || !strings.Contains(log, recordKey.Name) {
 		t.Errorf("the log does not say which configuration is in force and why:\n%s", log)
 	}
-	waitFor(t, 30*time.Second, "an InvalidConfig Event on the ConfigMap", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "an InvalidConfig Event on the ConfigMap", func() bool {
 		var events corev1.EventList
 		_ = env.Client.List(ctx, &events, client.InNamespace(ns))
 		for _, e := range events.Items {
@@ -80,7 +80,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 30*time.Second, "the reload metric at 0", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the reload metric at 0", func() bool {
 		_, body, err := get("http://" + metrics + "/metrics")
 		return err == nil && strings.Contains(body, "eraser_config_last_reload_successful 0")
 	})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,16 +41,6 @@ func TestMain(m *testing.M) {
 	code := testenv.Run(m, &env)
 	cleanup()
 	os.Exit(code)
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func writeConfig(t *testing.T, doc string) string {
@@ -133,7 +122,7 @@ func ensureNamespace(t *testing.T, name string) {
 func TestManagerBecomesReady(t *testing.T) {
 	testenv.Require(t)
 	ensureNamespace(t, "eraser-system")
-	probe, metrics := freePort(t), freePort(t)
+	probe, metrics := testenv.FreePort(t), testenv.FreePort(t)
 	cfg := writeConfig(t, "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nhealth: {}\n")
 	p := start(t, []string{"POD_NAMESPACE=eraser-system"},
 		"--kubeconfig="+env.KubeconfigPath, "--config="+cfg, "--log-level=debug",
@@ -165,7 +154,7 @@ func TestManagerBecomesReady(t *testing.T) {
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: "eraser-system", Name: manager.LeaderElectionID}
-	waitFor(t, 30*time.Second, "the leader lease", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the leader lease", func() bool {
 		return env.Client.Get(context.Background(), key, lease) == nil &&
 			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
 	})
@@ -230,16 +219,5 @@ func TestManagerRejectsBadFlags(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), "log-level") {
 		t.Errorf("usage error does not name the flag:\n%s", p.stderr)
-	}
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

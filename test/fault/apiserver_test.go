@@ -6,6 +6,7 @@ import (
 	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // TestAPIServerRestartMidJob: the kube-apiserver is restarted (SIGTERM, as
@@ -25,7 +26,7 @@ func TestAPIServerRestartMidJob(t *testing.T) {
 	s.createList()
 
 	// Mid-job: the first node done, the second's pod created.
-	waitFor(t, 30*time.Second, "the first node done and the second's pod", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the first node done and the second's pod", func() bool {
 		s.kubelet(func(n string) bool { return n == names[0] })
 		pods := s.pods()
 		return len(pods) == 2

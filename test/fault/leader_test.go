@@ -11,6 +11,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // TestLeaderKilledMidJob: two replicas with leader election; the leader is
@@ -25,7 +26,7 @@ func TestLeaderKilledMidJob(t *testing.T) {
 	leader := s.startManager(doc)
 	key := client.ObjectKey{Namespace: s.ns, Name: manager.LeaderElectionID}
 	var holder string
-	waitFor(t, 30*time.Second, "the first replica to lead", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the first replica to lead", func() bool {
 		lease := &coordinationv1.Lease{}
 		if env.Client.Get(s.ctx, key, lease) != nil || lease.Spec.HolderIdentity == nil {
 			return false
@@ -38,7 +39,7 @@ func TestLeaderKilledMidJob(t *testing.T) {
 	s.createList()
 
 	// Mid-job: the first node done, the second's pod created.
-	waitFor(t, 30*time.Second, "the first node done and the second's pod", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the first node done and the second's pod", func() bool {
 		s.kubelet(func(n string) bool { return n == names[0] })
 		return len(s.pods()) == 2
 	})
@@ -47,7 +48,7 @@ func TestLeaderKilledMidJob(t *testing.T) {
 	}
 	killed := time.Now()
 
-	waitFor(t, 40*time.Second, "the standby to take the lease", func() bool {
+	testenv.WaitFor(t, 40*time.Second, "the standby to take the lease", func() bool {
 		return len(standby.lines("Successfully acquired lease")) > 0
 	})
 	t.Logf("the standby leads %v after the leader was killed", time.Since(killed).Round(100*time.Millisecond))

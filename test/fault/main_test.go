@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,7 +158,7 @@ func (s *scenario) jobs() ([]eraserv1.ImageJob, error) {
 func (s *scenario) waitJob(timeout time.Duration, what string, each func(), cond func(*eraserv1.ImageJob) bool) *eraserv1.ImageJob {
 	s.t.Helper()
 	var job *eraserv1.ImageJob
-	waitFor(s.t, timeout, what, func() bool {
+	testenv.WaitFor(s.t, timeout, what, func() bool {
 		if each != nil {
 			each()
 		}
@@ -184,7 +183,7 @@ func finished(j *eraserv1.ImageJob) bool {
 func (s *scenario) waitRecorded(timeout time.Duration) *eraserv1.ImageList {
 	s.t.Helper()
 	var l *eraserv1.ImageList
-	waitFor(s.t, timeout, "the ImageList to record the run", func() bool {
+	testenv.WaitFor(s.t, timeout, "the ImageList to record the run", func() bool {
 		l = &eraserv1.ImageList{}
 		return env.Client.Get(s.ctx, client.ObjectKey{Name: s.list}, l) == nil && l.Status.ObservedGeneration == 1
 	})
@@ -403,7 +402,7 @@ func (s *scenario) startManager(doc string) *process {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfg,
-		"--health-probe-bind-address="+freePort(t), "--metrics-bind-address=0", "--log-level=debug")
+		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
 	p := &process{cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log
@@ -425,25 +424,4 @@ func (s *scenario) startManager(doc string) *process {
 func tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // TestNodesComeAndGo: a rolling job (one node at a time) runs on nodes 000
@@ -24,7 +25,7 @@ func TestNodesComeAndGo(t *testing.T) {
 	names := s.addNodes(s.ns, 4)
 	s.startManager(config("1m", "1", "1", ""))
 	s.createList()
-	waitFor(t, 30*time.Second, "the first pod", func() bool { return len(s.pods()) == 1 })
+	testenv.WaitFor(t, 30*time.Second, "the first pod", func() bool { return len(s.pods()) == 1 })
 	job := s.waitJob(10*time.Second, "the job", nil, func(*eraserv1.ImageJob) bool { return true })
 
 	for _, n := range []string{names[0], names[2]} {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // TestQuotaAdmitsSome: a ResourceQuota admits 2 worker pods for 5 nodes.
@@ -77,7 +78,7 @@ func TestQuotaAdmitsSome(t *testing.T) {
 		t.Errorf("ImageList Ready %s %q, success %d failed %d", lc.Reason, lc.Message, list.Status.Success, list.Status.Failed)
 	}
 	var evs []corev1.Event
-	waitFor(t, 20*time.Second, "CreateFailed, NodeFailed and Completed Events", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "CreateFailed, NodeFailed and Completed Events", func() bool {
 		evs = events(t, "ImageJob", job.Name)
 		return findEvent(evs, "CreateFailed", "exceeded quota") != nil && findEvent(evs, "NodeFailed", "CreateFailed") != nil &&
 			findEvent(evs, "Completed") != nil

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // refusedJob runs an ImageList on nodes whose every worker pod the API server
@@ -50,7 +51,7 @@ func refusedJob(t *testing.T, s *scenario, doc string, nodes int, want ...string
 	t.Logf("ImageList Ready: %s/%s: %s (success %d, failed %d)", lc.Status, lc.Reason, lc.Message, list.Status.Success, list.Status.Failed)
 
 	var jobEvents []corev1.Event
-	waitFor(t, 20*time.Second, "a PodsRefused Event on the job and JobFailed on the list", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "a PodsRefused Event on the job and JobFailed on the list", func() bool {
 		jobEvents = events(t, "ImageJob", job.Name)
 		return findEvent(jobEvents, "PodsRefused", want[0]) != nil && findEvent(events(t, "ImageList", s.list), "JobFailed", want[0]) != nil
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
 // TestHundredPodsNeverStart: 100 nodes whose worker pods stay Pending (an
@@ -21,7 +22,7 @@ func TestHundredPodsNeverStart(t *testing.T) {
 	mgr := s.startManager(config("15s", "1", "0", ""))
 	s.createList()
 	begin := time.Now()
-	waitFor(t, 30*time.Second, "100 worker pods", func() bool { return len(s.pods()) == nodes })
+	testenv.WaitFor(t, 30*time.Second, "100 worker pods", func() bool { return len(s.pods()) == nodes })
 	t.Logf("100 pods created in %v", time.Since(begin).Round(100*time.Millisecond))
 
 	job := s.waitJob(60*time.Second, "the job to fail", nil, finished)
@@ -52,7 +53,7 @@ func TestHundredPodsNeverStart(t *testing.T) {
 	}
 	// Deleted: gone, or terminating (no kubelet here confirms the deletion
 	// of a pod bound to a node, as on a node that is down).
-	waitFor(t, 20*time.Second, "every timed-out pod deleted", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every timed-out pod deleted", func() bool {
 		for _, p := range s.pods() {
 			if p.DeletionTimestamp == nil {
 				return false
