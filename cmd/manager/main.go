@@ -4,6 +4,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"runtime/debug"
 
@@ -23,6 +24,11 @@ func main() {
 	var opts manager.Options
 	opts.Bind(flag.CommandLine) // controller-runtime has registered --kubeconfig here
 	flag.Parse()
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		flag.Usage()
+		os.Exit(2)
+	}
 	opts.FromEnv()
 
 	log := manager.NewLogger(opts.LogLevel, os.Stderr)

@@ -213,11 +213,22 @@ func TestManagerRefusesInvalidConfig(t *testing.T) {
 }
 
 func TestManagerRejectsBadFlags(t *testing.T) {
-	p := start(t, nil, "--log-level=loud")
-	if code := p.waitExit(t, 30*time.Second); code != 2 {
-		t.Errorf("exit code = %d, want 2 (usage)", code)
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"log level":     {args: []string{"--log-level=loud"}, want: "log-level"},
+		"lease timings": {args: []string{"--leader-elect-renew-deadline=20s"}, want: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (15s)"},
 	}
-	if !strings.Contains(p.stderr.String(), "log-level") {
-		t.Errorf("usage error does not name the flag:\n%s", p.stderr)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := start(t, nil, tc.args...)
+			if code := p.waitExit(t, 30*time.Second); code != 2 {
+				t.Errorf("exit code = %d, want 2 (usage)", code)
+			}
+			if !strings.Contains(p.stderr.String(), tc.want) {
+				t.Errorf("usage error does not say %q:\n%s", tc.want, p.stderr)
+			}
+		})
 	}
 }

@@ -110,6 +110,9 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
+		LeaseDuration:           nonZero(opts.LeaseDuration),
+		RenewDeadline:           nonZero(opts.RenewDeadline),
+		RetryPeriod:             nonZero(opts.RetryPeriod),
 		// Hand the lease over at once on a clean shutdown, so a rolling update
 		// does not leave jobs unattended for a whole lease duration.
 		LeaderElectionReleaseOnCancel: true,
@@ -128,6 +131,15 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// nonZero leaves a timing unset (controller-runtime's default) when the
+// Options were not filled from flags.
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // cacheSynced reports ready once the informers have synced, so that a

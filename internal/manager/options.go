@@ -2,7 +2,9 @@ package manager
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/logging"
 )
@@ -28,6 +30,11 @@ type Options struct {
 	MetricsAddr string
 	ProbeAddr   string
 	LeaderElect bool
+	// Lease timings: how long a lease lasts, how long the leader keeps
+	// trying to renew it before it gives up (and exits), and how often it
+	// tries. A longer renew deadline rides out a longer API server outage;
+	// a longer lease makes a dead leader's successor wait longer.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// Namespace holds the manager's pods, PodTemplates and ConfigMaps
 	// (POD_NAMESPACE, as upstream).
@@ -44,6 +51,19 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8889", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader election tries to acquire or renew the lease")
+}
+
+// Validate checks what flag parsing cannot: client-go refuses lease
+// timings out of order, and so would the manager, later and less clearly.
+func (o *Options) Validate() error {
+	if o.LeaderElect && (o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline) {
+		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period (%v) < --leader-elect-renew-deadline (%v) < --leader-elect-lease-duration (%v)",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	return nil
 }
 
 // FromEnv fills what upstream Eraser reads from the environment.
