@@ -133,9 +133,59 @@ type ImageResults struct {
 	// BytesFreed is the size of the removed images as the runtime reported it.
 	// +optional
 	BytesFreed int64 `json:"bytesFreed,omitempty"`
+	// TooYoung images were kept because they were pulled (or re-tagged) on
+	// the node less than the retention policy's minAge ago.
+	// +optional
+	TooYoung int64 `json:"tooYoung,omitempty"`
+	// RecentlyUsed images were kept because a container used them within the
+	// retention policy's unusedFor.
+	// +optional
+	RecentlyUsed int64 `json:"recentlyUsed,omitempty"`
+	// NotNeeded images were kept by the disk-pressure policy: the image
+	// filesystem was below its high threshold, or enough space was freed.
+	// +optional
+	NotNeeded int64 `json:"notNeeded,omitempty"`
 	// DryRun is true when nothing was actually removed.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+	// Policies totals the removals by the policy that chose each image.
+	// +optional
+	// +listType=map
+	// +listMapKey=policy
+	// +kubebuilder:validation:MaxItems=8
+	Policies []PolicyResult `json:"policies,omitempty"`
+}
+
+// RemovalPolicy is why an image was chosen for removal.
+// +kubebuilder:validation:Enum=Listed;Unused;Vulnerable;UnusedFor;DiskPressure
+type RemovalPolicy string
+
+const (
+	// PolicyListed: an ImageList named the image.
+	PolicyListed RemovalPolicy = "Listed"
+	// PolicyUnused: the image was unused and old enough, and the run removes
+	// every such image (an ImageList "*", or a scheduled run with no scanner
+	// and no other policy).
+	PolicyUnused RemovalPolicy = "Unused"
+	// PolicyVulnerable: the scanner found the image vulnerable.
+	PolicyVulnerable RemovalPolicy = "Vulnerable"
+	// PolicyUnusedFor: no container had used the image for unusedFor.
+	PolicyUnusedFor RemovalPolicy = "UnusedFor"
+	// PolicyDiskPressure: the image filesystem was above the high threshold
+	// and the image was among the least recently used.
+	PolicyDiskPressure RemovalPolicy = "DiskPressure"
+)
+
+// PolicyResult is what one policy removed across the job's nodes.
+type PolicyResult struct {
+	// Policy is the policy.
+	Policy RemovalPolicy `json:"policy"`
+	// Removed counts the images removed (would be, on a dry run).
+	// +optional
+	Removed int64 `json:"removed,omitempty"`
+	// BytesFreed is their size as the runtime reported it.
+	// +optional
+	BytesFreed int64 `json:"bytesFreed,omitempty"`
 }
 
 // ImageJob is one run of node workers across the cluster. The manager creates

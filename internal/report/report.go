@@ -47,6 +47,31 @@ type Summary struct {
 	MaxRecheckWindowMs float64 `json:"maxRecheckWindowMs,omitempty"`
 	// PeakRSSBytes is the worker's peak resident memory, where measured.
 	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
+	// RemovedBy totals the removed images (would be, on a dry run) by the
+	// retention policy that chose each (retention.Policy).
+	RemovedBy map[string]PolicyTotal `json:"removedBy,omitempty"`
+	// ImageFs is the image filesystem before and after the run, when the
+	// disk-pressure policy measured it.
+	ImageFs *ImageFs `json:"imageFs,omitempty"`
+	// AgeSource says where image ages came from: "runtime" (the runtime's
+	// image records) or "first seen" (the node's state file, when the
+	// runtime does not record when it pulled an image).
+	AgeSource string `json:"ageSource,omitempty"`
+}
+
+// PolicyTotal is what one retention policy removed.
+type PolicyTotal struct {
+	Images int    `json:"images"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// ImageFs is the image filesystem's size and use, in bytes, as statfs
+// reports the filesystem holding it (used = capacity - available, as the
+// kubelet counts it).
+type ImageFs struct {
+	CapacityBytes   uint64 `json:"capacityBytes"`
+	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
+	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
 }
 
 // Failure is one failed image, or an invalid ImageList entry.
