@@ -145,7 +145,7 @@ build-windows: ## Check that the node workers build for Windows.
 # hand-off tests, which skip AF_UNIX there). Packages whose tests clean up
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
 WINDOWS_TEST_PACKAGES := ./internal/cri ./internal/handoff ./internal/remover ./internal/imageref ./internal/endpoint \
-	./internal/paths ./internal/protect ./internal/report
+	./internal/paths ./internal/protect ./internal/report ./internal/nodestate ./internal/retention
 
 .PHONY: test-windows
 test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
