@@ -13,8 +13,10 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/retention"
 	"github.com/eraser-oss/eraser/internal/worker"
 )
 
@@ -29,6 +31,7 @@ type Command struct {
 	DryRun      bool
 	Concurrency int
 	SummaryFile string
+	Retention   retention.Flags
 }
 
 // Bind registers the remover's flags.
@@ -38,6 +41,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&c.DryRun, "dry-run", false, "report what would be removed, remove nothing")
 	fs.IntVar(&c.Concurrency, "concurrency", 0, "removals issued at once; 0: as many as the container's memory limit allows, at most 4096")
 	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
+	c.Retention.Bind(fs, paths.StateDir(worker.NodeOS))
 }
 
 // Run runs the remover and returns the process exit code: 0 when the run
@@ -57,6 +61,13 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		// or they would hang when the remover fails.
 		defer c.signalDone(log)
 	}
+	if err := c.Retention.Validate(); err != nil {
+		return empty, err
+	}
+	now, err := c.Retention.Clock()
+	if err != nil {
+		return empty, err
+	}
 	pats, err := c.Exclusions(log)
 	if err != nil {
 		return empty, err
@@ -65,6 +76,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	var invalid []Result
 	if pipeline {
 		targets, err = c.receive(ctx)
+		targets.Scanned = c.sender() == "scanner"
 	} else {
 		var entries []string
 		if entries, err = readImageList(c.ImageList); err == nil {
@@ -89,6 +101,8 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	var info RunInfo
 	results, err := Run(ctx, client, targets, Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
+		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir,
+		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
 	})
 	if err != nil {
 		return empty, err
@@ -139,11 +153,13 @@ func (c *Command) sender() string {
 	return "collector"
 }
 
-// HandoffTargets turns a hand-off into targets: each entry's image_id must
-// be the ID, or a digest, of an image the collector listed. Names and
-// digests sent along are not targets: only the ID selects an image, so a
-// hand-off never selects more images than it has entries.
+// HandoffTargets turns a hand-off into a scheduled run's targets: each
+// entry's image_id must be the ID, or a digest, of an image the collector
+// listed. Names and digests sent along are not targets: only the ID selects
+// an image, so a hand-off never selects more images than it has entries.
+// The retention policies then choose among the collected images.
 func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
+	t := Targets{Scheduled: true}
 	listed := map[string]bool{}
 	for _, img := range collected {
 		for _, s := range append([]string{img.ImageID}, img.Digests...) {
@@ -151,8 +167,10 @@ func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
 				listed[d] = true
 			}
 		}
+		if d, ok := handoff.NormalID(img.ImageID); ok {
+			t.Collected = append(t.Collected, d)
+		}
 	}
-	var t Targets
 	for i, img := range received {
 		d, ok := handoff.NormalID(img.ImageID)
 		if !ok {
@@ -165,8 +183,7 @@ func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
 		if err != nil {
 			return Targets{}, fmt.Errorf("hand-off refused, nothing removed: [%d]: %w", i, err)
 		}
-		t.Refs = append(t.Refs, r)
-		t.Entries = append(t.Entries, img.ImageID)
+		t.Handed = append(t.Handed, r)
 	}
 	return t, nil
 }

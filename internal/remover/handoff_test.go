@@ -47,11 +47,14 @@ func TestHandoffTargets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.All {
-				t.Fatal("a hand-off selected every image")
+			if got.All || len(got.Refs) > 0 {
+				t.Fatal("a hand-off selected every image, or listed images as an ImageList does")
+			}
+			if diff := cmp.Diff([]string{id('a'), id('c')}, got.Collected); !got.Scheduled || diff != "" {
+				t.Errorf("scheduled=%v, collected (-want +got):\n%s", got.Scheduled, diff)
 			}
 			var refs []string
-			for _, r := range got.Refs {
+			for _, r := range got.Handed {
 				if r.Kind != imageref.KindDigest {
 					t.Errorf("target %v is not a digest", r)
 				}

@@ -7,10 +7,12 @@ package remover
 
 import (
 	"slices"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/retention"
 )
 
 // Outcome is what happened to one target or image.
@@ -26,10 +28,14 @@ const (
 	Failed    Outcome = "failed"
 	// Invalid entries are not image references; nothing is removed for them.
 	Invalid Outcome = "invalid"
+	// The retention policy's reasons to keep an image (retention.Kept).
+	TooYoung     Outcome = Outcome(retention.TooYoung)
+	RecentlyUsed Outcome = Outcome(retention.RecentlyUsed)
+	NotNeeded    Outcome = Outcome(retention.NotNeeded)
 )
 
 // Outcomes lists every outcome in a stable order.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, NotOnNode, Failed, Invalid}
+var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Failed, Invalid}
 
 func outcomeOf(r protect.Reason) Outcome {
 	switch r {
@@ -45,12 +51,22 @@ func outcomeOf(r protect.Reason) Outcome {
 
 // Targets are what to remove.
 type Targets struct {
-	// All selects every unprotected image ("*").
+	// All selects every unprotected image old enough ("*").
 	All bool
-	// Refs are the explicit entries, parsed.
+	// Refs are the explicit entries, parsed: the Listed policy.
 	Refs []imageref.Ref
 	// Entries are the entries as written, parallel to Refs.
 	Entries []string
+
+	// Scheduled marks a scheduled run's hand-off: the retention policies
+	// choose among the images the collector listed.
+	Scheduled bool
+	// Collected are the image IDs the collector listed.
+	Collected []string
+	// Handed are what the collector or the scanner handed over, as image
+	// IDs or digests; Scanned says the scanner chose them (Vulnerable).
+	Handed  []imageref.Ref
+	Scanned bool
 }
 
 // ParseTargets reads ImageList entries. Entries that are not references are
@@ -85,6 +101,8 @@ type Result struct {
 	// Bytes is the image's size: freed when Removed.
 	Bytes  uint64
 	Detail string
+	// Policy chose the image for removal (set when Removed, or Failed).
+	Policy retention.Policy
 }
 
 // Snapshot is what the runtime reported, indexed by key.
@@ -121,46 +139,119 @@ func NewSnapshot(images []cri.Image, containers []cri.Container, policy protect.
 // Verdict is the decision for image i.
 func (s *Snapshot) Verdict(i int) protect.Verdict { return s.verdicts[i] }
 
-// Removal is one image to remove and the entry that chose it.
+// InUse reports whether a container uses image i, whatever else protects it.
+func (s *Snapshot) InUse(i int) bool {
+	for _, k := range s.keys[i] {
+		if _, ok := s.used[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Removal is one image to remove, the entry that named it and the policy
+// that chose it.
 type Removal struct {
 	Image  int
 	Target string
+	Policy retention.Policy
+	Detail string
 }
 
-// Plan resolves targets against the snapshot. It returns the images to
-// remove (each once, however many entries name it) and the results of every
-// target that resolves to nothing to do.
-func Plan(s *Snapshot, t Targets) (remove []Removal, results []Result) {
-	chosen := map[int]bool{}
-	var order []Removal
-	choose := func(i int, target string) {
-		if chosen[i] {
+// Age is what is known of when an image arrived on the node and when a
+// container last used it; see retention.Candidate.
+type Age struct {
+	Arrived, LastUsed, FirstSeen time.Time
+}
+
+// Retention is the retention policy's part of a plan.
+type Retention struct {
+	Settings retention.Settings
+	Now      time.Time
+	// Ages are per snapshot image; nil: every image is old and unused.
+	Ages []Age
+	// Disk is the image filesystem before the removals, when measured.
+	Disk *retention.Disk
+}
+
+// Plan resolves targets against the snapshot and the retention policy. It
+// returns the images to remove (each once, however many entries name it),
+// the results of every target or candidate that resolves to nothing to do,
+// and the candidates the disk policy may still take in a later round.
+func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Result, spare []retention.Candidate) {
+	seen := map[int]bool{}
+	target := map[int]string{}
+	var cands []retention.Candidate
+	// consider adds image i as a candidate, or its result when protected.
+	consider := func(i int, entry string, listed, vulnerable bool) {
+		if seen[i] {
 			return
 		}
-		chosen[i] = true
+		seen[i] = true
+		img := s.Images[i]
 		if v := s.verdicts[i]; v.Reason != protect.Removable {
-			img := s.Images[i]
-			results = append(results, Result{Target: target, ImageID: img.ID, Names: img.Tags, Outcome: outcomeOf(v.Reason), Bytes: img.Size, Detail: v.Detail})
+			results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: outcomeOf(v.Reason), Bytes: img.Size, Detail: v.Detail})
 			return
 		}
-		order = append(order, Removal{Image: i, Target: target})
+		target[i] = entry
+		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
+		if r.Ages != nil {
+			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
+		}
+		cands = append(cands, c)
 	}
-	for n, r := range t.Refs {
-		idx := s.byKey[r.String()]
+	for n, ref := range t.Refs {
+		idx := s.byKey[ref.String()]
 		if len(idx) == 0 {
 			results = append(results, Result{Target: t.Entries[n], Outcome: NotOnNode})
 			continue
 		}
 		for _, i := range idx {
-			choose(i, t.Entries[n])
+			consider(i, t.Entries[n], true, false)
 		}
 	}
-	if t.All {
+	if t.Scheduled && t.Scanned {
+		for _, ref := range t.Handed {
+			for _, i := range s.byKey[ref.String()] {
+				consider(i, s.Images[i].ID, false, true)
+			}
+		}
+	}
+	switch {
+	case t.All:
 		for i := range s.Images {
-			choose(i, s.Images[i].ID)
+			consider(i, s.Images[i].ID, false, false)
+		}
+	case t.Scheduled:
+		// Only what the collector listed: an image pulled since is not the
+		// scheduled run's to judge.
+		for _, id := range t.Collected {
+			for _, i := range s.byKey[id] {
+				consider(i, s.Images[i].ID, false, false)
+			}
 		}
 	}
-	return order, results
+	in := retention.Input{
+		Now: r.Now, Settings: r.Settings, Disk: r.Disk, Scheduled: t.Scheduled,
+		Sweep: t.All || (t.Scheduled && !t.Scanned && !r.Settings.Choosing()),
+	}
+	byIndex := make(map[int]retention.Candidate, len(cands))
+	for _, c := range cands {
+		byIndex[c.Index] = c
+	}
+	for _, d := range retention.Plan(in, cands) {
+		img := s.Images[d.Index]
+		switch {
+		case d.Policy != "":
+			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
+		case d.Kept != "":
+			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: Outcome(d.Kept), Bytes: img.Size, Detail: d.Detail})
+			if d.Kept != retention.TooYoung && in.Scheduled && r.Settings.DiskPressure() {
+				spare = append(spare, byIndex[d.Index])
+			}
+		}
+	}
+	return remove, results, spare
 }
 
 // Candidates are the unprotected images: what a collector hands on.

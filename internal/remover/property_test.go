@@ -103,7 +103,7 @@ func TestNoReferencedImageIsPlanned(t *testing.T) {
 			entries = append(entries, img.Tags...)
 		}
 		targets, _ := ParseTargets(entries)
-		remove, _ := Plan(s, targets)
+		remove, _, _ := Plan(s, targets, Retention{})
 		for _, rm := range remove {
 			if ref, ok := used[rm.Image]; ok {
 				t.Fatalf("seed %d: image %v is used by a container (%s) but planned for removal", seed, images[rm.Image], ref)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/retention"
 	"github.com/eraser-oss/eraser/internal/worker"
 )
 
@@ -44,6 +47,17 @@ type Options struct {
 	Progress func(done, total int)
 	// Info, if set, receives what the run reports besides its results.
 	Info *RunInfo
+
+	// Retention is the retention policy; the zero value has no minimum age.
+	Retention retention.Settings
+	// Now is the time ages are judged at; zero: the clock.
+	Now time.Time
+	// StateDir holds the node's state file; empty: no state is kept (ages
+	// come from the runtime alone).
+	StateDir string
+	// MeasureDisk measures the image filesystem for the disk-pressure
+	// policy; nil: unmeasured, and that policy removes nothing.
+	MeasureDisk func(ctx context.Context) (retention.Disk, error)
 }
 
 // ReadNode reads the node (images, containers, sandbox images) and judges
@@ -93,13 +107,32 @@ type RunInfo struct {
 	// MaxRecheckWindow is the longest time from the start of the listing
 	// that cleared an image to the issue of its removal.
 	MaxRecheckWindow time.Duration
+	// AgeSource says where ages came from (see NodeAges).
+	AgeSource string
+	// DiskBefore and DiskAfter are the image filesystem around the
+	// removals, when the disk policy measured it.
+	DiskBefore, DiskAfter *retention.Disk
+	// Rounds counts the disk policy's rounds.
+	Rounds int
 }
 
 // Apply adds the run's information to a summary.
 func (i RunInfo) Apply(s *report.Summary) {
 	s.SandboxImageGuessed = i.SandboxGuessed
 	s.MaxRecheckWindowMs = float64(i.MaxRecheckWindow.Microseconds()) / 1000
+	s.AgeSource = i.AgeSource
+	if i.DiskBefore != nil {
+		s.ImageFs = &report.ImageFs{CapacityBytes: i.DiskBefore.Capacity, UsedBeforeBytes: i.DiskBefore.Used(), UsedAfterBytes: i.DiskBefore.Used()}
+		if i.DiskAfter != nil {
+			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
+		}
+	}
 }
+
+// MaxDiskRounds bounds the disk policy's rounds: layers shared with kept
+// images free less than the images' sizes, so after a round the policy
+// measures again and, still above the low threshold, chooses more.
+const MaxDiskRounds = 3
 
 // Run removes the targets from the node and reports every outcome.
 func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, error) {
@@ -109,6 +142,14 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if opts.Concurrency < 1 {
 		opts.Concurrency = DefaultConcurrency
 	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	info := opts.Info
+	if info == nil {
+		info = &RunInfo{}
+		opts.Info = info
+	}
 	snap, err := ReadNode(ctx, rt, opts.Policy)
 	if err != nil {
 		return nil, err
@@ -116,15 +157,89 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if snap.SandboxGuessed {
 		opts.Log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
 	}
-	if opts.Info != nil {
-		opts.Info.SandboxGuessed, opts.Info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
+	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
+	r := Retention{Settings: opts.Retention, Now: opts.Now}
+	if r.Ages, info.AgeSource, err = NodeAges(ctx, rt, snap, opts.StateDir, opts.Now); err != nil {
+		return nil, err
 	}
-	remove, results := Plan(snap, t)
-	for _, r := range results {
-		logResult(opts.Log, r, opts.DryRun)
+	if info.AgeSource == AgeFirstSeen {
+		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
 	}
-	removed := execute(ctx, rt, snap, remove, opts)
-	return append(results, removed...), nil
+	diskOn := t.Scheduled && opts.Retention.DiskPressure()
+	if diskOn {
+		r.Disk = measure(ctx, opts)
+		info.DiskBefore = r.Disk
+	}
+	remove, results, spare := Plan(snap, t, r)
+	for _, res := range results {
+		logResult(opts.Log, res, opts.DryRun)
+	}
+	done := execute(ctx, rt, snap, remove, opts)
+	if diskOn && r.Disk != nil {
+		info.Rounds = 1
+		done, results = moreForDisk(ctx, rt, snap, r, spare, done, results, opts)
+	}
+	return append(results, done...), nil
+}
+
+// measure reads the image filesystem; a failure is logged and leaves it
+// unmeasured, so the disk policy removes nothing.
+func measure(ctx context.Context, opts Options) *retention.Disk {
+	if opts.MeasureDisk == nil {
+		opts.Log.Error("the disk-pressure policy is on but the image filesystem cannot be measured here: it removes nothing")
+		return nil
+	}
+	d, err := opts.MeasureDisk(ctx)
+	if err != nil {
+		opts.Log.Error("measuring the image filesystem failed: the disk-pressure policy removes nothing", "error", err)
+		return nil
+	}
+	return &d
+}
+
+// moreForDisk runs the disk policy's later rounds: while the filesystem is
+// still at or above the low threshold and spare candidates remain, it
+// chooses more of them. A dry run cannot measure what it did not remove.
+func moreForDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, spare []retention.Candidate, done, kept []Result, opts Options) ([]Result, []Result) {
+	info := opts.Info
+	if opts.DryRun {
+		return done, kept
+	}
+	byID := make(map[string]int, len(spare))
+	for _, c := range spare {
+		byID[snap.Images[c.Index].ID] = c.Index
+	}
+	// Below the high threshold the first round chose nothing; later
+	// rounds only continue what pressure started.
+	triggered := r.Disk.Percent() >= float64(r.Settings.HighThresholdPercent)
+	for {
+		after := measure(ctx, opts)
+		info.DiskAfter = after
+		if !triggered || after == nil || after.Percent() < float64(r.Settings.LowThresholdPercent) || len(spare) == 0 || info.Rounds >= MaxDiskRounds {
+			return done, kept
+		}
+		info.Rounds++
+		opts.Log.Info("image filesystem still above the low threshold: choosing more", "percent", after.Percent(), "round", info.Rounds)
+		decisions := retention.Plan(retention.Input{Now: r.Now, Settings: r.Settings, Scheduled: true, Again: true, Disk: after}, spare)
+		var remove []Removal
+		chosen := map[int]bool{}
+		for _, d := range decisions {
+			if d.Policy != "" {
+				chosen[d.Index] = true
+				remove = append(remove, Removal{Image: d.Index, Target: snap.Images[d.Index].ID, Policy: d.Policy, Detail: d.Detail})
+			}
+		}
+		if len(remove) == 0 {
+			return done, kept
+		}
+		// The images chosen now were reported kept by an earlier round.
+		kept = slices.DeleteFunc(kept, func(res Result) bool {
+			i, ok := byID[res.ImageID]
+			return ok && chosen[i]
+		})
+		spare = slices.DeleteFunc(spare, func(c retention.Candidate) bool { return chosen[c.Index] })
+		done = append(done, execute(ctx, rt, snap, remove, opts)...)
+	}
 }
 
 // RecheckGroup is how many removals one container listing clears. Each
@@ -210,7 +325,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 	g := &group{results: make([]Result, len(batch))}
 	for n, rm := range batch {
 		img := s.Images[rm.Image]
-		g.results[n] = Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size}
+		g.results[n] = Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Bytes: img.Size, Policy: rm.Policy, Detail: rm.Detail}
 	}
 	fail := func(detail string) *group {
 		for n := range g.results {
@@ -233,7 +348,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 			continue
 		}
 		if dryRun {
-			g.results[n].Outcome, g.results[n].Detail = Removed, "dry run"
+			g.results[n].Outcome, g.results[n].Detail = Removed, strings.TrimSuffix("dry run; "+g.results[n].Detail, "; ")
 			continue
 		}
 		ids = append(ids, g.results[n].ImageID)
@@ -271,6 +386,9 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 	attrs := []any{"outcome", string(r.Outcome), "target", r.Target}
 	if r.ImageID != "" {
 		attrs = append(attrs, "image", r.ImageID, "names", r.Names)
+	}
+	if r.Policy != "" {
+		attrs = append(attrs, "policy", string(r.Policy))
 	}
 	if r.Outcome == Removed {
 		attrs = append(attrs, "bytes", r.Bytes)
@@ -317,6 +435,15 @@ func Summarize(results []Result, dryRun bool) report.Summary {
 		switch r.Outcome {
 		case Removed:
 			s.BytesFreed += r.Bytes
+			if r.Policy != "" {
+				if s.RemovedBy == nil {
+					s.RemovedBy = map[string]report.PolicyTotal{}
+				}
+				t := s.RemovedBy[string(r.Policy)]
+				t.Images++
+				t.Bytes += r.Bytes
+				s.RemovedBy[string(r.Policy)] = t
+			}
 		case Failed:
 			s.AddFailure(r.Target, r.Detail)
 		case Invalid:

@@ -18,20 +18,36 @@ type Candidate struct {
 	Arrived time.Time
 	// LastUsed is when a container was last seen using it; zero: never.
 	LastUsed time.Time
+	// FirstSeen is when the node's state first saw the image: before it,
+	// nothing is known of the image's use.
+	FirstSeen time.Time
 	// Listed: an ImageList entry names the image.
 	Listed bool
 	// Vulnerable: the scanner handed the image over.
 	Vulnerable bool
 }
 
-// Idle is when the image was last known to be needed: the last use, or its
-// arrival when that is later (an image pulled yesterday has not been
-// unused for longer than a day).
+// Idle is since when the image is known to be unused: the latest of its
+// last use, its arrival (an image pulled yesterday has not been unused for
+// longer than a day) and the first sight of it (use before that is
+// unknown, so a node with no history starts its clock at its first run).
 func (c Candidate) Idle() time.Time {
-	if c.LastUsed.After(c.Arrived) {
-		return c.LastUsed
+	return latest(c.LastUsed, c.Arrived, c.FirstSeen)
+}
+
+// recency orders the disk policy's choice: the last use, or the arrival.
+// The first sight does not count: it would make every image of a node new
+// to Eraser equally recent.
+func (c Candidate) recency() time.Time { return latest(c.LastUsed, c.Arrived) }
+
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
 	}
-	return c.Arrived
+	return l
 }
 
 // Disk is the image filesystem's usage in bytes.
@@ -164,7 +180,7 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 		return out
 	}
 	slices.SortStableFunc(cands, func(a, b Candidate) int {
-		if c := a.Idle().Compare(b.Idle()); c != 0 {
+		if c := a.recency().Compare(b.recency()); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.Size, a.Size)
@@ -179,7 +195,7 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 			continue
 		}
 		out = append(out, Decision{Index: c.Index, Policy: DiskPressure,
-			Detail: fmt.Sprintf("image filesystem at %.1f%%; last needed %s ago", pct, ago(in.Now, c.Idle()))})
+			Detail: fmt.Sprintf("image filesystem at %.1f%%; last needed %s ago", pct, ago(in.Now, c.recency()))})
 		used -= min(c.Size, used)
 	}
 	return out

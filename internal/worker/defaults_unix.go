@@ -4,5 +4,5 @@ package worker
 
 import "github.com/eraser-oss/eraser/internal/paths"
 
-// nodeOS is the OS this worker binary runs on.
-const nodeOS = paths.Linux
+// NodeOS is the OS this worker binary runs on.
+const NodeOS = paths.Linux

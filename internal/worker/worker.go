@@ -62,8 +62,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		def = cri.DefaultEndpoint
 	}
 	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
-	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+paths.ExclusionDir(nodeOS)+")")
-	fs.StringVar(&f.SharedDir, "shared-dir", paths.SharedData(nodeOS), "directory shared by the pod's workers for hand-offs")
+	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+paths.ExclusionDir(NodeOS)+")")
+	fs.StringVar(&f.SharedDir, "shared-dir", paths.SharedData(NodeOS), "directory shared by the pod's workers for hand-offs")
 	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", DefaultHandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
 }
 

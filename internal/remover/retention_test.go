@@ -1,0 +1,302 @@
+package remover
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/retention"
+)
+
+// timedRuntime is a fake runtime that records when each image arrived, as
+// containerd's image records do.
+type timedRuntime struct {
+	*fakeRuntime
+	times map[string]time.Time
+}
+
+func (r timedRuntime) ImageTimes(context.Context) (map[string]time.Time, error) { return r.times, nil }
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// stateDir is a fresh state directory (not t.TempDir: this package runs
+// under Wine too).
+func stateDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func handed(ids ...string) []imageref.Ref {
+	var out []imageref.Ref
+	for _, s := range ids {
+		r, err := imageref.Parse(s)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestMinimumAge: "*" keeps what arrived under minAge ago; naming the image
+// removes it anyway.
+func TestMinimumAge(t *testing.T) {
+	rt := timedRuntime{
+		fakeRuntime: &fakeRuntime{images: []cri.Image{alpine, nginx, redis}},
+		times: map[string]time.Time{
+			alpine.ID:             t0.Add(-time.Hour),
+			"quay.io/org/redis:7": t0.Add(-time.Minute), // re-tagged a minute ago
+			redis.ID:              t0.Add(-48 * time.Hour),
+			nginx.Digests[0]:      t0.Add(-5 * time.Minute),
+		},
+	}
+	targets, _ := ParseTargets([]string{"*", "docker.io/library/nginx:1.27"})
+	results, err := Run(context.Background(), rt, targets, Options{
+		Retention: retention.Settings{MinAge: 10 * time.Minute}, Now: t0, StateDir: stateDir(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []outcome{
+		{"docker.io/library/nginx:1.27", nginx.ID, Removed},
+		{alpine.ID, alpine.ID, Removed},
+		{redis.ID, redis.ID, TooYoung},
+	}
+	if diff := cmp.Diff(want, outcomes(results)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	s := Summarize(results, false)
+	wantBy := map[string]report.PolicyTotal{"Listed": {Images: 1, Bytes: 200}, "Unused": {Images: 1, Bytes: 100}}
+	if diff := cmp.Diff(wantBy, s.RemovedBy); diff != "" {
+		t.Errorf("removedBy (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoRuntimeTimes: a runtime that keeps no pull times ages images from
+// when the state file first saw them: first sight keeps them all.
+func TestNoRuntimeTimes(t *testing.T) {
+	dir := stateDir(t)
+	rt := &fakeRuntime{images: []cri.Image{alpine, nginx}}
+	targets, _ := ParseTargets([]string{"*"})
+	opts := Options{Retention: retention.Settings{MinAge: time.Hour}, Now: t0, StateDir: dir, Info: &RunInfo{}}
+	results, err := Run(context.Background(), rt, targets, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, TooYoung}, {nginx.ID, nginx.ID, TooYoung}}, outcomes(results)); diff != "" {
+		t.Errorf("first run (-want +got):\n%s", diff)
+	}
+	if opts.Info.AgeSource != AgeFirstSeen {
+		t.Errorf("age source %q, want %q", opts.Info.AgeSource, AgeFirstSeen)
+	}
+	opts.Now = t0.Add(2 * time.Hour)
+	results, err = Run(context.Background(), rt, targets, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, Removed}, {nginx.ID, nginx.ID, Removed}}, outcomes(results)); diff != "" {
+		t.Errorf("two hours later (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnusedForAcrossRuns: use seen at one run survives the container's
+// garbage collection; an image first seen at the first run is judged from
+// then.
+func TestUnusedForAcrossRuns(t *testing.T) {
+	dir := stateDir(t)
+	rt := timedRuntime{
+		fakeRuntime: &fakeRuntime{images: []cri.Image{alpine, nginx, redis}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")}},
+		times:       map[string]time.Time{alpine.ID: t0.Add(-90 * 24 * time.Hour), nginx.ID: t0.Add(-90 * 24 * time.Hour), redis.ID: t0.Add(-90 * 24 * time.Hour)},
+	}
+	collected := []string{alpine.ID, nginx.ID, redis.ID}
+	run := func(now time.Time) []outcome {
+		t.Helper()
+		results, err := Run(context.Background(), rt, Targets{Scheduled: true, Collected: collected}, Options{
+			Retention: retention.Settings{MinAge: time.Minute, UnusedFor: 30 * 24 * time.Hour}, Now: now, StateDir: dir,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outcomes(results)
+	}
+	// First run: no history, nothing is known to be unused for 30 days.
+	want := []outcome{{alpine.ID, alpine.ID, RecentlyUsed}, {nginx.ID, nginx.ID, InUse}, {redis.ID, redis.ID, RecentlyUsed}}
+	if diff := cmp.Diff(want, run(t0)); diff != "" {
+		t.Errorf("first run (-want +got):\n%s", diff)
+	}
+	// The container is garbage-collected; 20 days later nginx was used 20
+	// days ago, the others are unused for 20 days.
+	rt.containers = nil
+	want = []outcome{{alpine.ID, alpine.ID, RecentlyUsed}, {nginx.ID, nginx.ID, RecentlyUsed}, {redis.ID, redis.ID, RecentlyUsed}}
+	if diff := cmp.Diff(want, run(t0.Add(20*24*time.Hour))); diff != "" {
+		t.Errorf("day 20 (-want +got):\n%s", diff)
+	}
+	// Day 31: alpine and redis were unused since the first run; nginx
+	// since day 0 too (its last use was seen then).
+	want = []outcome{{alpine.ID, alpine.ID, Removed}, {nginx.ID, nginx.ID, Removed}, {redis.ID, redis.ID, Removed}}
+	if diff := cmp.Diff(want, run(t0.Add(31*24*time.Hour))); diff != "" {
+		t.Errorf("day 31 (-want +got):\n%s", diff)
+	}
+}
+
+// TestScannerRunPolicies: the scanner's choice is Vulnerable; the images it
+// did not hand over are not the remover's to report unless another policy
+// considers them.
+func TestScannerRunPolicies(t *testing.T) {
+	rt := timedRuntime{
+		fakeRuntime: &fakeRuntime{images: []cri.Image{alpine, nginx, redis}},
+		times:       map[string]time.Time{alpine.ID: t0.Add(-time.Hour), nginx.ID: t0.Add(-time.Hour), redis.ID: t0.Add(-time.Second)},
+	}
+	targets := Targets{Scheduled: true, Scanned: true, Collected: []string{alpine.ID, nginx.ID, redis.ID}, Handed: handed(alpine.ID, redis.ID)}
+	results, err := Run(context.Background(), rt, targets, Options{Retention: retention.Settings{MinAge: time.Minute}, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, Removed}, {redis.ID, redis.ID, TooYoung}}, outcomes(results)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if results[len(results)-1].Policy != retention.Vulnerable {
+		t.Errorf("policy %q, want Vulnerable", results[len(results)-1].Policy)
+	}
+}
+
+// shrinkingDisk is a filesystem that frees half of each removed image's
+// size: layers shared with kept images stay.
+type shrinkingDisk struct {
+	rt       *fakeRuntime
+	capacity uint64
+	used     uint64
+	sizes    map[string]uint64
+	measured int
+}
+
+func (d *shrinkingDisk) measure(context.Context) (retention.Disk, error) {
+	d.measured++
+	used := d.used
+	d.rt.mu.Lock()
+	for _, id := range d.rt.removed {
+		used -= d.sizes[id] / 2
+	}
+	d.rt.mu.Unlock()
+	return retention.Disk{Capacity: d.capacity, Available: d.capacity - used}, nil
+}
+
+// TestDiskPressureRounds: the first round's estimate is short because
+// removals free half their size; the policy measures and chooses more.
+func TestDiskPressureRounds(t *testing.T) {
+	var images []cri.Image
+	times := map[string]time.Time{}
+	sizes := map[string]uint64{}
+	var collected []string
+	for i := range 10 {
+		img := cri.Image{ID: id("0123456789"[i]), Size: 10}
+		images = append(images, img)
+		times[img.ID] = t0.Add(-time.Duration(100-i) * time.Hour) // image 0 oldest
+		sizes[img.ID] = 10
+		collected = append(collected, img.ID)
+	}
+	fake := &fakeRuntime{images: images}
+	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: 900, sizes: sizes}
+	info := &RunInfo{}
+	results, err := Run(context.Background(), timedRuntime{fakeRuntime: fake, times: times}, Targets{Scheduled: true, Collected: collected}, Options{
+		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
+		Now:       t0, MeasureDisk: disk.measure, Info: info,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 900 used, under 800 wanted: round 1 removes 11 by size (all ten
+	// fit 100), and frees 5 each. Ten removals free 50: 850 used, still
+	// above 80%; no spare candidates remain.
+	s := Summarize(results, false)
+	info.Apply(&s)
+	if s.Counts["removed"] != 10 || s.RemovedBy["DiskPressure"].Images != 10 {
+		t.Errorf("counts %v, removedBy %v", s.Counts, s.RemovedBy)
+	}
+	if s.ImageFs == nil || s.ImageFs.UsedBeforeBytes != 900 || s.ImageFs.UsedAfterBytes != 850 || s.ImageFs.CapacityBytes != 1000 {
+		t.Errorf("imageFs %+v", s.ImageFs)
+	}
+	// The first chosen is the least recently arrived.
+	if fake.removed[0] != images[0].ID {
+		t.Errorf("first removed %s, want the oldest %s", fake.removed[0], images[0].ID)
+	}
+}
+
+// TestDiskPressureMoreRounds: a second round chooses from what the first
+// kept as not needed.
+func TestDiskPressureMoreRounds(t *testing.T) {
+	var images []cri.Image
+	times := map[string]time.Time{}
+	sizes := map[string]uint64{}
+	var collected []string
+	for i := range 10 {
+		img := cri.Image{ID: id("0123456789"[i]), Size: 20}
+		images = append(images, img)
+		times[img.ID] = t0.Add(-time.Duration(100-i) * time.Hour)
+		sizes[img.ID] = 20
+		collected = append(collected, img.ID)
+	}
+	fake := &fakeRuntime{images: images}
+	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: 860, sizes: sizes}
+	info := &RunInfo{}
+	results, err := Run(context.Background(), timedRuntime{fakeRuntime: fake, times: times}, Targets{Scheduled: true, Collected: collected}, Options{
+		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
+		Now:       t0, MeasureDisk: disk.measure, Info: info,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round 1: 860 → under 800 by size needs 4 (80 → 780); they free 40:
+	// 820. Round 2 (at or above 80%): 2 more by size (40 → 780); they free
+	// 20: 800, still 80%. Round 3: 1 more → 790. Rounds end at 3.
+	s := Summarize(results, false)
+	info.Apply(&s)
+	if s.Counts["removed"] != 7 || s.Counts["not needed"] != 3 || info.Rounds != 3 {
+		t.Errorf("counts %v, rounds %d", s.Counts, info.Rounds)
+	}
+	if len(results) != 10 {
+		t.Errorf("%d results for 10 images: an image is reported twice or not at all", len(results))
+	}
+	if s.ImageFs.UsedAfterBytes != 790 {
+		t.Errorf("used after %d, want 790", s.ImageFs.UsedAfterBytes)
+	}
+}
+
+// TestDiskPressureBelowThreshold: a node below the high threshold removes
+// nothing; a dry run plans what a run would do.
+func TestDiskPressureBelowThreshold(t *testing.T) {
+	fake := &fakeRuntime{images: []cri.Image{alpine, nginx}}
+	rt := timedRuntime{fakeRuntime: fake, times: map[string]time.Time{alpine.ID: t0.Add(-time.Hour), nginx.ID: t0.Add(-2 * time.Hour)}}
+	targets := Targets{Scheduled: true, Collected: []string{alpine.ID, nginx.ID}}
+	settings := retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80}
+	at := func(used uint64) func(context.Context) (retention.Disk, error) {
+		return func(context.Context) (retention.Disk, error) {
+			return retention.Disk{Capacity: 1000, Available: 1000 - used}, nil
+		}
+	}
+	results, err := Run(context.Background(), rt, targets, Options{Retention: settings, Now: t0, MeasureDisk: at(849)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, NotNeeded}, {nginx.ID, nginx.ID, NotNeeded}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
+		t.Errorf("below the threshold (-want +got):\n%s\nremoved %v", diff, fake.removed)
+	}
+	results, err = Run(context.Background(), rt, targets, Options{Retention: settings, Now: t0, MeasureDisk: at(850), DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 850 used: the older nginx (200) brings it to 650.
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, NotNeeded}, {nginx.ID, nginx.ID, Removed}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
+		t.Errorf("dry run (-want +got):\n%s\nremoved %v", diff, fake.removed)
+	}
+}
