@@ -145,7 +145,7 @@ build-windows: ## Check that the node workers build for Windows.
 # hand-off tests, which skip AF_UNIX there). Packages whose tests clean up
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
 WINDOWS_TEST_PACKAGES := ./internal/cri ./internal/handoff ./internal/remover ./internal/imageref ./internal/endpoint \
-	./internal/paths ./internal/protect ./internal/report ./internal/nodestate ./internal/retention
+	./internal/paths ./internal/protect ./internal/report ./internal/nodestate ./internal/retention ./internal/diskusage
 
 .PHONY: test-windows
 test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
@@ -195,6 +195,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
 	go test ./internal/report -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
+	go test ./internal/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
 	go test ./internal/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
 	go test ./internal/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -251,6 +252,26 @@ func (c *Client) ImageFsUsage(ctx context.Context) (uint64, error) {
 		used += fs.GetUsedBytes().GetValue()
 	}
 	return used, nil
+}
+
+// ImageFsMountpoints are the mount points of the runtime's image
+// filesystems, as it names them on the host (containerd: its snapshotter's
+// root), each once. The runtime's used bytes count only its own files, while
+// disk pressure is about the whole filesystem: callers statfs these.
+func (c *Client) ImageFsMountpoints(ctx context.Context) ([]string, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.images.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("reading image filesystem info: %w", err)
+	}
+	var out []string
+	for _, fs := range resp.GetImageFilesystems() {
+		if mp := fs.GetFsId().GetMountpoint(); mp != "" && !slices.Contains(out, mp) {
+			out = append(out, mp)
+		}
+	}
+	return out, nil
 }
 
 // SandboxImage is the pause image the runtime starts every pod with, as its

@@ -4,6 +4,7 @@ package cri_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -12,6 +13,12 @@ import (
 
 	"github.com/Microsoft/go-winio"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/cri"
@@ -75,7 +82,7 @@ func (f *fakeRuntime) ids() map[string]bool {
 func underWine() bool { return os.Getenv("WINEPREFIX") != "" }
 
 // serve listens on a fresh named pipe and serves the fake runtime.
-func serve(t *testing.T, f *fakeRuntime) string {
+func serve(t *testing.T, f *fakeRuntime, opts ...grpc.ServerOption) string {
 	t.Helper()
 	name := fmt.Sprintf(`\\.\pipe\eraser-test-%d`, time.Now().UnixNano())
 	l, err := winio.ListenPipe(name, nil)
@@ -92,7 +99,7 @@ func serve(t *testing.T, f *fakeRuntime) string {
 		}
 		t.Cleanup(func() { _ = park.Close() })
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	runtimeapi.RegisterRuntimeServiceServer(srv, f)
 	runtimeapi.RegisterImageServiceServer(srv, f)
 	go func() { _ = srv.Serve(l) }()
@@ -135,6 +142,85 @@ func TestNamedPipeClient(t *testing.T) {
 	}
 	if left := f.ids(); len(left) != 0 {
 		t.Errorf("images left: %v", left)
+	}
+	// The fake is CRI only, as CRI-O: callers fall back.
+	if times, err := c.ImageTimes(ctx); !errors.Is(err, cri.ErrNoImageTimes) {
+		t.Errorf("ImageTimes = %v, %v; want ErrNoImageTimes", times, err)
+	}
+}
+
+// rawOrProto lets the fake serve containerd's images API as wire bytes beside
+// the generated CRI services on one server.
+type rawOrProto struct{}
+
+func (rawOrProto) Name() string { return "proto" }
+
+func (rawOrProto) Marshal(v any) ([]byte, error) {
+	if b, ok := v.(*[]byte); ok {
+		return *b, nil
+	}
+	return proto.Marshal(v.(proto.Message))
+}
+
+func (rawOrProto) Unmarshal(data []byte, v any) error {
+	if b, ok := v.(*[]byte); ok {
+		*b = append((*b)[:0], data...)
+		return nil
+	}
+	return proto.Unmarshal(data, v.(proto.Message))
+}
+
+// TestImageTimesOverNamedPipe: containerd's images API reaches the client
+// over the same pipe as CRI, in the k8s.io namespace.
+func TestImageTimesOverNamedPipe(t *testing.T) {
+	at := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+	var reply []byte
+	for _, name := range []string{"example.com/tool:1", "sha256:" + fmt.Sprintf("%064d", 2)} {
+		ts, err := proto.Marshal(timestamppb.New(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var img []byte
+		img = protowire.AppendTag(img, 1, protowire.BytesType)
+		img = protowire.AppendString(img, name)
+		img = protowire.AppendTag(img, 8, protowire.BytesType)
+		img = protowire.AppendBytes(img, ts)
+		reply = protowire.AppendTag(reply, 1, protowire.BytesType)
+		reply = protowire.AppendBytes(reply, img)
+	}
+	var namespace string
+	images := func(_ any, stream grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(stream)
+		if method != "/containerd.services.images.v1.Images/List" {
+			return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+		}
+		if md, ok := metadata.FromIncomingContext(stream.Context()); ok && len(md.Get("containerd-namespace")) == 1 {
+			namespace = md.Get("containerd-namespace")[0]
+		}
+		var req []byte
+		if err := stream.RecvMsg(&req); err != nil {
+			return err
+		}
+		return stream.SendMsg(&reply)
+	}
+	f := &fakeRuntime{images: []*runtimeapi.Image{image("sha256:"+fmt.Sprintf("%064d", 2), "example.com/tool:1")}}
+	endpoint := serve(t, f, grpc.ForceServerCodec(rawOrProto{}), grpc.UnknownServiceHandler(images))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cri.Dial(ctx, endpoint, cri.DefaultTimeouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	times, err := c.ImageTimes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(times) != 2 || !times["example.com/tool:1"].Equal(at) || namespace != "k8s.io" {
+		t.Errorf("times %v in namespace %q; want both records at %v in k8s.io", times, namespace, at)
+	}
+	if images, err := c.ListImages(ctx); err != nil || len(images) != 1 {
+		t.Errorf("ListImages after ImageTimes: %v, %v", images, err)
 	}
 }
 
