@@ -10,9 +10,11 @@ import (
 	"strings"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/remover"
 	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/retention"
 	"github.com/eraser-oss/eraser/internal/worker"
 )
 
@@ -21,6 +23,9 @@ type Command struct {
 	worker.Flags
 	ScanDisabled bool
 	SummaryFile  string
+	// Retention takes the remover's retention flags: the collector keeps
+	// the node's state file, and the pod passes both workers the same.
+	Retention retention.Flags
 }
 
 // Bind registers the collector's flags.
@@ -28,6 +33,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	c.Flags.Bind(fs)
 	fs.BoolVar(&c.ScanDisabled, "scan-disabled", false, "hand images straight to the remover: every unused image is removed")
 	fs.StringVar(&c.SummaryFile, "summary-file", remover.DefaultSummaryFile, "where to write the JSON summary (the termination message)")
+	c.Retention.Bind(fs, paths.StateDir(worker.NodeOS))
 }
 
 // Run runs the collector and returns the exit code.
@@ -39,6 +45,13 @@ func (c *Command) Run(ctx context.Context) int {
 
 func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, error) {
 	summary := report.Summary{Component: "collector", Counts: map[string]int{}}
+	if err := c.Retention.Validate(); err != nil {
+		return summary, err
+	}
+	now, err := c.Retention.Clock()
+	if err != nil {
+		return summary, err
+	}
 	pats, err := c.Exclusions(log)
 	if err != nil {
 		return summary, err
@@ -48,6 +61,11 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		return summary, err
 	}
 	snap, err := remover.ReadNode(ctx, client, protect.Policy{Exclusions: pats})
+	if err == nil {
+		// The containers seen now are the use the node's history keeps:
+		// by the time the remover reads the node, a short job's may be gone.
+		_, summary.AgeSource, err = remover.NodeAges(ctx, client, snap, c.Retention.StateDir, now)
+	}
 	_ = client.Close()
 	if err != nil {
 		return summary, err

@@ -21,15 +21,23 @@ import (
 	"github.com/eraser-oss/eraser/internal/exclusion"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/remover"
+	"github.com/eraser-oss/eraser/internal/retention"
+	"github.com/eraser-oss/eraser/internal/worker"
 )
 
 const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]...
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
+                         [--min-age D] [--unused-for D] [--high-threshold-percent N --low-threshold-percent M]
+                         [--imagefs-path DIR] [--state-dir DIR] [--now RFC3339]
 
 list   shows every image on the node and whether it would be kept, and why.
-prune  removes images: --images (required) is a comma-separated list of
-       references, digests or IDs, or "*" for every unprotected image.
+prune  removes images: --images is a comma-separated list of references,
+       digests or IDs, or "*" for every unprotected image at least
+       --min-age old; --unused-for and the thresholds apply the retention
+       policies of a scheduled run (docs/retention.md). One of them is
+       required.
 Exclusion files use upstream Eraser's format: {"excluded": ["docker.io/library/*", ...]}.
 `
 
@@ -48,12 +56,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	images := fs.String("images", "", "prune (required): comma-separated images to remove, or * for every unprotected image")
 	dryRun := fs.Bool("dry-run", false, "prune: show what would be removed, remove nothing")
 	concurrency := fs.Int("concurrency", remover.DefaultConcurrency, "prune: removals in flight at once")
+	var ret retention.Flags
+	ret.Bind(fs, paths.StateDir(worker.NodeOS))
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if sub == "prune" && *images == "" {
-		// Nothing is removed by default: "*" has to be asked for.
-		fmt.Fprintln(stderr, `error: prune needs --images: a list of images, or "*" for every unused, unprotected image`)
+	if sub == "prune" && *images == "" && !ret.Choosing() {
+		// Nothing is removed by default: "*" or a policy has to be asked for.
+		fmt.Fprintln(stderr, `error: prune needs --images (a list of images, or "*" for every unused, unprotected image), --unused-for, or the thresholds`)
+		return 2
+	}
+	if err := ret.Validate(); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	now, err := ret.Clock()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
 	var pats []imageref.Pattern
@@ -75,7 +94,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sub == "list" {
 		err = list(ctx, client, policy, stdout)
 	} else {
-		err = prune(ctx, client, policy, strings.Split(*images, ","), *dryRun, *concurrency, stdout, stderr)
+		var entries []string
+		if *images != "" {
+			entries = strings.Split(*images, ",")
+		}
+		err = prune(ctx, client, pruneOptions{policy: policy, entries: entries, dryRun: *dryRun, concurrency: *concurrency, retention: ret, now: now}, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -120,8 +143,30 @@ func list(ctx context.Context, client *cri.Client, policy protect.Policy, out io
 	return tw.Flush()
 }
 
-func prune(ctx context.Context, client *cri.Client, policy protect.Policy, entries []string, dryRun bool, concurrency int, out, errOut io.Writer) error {
-	targets, invalid := remover.ParseTargets(entries)
+// pruneOptions are prune's flags.
+type pruneOptions struct {
+	policy      protect.Policy
+	entries     []string
+	dryRun      bool
+	concurrency int
+	retention   retention.Flags
+	now         time.Time
+}
+
+func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut io.Writer) error {
+	dryRun := o.dryRun
+	targets, invalid := remover.ParseTargets(o.entries)
+	if o.retention.Choosing() {
+		// As a scheduled run: the policies choose among every image.
+		images, err := client.ListImages(ctx)
+		if err != nil {
+			return err
+		}
+		targets.Scheduled = true
+		for _, img := range images {
+			targets.Collected = append(targets.Collected, img.ID)
+		}
+	}
 	start := time.Now()
 	var mu sync.Mutex
 	last := time.Time{}
@@ -137,27 +182,34 @@ func prune(ctx context.Context, client *cri.Client, policy protect.Policy, entri
 			fmt.Fprintln(errOut)
 		}
 	}
+	info := &remover.RunInfo{}
 	results, err := remover.Run(ctx, client, targets, remover.Options{
-		Policy: policy, DryRun: dryRun, Concurrency: concurrency,
-		Log: slog.New(slog.DiscardHandler), Progress: progress,
+		Policy: o.policy, DryRun: dryRun, Concurrency: o.concurrency,
+		Log: slog.New(slog.DiscardHandler), Progress: progress, Info: info,
+		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir,
+		MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	})
 	if err != nil {
 		return err
 	}
 	results = append(invalid, results...)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tNAMES\tOUTCOME\tSIZE\tDETAIL")
+	fmt.Fprintln(tw, "TARGET\tNAMES\tOUTCOME\tPOLICY\tSIZE\tDETAIL")
 	for _, r := range results {
-		detail := r.Detail
+		detail, pol := r.Detail, string(r.Policy)
 		if detail == "" {
 			detail = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortID(r.Target), strings.Join(r.Names, ","), r.Outcome, humanBytes(r.Bytes), detail)
+		if pol == "" {
+			pol = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(r.Target), strings.Join(r.Names, ","), r.Outcome, pol, humanBytes(r.Bytes), detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	s := remover.Summarize(results, dryRun)
+	info.Apply(&s)
 	verb := "freed"
 	if dryRun {
 		verb = "would free"
@@ -169,6 +221,15 @@ func prune(ctx context.Context, client *cri.Client, policy protect.Policy, entri
 		}
 	}
 	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, humanBytes(s.BytesFreed), time.Since(start).Round(time.Millisecond))
+	for _, p := range retention.Policies {
+		if t, ok := s.RemovedBy[string(p)]; ok {
+			fmt.Fprintf(out, "  %s: %d images, %s\n", p, t.Images, humanBytes(t.Bytes))
+		}
+	}
+	if fs := s.ImageFs; fs != nil && fs.CapacityBytes > 0 {
+		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
+			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), humanBytes(fs.CapacityBytes))
+	}
 	return remover.NodeOutcome(s)
 }
 

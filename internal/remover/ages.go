@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/nodestate"
 )
 
@@ -22,9 +23,6 @@ const (
 type imageTimer interface {
 	ImageTimes(ctx context.Context) (map[string]time.Time, error)
 }
-
-// errNoImageTimes is how a runtime says it keeps no such records.
-var errNoImageTimes error
 
 // NodeAges records this reading of the node in its state file (when
 // stateDir is set) and returns each image's age and last use. An image's
@@ -56,7 +54,7 @@ func NodeAges(ctx context.Context, rt Runtime, s *Snapshot, stateDir string, now
 		switch {
 		case err == nil:
 			times, source = t, AgeRuntime
-		case errNoImageTimes != nil && errors.Is(err, errNoImageTimes):
+		case errors.Is(err, cri.ErrNoImageTimes):
 		default:
 			return nil, "", fmt.Errorf("reading when images were pulled: %w", err)
 		}

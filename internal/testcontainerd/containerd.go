@@ -105,6 +105,22 @@ func Pause(t testing.TB) []byte {
 // plainHTTPRegistries (host:port, on this machine) over plain HTTP.
 func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
 	t.Helper()
+	return start(t, 0, plainHTTPRegistries)
+}
+
+// StartSmallDisk is Start with containerd's root (its content store and
+// snapshots: the image filesystem) on a tmpfs of sizeMiB, so a test fills
+// it with a few images and measures it as the kubelet would.
+func StartSmallDisk(t testing.TB, sizeMiB int) *Containerd {
+	t.Helper()
+	return start(t, sizeMiB, nil)
+}
+
+// RootDir is containerd's root directory (the image filesystem).
+func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
+
+func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd {
+	t.Helper()
 	Require(t)
 	pause := Pause(t)
 	// Short: the socket path must fit AF_UNIX's 107 bytes.
@@ -113,6 +129,15 @@ func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
 		t.Fatal(err)
 	}
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock")}
+	if rootMiB > 0 {
+		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", rootMiB)); err != nil {
+			_ = os.RemoveAll(dir)
+			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", rootMiB, err)
+		}
+	}
 	c.Endpoint = "unix://" + c.Socket
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
 		t.Fatal(err)
@@ -282,6 +307,16 @@ func (c *Containerd) RunContainer(t testing.TB, name, image string) (podID, cont
 func (c *Containerd) StopPod(t testing.TB, podID string) {
 	t.Helper()
 	if _, err := c.Runtime.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RemovePod stops and removes a pod with its containers, as the kubelet's
+// garbage collection does once a pod is gone.
+func (c *Containerd) RemovePod(t testing.TB, podID string) {
+	t.Helper()
+	c.StopPod(t, podID)
+	if _, err := c.Runtime.RemovePodSandbox(context.Background(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/eraser-oss/eraser/internal/report"
@@ -24,12 +25,18 @@ type Run struct {
 }
 
 // Worker runs the binary with args and --summary-file, and reads the
-// summary it left. Workers of one pod run side by side, so it may be called
+// summary it left. The collector and the remover also get, unless args set
+// them, a node state directory of the test's own (never the host's) and no
+// minimum age, since the images tests import are seconds old; tests of the
+// retention policy pass --min-age and a pinned --now themselves. Workers of one pod run side by side, so it may be called
 // from any goroutine: a failure is reported with t.Errorf, not t.Fatal.
 func Worker(t *testing.T, ctx context.Context, binary string, args ...string) Run {
 	t.Helper()
 	name := filepath.Base(binary)
 	summaryFile := filepath.Join(t.TempDir(), "termination-log")
+	if name == "collector" || name == "remover" {
+		args = WithDefaults(args, "--state-dir="+t.TempDir(), "--min-age=0s")
+	}
 	cmd := exec.CommandContext(ctx, binary, append(args, "--summary-file="+summaryFile)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -85,4 +92,23 @@ func SharedDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// WithDefaults appends each --flag=value of defaults whose flag args do not
+// already set.
+func WithDefaults(args []string, defaults ...string) []string {
+	out := append([]string{}, args...)
+	for _, d := range defaults {
+		flag, _, _ := strings.Cut(d, "=")
+		set := false
+		for _, a := range args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				set = true
+			}
+		}
+		if !set {
+			out = append(out, d)
+		}
+	}
+	return out
 }

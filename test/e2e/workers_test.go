@@ -325,7 +325,9 @@ func TestPipelineWithScanner(t *testing.T) {
 func TestNodeCommand(t *testing.T) {
 	n := seed(t)
 	exclFile := filepath.Join(workertest.ExclusionDir(t, keepExact), "exclude-test-list", "excluded.json")
+	stateDir := t.TempDir()
 	eraser := func(args ...string) (string, string, int) {
+		args = workertest.WithDefaults(args, "--state-dir="+stateDir, "--min-age=0s")
 		cmd := exec.Command(filepath.Join(bin, "eraser"), append([]string{"node"}, args...)...)
 		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.Endpoint)
 		var out, errOut bytes.Buffer
