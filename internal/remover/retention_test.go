@@ -191,9 +191,9 @@ func (d *shrinkingDisk) measure(context.Context) (retention.Disk, error) {
 	return retention.Disk{Capacity: d.capacity, Available: d.capacity - used}, nil
 }
 
-// TestDiskPressureRounds: the first round's estimate is short because
-// removals free half their size; the policy measures and chooses more.
-func TestDiskPressureRounds(t *testing.T) {
+// TestDiskPressureDrains: removals free half their size; the policy
+// measures after each batch and goes on down the queue.
+func TestDiskPressureDrains(t *testing.T) {
 	var images []cri.Image
 	times := map[string]time.Time{}
 	sizes := map[string]uint64{}
@@ -215,9 +215,10 @@ func TestDiskPressureRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 900 used, under 800 wanted: round 1 removes 11 by size (all ten
-	// fit 100), and frees 5 each. Ten removals free 50: 850 used, still
-	// above 80%; no spare candidates remain.
+	// 900 used, under 800 wanted: 101 to free, 11 images by size. The
+	// first batch takes half (6), which free 30: 870. At the measured
+	// ratio (0.5) the rest is needed: at most 12, the 4 left free 20: 850,
+	// still above 80%, and nothing left to remove.
 	s := Summarize(results, false)
 	info.Apply(&s)
 	if s.Counts["removed"] != 10 || s.RemovedBy["DiskPressure"].Images != 10 {
@@ -232,9 +233,9 @@ func TestDiskPressureRounds(t *testing.T) {
 	}
 }
 
-// TestDiskPressureMoreRounds: a second round chooses from what the first
-// kept as not needed.
-func TestDiskPressureMoreRounds(t *testing.T) {
+// TestDiskPressureStopsBelowLow: batches follow the freed ratio measured,
+// and the policy stops once below the low threshold.
+func TestDiskPressureStopsBelowLow(t *testing.T) {
 	var images []cri.Image
 	times := map[string]time.Time{}
 	sizes := map[string]uint64{}
@@ -256,13 +257,13 @@ func TestDiskPressureMoreRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Round 1: 860 → under 800 by size needs 4 (80 → 780); they free 40:
-	// 820. Round 2 (at or above 80%): 2 more by size (40 → 780); they free
-	// 20: 800, still 80%. Round 3: 1 more → 790. Rounds end at 3.
+	// 860 used, 61 to free: 4 images by size, the first batch takes 2,
+	// which free 20: 840. At the ratio measured (0.5) 41 more need 5,
+	// capped at 4, which free 40: 800, not below 800. One more: 790.
 	s := Summarize(results, false)
 	info.Apply(&s)
-	if s.Counts["removed"] != 7 || s.Counts["not needed"] != 3 || info.Rounds != 3 {
-		t.Errorf("counts %v, rounds %d", s.Counts, info.Rounds)
+	if s.Counts["removed"] != 7 || s.Counts["not needed"] != 3 {
+		t.Errorf("counts %v", s.Counts)
 	}
 	if len(results) != 10 {
 		t.Errorf("%d results for 10 images: an image is reported twice or not at all", len(results))

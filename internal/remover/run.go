@@ -112,8 +112,6 @@ type RunInfo struct {
 	// DiskBefore and DiskAfter are the image filesystem around the
 	// removals, when the disk policy measured it.
 	DiskBefore, DiskAfter *retention.Disk
-	// Rounds counts the disk policy's rounds.
-	Rounds int
 }
 
 // Apply adds the run's information to a summary.
@@ -128,11 +126,6 @@ func (i RunInfo) Apply(s *report.Summary) {
 		}
 	}
 }
-
-// MaxDiskRounds bounds the disk policy's rounds: layers shared with kept
-// images free less than the images' sizes, so after a round the policy
-// measures again and, still above the low threshold, chooses more.
-const MaxDiskRounds = 3
 
 // Run removes the targets from the node and reports every outcome.
 func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, error) {
@@ -171,15 +164,112 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		info.DiskBefore = r.Disk
 	}
 	remove, results, spare := Plan(snap, t, r)
+	var queue []int
+	var prior map[int]Result
+	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {
+		// Under pressure a real run removes by measurement, not by the
+		// plan's estimate: the disk policy's choices and the candidates it
+		// would take next form a queue, drained after the other removals.
+		remove, results, queue, prior = diskQueue(snap, remove, results, spare)
+	}
 	for _, res := range results {
 		logResult(opts.Log, res, opts.DryRun)
 	}
 	done := execute(ctx, rt, snap, remove, opts)
-	if diskOn && r.Disk != nil {
-		info.Rounds = 1
-		done, results = moreForDisk(ctx, rt, snap, r, spare, done, results, opts)
+	if diskOn && r.Disk != nil && !opts.DryRun {
+		var more []Result
+		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts)
+		done = append(done, more...)
 	}
 	return append(results, done...), nil
+}
+
+// diskQueue takes the disk policy's removals out of the plan, and the
+// spare candidates' kept results out of the results, and returns them as
+// one queue of image indexes, least recently used first, with the kept
+// results taken out (by image index).
+func diskQueue(snap *Snapshot, remove []Removal, results []Result, spare []retention.Candidate) ([]Removal, []Result, []int, map[int]Result) {
+	var queue []int
+	inQueue := map[string]bool{}
+	prior := map[int]Result{}
+	index := map[string]int{}
+	keep := remove[:0:0]
+	for _, rm := range remove {
+		if rm.Policy == retention.DiskPressure {
+			queue = append(queue, rm.Image)
+			inQueue[snap.Images[rm.Image].ID] = true
+			continue
+		}
+		keep = append(keep, rm)
+	}
+	for _, c := range spare {
+		queue = append(queue, c.Index)
+		inQueue[snap.Images[c.Index].ID] = true
+		index[snap.Images[c.Index].ID] = c.Index
+	}
+	results = slices.DeleteFunc(results, func(res Result) bool {
+		if res.ImageID == "" || !inQueue[res.ImageID] {
+			return false
+		}
+		if i, ok := index[res.ImageID]; ok {
+			prior[i] = res
+		}
+		return true
+	})
+	return keep, results, queue, prior
+}
+
+// drainDisk removes from the queue, in order and in batches sized by
+// retention.NextBatch, measuring the filesystem after each batch, until
+// it is below the low threshold; what is left is kept: as not needed, or
+// as its prior result says when that is recently used (unusedFor's reason
+// comes first). It returns every queued image's result and the last
+// measurement.
+func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, queue []int, prior map[int]Result, opts Options) ([]Result, *retention.Disk) {
+	var out []Result
+	disk := measure(ctx, opts)
+	target := r.Settings.Target(*r.Disk)
+	var ratio *float64
+	previous := 0
+	for len(queue) > 0 && disk != nil && disk.Used() >= target {
+		sizes := make([]uint64, len(queue))
+		for i, idx := range queue {
+			sizes[i] = snap.Images[idx].Size
+		}
+		k := retention.NextBatch(sizes, disk.Used()-target+1, ratio, previous)
+		batch := make([]Removal, k)
+		var estimate uint64
+		for i, idx := range queue[:k] {
+			batch[i] = Removal{Image: idx, Target: snap.Images[idx].ID, Policy: retention.DiskPressure,
+				Detail: fmt.Sprintf("image filesystem at %.1f%%, at or above the low threshold %d%% while draining", disk.Percent(), r.Settings.LowThresholdPercent)}
+			estimate += sizes[i]
+		}
+		queue, previous = queue[k:], k
+		out = append(out, execute(ctx, rt, snap, batch, opts)...)
+		after := measure(ctx, opts)
+		if after == nil {
+			disk = nil
+			break
+		}
+		freed := float64(disk.Used()) - float64(after.Used())
+		ratio = new(float64)
+		*ratio = max(freed, 0) / float64(max(estimate, 1))
+		disk = after
+	}
+	for _, idx := range queue {
+		img := snap.Images[idx]
+		detail := "the image filesystem could not be measured again: no more removed for disk pressure"
+		if disk != nil {
+			detail = fmt.Sprintf("enough space freed: image filesystem at %.1f%%, below the low threshold %d%%", disk.Percent(), r.Settings.LowThresholdPercent)
+		}
+		res := Result{Target: img.ID, ImageID: img.ID, Names: img.Tags, Outcome: NotNeeded, Bytes: img.Size, Detail: detail}
+		if p, ok := prior[idx]; ok && p.Outcome == RecentlyUsed {
+			res = p
+		}
+		logResult(opts.Log, res, false)
+		out = append(out, res)
+	}
+	return out, disk
 }
 
 // measure reads the image filesystem; a failure is logged and leaves it
@@ -195,51 +285,6 @@ func measure(ctx context.Context, opts Options) *retention.Disk {
 		return nil
 	}
 	return &d
-}
-
-// moreForDisk runs the disk policy's later rounds: while the filesystem is
-// still at or above the low threshold and spare candidates remain, it
-// chooses more of them. A dry run cannot measure what it did not remove.
-func moreForDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, spare []retention.Candidate, done, kept []Result, opts Options) ([]Result, []Result) {
-	info := opts.Info
-	if opts.DryRun {
-		return done, kept
-	}
-	byID := make(map[string]int, len(spare))
-	for _, c := range spare {
-		byID[snap.Images[c.Index].ID] = c.Index
-	}
-	// Below the high threshold the first round chose nothing; later
-	// rounds only continue what pressure started.
-	triggered := r.Disk.Percent() >= float64(r.Settings.HighThresholdPercent)
-	for {
-		after := measure(ctx, opts)
-		info.DiskAfter = after
-		if !triggered || after == nil || after.Percent() < float64(r.Settings.LowThresholdPercent) || len(spare) == 0 || info.Rounds >= MaxDiskRounds {
-			return done, kept
-		}
-		info.Rounds++
-		opts.Log.Info("image filesystem still above the low threshold: choosing more", "percent", after.Percent(), "round", info.Rounds)
-		decisions := retention.Plan(retention.Input{Now: r.Now, Settings: r.Settings, Scheduled: true, Again: true, Disk: after}, spare)
-		var remove []Removal
-		chosen := map[int]bool{}
-		for _, d := range decisions {
-			if d.Policy != "" {
-				chosen[d.Index] = true
-				remove = append(remove, Removal{Image: d.Index, Target: snap.Images[d.Index].ID, Policy: d.Policy, Detail: d.Detail})
-			}
-		}
-		if len(remove) == 0 {
-			return done, kept
-		}
-		// The images chosen now were reported kept by an earlier round.
-		kept = slices.DeleteFunc(kept, func(res Result) bool {
-			i, ok := byID[res.ImageID]
-			return ok && chosen[i]
-		})
-		spare = slices.DeleteFunc(spare, func(c retention.Candidate) bool { return chosen[c.Index] })
-		done = append(done, execute(ctx, rt, snap, remove, opts)...)
-	}
 }
 
 // RecheckGroup is how many removals one container listing clears. Each

@@ -79,10 +79,6 @@ type Input struct {
 	// Disk is the image filesystem before the run; nil when the disk
 	// policy is off or unmeasured.
 	Disk *Disk
-	// Again marks a later round of the disk policy after removals left the
-	// filesystem above the low threshold: it chooses while usage is at or
-	// above the low threshold instead of the high one.
-	Again bool
 }
 
 // Decision is what happens to one candidate.
@@ -167,12 +163,8 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 		}
 		return out
 	}
-	trigger := s.HighThresholdPercent
-	if in.Again {
-		trigger = s.LowThresholdPercent
-	}
 	pct := in.Disk.Percent()
-	if pct < float64(trigger) {
+	if pct < float64(s.HighThresholdPercent) {
 		detail := fmt.Sprintf("image filesystem at %.1f%%, below the high threshold %d%%", pct, s.HighThresholdPercent)
 		for _, c := range cands {
 			out = append(out, keep(c, detail))
@@ -185,8 +177,7 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 		}
 		return cmp.Compare(b.Size, a.Size)
 	})
-	// Used bytes must fall strictly below low% of capacity.
-	target := in.Disk.Capacity * uint64(s.LowThresholdPercent) / 100
+	target := s.Target(*in.Disk)
 	used := in.Disk.Used() - min(freed, in.Disk.Used())
 	for _, c := range cands {
 		if used < target {
@@ -208,4 +199,40 @@ func ago(now, then time.Time) string {
 		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 	}
 	return d.Round(time.Second).String()
+}
+
+// Target is the used bytes the disk policy brings the filesystem under:
+// strictly below LowThresholdPercent of its capacity.
+func (s Settings) Target(d Disk) uint64 {
+	return d.Capacity * uint64(s.LowThresholdPercent) / 100
+}
+
+// NextBatch is how many images, from the head of sizes (the disk policy's
+// queue, least recently used first), to remove next so that need bytes
+// are freed, given ratio: the bytes a removal freed per byte of image size
+// so far (nil: none measured yet). Layers shared with kept images free
+// less than an image's size; a runtime that unpacks layers beside their
+// blobs (containerd) frees about twice it. So the first batch takes half
+// the estimate, and each later one follows the ratio measured, at most
+// doubling the previous batch: the policy stops near the low threshold
+// instead of far below it. It is at least one, at most len(sizes).
+func NextBatch(sizes []uint64, need uint64, ratio *float64, previous int) int {
+	if len(sizes) == 0 {
+		return 0
+	}
+	r, limit := 1.0, len(sizes)
+	if ratio != nil {
+		r = max(*ratio, 0.01)
+		limit = min(limit, 2*max(previous, 1))
+	}
+	k := 0
+	var est float64
+	for k < limit && est < float64(need) {
+		est += float64(sizes[k]) * r
+		k++
+	}
+	if ratio == nil {
+		k = (k + 1) / 2
+	}
+	return max(1, k)
 }

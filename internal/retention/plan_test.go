@@ -110,11 +110,6 @@ func TestPlan(t *testing.T) {
 			// 90 used, 11 freed by age: 79 < 80, the disk policy takes nothing.
 			want: []outcome{{0, UnusedFor, ""}, {1, "", RecentlyUsed}, {2, "", RecentlyUsed}},
 		},
-		"a later round triggers at the low threshold": {
-			in:    Input{Now: now, Settings: disk, Scheduled: true, Again: true, Disk: &Disk{Capacity: 100, Available: 18}},
-			cands: []Candidate{cand(0, 1, day, 0), cand(1, 1, 2*day, 0), cand(2, 1, 3*day, 0)},
-			want:  []outcome{{2, DiskPressure, ""}, {1, DiskPressure, ""}, {0, DiskPressure, ""}},
-		},
 		"unmeasured disk removes nothing by it": {
 			in:    Input{Now: now, Settings: disk, Scheduled: true},
 			cands: []Candidate{cand(0, 1, day, 0)},
@@ -187,6 +182,38 @@ func TestSettingsValidate(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate: got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextBatch(t *testing.T) {
+	half, double := 0.5, 2.0
+	sizes := []uint64{10, 10, 10, 10, 10, 10, 10, 10}
+	cases := map[string]struct {
+		need     uint64
+		ratio    *float64
+		previous int
+		sizes    []uint64
+		want     int
+	}{
+		"first batch: half the estimate":           {need: 41, want: 3}, // estimate 5
+		"first batch of one":                       {need: 5, want: 1},
+		"estimate over the queue":                  {need: 1000, want: 4},
+		"ratio measured: what it says":             {need: 30, ratio: &double, previous: 4, want: 2},
+		"ratio measured, capped at double":         {need: 1000, ratio: &half, previous: 2, want: 4},
+		"nothing freed so far: capped at double":   {need: 15, ratio: new(float64), previous: 3, want: 6},
+		"empty queue":                              {need: 10, sizes: []uint64{}, want: 0},
+		"at least one even when nothing is needed": {need: 0, ratio: &half, previous: 1, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := sizes
+			if tc.sizes != nil {
+				s = tc.sizes
+			}
+			if got := NextBatch(s, tc.need, tc.ratio, tc.previous); got != tc.want {
+				t.Errorf("NextBatch = %d, want %d", got, tc.want)
 			}
 		})
 	}
