@@ -367,6 +367,11 @@ func TestChartValues(t *testing.T) {
 			"runtimeConfig.manager.imageJob.maxConcurrentNodes=10%",
 			"runtimeConfig.manager.imageJob.podStartTimeout=5m",
 			"runtimeConfig.manager.imageJob.podRunTimeout=2h",
+			"runtimeConfig.manager.retention.minAge=30m",
+			"runtimeConfig.manager.retention.unusedFor=720h",
+			"runtimeConfig.manager.retention.highThresholdPercent=85",
+			"runtimeConfig.manager.retention.lowThresholdPercent=80",
+			"runtimeConfig.manager.retention.imageFsPath=/data/containerd",
 			"runtimeConfig.manager.imageJob.nodeSelector.pool=general",
 			"runtimeConfig.manager.imageJob.tolerations[0].key=dedicated",
 			"runtimeConfig.manager.imageJob.tolerations[0].operator=Exists",
@@ -393,6 +398,10 @@ func TestChartValues(t *testing.T) {
 		cfg.Components.Scanner.Enabled || !cmp.Equal(m.PullSecrets, []string{"regcred"}) ||
 		m.ImageJob.NodeSelector["pool"] != "general" || len(m.ImageJob.Tolerations) != 1 || m.ImageJob.Tolerations[0].Key != "dedicated" {
 		t.Errorf("EraserConfig did not take the values: %+v %+v", m, cfg.Components)
+	}
+	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd"}
+	if diff := cmp.Diff(wantRetention, m.Retention); diff != "" {
+		t.Errorf("retention (-want +got):\n%s", diff)
 	}
 
 	dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")

@@ -38,6 +38,40 @@ type Manager struct {
 	PriorityClassName   string
 	AdditionalPodLabels map[string]string
 	NodeFilter          NodeFilter
+	Retention           Retention
+}
+
+// DefaultMinAge is the retention policy's minAge when the document sets
+// none: an image pulled moments ago is most likely about to be used.
+const DefaultMinAge = 10 * time.Minute
+
+// Retention is the workers' retention policy (docs/retention.md): which of
+// the images no container uses they remove.
+type Retention struct {
+	// MinAge keeps every image pulled or re-tagged on the node less than
+	// this ago; always set.
+	MinAge time.Duration
+	// UnusedFor, when set, removes the images no container used for this
+	// long.
+	UnusedFor time.Duration
+	// HighThresholdPercent and LowThresholdPercent, both set or both zero,
+	// remove images while the image filesystem is above high, until it is
+	// below low.
+	HighThresholdPercent int
+	LowThresholdPercent  int
+	// ImageFsPath is a host directory on the image filesystem, the
+	// configured one or the runtime's default.
+	ImageFsPath string
+}
+
+// DiskPressure says whether the thresholds are set.
+func (r Retention) DiskPressure() bool { return r.HighThresholdPercent > 0 }
+
+// defaultImageFsPaths are where each runtime keeps its images by default.
+var defaultImageFsPaths = map[RuntimeName]string{
+	RuntimeContainerd: "/var/lib/containerd",
+	RuntimeCrio:       "/var/lib/containers/storage",
+	RuntimeDockershim: "/var/lib/docker",
 }
 
 // RuntimeName is the node's container runtime.

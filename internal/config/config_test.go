@@ -39,6 +39,7 @@ func fullConfig(apiVersion string) *Config {
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
 				"node-role.kubernetes.io/worker", "pool in (a, b)",
 			}},
+			Retention: Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containers/storage"},
 		},
 		Components: Components{
 			Collector: Component{
@@ -90,6 +91,7 @@ func defaults(apiVersion string) *Config {
 			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour},
 				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
+			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
 		},
 		Components: Components{
 			Collector: Component{
@@ -179,6 +181,7 @@ func TestDefaulting(t *testing.T) {
 			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: dockershim}}",
 			want: func(c *Config) {
 				c.Manager.Runtime = Runtime{Name: RuntimeDockershim, Address: "unix:///run/dockershim.sock", WindowsAddress: DefaultWindowsAddress}
+				c.Manager.Retention.ImageFsPath = "/var/lib/docker"
 			},
 		},
 		"v1alpha3 empty runtime": {
@@ -205,6 +208,7 @@ func TestDefaulting(t *testing.T) {
 			want: func(c *Config) {
 				c.APIVersion = VersionV1alpha2
 				c.Manager.Runtime = Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock", WindowsAddress: DefaultWindowsAddress}
+				c.Manager.Retention.ImageFsPath = "/var/lib/containers/storage"
 			},
 		},
 		"v1alpha1 remover is eraser": {

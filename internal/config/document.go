@@ -65,6 +65,8 @@ type managerCommon struct {
 	PullSecrets       []string      `json:"pullSecrets"`
 	PriorityClassName string        `json:"priorityClassName"`
 	NodeFilter        nodeFilterDoc `json:"nodeFilter"`
+	// Retention is our addition, in every version.
+	Retention retentionDoc `json:"retention"`
 
 	// Keys upstream's docs listed and its code never read (ignoredKeys).
 	ExtraScannerVolumes      json.RawMessage `json:"extraScannerVolumes,omitempty"`
@@ -121,6 +123,16 @@ type imageJobDoc struct {
 type cleanupDoc struct {
 	DelayOnSuccess scalar `json:"delayOnSuccess"`
 	DelayOnFailure scalar `json:"delayOnFailure"`
+}
+
+// retentionDoc keeps every value as written, so that unset can be told from
+// zero: a zero threshold is an error, not "off".
+type retentionDoc struct {
+	MinAge               scalar `json:"minAge"`
+	UnusedFor            scalar `json:"unusedFor"`
+	HighThresholdPercent scalar `json:"highThresholdPercent"`
+	LowThresholdPercent  scalar `json:"lowThresholdPercent"`
+	ImageFsPath          string `json:"imageFsPath"`
 }
 
 type nodeFilterDoc struct {
@@ -204,6 +216,7 @@ func defaultManagerCommon() managerCommon {
 			PodRunTimeout:   "24h",
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
+		Retention:  retentionDoc{MinAge: scalar(DefaultMinAge.String())},
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha2\ncomponents: {remover: {request: {cpu: -0}}}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFilter: {type: include, selector: [a]}}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nhealth: null\nmanager: {extraScannerVolumes: [], imageJob: {tolerations: [{efect: NoSchedule}]}}"))
+	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {retention: {minAge: 1h, unusedFor: 720h, highThresholdPercent: 85, lowThresholdPercent: 80, imageFsPath: /var/lib/containerd}}"))
+	f.Add([]byte("apiVersion: eraser.sh/v1alpha1\nmanager: {runtime: crio, retention: {highThresholdPercent: '100', lowThresholdPercent: 99}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, _, err := Parse(data)
 		if err != nil {
@@ -51,6 +54,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, ok := defaultRuntimeAddresses[m.Runtime.Name]; !ok || m.Runtime.Address == "" {
 			t.Fatalf("accepted runtime %+v", m.Runtime)
+		}
+		if r := m.Retention; r.MinAge <= 0 || r.UnusedFor < 0 || (r.HighThresholdPercent == 0) != (r.LowThresholdPercent == 0) ||
+			r.HighThresholdPercent > 100 || r.LowThresholdPercent < 0 || (r.HighThresholdPercent > 0 && r.LowThresholdPercent >= r.HighThresholdPercent) ||
+			!path.IsAbs(r.ImageFsPath) {
+			t.Fatalf("accepted retention %+v", r)
 		}
 		checkTypoRefused(t, data)
 		if !cfg.Components.Remover.Enabled {

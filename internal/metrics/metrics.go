@@ -23,6 +23,9 @@ import (
 // shows it as node_name.
 const NodeAttribute = "node name"
 
+// PolicyAttribute names the retention policy that chose the removed images.
+const PolicyAttribute = "policy"
+
 // Recorder holds the manager's job metrics.
 type Recorder struct {
 	provider      *sdkmetric.MeterProvider
@@ -30,6 +33,7 @@ type Recorder struct {
 	podsCompleted metric.Int64Counter
 	podsFailed    metric.Int64Counter
 	duration      metric.Float64Histogram
+	bytesFreed    metric.Int64Counter
 
 	// The per-node totals are observed from these maps rather than added to
 	// counters: a counter keeps every node it ever saw, while a node that
@@ -38,6 +42,7 @@ type Recorder struct {
 	mu         sync.Mutex
 	removed    map[string]int64
 	vulnerable map[string]int64
+	imageFs    map[string]ImageFs
 }
 
 // NodeCounts are one node's figures in one job.
@@ -46,6 +51,24 @@ type NodeCounts struct {
 	Removed int64
 	// Vulnerable is what the scanner handed to the remover.
 	Vulnerable int64
+	// ImageFs is the image filesystem as the remover measured it; nil when
+	// it did not (no disk-pressure policy).
+	ImageFs *ImageFs
+	// BytesFreed is the size of what the remover removed, by the policy
+	// that chose each image.
+	BytesFreed map[string]int64
+}
+
+// IsZero says whether the node reported nothing worth recording.
+func (n NodeCounts) IsZero() bool {
+	return n.Removed == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0
+}
+
+// ImageFs is a node's image filesystem, in bytes.
+type ImageFs struct {
+	CapacityBytes   int64
+	UsedBeforeBytes int64
+	UsedAfterBytes  int64
 }
 
 // New creates the metrics. reg is where the Prometheus copies are registered
@@ -91,12 +114,31 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if r.duration, err = m.Float64Histogram("imagejob_duration_run_seconds", metric.WithUnit("s"), metric.WithDescription("Time from an ImageJob's start to its last node finishing.")); err != nil {
 		return nil, err
 	}
-	r.removed, r.vulnerable = map[string]int64{}, map[string]int64{}
+	if r.bytesFreed, err = m.Int64Counter("eraser_bytes_freed_run_total", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the images removed, by the retention policy that chose them.")); err != nil {
+		return nil, err
+	}
+	r.removed, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
 	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
 	if err != nil {
 		return nil, err
 	}
 	vulnerable, err := m.Int64ObservableCounter("vulnerable_images_run_total", metric.WithDescription("Images the scanner found non-compliant and handed to the remover, per node."))
+	if err != nil {
+		return nil, err
+	}
+	capacity, err := m.Int64ObservableGauge("eraser_imagefs_capacity_bytes", metric.WithUnit("By"),
+		metric.WithDescription("Size of the node's image filesystem, at its last run that measured it."))
+	if err != nil {
+		return nil, err
+	}
+	usedBefore, err := m.Int64ObservableGauge("eraser_imagefs_used_before_bytes", metric.WithUnit("By"),
+		metric.WithDescription("Bytes used on the node's image filesystem before its last run that measured it removed anything."))
+	if err != nil {
+		return nil, err
+	}
+	usedAfter, err := m.Int64ObservableGauge("eraser_imagefs_used_after_bytes", metric.WithUnit("By"),
+		metric.WithDescription("Bytes used on the node's image filesystem after its last run that measured it."))
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +151,14 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		for node, n := range r.vulnerable {
 			o.ObserveInt64(vulnerable, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
+		for node, fs := range r.imageFs {
+			attrs := metric.WithAttributes(attribute.String(NodeAttribute, node))
+			o.ObserveInt64(capacity, fs.CapacityBytes, attrs)
+			o.ObserveInt64(usedBefore, fs.UsedBeforeBytes, attrs)
+			o.ObserveInt64(usedAfter, fs.UsedAfterBytes, attrs)
+		}
 		return nil
-	}, removed, vulnerable); err != nil {
+	}, removed, vulnerable, capacity, usedBefore, usedAfter); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -127,14 +175,26 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 	r.podsCompleted.Add(ctx, int64(succeeded))
 	r.podsFailed.Add(ctx, int64(failed))
 	r.duration.Record(ctx, seconds)
+	freed := map[string]int64{}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for node, n := range perNode {
 		if n.Removed > 0 {
 			r.removed[node] += n.Removed
 		}
 		if n.Vulnerable > 0 {
 			r.vulnerable[node] += n.Vulnerable
+		}
+		if n.ImageFs != nil {
+			r.imageFs[node] = *n.ImageFs
+		}
+		for policy, b := range n.BytesFreed {
+			freed[policy] += b
+		}
+	}
+	r.mu.Unlock()
+	for policy, b := range freed {
+		if b > 0 {
+			r.bytesFreed.Add(ctx, b, metric.WithAttributes(attribute.String(PolicyAttribute, policy)))
 		}
 	}
 }
@@ -148,6 +208,7 @@ func (r *Recorder) ForgetNode(node string) {
 	defer r.mu.Unlock()
 	delete(r.removed, node)
 	delete(r.vulnerable, node)
+	delete(r.imageFs, node)
 }
 
 // Shutdown pushes what is pending and stops the exporters.

@@ -32,7 +32,11 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.JobFinished(12, 3, 1, map[string]NodeCounts{"node-a": {Removed: 2, Vulnerable: 1}, "node-b": {Removed: 5}})
+	r.JobFinished(12, 3, 1, map[string]NodeCounts{
+		"node-a": {Removed: 2, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700}},
+		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000},
+			ImageFs: &ImageFs{CapacityBytes: 10000, UsedBeforeBytes: 9000, UsedAfterBytes: 8000}},
+	})
 
 	families, err := reg.Gather()
 	if err != nil {
@@ -48,19 +52,26 @@ func TestPrometheusAndOTLP(t *testing.T) {
 			switch {
 			case m.GetCounter() != nil:
 				got[key] = fmtFloat(m.GetCounter().GetValue())
+			case m.GetGauge() != nil:
+				got[key] = fmtFloat(m.GetGauge().GetValue())
 			case m.GetHistogram() != nil:
 				got[key] = "count=" + fmtFloat(float64(m.GetHistogram().GetSampleCount())) + " sum=" + fmtFloat(m.GetHistogram().GetSampleSum())
 			}
 		}
 	}
 	want := map[string]string{
-		"imagejob_run_total":                            "1",
-		"pods_completed_run_total":                      "3",
-		"pods_failed_run_total":                         "1",
-		"imagejob_duration_run_seconds":                 "count=1 sum=12",
-		"images_removed_run_total{node_name=node-a}":    "2",
-		"images_removed_run_total{node_name=node-b}":    "5",
-		"vulnerable_images_run_total{node_name=node-a}": "1",
+		"imagejob_run_total":                                 "1",
+		"pods_completed_run_total":                           "3",
+		"pods_failed_run_total":                              "1",
+		"imagejob_duration_run_seconds":                      "count=1 sum=12",
+		"images_removed_run_total{node_name=node-a}":         "2",
+		"images_removed_run_total{node_name=node-b}":         "5",
+		"vulnerable_images_run_total{node_name=node-a}":      "1",
+		"eraser_bytes_freed_run_total{policy=DiskPressure}":  "1700",
+		"eraser_bytes_freed_run_total{policy=UnusedFor}":     "300",
+		"eraser_imagefs_capacity_bytes{node_name=node-b}":    "10000",
+		"eraser_imagefs_used_before_bytes{node_name=node-b}": "9000",
+		"eraser_imagefs_used_after_bytes{node_name=node-b}":  "8000",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Prometheus metrics (-want +got):\n%s", diff)
@@ -71,7 +82,8 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", NodeAttribute} {
+	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", NodeAttribute,
+		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", PolicyAttribute} {
 		if !bytes.Contains(pushed, []byte(name)) {
 			t.Errorf("OTLP push lacks %q", name)
 		}
@@ -96,8 +108,10 @@ func TestForgetNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.JobFinished(1, 2, 0, map[string]NodeCounts{"stays": {Removed: 1}, "goes": {Removed: 4, Vulnerable: 2}})
+	fs := &ImageFs{CapacityBytes: 100, UsedBeforeBytes: 90, UsedAfterBytes: 80}
+	r.JobFinished(1, 2, 0, map[string]NodeCounts{"stays": {Removed: 1, ImageFs: fs}, "goes": {Removed: 4, Vulnerable: 2, ImageFs: fs}})
 	r.ForgetNode("goes")
+	// A run that did not measure the filesystem leaves the last measure.
 	r.JobFinished(1, 1, 0, map[string]NodeCounts{"stays": {Removed: 2}})
 	families, err := reg.Gather()
 	if err != nil {
@@ -108,12 +122,18 @@ func TestForgetNode(t *testing.T) {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "node_name" {
-					got[f.GetName()+"/"+l.GetValue()] = m.GetCounter().GetValue()
+					got[f.GetName()+"/"+l.GetValue()] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
 	}
-	if diff := cmp.Diff(map[string]float64{"images_removed_run_total/stays": 3}, got); diff != "" {
+	want := map[string]float64{
+		"images_removed_run_total/stays":         3,
+		"eraser_imagefs_capacity_bytes/stays":    100,
+		"eraser_imagefs_used_before_bytes/stays": 90,
+		"eraser_imagefs_used_after_bytes/stays":  80,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("per-node series (-want +got):\n%s", diff)
 	}
 }

@@ -55,6 +55,17 @@ func ExclusionDir(os OS) string { return join(os, "exclusions") }
 // ConfigDir is where the scanner finds the EraserConfig.
 func ConfigDir(os OS) string { return join(os, "config") }
 
+// StateDir is the node's own directory of worker state (images.json: when
+// each image was first seen and last used), on the host: it outlives the
+// pods, which is its point. Linux pods mount it at the same path; Windows
+// HostProcess pods see the host's filesystem.
+func StateDir(os OS) string {
+	if os == Windows {
+		return `C:\ProgramData\eraser`
+	}
+	return "/var/lib/eraser"
+}
+
 // Join joins path elements with the OS's separator.
 func Join(os OS, elem ...string) string {
 	sep := "/"

@@ -60,6 +60,8 @@ const (
 	// cacheDir (the vulnerability DB is downloaded there) and /tmp.
 	volScanCache = "scanner-cache"
 	volScanTmp   = "scanner-tmp"
+	volState     = "eraser-state"
+	volImageFs   = "imagefs"
 )
 
 // ScannerCacheDir is the Trivy scanner's default cacheDir; an emptyDir is
@@ -169,24 +171,31 @@ func Build(p Params) (*corev1.Pod, error) {
 				Items:                []corev1.KeyToPath{{Key: paths.ImageListKey, Path: paths.ImageListKey}},
 			},
 		}})
-		args := append(append([]string{"--imagelist=" + paths.ImageListFile(p.OS)}, base...), pprof...)
+		ret := retention(p)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, ret.volumes...)
+		args := append(append(append([]string{"--imagelist=" + paths.ImageListFile(p.OS)}, base...), pprof...), ret.args...)
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
-		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true})
+		mounts := append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 	case KindCollector:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: paths.SharedData(p.OS)})
 		scan := cfg.Components.Scanner.Enabled
-		collectorArgs := append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan)}, base...), pprof...)
-		removerArgs := append(append([]string{}, base...), pprof...)
+		ret := retention(p)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, ret.volumes...)
+		// The scanner judges images by their content alone: the node's
+		// history and filesystem are the collector's and remover's.
+		workerMounts := append(append([]corev1.VolumeMount{}, mounts...), ret.mounts...)
+		collectorArgs := append(append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan)}, base...), pprof...), ret.args...)
+		removerArgs := append(append(append([]string{}, base...), pprof...), ret.args...)
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
 		pod.Spec.Containers = []corev1.Container{
-			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, mounts),
-			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, mounts),
+			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
+			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, workerMounts),
 		}
 		if scan {
 			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))
@@ -212,6 +221,54 @@ func Build(p Params) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("unknown job kind %q", p.Kind)
 	}
 	return pod, nil
+}
+
+// retentionParts are what the retention policy adds to the collector and
+// remover.
+type retentionParts struct {
+	args    []string
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+}
+
+// retention passes the policy as the workers' flags. minAge protects every
+// job's candidates; unusedFor and the thresholds choose images on their own,
+// which only scheduled runs do: an ImageList's job removes what it lists.
+// Linux pods mount the node's state directory (writable: the workers keep
+// the node's history there) and, only when the thresholds need it, the
+// image filesystem, read-only. Windows HostProcess pods see the host's
+// filesystem and read the path the runtime names.
+func retention(p Params) retentionParts {
+	r := p.Config.Manager.Retention
+	var out retentionParts
+	out.args = append(out.args, "--min-age="+r.MinAge.String())
+	scheduled := p.Kind == KindCollector
+	if scheduled && r.UnusedFor > 0 {
+		out.args = append(out.args, "--unused-for="+r.UnusedFor.String())
+	}
+	diskPressure := scheduled && r.DiskPressure()
+	if diskPressure {
+		out.args = append(out.args, "--high-threshold-percent="+strconv.Itoa(r.HighThresholdPercent),
+			"--low-threshold-percent="+strconv.Itoa(r.LowThresholdPercent))
+	}
+	if p.OS != paths.Linux {
+		return out
+	}
+	state := paths.StateDir(p.OS)
+	out.volumes = append(out.volumes, corev1.Volume{Name: volState, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: state, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
+	}})
+	out.mounts = append(out.mounts, corev1.VolumeMount{Name: volState, MountPath: state})
+	if diskPressure {
+		out.args = append(out.args, "--imagefs-path="+r.ImageFsPath)
+		// Directory, not DirectoryOrCreate: a directory made up on the root
+		// filesystem would be measured in place of the image filesystem.
+		out.volumes = append(out.volumes, corev1.Volume{Name: volImageFs, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: r.ImageFsPath, Type: ptr.To(corev1.HostPathDirectory)},
+		}})
+		out.mounts = append(out.mounts, corev1.VolumeMount{Name: volImageFs, MountPath: r.ImageFsPath, ReadOnly: true})
+	}
+	return out
 }
 
 // tolerations are the configured ones or, unset, tolerate-all: pinned with

@@ -26,7 +26,9 @@ func TestJobLifecycle(t *testing.T) {
 	f.nodes(builder.MakeNode("a").Obj(), builder.MakeNode("b").Obj(),
 		builder.MakeNode("skip-me").Label(config.CleanupFilterLabel, "true").Obj(),
 		builder.MakeNode("win").OS("windows").Obj())
-	f.job("life", podspec.KindManual, baseConfig, "alpine:3.19")
+	// The job's snapshot of the configuration carries the retention policy
+	// to its pods.
+	f.job("life", podspec.KindManual, baseConfig+"manager: {retention: {minAge: 1h}}\n", "alpine:3.19")
 
 	f.reconcile("life")
 	job := f.get("life")
@@ -49,17 +51,30 @@ func TestJobLifecycle(t *testing.T) {
 	if win := pods[2]; !win.Spec.HostNetwork || win.Spec.SecurityContext.WindowsOptions == nil || !*win.Spec.SecurityContext.WindowsOptions.HostProcess {
 		t.Errorf("the Windows node's pod is not HostProcess: %+v", win.Spec)
 	}
-	if args := strings.Join(pods[0].Spec.Containers[0].Args, " "); !strings.Contains(args, "--imagelist=/run/eraser.sh/imagelist/images") {
+	if args := strings.Join(pods[0].Spec.Containers[0].Args, " "); !strings.Contains(args, "--imagelist=/run/eraser.sh/imagelist/images") ||
+		!strings.Contains(args, "--min-age=1h0m0s") {
 		t.Errorf("remover args %q", args)
 	}
 
-	f.finishPod(&pods[0], corev1.PodSucceeded, removed(2, 100))
-	f.finishPod(&pods[1], corev1.PodSucceeded, removed(3, 50))
+	// The retention outcomes and per-policy totals reach the status through
+	// the real API server, so the CRD's schema takes them.
+	retained := removed(2, 100)
+	retained.Counts["too young"], retained.Counts["not needed"] = 4, 1
+	retained.RemovedBy = map[string]report.PolicyTotal{"Unused": {Images: 1, Bytes: 60}, "Listed": {Images: 1, Bytes: 40}}
+	listed := removed(3, 50)
+	listed.Counts["recently used"] = 2
+	listed.RemovedBy = map[string]report.PolicyTotal{"Listed": {Images: 3, Bytes: 50}}
+	f.finishPod(&pods[0], corev1.PodSucceeded, retained)
+	f.finishPod(&pods[1], corev1.PodSucceeded, listed)
 	f.finishPod(&pods[2], corev1.PodSucceeded, removed(1, 10))
 	f.reconcile("life")
 	job = f.get("life")
 	want := eraserv1.ImageJobStatus{Desired: 4, Succeeded: 3, Skipped: 1, Started: 3, Phase: eraserv1.PhaseCompleted,
-		Results: &eraserv1.ImageResults{Removed: 6, InUse: 3, BytesFreed: 160}}
+		Results: &eraserv1.ImageResults{Removed: 6, InUse: 3, BytesFreed: 160, TooYoung: 4, RecentlyUsed: 2, NotNeeded: 1,
+			Policies: []eraserv1.PolicyResult{
+				{Policy: eraserv1.PolicyListed, Removed: 4, BytesFreed: 90},
+				{Policy: eraserv1.PolicyUnused, Removed: 1, BytesFreed: 60},
+			}}}
 	got := eraserv1.ImageJobStatus{Desired: job.Status.Desired, Succeeded: job.Status.Succeeded, Failed: job.Status.Failed,
 		Skipped: job.Status.Skipped, Started: job.Status.Started, Phase: job.Status.Phase, Results: job.Status.Results}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -472,5 +487,38 @@ func TestScannerFailureIsNamed(t *testing.T) {
 	}
 	if got, want := job.Status.FailedNodes[0].Message, "container trivy-scanner: no usable vulnerability DB"; !strings.Contains(got, want) {
 		t.Errorf("failure message %q, want it to contain %q", got, want)
+	}
+}
+
+// TestRetentionPods: a scheduled job's pods carry the retention policy of
+// the job's configuration, and the real API server takes their host
+// directories.
+func TestRetentionPods(t *testing.T) {
+	f := newFixture(t)
+	f.nodes(builder.MakeNode("r").Obj())
+	f.job("ret", podspec.KindCollector, baseConfig+`manager:
+  retention: {minAge: 2h, unusedFor: 168h, highThresholdPercent: 85, lowThresholdPercent: 75, imageFsPath: /mnt/images}
+components: {collector: {enabled: true}}
+`)
+	f.reconcile("ret")
+	f.reconcile("ret")
+	pods := f.pods("ret")
+	if len(pods) != 1 {
+		t.Fatalf("%d pods", len(pods))
+	}
+	want := "--min-age=2h0m0s --unused-for=168h0m0s --high-threshold-percent=85 --low-threshold-percent=75 --imagefs-path=/mnt/images"
+	for _, c := range pods[0].Spec.Containers {
+		if args := strings.Join(c.Args, " "); !strings.Contains(args, want) {
+			t.Errorf("%s args %q, want them to contain %q", c.Name, args, want)
+		}
+	}
+	var hostPaths []string
+	for _, v := range pods[0].Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths = append(hostPaths, v.HostPath.Path)
+		}
+	}
+	if diff := cmp.Diff([]string{"/run/containerd/containerd.sock", "/var/lib/eraser", "/mnt/images"}, hostPaths); diff != "" {
+		t.Errorf("hostPath volumes (-want +got):\n%s", diff)
 	}
 }

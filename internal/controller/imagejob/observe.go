@@ -108,7 +108,7 @@ func (o *observation) judge(w world, node string) {
 		}
 	}
 	addResults(&o.results, out.summary)
-	if n := out.counts(); n != (metrics.NodeCounts{}) {
+	if n := out.counts(); !n.IsZero() {
 		o.perNode[node] = n
 	}
 }

@@ -2,6 +2,7 @@ package imagejob
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,8 +57,26 @@ type outcome struct {
 // nothing.
 func (o outcome) counts() metrics.NodeCounts {
 	var n metrics.NodeCounts
-	if o.summary != nil && !o.summary.DryRun {
-		n.Removed = int64(o.summary.Counts["removed"])
+	if s := o.summary; s != nil {
+		if !s.DryRun {
+			n.Removed = int64(s.Counts["removed"])
+			for _, p := range policyOrder {
+				if t, ok := s.RemovedBy[string(p)]; ok && t.Bytes > 0 {
+					if n.BytesFreed == nil {
+						n.BytesFreed = map[string]int64{}
+					}
+					n.BytesFreed[string(p)] = int64(t.Bytes)
+				}
+			}
+		}
+		if fs := s.ImageFs; fs != nil {
+			n.ImageFs = &metrics.ImageFs{CapacityBytes: int64(fs.CapacityBytes), UsedBeforeBytes: int64(fs.UsedBeforeBytes), UsedAfterBytes: int64(fs.UsedAfterBytes)}
+			if s.DryRun {
+				// Whatever the worker estimated, a dry run left the
+				// filesystem as it found it.
+				n.ImageFs.UsedAfterBytes = n.ImageFs.UsedBeforeBytes
+			}
+		}
 	}
 	if o.scanner != nil {
 		n.Vulnerable = int64(o.scanner.Counts[report.CountToRemove])
@@ -205,5 +224,37 @@ func addResults(total *eraserv1.ImageResults, s *report.Summary) {
 	total.NotOnNode += int64(s.Counts["not on node"])
 	total.Failed += int64(s.Counts["failed"] + s.Counts["invalid"])
 	total.BytesFreed += int64(s.BytesFreed)
+	total.TooYoung += int64(s.Counts["too young"])
+	total.RecentlyUsed += int64(s.Counts["recently used"])
+	total.NotNeeded += int64(s.Counts["not needed"])
 	total.DryRun = total.DryRun || s.DryRun
+	for i, p := range policyOrder {
+		t, ok := s.RemovedBy[string(p)]
+		if !ok || (t.Images == 0 && t.Bytes == 0) {
+			continue
+		}
+		j := slices.IndexFunc(total.Policies, func(r eraserv1.PolicyResult) bool { return r.Policy == p })
+		if j < 0 {
+			// Inserted in place, so that the list stays in policyOrder
+			// however the nodes' policies interleave.
+			j = len(total.Policies)
+			for k, r := range total.Policies {
+				if slices.Index(policyOrder, r.Policy) > i {
+					j = k
+					break
+				}
+			}
+			total.Policies = slices.Insert(total.Policies, j, eraserv1.PolicyResult{Policy: p})
+		}
+		total.Policies[j].Removed += int64(t.Images)
+		total.Policies[j].BytesFreed += int64(t.Bytes)
+	}
+}
+
+// policyOrder is the order of docs/retention.md's table, in which an image
+// chosen by several policies counts under the first; the status lists the
+// policies in it. A key outside it (a newer worker's) is left out: the CRD
+// would refuse it.
+var policyOrder = []eraserv1.RemovalPolicy{
+	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicyDiskPressure,
 }
