@@ -212,8 +212,8 @@ func (s Settings) Target(d Disk) uint64 {
 // are freed, given ratio: the bytes a removal freed per byte of image size
 // so far (nil: none measured yet). Layers shared with kept images free
 // less than an image's size; a runtime that unpacks layers beside their
-// blobs (containerd) frees about twice it. So the first batch takes half
-// the estimate, and each later one follows the ratio measured, at most
+// blobs (containerd) frees about twice it. So the first batch takes a third
+// of the estimate, and each later one follows the ratio measured, at most
 // doubling the previous batch: the policy stops near the low threshold
 // instead of far below it. It is at least one, at most len(sizes).
 func NextBatch(sizes []uint64, need uint64, ratio *float64, previous int) int {
@@ -232,7 +232,7 @@ func NextBatch(sizes []uint64, need uint64, ratio *float64, previous int) int {
 		k++
 	}
 	if ratio == nil {
-		k = (k + 1) / 2
+		k = (k + 2) / 3
 	}
 	return max(1, k)
 }

@@ -197,9 +197,9 @@ func TestNextBatch(t *testing.T) {
 		sizes    []uint64
 		want     int
 	}{
-		"first batch: half the estimate":           {need: 41, want: 3}, // estimate 5
+		"first batch: a third of the estimate":     {need: 41, want: 2}, // estimate 5
 		"first batch of one":                       {need: 5, want: 1},
-		"estimate over the queue":                  {need: 1000, want: 4},
+		"estimate over the queue":                  {need: 1000, want: 3},
 		"ratio measured: what it says":             {need: 30, ratio: &double, previous: 4, want: 2},
 		"ratio measured, capped at double":         {need: 1000, ratio: &half, previous: 2, want: 4},
 		"nothing freed so far: capped at double":   {need: 15, ratio: new(float64), previous: 3, want: 6},
