@@ -109,6 +109,8 @@ type RunInfo struct {
 	MaxRecheckWindow time.Duration
 	// AgeSource says where ages came from (see NodeAges).
 	AgeSource string
+	// Planning is the time spent on ages, the state file and the plan.
+	Planning time.Duration
 	// DiskBefore and DiskAfter are the image filesystem around the
 	// removals, when the disk policy measured it.
 	DiskBefore, DiskAfter *retention.Disk
@@ -119,6 +121,7 @@ func (i RunInfo) Apply(s *report.Summary) {
 	s.SandboxImageGuessed = i.SandboxGuessed
 	s.MaxRecheckWindowMs = float64(i.MaxRecheckWindow.Microseconds()) / 1000
 	s.AgeSource = i.AgeSource
+	s.PlanMs = float64(i.Planning.Microseconds()) / 1000
 	if i.DiskBefore != nil {
 		s.ImageFs = &report.ImageFs{CapacityBytes: i.DiskBefore.Capacity, UsedBeforeBytes: i.DiskBefore.Used(), UsedAfterBytes: i.DiskBefore.Used()}
 		if i.DiskAfter != nil {
@@ -151,6 +154,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		opts.Log.Warn("keeping every image that looks like a pause image", "reason", snap.SandboxNote)
 	}
 	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
+	planStart := time.Now()
 	r := Retention{Settings: opts.Retention, Now: opts.Now}
 	if r.Ages, info.AgeSource, err = NodeAges(ctx, rt, snap, opts.StateDir, opts.Now); err != nil {
 		return nil, err
@@ -164,6 +168,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		info.DiskBefore = r.Disk
 	}
 	remove, results, spare := Plan(snap, t, r)
+	info.Planning = time.Since(planStart)
 	var queue []int
 	var prior map[int]Result
 	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {

@@ -53,6 +53,9 @@ type Summary struct {
 	// ImageFs is the image filesystem before and after the run, when the
 	// disk-pressure policy measured it.
 	ImageFs *ImageFs `json:"imageFs,omitempty"`
+	// PlanMs is the time, in milliseconds, the remover spent deciding:
+	// reading ages and the node's state file, and planning.
+	PlanMs float64 `json:"planMs,omitempty"`
 	// AgeSource says where image ages came from: "runtime" (the runtime's
 	// image records) or "first seen" (the node's state file, when the
 	// runtime does not record when it pulled an image).
