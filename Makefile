@@ -198,6 +198,8 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
 	go test ./internal/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
 	go test ./internal/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
+	go test ./internal/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
 
 ##@ Demo
 
