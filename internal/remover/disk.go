@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/eraser-oss/eraser/internal/diskusage"
 	"github.com/eraser-oss/eraser/internal/retention"
@@ -14,23 +16,26 @@ type mountpointer interface {
 	ImageFsMountpoints(ctx context.Context) ([]string, error)
 }
 
-// ImageFsMeter measures the image filesystem at path, or, when path is
-// empty, at the mount point the runtime reports (a Windows HostProcess pod,
-// or "eraser node prune" on the node itself, sees it directly). A runtime
-// naming several image filesystems is measured at the first: runtimes
-// report the one holding images first.
+// ImageFsMeter measures the image filesystem. Without path it is measured
+// at the mount point the runtime reports (a Windows HostProcess pod, or
+// "eraser node prune" on the node itself, sees it directly). With path (a
+// Linux pod's read-only mount of the host directory at the same path) it
+// is measured at the reported mount point when that lies under path, since
+// the mount carries the host's submounts (a snapshotter on a disk of its
+// own), and at path otherwise. A runtime naming several image filesystems
+// is measured at the first: runtimes report the one holding images first.
 func ImageFsMeter(rt mountpointer, path string) func(context.Context) (retention.Disk, error) {
 	return func(ctx context.Context) (retention.Disk, error) {
+		mounts, err := rt.ImageFsMountpoints(ctx)
+		if err != nil && path == "" {
+			return retention.Disk{}, err
+		}
 		at := path
-		if at == "" {
-			mounts, err := rt.ImageFsMountpoints(ctx)
-			if err != nil {
-				return retention.Disk{}, err
-			}
-			if len(mounts) == 0 {
-				return retention.Disk{}, errors.New("the runtime names no image filesystem (CRI ImageFsInfo)")
-			}
+		if len(mounts) > 0 && (path == "" || within(mounts[0], path)) {
 			at = mounts[0]
+		}
+		if at == "" {
+			return retention.Disk{}, errors.New("the runtime names no image filesystem (CRI ImageFsInfo)")
 		}
 		u, err := diskusage.Stat(at)
 		if err != nil {
@@ -38,4 +43,10 @@ func ImageFsMeter(rt mountpointer, path string) func(context.Context) (retention
 		}
 		return retention.Disk{Capacity: u.Capacity, Available: u.Available}, nil
 	}
+}
+
+// within reports whether p is dir or under it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

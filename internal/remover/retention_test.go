@@ -301,3 +301,35 @@ func TestDiskPressureBelowThreshold(t *testing.T) {
 		t.Errorf("dry run (-want +got):\n%s\nremoved %v", diff, fake.removed)
 	}
 }
+
+type mounts []string
+
+func (m mounts) ImageFsMountpoints(context.Context) ([]string, error) { return m, nil }
+
+// TestImageFsMeter: the reported mount point is measured when it lies
+// under the mounted path (submounts come along), the path otherwise.
+func TestImageFsMeter(t *testing.T) {
+	dir := stateDir(t)
+	sub := dir + string(os.PathSeparator) + "snapshots"
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		rt   mounts
+		path string
+		ok   bool
+	}{
+		"reported, no path":         {rt: mounts{sub}, ok: true},
+		"reported under the path":   {rt: mounts{sub}, path: dir, ok: true},
+		"reported elsewhere":        {rt: mounts{"/nowhere/at/all"}, path: dir, ok: true},
+		"reported missing, no path": {rt: mounts{"/nowhere/at/all"}},
+		"none reported, no path":    {rt: mounts{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := ImageFsMeter(tc.rt, tc.path)(context.Background())
+			if tc.ok != (err == nil) || (err == nil && d.Capacity == 0) {
+				t.Fatalf("got %+v, %v; want ok=%v", d, err, tc.ok)
+			}
+		})
+	}
+}
