@@ -172,6 +172,8 @@ type Retention struct {
 	Ages []Age
 	// Disk is the image filesystem before the removals, when measured.
 	Disk *retention.Disk
+	// AgeSource is where Ages came from (NodeAges).
+	AgeSource string
 }
 
 // Plan resolves targets against the snapshot and the retention policy. It
@@ -245,7 +247,11 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		case d.Policy != "":
 			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
 		case d.Kept != "":
-			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: Outcome(d.Kept), Bytes: img.Size, Detail: d.Detail})
+			detail := d.Detail
+			if d.Kept == retention.TooYoung && r.AgeSource == AgeFirstSeen {
+				detail += " (counted from when Eraser first saw it: the runtime keeps no pull times)"
+			}
+			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: Outcome(d.Kept), Bytes: img.Size, Detail: detail})
 			if d.Kept != retention.TooYoung && in.Scheduled && r.Settings.DiskPressure() {
 				spare = append(spare, byIndex[d.Index])
 			}

@@ -159,6 +159,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if r.Ages, info.AgeSource, err = NodeAges(ctx, rt, snap, opts.StateDir, opts.Now); err != nil {
 		return nil, err
 	}
+	r.AgeSource = info.AgeSource
 	if info.AgeSource == AgeFirstSeen {
 		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
 	}
