@@ -1,10 +1,6 @@
 package remover
 
-import (
-	"os"
-	"strconv"
-	"strings"
-)
+import "github.com/eraser-oss/eraser/internal/worker"
 
 // Memory figures behind the automatic concurrency, measured with the
 // release build (make bench-remover): the process needs about 12 MiB before
@@ -19,7 +15,7 @@ const (
 // the container's memory limit (cgroup v2 or v1), up to DefaultConcurrency.
 // Without a limit it is DefaultConcurrency.
 func AutoConcurrency() int {
-	return concurrencyFor(cgroupMemoryLimit())
+	return concurrencyFor(worker.MemoryLimit())
 }
 
 func concurrencyFor(limit int64) int {
@@ -28,25 +24,4 @@ func concurrencyFor(limit int64) int {
 	}
 	n := int((limit - baseMemory) / memoryPerCall)
 	return max(minConcurrency, min(DefaultConcurrency, n))
-}
-
-// cgroupMemoryLimit is the memory limit of this process's cgroup, or 0.
-func cgroupMemoryLimit() int64 {
-	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := strings.TrimSpace(string(data))
-		if s == "max" {
-			return 0
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		// cgroup v1 reports "no limit" as a huge page-aligned number.
-		if err != nil || n <= 0 || n > 1<<50 {
-			return 0
-		}
-		return n
-	}
-	return 0
 }

@@ -153,6 +153,7 @@ type Command interface {
 // Main parses the flags, runs the command until SIGTERM or an interrupt and
 // exits with its code.
 func Main(cmd Command) {
+	limitHeap()
 	cmd.Bind(flag.CommandLine)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
