@@ -42,6 +42,10 @@ type figure struct {
 	PlanShare float64 `json:"planShare,omitempty"`
 }
 
+// defaultRemoverLimit is the remover's default memory limit
+// (components.remover.limit.mem).
+const defaultRemoverLimit = 30 << 20
+
 func sizes() []int {
 	if s := os.Getenv("BENCH_SIZES"); s != "" {
 		var out []int
@@ -157,12 +161,20 @@ func TestRemoverBench(t *testing.T) {
 		// limit applies), and as it runs under upstream's 30Mi limit.
 		// BENCH_BASELINE_REMOVER: another remover binary (an earlier
 		// build) measured the same way, for before/after figures.
-		variants := []struct{ name, concurrency, binary string }{
-			{"remover (binary, *)", "", ""},
-			{"remover, 30Mi budget", strconv.Itoa(896), ""},
+		// "in a 30Mi cgroup" runs it under the default limit for real: the
+		// kernel kills it if it goes over, and it sizes its batches and
+		// tells the Go runtime the limit as in a pod.
+		type variant struct {
+			name, concurrency, binary string
+			cgroup                    bool
+		}
+		variants := []variant{
+			{name: "remover (binary, *)"},
+			{name: "remover, 30Mi budget", concurrency: strconv.Itoa(896)},
+			{name: "remover in a 30Mi cgroup", cgroup: true},
 		}
 		if b := os.Getenv("BENCH_BASELINE_REMOVER"); b != "" {
-			variants = append(variants, struct{ name, concurrency, binary string }{"baseline remover (*)", "", b})
+			variants = append(variants, variant{name: "baseline remover (*)", binary: b})
 		}
 		for _, v := range variants {
 			next()
@@ -181,6 +193,13 @@ func TestRemoverBench(t *testing.T) {
 				binary = v.binary
 			}
 			cmd := exec.Command(binary, args...)
+			var cg *memoryCgroup
+			if v.cgroup {
+				if cg = newMemoryCgroup(t, defaultRemoverLimit); cg == nil {
+					continue
+				}
+				cmd = cg.command(binary, args...)
+			}
 			if e := os.Getenv("BENCH_REMOVER_ENV"); e != "" {
 				cmd.Env = append(os.Environ(), strings.Fields(e)...)
 			}
@@ -190,6 +209,10 @@ func TestRemoverBench(t *testing.T) {
 			}
 			d := time.Since(start)
 			sum := summaryOf(t, summary)
+			if cg != nil {
+				t.Logf("%d images in a %d MiB cgroup: cgroup peak %.1f MiB (page cache included), process peak RSS %.1f MiB",
+					n, defaultRemoverLimit>>20, float64(cg.peak())/(1<<20), float64(sum.PeakRSSBytes)/(1<<20))
+			}
 			rows = append(rows, figure{Images: n, Method: v.name, Seconds: d.Seconds(), PeakRSSMiB: float64(sum.PeakRSSBytes) / (1 << 20),
 				MaxRecheckWindowMs: sum.MaxRecheckWindowMs, PlanMs: sum.PlanMs, PlanShare: sum.PlanMs / 1000 / d.Seconds()})
 			if left := len(c.ImageIDs(t)); left > 2 {
