@@ -82,6 +82,16 @@ func NewContainers(containers []cri.Container) Containers {
 	return used
 }
 
+// UseAny reports whether a container uses an image with any of these keys.
+func (c Containers) UseAny(keys []string) bool {
+	for _, k := range keys {
+		if _, ok := c[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Policy is what protects images besides containers.
 type Policy struct {
 	// Exclusions come from the exclusion lists.

@@ -105,12 +105,19 @@ type Result struct {
 	Policy retention.Policy
 }
 
-// Snapshot is what the runtime reported, indexed by key.
+// Snapshot is what the runtime reported, indexed by key. It is the
+// remover's largest structure (tens of thousands of images on a busy node,
+// under a 30Mi memory limit), so it keeps one index entry per distinct key
+// and no per-image key lists: the few images re-checked before removal
+// have their keys computed again.
 type Snapshot struct {
-	Images   []cri.Image
-	keys     [][]string
-	byKey    map[string][]int
+	Images []cri.Image
+	// byKey maps a key to the one image it names; the rare key naming
+	// several images (a digest shared by two image IDs) is in shared.
+	byKey    map[string]int32
+	shared   map[string][]int
 	used     protect.Containers
+	inUse    []bool
 	policy   protect.Policy
 	verdicts []protect.Verdict
 	// SandboxGuessed: no source named the sandbox image, so images that
@@ -121,33 +128,78 @@ type Snapshot struct {
 
 // NewSnapshot indexes the node's images and decides, once, which are protected.
 func NewSnapshot(images []cri.Image, containers []cri.Container, policy protect.Policy) *Snapshot {
-	s := &Snapshot{Images: images, byKey: map[string][]int{}, used: protect.NewContainers(containers), policy: policy}
-	s.keys = make([][]string, len(images))
+	s := &Snapshot{Images: images, byKey: make(map[string]int32, 4*len(images)), shared: map[string][]int{},
+		used: protect.NewContainers(containers), policy: policy}
 	s.verdicts = make([]protect.Verdict, len(images))
+	s.inUse = make([]bool, len(images))
 	for i, img := range images {
-		s.keys[i] = protect.Keys(img)
-		for _, k := range s.keys[i] {
-			if !slices.Contains(s.byKey[k], i) {
-				s.byKey[k] = append(s.byKey[k], i)
-			}
+		keys := internKeys(img, protect.Keys(img))
+		for _, k := range keys {
+			s.index(k, i)
 		}
-		s.verdicts[i] = policy.Check(img, s.keys[i], s.used)
+		s.verdicts[i] = policy.Check(img, keys, s.used)
+		s.inUse[i] = s.used.UseAny(keys)
 	}
 	return s
+}
+
+// index adds key k for image i.
+func (s *Snapshot) index(k string, i int) {
+	first, ok := s.byKey[k]
+	switch {
+	case !ok:
+		s.byKey[k] = int32(i)
+	case int(first) == i:
+	default:
+		if !slices.Contains(s.shared[k], i) {
+			if len(s.shared[k]) == 0 {
+				s.shared[k] = []int{int(first)}
+			}
+			s.shared[k] = append(s.shared[k], i)
+		}
+	}
+}
+
+// lookup is every image key k names.
+func (s *Snapshot) lookup(k string) []int {
+	if many, ok := s.shared[k]; ok {
+		return many
+	}
+	if i, ok := s.byKey[k]; ok {
+		return []int{int(i)}
+	}
+	return nil
+}
+
+// internKeys drops duplicate keys and, where a normalised key equals a
+// name the runtime reported, uses the runtime's string, so that the index
+// holds no second copy of it.
+func internKeys(img cri.Image, keys []string) []string {
+	out := keys[:0]
+	for _, k := range keys {
+		if slices.Contains(out, k) {
+			continue
+		}
+		switch {
+		case k == img.ID:
+			k = img.ID
+		default:
+			if j := slices.Index(img.Tags, k); j >= 0 {
+				k = img.Tags[j]
+			} else if j := slices.Index(img.Digests, k); j >= 0 {
+				k = img.Digests[j]
+			}
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // Verdict is the decision for image i.
 func (s *Snapshot) Verdict(i int) protect.Verdict { return s.verdicts[i] }
 
 // InUse reports whether a container uses image i, whatever else protects it.
-func (s *Snapshot) InUse(i int) bool {
-	for _, k := range s.keys[i] {
-		if _, ok := s.used[k]; ok {
-			return true
-		}
-	}
-	return false
-}
+func (s *Snapshot) InUse(i int) bool { return s.inUse[i] }
 
 // Removal is one image to remove, the entry that named it and the policy
 // that chose it.
@@ -203,7 +255,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		cands = append(cands, c)
 	}
 	for n, ref := range t.Refs {
-		idx := s.byKey[ref.String()]
+		idx := s.lookup(ref.String())
 		if len(idx) == 0 {
 			results = append(results, Result{Target: t.Entries[n], Outcome: NotOnNode})
 			continue
@@ -214,7 +266,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	}
 	if t.Scheduled && t.Scanned {
 		for _, ref := range t.Handed {
-			for _, i := range s.byKey[ref.String()] {
+			for _, i := range s.lookup(ref.String()) {
 				consider(i, s.Images[i].ID, false, true)
 			}
 		}
@@ -228,7 +280,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		// Only what the collector listed: an image pulled since is not the
 		// scheduled run's to judge.
 		for _, id := range t.Collected {
-			for _, i := range s.byKey[id] {
+			for _, i := range s.lookup(id) {
 				consider(i, s.Images[i].ID, false, false)
 			}
 		}

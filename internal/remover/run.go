@@ -394,7 +394,8 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 	}
 	var ids []string
 	for n, rm := range batch {
-		if v := (protect.Policy{}).Check(s.Images[rm.Image], s.keys[rm.Image], used); v.Reason == protect.InUse {
+		img := s.Images[rm.Image]
+		if v := (protect.Policy{}).Check(img, protect.Keys(img), used); v.Reason == protect.InUse {
 			g.results[n].Outcome, g.results[n].Detail = InUse, v.Detail+" (started after the node was read)"
 			continue
 		}
