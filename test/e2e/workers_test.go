@@ -369,6 +369,21 @@ func TestNodeCommand(t *testing.T) {
 	if _, stderr, code := eraser("prune", "--images=*", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
 		t.Errorf("missing socket: exit %d: %s", code, stderr)
 	}
+
+	// The retention policies, as a scheduled run applies them: the node's
+	// history starts now, so nothing is unused for a day until a (pinned)
+	// day has passed.
+	if _, stderr, code := eraser("prune", "--high-threshold-percent=80", "--low-threshold-percent=80"); code != 2 || !strings.Contains(stderr, "must be below") {
+		t.Errorf("low not below high: exit %d: %s", code, stderr)
+	}
+	out, _, code = eraser("prune", "--unused-for=24h", "--exclude-file="+exclFile)
+	if code != 0 || !strings.Contains(out, "recently used") || strings.Contains(out, "UnusedFor:") {
+		t.Errorf("prune --unused-for on day 0: exit %d\n%s", code, out)
+	}
+	out, _, code = eraser("prune", "--unused-for=24h", "--exclude-file="+exclFile, "--now="+time.Now().Add(25*time.Hour).UTC().Format(time.RFC3339))
+	if code != 0 || !strings.Contains(out, "UnusedFor: ") || n.present(t)[junkB] || !n.present(t)[keepExact] || !n.present(t)[runImage] {
+		t.Errorf("prune --unused-for a day later: exit %d, present %v\n%s", code, n.present(t), out)
+	}
 }
 
 // TestCustomScanner: collector, the example custom scanner (built on
