@@ -84,22 +84,30 @@ func TestAgainstContainerd(t *testing.T) {
 	}
 }
 
+// serveRuntime serves a gRPC server on a unix socket in dir, with what
+// register adds to it, for as long as the test runs, and returns the socket.
+func serveRuntime(t *testing.T, dir string, register func(*grpc.Server)) string {
+	t.Helper()
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return sock
+}
+
 func TestDialErrors(t *testing.T) {
 	dir, err := os.MkdirTemp("", "cri")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-
 	// A gRPC server that serves no CRI at all: as a runtime without CRI v1.
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Stop()
+	sock := serveRuntime(t, dir, func(*grpc.Server) {})
 
 	cases := map[string]struct {
 		endpoint string

@@ -5,7 +5,6 @@ package cri_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,15 +190,7 @@ func TestImageTimesNotServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, criOnly{})
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Stop()
+	sock := serveRuntime(t, dir, func(srv *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(srv, criOnly{}) })
 
 	c, err := cri.Dial(context.Background(), "unix://"+sock, cri.Timeouts{Connect: 5 * time.Second, List: 5 * time.Second, Remove: time.Second})
 	if err != nil {

@@ -191,22 +191,22 @@ func (d *shrinkingDisk) measure(context.Context) (retention.Disk, error) {
 	return retention.Disk{Capacity: d.capacity, Available: d.capacity - used}, nil
 }
 
-// TestDiskPressureDrains: removals free half their size; the policy
-// measures after each batch and goes on down the queue.
-func TestDiskPressureDrains(t *testing.T) {
-	var images []cri.Image
+// diskRun runs a scheduled run with thresholds 85/80 on ten images of size
+// bytes, oldest first, on a shrinkingDisk of 1000 bytes with used in use.
+func diskRun(t *testing.T, size, used uint64) (report.Summary, *fakeRuntime) {
+	t.Helper()
 	times := map[string]time.Time{}
 	sizes := map[string]uint64{}
+	fake := &fakeRuntime{}
 	var collected []string
 	for i := range 10 {
-		img := cri.Image{ID: id("0123456789"[i]), Size: 10}
-		images = append(images, img)
+		img := cri.Image{ID: id("0123456789"[i]), Size: size}
+		fake.images = append(fake.images, img)
 		times[img.ID] = t0.Add(-time.Duration(100-i) * time.Hour) // image 0 oldest
-		sizes[img.ID] = 10
+		sizes[img.ID] = size
 		collected = append(collected, img.ID)
 	}
-	fake := &fakeRuntime{images: images}
-	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: 900, sizes: sizes}
+	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: used, sizes: sizes}
 	info := &RunInfo{}
 	results, err := Run(context.Background(), timedRuntime{fakeRuntime: fake, times: times}, Targets{Scheduled: true, Collected: collected}, Options{
 		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
@@ -215,12 +215,22 @@ func TestDiskPressureDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 900 used, under 800 wanted: 101 to free, 11 images by size. The
-	// first batch takes half (6), which free 30: 870. At the measured
-	// ratio (0.5) the rest is needed: at most 12, the 4 left free 20: 850,
-	// still above 80%, and nothing left to remove.
 	s := Summarize(results, false)
 	info.Apply(&s)
+	if len(results) != 10 {
+		t.Errorf("%d results for 10 images: an image is reported twice or not at all", len(results))
+	}
+	return s, fake
+}
+
+// TestDiskPressureDrains: removals free half their size; the policy
+// measures after each batch and goes on down the queue.
+func TestDiskPressureDrains(t *testing.T) {
+	// 900 used, under 800 wanted: 101 to free, all ten by size. The first
+	// batch takes a third (4), which free 20: 880. At the measured ratio
+	// (0.5) the rest is needed: at most 8, the 6 left free 30: 850, still
+	// above 80%, and nothing left to remove.
+	s, fake := diskRun(t, 10, 900)
 	if s.Counts["removed"] != 10 || s.RemovedBy["DiskPressure"].Images != 10 {
 		t.Errorf("counts %v, removedBy %v", s.Counts, s.RemovedBy)
 	}
@@ -228,45 +238,20 @@ func TestDiskPressureDrains(t *testing.T) {
 		t.Errorf("imageFs %+v", s.ImageFs)
 	}
 	// The first chosen is the least recently arrived.
-	if fake.removed[0] != images[0].ID {
-		t.Errorf("first removed %s, want the oldest %s", fake.removed[0], images[0].ID)
+	if fake.removed[0] != fake.images[0].ID {
+		t.Errorf("first removed %s, want the oldest %s", fake.removed[0], fake.images[0].ID)
 	}
 }
 
 // TestDiskPressureStopsBelowLow: batches follow the freed ratio measured,
 // and the policy stops once below the low threshold.
 func TestDiskPressureStopsBelowLow(t *testing.T) {
-	var images []cri.Image
-	times := map[string]time.Time{}
-	sizes := map[string]uint64{}
-	var collected []string
-	for i := range 10 {
-		img := cri.Image{ID: id("0123456789"[i]), Size: 20}
-		images = append(images, img)
-		times[img.ID] = t0.Add(-time.Duration(100-i) * time.Hour)
-		sizes[img.ID] = 20
-		collected = append(collected, img.ID)
-	}
-	fake := &fakeRuntime{images: images}
-	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: 860, sizes: sizes}
-	info := &RunInfo{}
-	results, err := Run(context.Background(), timedRuntime{fakeRuntime: fake, times: times}, Targets{Scheduled: true, Collected: collected}, Options{
-		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
-		Now:       t0, MeasureDisk: disk.measure, Info: info,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 860 used, 61 to free: 4 images by size, the first batch takes 2,
 	// which free 20: 840. At the ratio measured (0.5) 41 more need 5,
 	// capped at 4, which free 40: 800, not below 800. One more: 790.
-	s := Summarize(results, false)
-	info.Apply(&s)
+	s, _ := diskRun(t, 20, 860)
 	if s.Counts["removed"] != 7 || s.Counts["not needed"] != 3 {
 		t.Errorf("counts %v", s.Counts)
-	}
-	if len(results) != 10 {
-		t.Errorf("%d results for 10 images: an image is reported twice or not at all", len(results))
 	}
 	if s.ImageFs.UsedAfterBytes != 790 {
 		t.Errorf("used after %d, want 790", s.ImageFs.UsedAfterBytes)
