@@ -159,7 +159,7 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 # (oci://) and from deploy/eraser.yaml rendered for it.
 # Root; it restores what it changes on the machine when it ends.
 .PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*", scheduled runs (with the scanner), chart and uninstall on a local 2-node cluster.
+test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*" under the minimum age, scheduled runs (with the scanner; disk pressure and its dry run on a tmpfs image filesystem), chart and uninstall on a local 2-node cluster.
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
 	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 

@@ -50,6 +50,9 @@ type options struct {
 	state, assets, pauseSource string
 	nodes                      int
 	keepLogs                   bool
+	// imageFsMiB, when set, puts each node's containerd root on a tmpfs
+	// of this size.
+	imageFsMiB int
 	// insecureRegistries are registries on this machine (host:port) the
 	// nodes pull from over plain HTTP.
 	insecureRegistries []string
@@ -70,6 +73,12 @@ type NodeInfo struct {
 	Socket string `json:"socket"`
 	// RuntimeAddress is the same socket as the node's pods see it.
 	RuntimeAddress string `json:"runtimeAddress"`
+	// Dir is the node's private directory: what it mounts on the paths of
+	// nodeBinds lies there.
+	Dir string `json:"dir"`
+	// ImageFs is the node's containerd root as the host reaches it; its
+	// pods see it at /var/lib/containerd.
+	ImageFs string `json:"imageFs"`
 }
 
 type cluster struct {
@@ -275,6 +284,11 @@ func (c *cluster) run(ctx context.Context) error {
 		if err := n.writeConfigs(p("ca.crt"), c.o.insecureRegistries); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
+		if c.o.imageFsMiB > 0 {
+			if err := n.mountImageFs(c.o.imageFsMiB); err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
 		pr, err := start(state, n.name, &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, self, nodeCommand,
 			"-name", n.name, "-dir", n.dir, "-kubelet", filepath.Join(c.o.assets, "kubelet"),
 			"-kubeconfig", filepath.Join(state, n.name+".kubeconfig"), "-pause", pause, "-logs", filepath.Join(state, "logs"))
@@ -289,7 +303,7 @@ func (c *cluster) run(ctx context.Context) error {
 		if err := os.WriteFile(filepath.Join(state, "pids", n.name+".mntns"), []byte(ns), 0o644); err != nil {
 			return err
 		}
-		info.Nodes = append(info.Nodes, NodeInfo{Name: n.name, Socket: n.hostSocket(), RuntimeAddress: "unix://" + nodeSocket})
+		info.Nodes = append(info.Nodes, NodeInfo{Name: n.name, Socket: n.hostSocket(), RuntimeAddress: "unix://" + nodeSocket, Dir: n.dir, ImageFs: n.imageFs()})
 	}
 	if err := c.waitNodesReady(ctx, nodes, 2*time.Minute); err != nil {
 		return err

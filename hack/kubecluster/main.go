@@ -6,7 +6,7 @@
 // hack/build-control-plane.sh), and N nodes, each a real kubelet on its own
 // containerd (Debian's, see hack/install-test-deps.sh).
 //
-//	kubecluster up   [-state DIR] [-nodes N] [-assets DIR] [-insecure-registry HOST:PORT]   # runs until SIGINT/SIGTERM, then tears down
+//	kubecluster up   [-state DIR] [-nodes N] [-assets DIR] [-insecure-registry HOST:PORT] [-imagefs-size MiB]   # runs until SIGINT/SIGTERM, then tears down
 //	kubecluster down [-state DIR]                            # clean up after an up that was killed
 //	kubecluster seed [-state DIR] -node NAME IMAGE...        # import small test images into a running node
 //
@@ -25,7 +25,10 @@
 // rewrites vm.overcommit_memory, kernel.panic and kernel.panic_on_oops
 // (saved first, restored); bridges erk-svc0 and erk-cni1..N; mount points
 // for the nodes' private mounts, when missing (/var/lib/kubelet,
-// /var/log/pods, /var/log/containers, /run/containerd).
+// /var/log/pods, /var/log/containers, /run/containerd, /var/lib/eraser,
+// /var/lib/containerd), removed again; what the nodes write there (Eraser's
+// state file among it) stays in DIR, so an existing directory's content is
+// never touched.
 package main
 
 import (
@@ -78,6 +81,7 @@ func upMain(args []string) error {
 		"directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (KUBELET=1 EXTRA=1 hack/build-control-plane.sh)")
 	fs.StringVar(&o.pauseSource, "pause-source", "test/images/pause", "Go package of the sandbox (pause) image's binary")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep DIR/logs after teardown (also when DIR/keep-logs exists)")
+	fs.IntVar(&o.imageFsMiB, "imagefs-size", 0, "MiB of a tmpfs for each node's containerd root (its image filesystem); 0: on the disk holding DIR")
 	fs.Func("insecure-registry", "HOST:PORT of a registry on this machine (127.0.0.0/8, localhost, [::1]) the nodes pull from over plain HTTP (repeatable)", func(v string) error {
 		host, _, err := net.SplitHostPort(v)
 		if err != nil {

@@ -39,11 +39,20 @@ const (
 
 // nodeBinds maps each private directory of a node (relative to its
 // directory) to where it is mounted in the node's namespace.
+//
+// Eraser's workers keep each node's history in a hostPath at
+// /var/lib/eraser: private, so that two nodes never share one state file
+// and the tier never writes the machine's own /var/lib/eraser. The
+// containerd root is seen at /var/lib/containerd, where it lies on a real
+// node, so that manager.retention.imageFsPath keeps its default and one
+// configuration measures every node's own image filesystem.
 var nodeBinds = []struct{ src, dst string }{
 	{"run", nodeRuntimeDir},
 	{"kubelet", "/var/lib/kubelet"},
 	{"pod-logs", "/var/log/pods"},
 	{"container-logs", "/var/log/containers"},
+	{"eraser", "/var/lib/eraser"},
+	{"containerd/root", "/var/lib/containerd"},
 }
 
 type node struct {
@@ -57,11 +66,27 @@ type node struct {
 
 func (n node) hostSocket() string { return filepath.Join(n.dir, "run", "containerd.sock") }
 
+// imageFs is the node's containerd root (its image filesystem) as the host
+// reaches it.
+func (n node) imageFs() string { return filepath.Join(n.dir, "containerd", "root") }
+
+// mountImageFs puts the node's containerd root on a tmpfs of sizeMiB, so
+// that tests can fill the image filesystem to their thresholds without
+// touching the machine's disk. Mounted in the host's namespace before the
+// node starts, so the node's namespace inherits it and the teardown's
+// unmount of everything under the state directory removes it.
+func (n node) mountImageFs(sizeMiB int) error {
+	if err := syscall.Mount("tmpfs", n.imageFs(), "tmpfs", 0, fmt.Sprintf("size=%dm,mode=0700", sizeMiB)); err != nil {
+		return fmt.Errorf("mounting a %d MiB tmpfs on %s: %w", sizeMiB, n.imageFs(), err)
+	}
+	return nil
+}
+
 // writeConfigs writes the node's containerd configuration (everything under
 // the node's directory except the socket), its CNI bridge and its kubelet
 // configuration.
 func (n node) writeConfigs(caFile string, plainHTTPRegistries []string) error {
-	for _, d := range []string{"run", "kubelet", "pod-logs", "container-logs", "cni/conf", "cni/ipam", "containerd"} {
+	for _, d := range []string{"run", "kubelet", "pod-logs", "container-logs", "eraser", "cni/conf", "cni/ipam", "containerd/root"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}

@@ -112,6 +112,10 @@ type Scheduling struct {
 	// Cron, when set, replaces RepeatInterval: runs start at its times, and
 	// a time that comes while a run is still going is skipped.
 	Cron string
+	// DryRun makes every scheduled run a dry run: its plan and totals are
+	// reported, nothing is removed. An ImageList has spec.dryRun for this;
+	// scheduled runs have no object of their own to carry it.
+	DryRun bool
 }
 
 // Profile enables pprof in the manager and the workers.

@@ -237,6 +237,10 @@ func TestDefaulting(t *testing.T) {
 				c.Manager.ImageJob.PodStartTimeout, c.Manager.ImageJob.PodRunTimeout = 2*time.Minute, time.Hour
 			},
 		},
+		"scheduled dry run": {
+			doc:  "apiVersion: eraser.sh/v1alpha1\nmanager: {scheduling: {dryRun: true}}",
+			want: func(c *Config) { c.APIVersion, c.Manager.Scheduling.DryRun = VersionV1alpha1, true },
+		},
 		"node selector and tolerations": {
 			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {nodeSelector: {pool: gpu, example.com/eraser: ''}, tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}, {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}]}}",
 			want: func(c *Config) {

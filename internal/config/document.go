@@ -100,6 +100,8 @@ type schedulingDoc struct {
 	BeginImmediately bool   `json:"beginImmediately"`
 	// Cron is our addition: a standard 5-field cron expression.
 	Cron string `json:"cron"`
+	// DryRun is our addition: scheduled runs report and remove nothing.
+	DryRun bool `json:"dryRun"`
 }
 
 type profileDoc struct {

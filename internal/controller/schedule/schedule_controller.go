@@ -147,13 +147,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
 	}
 
+	dryRun := cfg.Manager.Scheduling.DryRun
 	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
 		// Named after the slot, so two replicas or a restart cannot start it twice.
 		Name:   fmt.Sprintf("imagejob-scheduled-%d", next.Unix()),
 		Labels: map[string]string{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector},
 	}}
+	if dryRun {
+		// Marked as an ImageList's dry-run job is: the job alone says what it did.
+		job.Annotations = map[string]string{eraserv1.AnnotationDryRun: "true"}
+	}
 	if _, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindCollector, Raw: raw, RemoverImage: r.removerImage,
+		Kind: podspec.KindCollector, DryRun: dryRun, Raw: raw, RemoverImage: r.removerImage,
 	}); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -161,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.saveState(ctx, cm, st); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.recorder.Eventf(job, corev1.EventTypeNormal, "Scheduled", "scheduled run started (scanner enabled: %v)", cfg.Components.Scanner.Enabled)
+	r.recorder.Eventf(job, corev1.EventTypeNormal, "Scheduled", "scheduled run started (scanner enabled: %v, dry run: %v)", cfg.Components.Scanner.Enabled, dryRun)
 	return reconcile.Result{}, nil
 }
 

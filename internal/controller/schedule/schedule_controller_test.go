@@ -119,4 +119,28 @@ func TestScheduledRuns(t *testing.T) {
 	if n := len(scheduledJobs(t, ctx)); n != 1 {
 		t.Errorf("%d jobs after enabling the collector again, want 1", n)
 	}
+
+	// manager.scheduling.dryRun: the next run's workers remove nothing.
+	job = scheduledJobs(t, ctx)[0]
+	end = metav1.NewTime(clk.Now())
+	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
+	if err := env.Client.Status().Update(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	if err := env.Client.Delete(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	cfg, raw, _ = store(t, "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, dryRun: true}}\ncomponents: {collector: {enabled: true}}\n").Get()
+	s.Set(cfg, raw)
+	clk.Step(7 * time.Hour)
+	reconcileOnce()
+	jobs = scheduledJobs(t, ctx)
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs with dryRun set, want 1", len(jobs))
+	}
+	data, err = jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
+	if err != nil || !data.DryRun || jobs[0].Annotations[eraserv1.AnnotationDryRun] != "true" {
+		t.Errorf("dry-run job: data %+v, annotations %v, %v", data, jobs[0].Annotations, err)
+	}
 }

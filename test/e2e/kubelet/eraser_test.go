@@ -29,7 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/diskusage"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
 )
 
@@ -84,6 +86,27 @@ components:
   scanner:
     enabled: false
 `
+
+// withRetention adds manager.retention keys (YAML, one per line) to a
+// configuration.
+func withRetention(config string, keys ...string) string {
+	block := "manager:\n  retention:\n"
+	for _, k := range keys {
+		block += "    " + k + "\n"
+	}
+	return strings.Replace(config, "manager:\n", block, 1)
+}
+
+// removable is the minimum age of the scenarios about removal: the tier
+// imports its images seconds before it runs Eraser, and under the default
+// (10m) they would all be kept as too young.
+const removable = "minAge: 1s"
+
+// afterMinAge waits until images imported at since are older than the
+// removal scenarios' minimum age.
+func afterMinAge(since time.Time) {
+	time.Sleep(time.Until(since.Add(1100 * time.Millisecond)))
+}
 
 // scannerConfig turns on scheduled runs with the Trivy scanner, its
 // vulnerability DB seeded on the nodes (the air-gapped set-up: a hostPath,
@@ -147,6 +170,17 @@ func TestEraser(t *testing.T) {
 	t.Run("ImageListRemovesImagesFromEveryNode", func(t *testing.T) {
 		victim, bystander := testImage("victim"), testImage("bystander")
 		seed(t, cluster.Nodes, victim, bystander)
+		createExclusionList(t)
+
+		// Under the default minimum age (10m) "*" keeps what just arrived;
+		// naming the image removes it all the same.
+		fresh := runImageList(t, "fresh", eraserv1.PruneAll)
+		if r := fresh.Status.Results; r == nil || r.Removed != 0 || r.TooYoung < int64(2*len(cluster.Nodes)) {
+			t.Errorf(`"*" under the default minAge: results %+v; want the fresh images kept as too young`, r)
+		}
+		for _, n := range cluster.Nodes {
+			expectImages(t, n, []string{victim, bystander}, nil)
+		}
 
 		// Upstream handled only an ImageList named "imagelist".
 		il := runImageList(t, "imagelist", victim)
@@ -166,10 +200,14 @@ func TestEraser(t *testing.T) {
 
 	t.Run("PruneAllKeepsRunningSandboxAndExcludedImages", func(t *testing.T) {
 		unused, excluded, running := testImage("unused"), testImage("excluded"), testImage("running")
+		seeded := time.Now()
 		seed(t, cluster.Nodes, unused, excluded, running)
 		createExclusionList(t)
+		setConfig(t, withRetention(baseConfig, removable))
+		t.Cleanup(func() { setConfig(t, baseConfig) })
 		first := cluster.Nodes[0]
 		runPod(t, first.Name, "e2e-running", running)
+		afterMinAge(seeded)
 		// Eraser's images that each node pulled so far (the manager's on
 		// its node, the remover's on every node): excluded, so kept.
 		own := map[string][]string{}
@@ -203,9 +241,11 @@ func TestEraser(t *testing.T) {
 
 	t.Run("ScheduledRunRemovesUnusedImages", func(t *testing.T) {
 		unused, excluded := testImage("unused-scheduled"), testImage("excluded")
+		seeded := time.Now()
 		seed(t, cluster.Nodes, unused, excluded)
 		createExclusionList(t)
-		setConfig(t, scheduledConfig)
+		afterMinAge(seeded)
+		setConfig(t, withRetention(scheduledConfig, removable))
 		t.Cleanup(func() { setConfig(t, baseConfig) })
 
 		// The run's pod chains collector and remover over a FIFO in a
@@ -219,8 +259,10 @@ func TestEraser(t *testing.T) {
 
 	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
 		vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
+		seeded := time.Now()
 		seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
-		setConfig(t, scannerConfig(t))
+		afterMinAge(seeded)
+		setConfig(t, withRetention(scannerConfig(t), removable))
 		t.Cleanup(func() { setConfig(t, baseConfig) })
 
 		// collector → trivy-scanner → remover in each node's pod; the
@@ -247,9 +289,259 @@ func TestEraser(t *testing.T) {
 		expectJobsCleanedUp(t)
 	})
 
+	t.Run("ScheduledDiskPressureRunAndDryRun", func(t *testing.T) {
+		diskPressure(t)
+	})
+
 	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) {
 		uninstall(t, objects)
 	})
+}
+
+// diskConfig turns on scheduled runs whose only policy is disk pressure,
+// at the given thresholds, measured at the default imageFsPath
+// (/var/lib/containerd, where each node's pods see its containerd root).
+// Finished jobs are kept for their status (the test deletes them); runs
+// follow each other a second apart, so each configuration gets a run soon
+// whatever the schedule's history.
+func diskConfig(high, low int, dryRun bool) string {
+	return fmt.Sprintf(`apiVersion: eraser.sh/v1alpha3
+kind: EraserConfig
+manager:
+  runtime:
+    name: containerd
+    address: unix:///run/containerd/containerd.sock
+  scheduling:
+    repeatInterval: 1s
+    dryRun: %[3]v
+  retention:
+    %[4]s
+    highThresholdPercent: %[1]d
+    lowThresholdPercent: %[2]d
+  imageJob:
+    successRatio: 1.0
+    cleanup:
+      delayOnSuccess: 1h
+      delayOnFailure: 1h
+components:
+  collector:
+    enabled: true
+  scanner:
+    enabled: false
+`, high, low, dryRun, removable)
+}
+
+// diskPressure fills each node's image filesystem (a tmpfs, see
+// imageFsMiB) with test images, sets the thresholds from a measurement so
+// that the images fill the span between them, and checks a scheduled dry
+// run (the plan, nothing removed) and a scheduled run (the filesystem
+// brought below the low threshold, some images kept as not needed).
+func diskPressure(t *testing.T) {
+	ctx := testCtx(t)
+	createExclusionList(t)
+	// Older than the fillers: least recently used first, it would go first.
+	bystander := testImage("disk-bystander")
+	seed(t, cluster.Nodes, bystander)
+	// Only the fillers may go: the other scenarios' images are excluded
+	// for the while, Eraser's are by the tier's list, pause is pinned.
+	only := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-disk-pressure", Namespace: namespace,
+			Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
+		Data: map[string]string{"e2e.json": `{"excluded": ["example.com/e2e/*"]}`},
+	}
+	if err := kube.Create(ctx, only); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), only) })
+	// The run's own images arrive before the measurement, not during it.
+	for _, n := range cluster.Nodes {
+		for _, repo := range []string{"collector", "remover"} {
+			if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "pull", "--plain-http", eraserImage(repo)).CombinedOutput(); err != nil {
+				t.Fatalf("pulling %s into %s: %v: %s", eraserImage(repo), n.Name, err, out)
+			}
+		}
+	}
+
+	usage := func(n Node) diskusage.Usage {
+		u, err := diskusage.Stat(n.ImageFs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	empty := map[string]diskusage.Usage{}
+	for _, n := range cluster.Nodes {
+		empty[n.Name] = usage(n)
+	}
+	const fillers, fillerBytes = 16, 8 << 20
+	var tags []string
+	var imgs []testcontainerd.Image
+	pause := testcontainerd.Pause(t)
+	for i := range fillers {
+		tag := fmt.Sprintf("example.com/fill/%d:1", i)
+		tags = append(tags, tag)
+		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
+			Entrypoint: []string{"/pause"}, RandomBytes: fillerBytes})
+	}
+	seeded := time.Now()
+	importImages(t, cluster.Nodes, imgs)
+	t.Cleanup(func() {
+		// Whatever the runs kept goes, so that later runs see the tier's
+		// usual images only.
+		for _, n := range cluster.Nodes {
+			args := append([]string{"--address", n.Socket, "--namespace", "k8s.io", "images", "rm"}, tags...)
+			_, _ = command(repoRoot(), "ctr", args...).CombinedOutput()
+		}
+	})
+	full := map[string]diskusage.Usage{}
+	// Every node must be at or above high with the fillers, and below low
+	// without them (with room for what the run itself writes: its pods'
+	// layers, containerd's metadata), so that the run stops in between.
+	// The plan (all a dry run has) estimates by image size, about half of
+	// what an image takes here (its blob and its unpacked layer), so it
+	// takes about twice the fillers the real run needs: low is a quarter of
+	// the fillers' span below high, for the plan to leave some as not
+	// needed too.
+	high, maxEmpty, span := 100, 0.0, 100.0
+	for _, n := range cluster.Nodes {
+		full[n.Name] = usage(n)
+		high = min(high, int(full[n.Name].Percent()))
+		maxEmpty = max(maxEmpty, empty[n.Name].Percent())
+		span = min(span, full[n.Name].Percent()-empty[n.Name].Percent())
+		t.Logf("%s: image filesystem %.1f%% of %d MiB without the fillers, %.1f%% with them",
+			n.Name, empty[n.Name].Percent(), full[n.Name].Capacity>>20, full[n.Name].Percent())
+	}
+	low := high - max(2, int(span/4))
+	if low < int(maxEmpty)+2 {
+		t.Fatalf("the fillers span too little of the image filesystem for thresholds: %.1f%% without them, high %d%%, low %d%%", maxEmpty, high, low)
+	}
+	t.Logf("thresholds: high %d%%, low %d%%", high, low)
+	afterMinAge(seeded)
+
+	// The dry run: the plan and its totals, nothing removed.
+	setConfig(t, diskConfig(high, low, true))
+	t.Cleanup(func() { stopScheduledRuns(t) })
+	dry := finishedScheduledJob(t, true)
+	r := dry.Status.Results
+	dp := policyResult(r, eraserv1.PolicyDiskPressure)
+	if r == nil || !r.DryRun || dp.Removed == 0 || dp.BytesFreed <= 0 || r.NotNeeded == 0 {
+		t.Errorf("dry run %s: results %+v; want dryRun, DiskPressure removing some with their bytes, the rest not needed", dry.Name, r)
+	}
+	for _, n := range cluster.Nodes {
+		expectImages(t, n, tags, nil)
+		// containerd's metadata lives there too and may grow a page.
+		if u := usage(n); u.Used()+4<<20 < full[n.Name].Used() {
+			t.Errorf("%s: the dry run freed space: %d -> %d bytes used", n.Name, full[n.Name].Used(), u.Used())
+		}
+	}
+
+	// The real run, with the same thresholds.
+	setConfig(t, diskConfig(high, low, false))
+	run := finishedScheduledJob(t, false)
+	r = run.Status.Results
+	dp = policyResult(r, eraserv1.PolicyDiskPressure)
+	if r == nil || r.DryRun || dp.Removed == 0 || dp.BytesFreed <= 0 || r.Removed != dp.Removed || r.NotNeeded == 0 {
+		t.Errorf("run %s: results %+v; want DiskPressure removing some with their bytes, the rest not needed", run.Name, r)
+	}
+	removed := 0
+	for _, n := range cluster.Nodes {
+		u := usage(n)
+		if u.Percent() >= float64(low) {
+			t.Errorf("%s: image filesystem at %.1f%% after the run, want below %d%%", n.Name, u.Percent(), low)
+		}
+		have := nodeImages(t, n)
+		kept := 0
+		for _, tag := range tags {
+			if have[tag] {
+				kept++
+			}
+		}
+		if kept == 0 || kept == len(tags) {
+			t.Errorf("%s: %d of %d fillers kept; want the run to stop below low, some removed and some kept", n.Name, kept, len(tags))
+		}
+		removed += len(tags) - kept
+		t.Logf("%s: %.1f%% -> %.1f%%, %d of %d fillers removed", n.Name, full[n.Name].Percent(), u.Percent(), len(tags)-kept, len(tags))
+		expectImages(t, n, []string{bystander, testcontainerd.SandboxImage}, nil)
+	}
+	if int64(removed) != dp.Removed {
+		t.Errorf("%d fillers gone from the nodes, the job counts %d", removed, dp.Removed)
+	}
+	// Each node's workers keep their history in the node's own
+	// /var/lib/eraser (a private mount of its directory), not the machine's.
+	for _, n := range cluster.Nodes {
+		if _, err := os.Stat(filepath.Join(n.Dir, "eraser", "images.state")); err != nil {
+			t.Errorf("%s: no state file in the node's /var/lib/eraser: %v", n.Name, err)
+		}
+	}
+}
+
+// policyResult is the job's total for one policy (zero when absent).
+func policyResult(r *eraserv1.ImageResults, p eraserv1.RemovalPolicy) eraserv1.PolicyResult {
+	if r != nil {
+		for _, pr := range r.Policies {
+			if pr.Policy == p {
+				return pr
+			}
+		}
+	}
+	return eraserv1.PolicyResult{Policy: p}
+}
+
+// finishedScheduledJob waits for a scheduled job, a dry run or not, to
+// complete, and returns it. The configuration in force decides what the
+// next job is: jobs started before it came in force (dry runs, when a real
+// run is wanted) are told apart by the dry-run annotation.
+func finishedScheduledJob(t *testing.T, dryRun bool) *eraserv1.ImageJob {
+	t.Helper()
+	var found *eraserv1.ImageJob
+	eventually(t, 4*time.Minute, fmt.Sprintf("a scheduled job (dry run: %v) to complete", dryRun), func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		if err := kube.List(testCtx(t), &jobs, client.MatchingLabels{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector}); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for i := range jobs.Items {
+			j := &jobs.Items[i]
+			seen = append(seen, fmt.Sprintf("%s %s", j.Name, j.Status.Phase))
+			if (j.Annotations[eraserv1.AnnotationDryRun] == "true") != dryRun {
+				continue
+			}
+			if j.Status.Phase == eraserv1.PhaseCompleted && j.Status.Results != nil {
+				found = j
+				return true, ""
+			}
+			if j.Status.Phase == eraserv1.PhaseFailed {
+				t.Fatalf("scheduled job %s failed: %+v", j.Name, j.Status)
+			}
+		}
+		return false, fmt.Sprintf("jobs: %v", seen)
+	})
+	t.Logf("ImageJob %s: results %+v", found.Name, found.Status.Results)
+	return found
+}
+
+// stopScheduledRuns turns scheduled runs off, waits for the one going to
+// end, and deletes the jobs kept for their status.
+func stopScheduledRuns(t *testing.T) {
+	t.Helper()
+	setConfig(t, baseConfig)
+	ctx := testCtx(t)
+	eventually(t, 3*time.Minute, "the scheduled run going to end", func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		if err := kube.List(ctx, &jobs); err != nil {
+			return false, err.Error()
+		}
+		for _, j := range jobs.Items {
+			if j.Status.Phase == "" || j.Status.Phase == eraserv1.PhaseRunning {
+				return false, j.Name + " is running"
+			}
+		}
+		return true, ""
+	})
+	if err := kube.DeleteAllOf(ctx, &eraserv1.ImageJob{}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	expectJobsCleanedUp(t)
 }
 
 // TestStaticManifest installs Eraser from deploy/eraser.yaml rendered for
@@ -552,6 +844,15 @@ func setConfig(t *testing.T, config string) {
 	if err := kube.Update(ctx, &cm); err != nil {
 		t.Fatal(err)
 	}
+	// The manager records a document once it is in force: from then on
+	// every new job runs with it, so no scenario races the reload.
+	eventually(t, time.Minute, "the manager to apply the configuration", func() (bool, string) {
+		got, err := configstore.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
+		if err != nil {
+			return false, err.Error()
+		}
+		return string(got) == config, "an earlier document is in force"
+	})
 }
 
 // runPod runs a container from image on the node until the test ends.

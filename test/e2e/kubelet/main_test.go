@@ -69,7 +69,26 @@ type Node struct {
 	Socket string `json:"socket"`
 	// RuntimeAddress is the same socket as the node's pods see it.
 	RuntimeAddress string `json:"runtimeAddress"`
+	// Dir is the node's private directory; its pods' /var/lib/eraser is
+	// Dir/eraser.
+	Dir string `json:"dir"`
+	// ImageFs is the node's containerd root (a tmpfs of imageFsMiB) as the
+	// host reaches it; the node's pods see it at /var/lib/containerd.
+	ImageFs string `json:"imageFs"`
 }
+
+// imageFsMiB sizes each node's image filesystem: a tmpfs, so that the
+// disk-pressure scenario crosses its thresholds with a few test images and
+// never with the machine's disk. It holds Eraser's images (the scanner's
+// the largest) and the test images with room to spare; tmpfs takes memory
+// only for what is written.
+const imageFsMiB = 1536
+
+// hostPaths are the machine's directories the nodes' mount namespaces
+// cover with private ones (hack/kubecluster): the tier must leave them as
+// it found them. The workers' state file lands in the node's own
+// /var/lib/eraser, never in the machine's.
+var hostPaths = []string{"/var/lib/eraser", "/var/lib/containerd"}
 
 type clusterInfo struct {
 	Kubeconfig string `json:"kubeconfig"`
@@ -103,9 +122,13 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	workDir = tmp
+	before := snapshotHostPaths()
 	stop, err := startCluster(tmp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubelet e2e:", err)
+		if rerr := restoreHostPaths(before); rerr != nil {
+			fmt.Fprintln(os.Stderr, "kubelet e2e:", rerr)
+		}
 		return 1
 	}
 	code := m.Run()
@@ -120,7 +143,71 @@ func run(m *testing.M) int {
 			code = 1
 		}
 	}
+	if err := restoreHostPaths(before); err != nil {
+		fmt.Fprintln(os.Stderr, "kubelet e2e:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	return code
+}
+
+// hostPathState is whether a host directory existed before the tier ran,
+// and what it held.
+type hostPathState struct {
+	existed bool
+	entries map[string]bool
+}
+
+func snapshotHostPaths() map[string]hostPathState {
+	out := map[string]hostPathState{}
+	for _, p := range hostPaths {
+		entries, err := os.ReadDir(p)
+		st := hostPathState{existed: err == nil, entries: map[string]bool{}}
+		for _, e := range entries {
+			st.entries[e.Name()] = true
+		}
+		out[p] = st
+	}
+	return out
+}
+
+// restoreHostPaths puts the host directories back as they were: one the
+// tier created (the teardown removes the mount points it made) is removed,
+// and in one that existed only what the tier added (a state file such as
+// images.state, were a worker ever to write the machine's directory) is.
+// Either is reported as an error: the nodes' private mounts should have
+// kept the machine's directories untouched.
+func restoreHostPaths(before map[string]hostPathState) error {
+	var errs []error
+	for _, p := range hostPaths {
+		was := before[p]
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !was.existed {
+			errs = append(errs, fmt.Errorf("%s did not exist before the tier ran and was left behind (removed now)", p))
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for _, e := range entries {
+			if was.entries[e.Name()] {
+				continue
+			}
+			path := filepath.Join(p, e.Name())
+			errs = append(errs, fmt.Errorf("%s was written by the tier (removed now)", path))
+			if err := os.RemoveAll(path); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // requireCluster skips the test when the tier was not asked for.
@@ -202,7 +289,7 @@ func startCluster(tmp string) (func() error, error) {
 
 	t2 := time.Now()
 	cmd := command(root, bin, "up", "-state", stateDir, "-nodes", strconv.Itoa(nodeCount()), "-assets", assets,
-		"-pause-source", filepath.Join(root, "test", "images", "pause"), "-insecure-registry", host)
+		"-imagefs-size", strconv.Itoa(imageFsMiB), "-pause-source", filepath.Join(root, "test", "images", "pause"), "-insecure-registry", host)
 	// The cluster tears itself down if this process dies without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stderr = os.Stderr
