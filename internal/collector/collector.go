@@ -60,11 +60,15 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return summary, err
 	}
+	times := remover.StartImageTimes(ctx, client)
 	snap, err := remover.ReadNode(ctx, client, protect.Policy{Exclusions: pats})
 	if err == nil {
 		// The containers seen now are the use the node's history keeps:
 		// by the time the remover reads the node, a short job's may be gone.
-		_, summary.AgeSource, err = remover.NodeAges(ctx, client, snap, c.Retention.StateDir, now)
+		var save func() error
+		if _, summary.AgeSource, save, err = remover.NodeAges(snap, times, c.Retention.StateDir, now); err == nil {
+			err = save()
+		}
 	}
 	_ = client.Close()
 	if err != nil {

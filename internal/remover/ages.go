@@ -24,17 +24,52 @@ type imageTimer interface {
 	ImageTimes(ctx context.Context) (map[string]time.Time, error)
 }
 
-// NodeAges records this reading of the node in its state file (when
-// stateDir is set) and returns each image's age and last use. An image's
-// arrival is the newest time of the runtime's records for its ID, tags and
-// digests; when the runtime keeps no records, or none for the image, it is
-// when the state file first saw it (now, for an image new to the file).
-func NodeAges(ctx context.Context, rt Runtime, s *Snapshot, stateDir string, now time.Time) ([]Age, string, error) {
+// ImageTimes is the runtime's image record times, being read: the call
+// waits for them. Nil times and a nil error mean the runtime keeps none.
+type ImageTimes func() (map[string]time.Time, error)
+
+// StartImageTimes starts reading the runtime's image record times, so that
+// the listing overlaps the node's other listings instead of adding to them.
+func StartImageTimes(ctx context.Context, rt any) ImageTimes {
+	timer, ok := rt.(imageTimer)
+	if !ok {
+		return func() (map[string]time.Time, error) { return nil, nil }
+	}
+	type result struct {
+		times map[string]time.Time
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		t, err := timer.ImageTimes(ctx)
+		ch <- result{t, err}
+	}()
+	return func() (map[string]time.Time, error) {
+		r := <-ch
+		ch <- r
+		if errors.Is(r.err, cri.ErrNoImageTimes) {
+			return nil, nil
+		}
+		if r.err != nil {
+			return nil, fmt.Errorf("reading when images were pulled: %w", r.err)
+		}
+		return r.times, nil
+	}
+}
+
+// NodeAges records this reading of the node in its state (when stateDir is
+// set) and returns each image's age and last use, where the ages came
+// from, and the function that writes the state file (its fsync need not
+// hold up the removals). An image's arrival is the newest time of the
+// runtime's records for its ID, tags and digests; when the runtime keeps no
+// records, or none for the image, it is when the state file first saw it
+// (now, for an image new to the file).
+func NodeAges(s *Snapshot, times ImageTimes, stateDir string, now time.Time) (ages []Age, source string, save func() error, err error) {
 	state := &nodestate.State{Images: map[string]nodestate.Entry{}}
+	save = func() error { return nil }
 	if stateDir != "" {
-		var err error
 		if state, err = nodestate.Load(stateDir); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 	}
 	ids := make([]string, len(s.Images))
@@ -43,32 +78,23 @@ func NodeAges(ctx context.Context, rt Runtime, s *Snapshot, stateDir string, now
 	}
 	state.Observe(now, ids, s.InUse)
 	if stateDir != "" {
-		if err := nodestate.Save(stateDir, state); err != nil {
-			return nil, "", err
-		}
+		save = func() error { return nodestate.Save(stateDir, state) }
 	}
-	var times map[string]time.Time
-	source := AgeFirstSeen
-	if timer, ok := rt.(imageTimer); ok {
-		t, err := timer.ImageTimes(ctx)
-		switch {
-		case err == nil:
-			times, source = t, AgeRuntime
-		case errors.Is(err, cri.ErrNoImageTimes):
-		default:
-			return nil, "", fmt.Errorf("reading when images were pulled: %w", err)
-		}
+	recorded, err := times()
+	if err != nil {
+		return nil, "", nil, err
 	}
-	ages := make([]Age, len(s.Images))
+	source = AgeFirstSeen
+	if recorded != nil {
+		source = AgeRuntime
+	}
+	ages = make([]Age, len(s.Images))
 	for i, img := range s.Images {
 		e := state.Images[img.ID]
 		ages[i] = Age{Arrived: e.FirstSeen, LastUsed: e.LastUsed, FirstSeen: e.FirstSeen}
-		if times == nil {
-			continue
-		}
 		var newest time.Time
 		for _, name := range append(append([]string{img.ID}, img.Tags...), img.Digests...) {
-			if t, ok := times[name]; ok && t.After(newest) {
+			if t, ok := recorded[name]; ok && t.After(newest) {
 				newest = t
 			}
 		}
@@ -76,5 +102,5 @@ func NodeAges(ctx context.Context, rt Runtime, s *Snapshot, stateDir string, now
 			ages[i].Arrived = newest
 		}
 	}
-	return ages, source, nil
+	return ages, source, save, nil
 }

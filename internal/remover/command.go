@@ -109,7 +109,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	}
 	summary := Summarize(append(invalid, results...), c.DryRun)
 	info.Apply(&summary)
-	return summary, NodeOutcome(summary)
+	return summary, errors.Join(NodeOutcome(summary), info.StateErr)
 }
 
 func readImageList(path string) ([]string, error) {

@@ -111,6 +111,9 @@ type RunInfo struct {
 	AgeSource string
 	// Planning is the time spent on ages, the state file and the plan.
 	Planning time.Duration
+	// StateErr is why the node's state file could not be written: the
+	// run's removals stand, but its observations are lost.
+	StateErr error
 	// DiskBefore and DiskAfter are the image filesystem around the
 	// removals, when the disk policy measured it.
 	DiskBefore, DiskAfter *retention.Disk
@@ -146,6 +149,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		info = &RunInfo{}
 		opts.Info = info
 	}
+	times := StartImageTimes(ctx, rt)
 	snap, err := ReadNode(ctx, rt, opts.Policy)
 	if err != nil {
 		return nil, err
@@ -156,9 +160,15 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
 	planStart := time.Now()
 	r := Retention{Settings: opts.Retention, Now: opts.Now}
-	if r.Ages, info.AgeSource, err = NodeAges(ctx, rt, snap, opts.StateDir, opts.Now); err != nil {
+	var save func() error
+	if r.Ages, info.AgeSource, save, err = NodeAges(snap, times, opts.StateDir, opts.Now); err != nil {
 		return nil, err
 	}
+	// The node's history is written while the removals run; the run waits
+	// for it before it returns.
+	saved := make(chan error, 1)
+	go func() { saved <- save() }()
+	defer func() { info.StateErr = <-saved }()
 	r.AgeSource = info.AgeSource
 	if info.AgeSource == AgeFirstSeen {
 		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
