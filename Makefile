@@ -216,7 +216,7 @@ bench-manager: ## Manager fan-out and completion on 1,000 and 5,000 KWOK nodes v
 
 .PHONY: bench-remover
 bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real containerd (200 and 2,000 images), and worker peak RSS.
-	go test -tags bench -count=1 -run TestRemoverBench -v -timeout 80m ./test/bench
+	go test -tags bench -count=1 -run "TestRemoverBench|TestRemoverAtScale" -v -timeout 80m ./test/bench
 
 .PHONY: bench-scanner
 bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from the module proxy) on 20 fixture images: time per image, peak RSS.

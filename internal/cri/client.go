@@ -140,9 +140,14 @@ func (c *Client) ListImages(ctx context.Context) ([]Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing images: %w", err)
 	}
-	out := make([]Image, 0, len(resp.GetImages()))
-	for _, img := range resp.GetImages() {
+	images := resp.GetImages()
+	out := make([]Image, 0, len(images))
+	for i, img := range images {
 		out = append(out, Image{ID: img.GetId(), Tags: img.GetRepoTags(), Digests: img.GetRepoDigests(), Size: img.GetSize(), Pinned: img.GetPinned()})
+		// Let the collector reclaim each message as it is converted: on a
+		// node of tens of thousands of images the messages and their copy
+		// would otherwise be held at once.
+		images[i] = nil
 	}
 	return out, nil
 }

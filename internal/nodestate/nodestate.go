@@ -36,12 +36,40 @@ type Entry struct {
 	LastUsed time.Time
 }
 
+// record is an Entry as the state holds it: unix seconds, and the reading
+// that last saw the image, so a reading updates the map in place (tens of
+// thousands of images, in the remover's small memory limit).
+type record struct {
+	first, last int64
+	seen        uint32
+}
+
 // State maps image IDs to what is known of them.
 type State struct {
-	Images map[string]Entry
+	images  map[string]record
+	reading uint32
 	// New is set when there was no file: the node has no history.
 	New bool
 }
+
+// NewState is an empty state, as for a node with no history.
+func NewState() *State { return &State{images: map[string]record{}, New: true} }
+
+// Get is what is known of an image (zero times when nothing).
+func (s *State) Get(id string) Entry {
+	r, ok := s.images[id]
+	if !ok {
+		return Entry{}
+	}
+	e := Entry{FirstSeen: time.Unix(r.first, 0).UTC()}
+	if r.last > 0 {
+		e.LastUsed = time.Unix(r.last, 0).UTC()
+	}
+	return e
+}
+
+// Len is how many images the state knows.
+func (s *State) Len() int { return len(s.images) }
 
 // Path is the state file in dir.
 func Path(dir string) string { return filepath.Join(dir, FileName) }
@@ -53,7 +81,7 @@ func Load(dir string) (*State, error) {
 	path := Path(dir)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &State{Images: map[string]Entry{}, New: true}, nil
+		return NewState(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node state %s: %w", path, err)
@@ -66,7 +94,7 @@ func Load(dir string) (*State, error) {
 }
 
 func parse(data []byte) (*State, error) {
-	s := &State{Images: map[string]Entry{}}
+	s := &State{images: map[string]record{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 4096)
 	line := 0
@@ -83,10 +111,10 @@ func parse(data []byte) (*State, error) {
 		if !ok {
 			return nil, fmt.Errorf("line %d: want \"<image ID> <first seen> <last used>\", got %q", line, truncate(text))
 		}
-		if _, dup := s.Images[id]; dup {
+		if _, dup := s.images[id]; dup {
 			return nil, fmt.Errorf("line %d: image %s listed twice", line, id)
 		}
-		s.Images[id] = Entry{FirstSeen: first, LastUsed: last}
+		s.images[id] = record{first: first, last: last}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %w", line+1, err)
@@ -97,21 +125,17 @@ func parse(data []byte) (*State, error) {
 	return s, nil
 }
 
-func splitLine(text string) (id string, first, last time.Time, ok bool) {
+func splitLine(text string) (id string, first, last int64, ok bool) {
 	fields := strings.Fields(text)
 	if len(fields) != 3 || fields[0] == "" || strings.ContainsAny(fields[0], "\x00") {
-		return "", first, last, false
+		return "", 0, 0, false
 	}
 	f, err1 := strconv.ParseInt(fields[1], 10, 64)
 	l, err2 := strconv.ParseInt(fields[2], 10, 64)
 	if err1 != nil || err2 != nil || f <= 0 || l < 0 {
-		return "", first, last, false
+		return "", 0, 0, false
 	}
-	first = time.Unix(f, 0).UTC()
-	if l > 0 {
-		last = time.Unix(l, 0).UTC()
-	}
-	return fields[0], first, last, true
+	return fields[0], f, l, true
 }
 
 func truncate(s string) string {
@@ -125,19 +149,24 @@ func truncate(s string) string {
 // seen, those for which used is true are in use. Images no longer on the
 // node are forgotten, so the file never outgrows the node.
 func (s *State) Observe(now time.Time, ids []string, used func(i int) bool) {
-	now = now.Truncate(time.Second)
-	next := make(map[string]Entry, len(ids))
+	t := now.Unix()
+	s.reading++
 	for i, id := range ids {
-		e, ok := s.Images[id]
-		if !ok || e.FirstSeen.After(now) {
-			e.FirstSeen = now
+		r, ok := s.images[id]
+		if !ok || r.first > t {
+			r.first = t
 		}
-		if used(i) && now.After(e.LastUsed) {
-			e.LastUsed = now
+		if used(i) && t > r.last {
+			r.last = t
 		}
-		next[id] = e
+		r.seen = s.reading
+		s.images[id] = r
 	}
-	s.Images = next
+	for id, r := range s.images {
+		if r.seen != s.reading {
+			delete(s.images, id)
+		}
+	}
 }
 
 // Save writes the state to dir, creating it, atomically: a reader sees the
@@ -147,18 +176,21 @@ func Save(dir string, s *State) error {
 		return fmt.Errorf("node state directory: %w", err)
 	}
 	var b bytes.Buffer
-	b.Grow(len(s.Images) * 96)
+	b.Grow(len(s.images) * 96)
 	b.WriteString(header)
 	b.WriteByte('\n')
-	for id, e := range s.Images {
+	var num []byte
+	for id, r := range s.images {
 		if strings.ContainsAny(id, " \t\n\r\x00") || id == "" {
 			continue // not an ID the runtime gives; never written, so the file stays readable
 		}
-		var last int64
-		if !e.LastUsed.IsZero() {
-			last = e.LastUsed.Unix()
+		b.WriteString(id)
+		for _, n := range []int64{r.first, r.last} {
+			b.WriteByte(' ')
+			num = strconv.AppendInt(num[:0], n, 10)
+			b.Write(num)
 		}
-		fmt.Fprintf(&b, "%s %d %d\n", id, e.FirstSeen.Unix(), last)
+		b.WriteByte('\n')
 	}
 	tmp, err := os.CreateTemp(dir, ".images-*")
 	if err != nil {

@@ -50,10 +50,15 @@ func TestObserveAcrossRuns(t *testing.T) {
 	want := map[string]Entry{
 		"sha256:a": {FirstSeen: t0, LastUsed: t0},
 		"sha256:b": {FirstSeen: t0, LastUsed: t1},
+		"sha256:c": {},
 		"sha256:d": {FirstSeen: t1},
 	}
-	if diff := cmp.Diff(want, s.Images); diff != "" {
-		t.Errorf("state (-want +got):\n%s", diff)
+	got := map[string]Entry{}
+	for id := range want {
+		got[id] = s.Get(id)
+	}
+	if diff := cmp.Diff(want, got); diff != "" || s.Len() != 3 {
+		t.Errorf("state of %d images (-want +got):\n%s", s.Len(), diff)
 	}
 }
 
@@ -85,7 +90,8 @@ func TestLoadRefusesDamage(t *testing.T) {
 
 func TestSaveLeavesNoTemporaryFiles(t *testing.T) {
 	dir := filepath.Join(tempDir(t), "new", "dir")
-	s := &State{Images: map[string]Entry{"sha256:a": {FirstSeen: time.Unix(5, 0).UTC()}, "bad id": {FirstSeen: time.Unix(5, 0)}}}
+	s := NewState()
+	s.Observe(time.Unix(5, 0), []string{"sha256:a", "bad id"}, func(int) bool { return false })
 	if err := Save(dir, s); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +103,8 @@ func TestSaveLeavesNoTemporaryFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := got.Images["sha256:a"]; !ok || len(got.Images) != 1 {
-		t.Errorf("reloaded %v, want only sha256:a", got.Images)
+	if got.Get("sha256:a").FirstSeen.IsZero() || got.Len() != 1 {
+		t.Errorf("reloaded %d images, want only sha256:a", got.Len())
 	}
 }
 
@@ -111,8 +117,8 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for id, e := range s.Images {
-			if id == "" || e.FirstSeen.IsZero() {
+		for id := range s.images {
+			if e := s.Get(id); id == "" || e.FirstSeen.IsZero() {
 				t.Fatalf("accepted entry %q %+v", id, e)
 			}
 		}

@@ -65,7 +65,7 @@ func StartImageTimes(ctx context.Context, rt any) ImageTimes {
 // records, or none for the image, it is when the state file first saw it
 // (now, for an image new to the file).
 func NodeAges(s *Snapshot, times ImageTimes, stateDir string, now time.Time) (ages []Age, source string, save func() error, err error) {
-	state := &nodestate.State{Images: map[string]nodestate.Entry{}}
+	state := nodestate.NewState()
 	save = func() error { return nil }
 	if stateDir != "" {
 		if state, err = nodestate.Load(stateDir); err != nil {
@@ -90,7 +90,7 @@ func NodeAges(s *Snapshot, times ImageTimes, stateDir string, now time.Time) (ag
 	}
 	ages = make([]Age, len(s.Images))
 	for i, img := range s.Images {
-		e := state.Images[img.ID]
+		e := state.Get(img.ID)
 		ages[i] = Age{Arrived: e.FirstSeen, LastUsed: e.LastUsed, FirstSeen: e.FirstSeen}
 		var newest time.Time
 		for _, name := range append(append([]string{img.ID}, img.Tags...), img.Digests...) {

@@ -94,10 +94,6 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		return empty, err
 	}
 	defer client.Close()
-	if c.Concurrency <= 0 {
-		c.Concurrency = AutoConcurrency()
-	}
-	log.Debug("removing", "concurrency", c.Concurrency)
 	var info RunInfo
 	results, err := Run(ctx, client, targets, Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,

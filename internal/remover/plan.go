@@ -7,6 +7,7 @@ package remover
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
@@ -180,19 +181,30 @@ func internKeys(img cri.Image, keys []string) []string {
 		if slices.Contains(out, k) {
 			continue
 		}
-		switch {
-		case k == img.ID:
-			k = img.ID
-		default:
-			if j := slices.Index(img.Tags, k); j >= 0 {
-				k = img.Tags[j]
-			} else if j := slices.Index(img.Digests, k); j >= 0 {
-				k = img.Digests[j]
-			}
-		}
-		out = append(out, k)
+		out = append(out, intern(img, k))
 	}
 	return out
+}
+
+// intern returns k as the runtime's own string, or a part of one, when it
+// is one: a bare digest is the tail of a repo digest. A key built by
+// parsing would otherwise hold its whole parsed reference in memory.
+func intern(img cri.Image, k string) string {
+	if k == img.ID {
+		return img.ID
+	}
+	if j := slices.Index(img.Tags, k); j >= 0 {
+		return img.Tags[j]
+	}
+	for _, d := range img.Digests {
+		if d == k {
+			return d
+		}
+		if strings.HasSuffix(d, "@"+k) {
+			return d[len(d)-len(k):]
+		}
+	}
+	return strings.Clone(k)
 }
 
 // Verdict is the decision for image i.
@@ -233,8 +245,12 @@ type Retention struct {
 // the results of every target or candidate that resolves to nothing to do,
 // and the candidates the disk policy may still take in a later round.
 func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Result, spare []retention.Candidate) {
-	seen := map[int]bool{}
-	target := map[int]string{}
+	// Per image, by index (slices, not maps: tens of thousands of images
+	// under a 30Mi limit): whether considered, the entry that named it
+	// (empty: its ID), and its position among the candidates.
+	seen := make([]bool, len(s.Images))
+	target := make([]string, len(s.Images))
+	at := make([]int32, len(s.Images))
 	var cands []retention.Candidate
 	// consider adds image i as a candidate, or its result when protected.
 	consider := func(i int, entry string, listed, vulnerable bool) {
@@ -248,6 +264,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 			return
 		}
 		target[i] = entry
+		at[i] = int32(len(cands))
 		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
@@ -289,10 +306,6 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		Now: r.Now, Settings: r.Settings, Disk: r.Disk, Scheduled: t.Scheduled,
 		Sweep: t.All || (t.Scheduled && !t.Scanned && !r.Settings.Choosing()),
 	}
-	byIndex := make(map[int]retention.Candidate, len(cands))
-	for _, c := range cands {
-		byIndex[c.Index] = c
-	}
 	for _, d := range retention.Plan(in, cands) {
 		img := s.Images[d.Index]
 		switch {
@@ -305,7 +318,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 			}
 			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: Outcome(d.Kept), Bytes: img.Size, Detail: detail})
 			if d.Kept != retention.TooYoung && in.Scheduled && r.Settings.DiskPressure() {
-				spare = append(spare, byIndex[d.Index])
+				spare = append(spare, cands[at[d.Index]])
 			}
 		}
 	}

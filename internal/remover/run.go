@@ -39,8 +39,10 @@ const DefaultConcurrency = 4096
 
 // Options configure a run.
 type Options struct {
-	Policy      protect.Policy
-	DryRun      bool
+	Policy protect.Policy
+	DryRun bool
+	// Concurrency bounds the removals in flight; 0: AutoConcurrency,
+	// decided once the plan is made.
 	Concurrency int
 	Log         *slog.Logger
 	// Progress, if set, is called after each image with the count done.
@@ -138,9 +140,6 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Concurrency < 1 {
-		opts.Concurrency = DefaultConcurrency
-	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -180,6 +179,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
+	if opts.Concurrency < 1 {
+		opts.Concurrency = AutoConcurrency()
+	}
+	opts.Log.Debug("removing", "concurrency", opts.Concurrency)
 	var queue []int
 	var prior map[int]Result
 	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {

@@ -52,7 +52,7 @@ func MemoryLimit() int64 {
 // softLimit is the share of the container's memory limit the Go runtime is
 // told to keep to: the rest is for what the runtime does not count (stacks
 // of the streams in flight, the binary's pages).
-const softLimit = 0.8
+const softLimit = 0.7
 
 // limitHeap tells the Go runtime the container's memory limit (unless
 // GOMEMLIMIT does), so that it collects harder as the limit nears instead
