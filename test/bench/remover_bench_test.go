@@ -295,7 +295,10 @@ func printFigures(figures []figure) {
 			plan = fmt.Sprintf("%.2f", 100*f.PlanShare)
 		}
 		if f.Seconds > 0 {
-			secs, ratio = fmt.Sprintf("%.2f", f.Seconds), fmt.Sprintf("%.2f", f.RatioToFastestRaw)
+			secs = fmt.Sprintf("%.2f", f.Seconds)
+		}
+		if f.RatioToFastestRaw > 0 {
+			ratio = fmt.Sprintf("%.2f", f.RatioToFastestRaw)
 		}
 		if f.PeakRSSMiB > 0 {
 			rss = fmt.Sprintf("%.1f", f.PeakRSSMiB)
