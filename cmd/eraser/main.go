@@ -10,16 +10,33 @@ import (
 	"syscall"
 
 	"github.com/eraser-oss/eraser/internal/nodecmd"
+	"github.com/eraser-oss/eraser/internal/version"
 )
+
+const usage = `usage: eraser node list|prune [flags]   (eraser node -h for more)
+       eraser version
+`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if len(os.Args) < 2 || os.Args[1] != "node" {
-		fmt.Fprintln(os.Stderr, "usage: eraser node list|prune [flags]   (eraser node list -h for more)")
-		os.Exit(2)
+	arg := ""
+	if len(os.Args) > 1 {
+		arg = os.Args[1]
 	}
-	code := nodecmd.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	code := nodecmd.ExitUsage
+	switch arg {
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		code = nodecmd.ExitOK
+	case "version":
+		fmt.Println(version.UserAgent("cli"))
+		code = nodecmd.ExitOK
+	case "node":
+		code = nodecmd.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	default:
+		fmt.Fprint(os.Stderr, usage)
+	}
 	stop()
 	os.Exit(code)
 }

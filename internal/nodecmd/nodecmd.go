@@ -6,6 +6,8 @@ package nodecmd
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,14 +25,15 @@ import (
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/remover"
+	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/retention"
 	"github.com/eraser-oss/eraser/internal/worker"
 )
 
-const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]...
+const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [-o table|json]
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
                          [--min-age D] [--unused-for D] [--high-threshold-percent N --low-threshold-percent M]
-                         [--imagefs-path DIR] [--state-dir DIR] [--now RFC3339]
+                         [--imagefs-path DIR] [--state-dir DIR] [--now RFC3339] [-o table|json]
 
 list   shows every image on the node and whether it would be kept, and why.
 prune  removes images: --images is a comma-separated list of references,
@@ -39,13 +42,29 @@ prune  removes images: --images is a comma-separated list of references,
        policies of a scheduled run (docs/retention.md). One of them is
        required.
 Exclusion files use upstream Eraser's format: {"excluded": ["docker.io/library/*", ...]}.
+
+Exit status: 0 done; 1 could not run (runtime, files); 2 usage; 3 removals
+failed; 4 an --images entry is not an image reference (nothing failed).
 `
+
+// Exit codes of "eraser node" (docs/cli.md).
+const (
+	ExitOK           = 0
+	ExitCouldNotRun  = 1
+	ExitUsage        = 2
+	ExitRemovalsFail = 3
+	ExitInvalidEntry = 4
+)
 
 // Main runs "eraser node ARGS..." and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	}
 	if len(args) == 0 || (args[0] != "list" && args[0] != "prune") {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return ExitUsage
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("eraser node "+sub, flag.ContinueOnError)
@@ -53,58 +72,79 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	endpoint := fs.String("runtime-endpoint", defaultEndpoint(), "CRI endpoint (env "+cri.EnvRuntimeEndpoint+")")
 	var excludeFiles multi
 	fs.Var(&excludeFiles, "exclude-file", "exclusion list file (repeatable)")
-	images := fs.String("images", "", "prune (required): comma-separated images to remove, or * for every unprotected image")
-	dryRun := fs.Bool("dry-run", false, "prune: show what would be removed, remove nothing")
-	concurrency := fs.Int("concurrency", remover.DefaultConcurrency, "prune: removals in flight at once")
-	var ret retention.Flags
-	ret.Bind(fs, paths.StateDir(worker.NodeOS))
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	output := fs.String("o", "table", "output: table or json")
+	var o pruneOptions
+	var images string
+	if sub == "prune" {
+		fs.StringVar(&images, "images", "", `comma-separated images to remove, or "*" for every unprotected image`)
+		fs.BoolVar(&o.dryRun, "dry-run", false, "show what would be removed, remove nothing")
+		fs.IntVar(&o.concurrency, "concurrency", remover.DefaultConcurrency, "removals in flight at once")
+		o.retention.Bind(fs, paths.StateDir(worker.NodeOS))
 	}
-	if sub == "prune" && *images == "" && !ret.Choosing() {
-		// Nothing is removed by default: "*" or a policy has to be asked for.
-		fmt.Fprintln(stderr, `error: prune needs --images (a list of images, or "*" for every unused, unprotected image), --unused-for, or the thresholds`)
-		return 2
+	err := fs.Parse(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
 	}
-	if err := ret.Validate(); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-	now, err := ret.Clock()
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return ExitUsage
+	}
+	if *output != "table" && *output != "json" {
+		fmt.Fprintf(stderr, "error: -o %q: want table or json\n", *output)
+		return ExitUsage
+	}
+	o.json = *output == "json"
+	if sub == "prune" {
+		if code := o.prepare(images, stderr); code != ExitOK {
+			return code
+		}
 	}
 	var pats []imageref.Pattern
 	for _, f := range excludeFiles {
 		p, err := exclusion.ReadFile(f)
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return ExitCouldNotRun
 		}
 		pats = append(pats, p...)
 	}
 	client, err := cri.Dial(ctx, *endpoint, cri.DefaultTimeouts)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return ExitCouldNotRun
 	}
 	defer client.Close()
-	policy := protect.Policy{Exclusions: pats}
+	o.policy = protect.Policy{Exclusions: pats}
 	if sub == "list" {
-		err = list(ctx, client, policy, stdout)
-	} else {
-		var entries []string
-		if *images != "" {
-			entries = strings.Split(*images, ",")
+		if err := list(ctx, client, o.policy, o.json, stdout); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return ExitCouldNotRun
 		}
-		err = prune(ctx, client, pruneOptions{policy: policy, entries: entries, dryRun: *dryRun, concurrency: *concurrency, retention: ret, now: now}, stdout, stderr)
+		return ExitOK
 	}
+	return prune(ctx, client, o, stdout, stderr)
+}
+
+// prepare checks prune's flags and reads its entries.
+func (o *pruneOptions) prepare(images string, stderr io.Writer) int {
+	if images == "" && !o.retention.Choosing() {
+		// Nothing is removed by default: "*" or a policy has to be asked for.
+		fmt.Fprintln(stderr, `error: prune needs --images (a list of images, or "*" for every unused, unprotected image), --unused-for, or the thresholds`)
+		return ExitUsage
+	}
+	if err := o.retention.Validate(); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return ExitUsage
+	}
+	now, err := o.retention.Clock()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return ExitUsage
 	}
-	return 0
+	o.now = now
+	if images != "" {
+		o.entries = strings.Split(images, ",")
+	}
+	return ExitOK
 }
 
 func defaultEndpoint() string {
@@ -119,18 +159,30 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
 
-func list(ctx context.Context, client *cri.Client, policy protect.Policy, out io.Writer) error {
+func list(ctx context.Context, client *cri.Client, policy protect.Policy, asJSON bool, out io.Writer) error {
 	snap, err := remover.ReadNode(ctx, client, policy)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IMAGE ID\tNAMES\tSIZE\tVERDICT\tWHY")
 	order := make([]int, len(snap.Images))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return firstName(snap.Images[order[a]]) < firstName(snap.Images[order[b]]) })
+	if asJSON {
+		listed := make([]ListedImage, 0, len(order))
+		for _, i := range order {
+			img, v := snap.Images[i], snap.Verdict(i)
+			verdict := "removable"
+			if v.Reason != protect.Removable {
+				verdict = string(v.Reason)
+			}
+			listed = append(listed, ListedImage{ID: img.ID, Names: nonNil(img.Tags), Digests: nonNil(img.Digests), Size: img.Size, Verdict: verdict, Detail: v.Detail})
+		}
+		return writeJSON(out, listed)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IMAGE ID\tNAMES\tSIZE\tVERDICT\tWHY")
 	for _, i := range order {
 		img := snap.Images[i]
 		v := snap.Verdict(i)
@@ -143,6 +195,19 @@ func list(ctx context.Context, client *cri.Client, policy protect.Policy, out io
 	return tw.Flush()
 }
 
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // pruneOptions are prune's flags.
 type pruneOptions struct {
 	policy      protect.Policy
@@ -151,16 +216,52 @@ type pruneOptions struct {
 	concurrency int
 	retention   retention.Flags
 	now         time.Time
+	json        bool
 }
 
-func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut io.Writer) error {
-	dryRun := o.dryRun
+// ListedImage is one image in "list -o json".
+type ListedImage struct {
+	ID      string   `json:"id"`
+	Names   []string `json:"names"`
+	Digests []string `json:"digests"`
+	Size    uint64   `json:"size"`
+	// Verdict is "removable" or why the image is kept: "in use", "pinned",
+	// "excluded".
+	Verdict string `json:"verdict"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// PruneOutput is "prune -o json": every target's or image's outcome, and
+// the summary a remover would leave.
+type PruneOutput struct {
+	Results []PrunedImage  `json:"results"`
+	Summary report.Summary `json:"summary"`
+}
+
+// PrunedImage is one outcome in "prune -o json".
+type PrunedImage struct {
+	Target  string   `json:"target"`
+	ImageID string   `json:"imageId,omitempty"`
+	Names   []string `json:"names"`
+	Outcome string   `json:"outcome"`
+	Policy  string   `json:"policy,omitempty"`
+	Bytes   uint64   `json:"bytes"`
+	Detail  string   `json:"detail,omitempty"`
+}
+
+// prune runs the removals and prints their outcomes; it returns the exit
+// code: removals that failed come first, then invalid entries.
+func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintln(errOut, "error:", err)
+		return ExitCouldNotRun
+	}
 	targets, invalid := remover.ParseTargets(o.entries)
 	if o.retention.Choosing() {
 		// As a scheduled run: the policies choose among every image.
 		images, err := client.ListImages(ctx)
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		targets.Scheduled = true
 		for _, img := range images {
@@ -168,31 +269,69 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		}
 	}
 	start := time.Now()
+	info := &remover.RunInfo{}
+	results, err := remover.Run(ctx, client, targets, remover.Options{
+		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
+		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
+		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir,
+		MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	results = append(invalid, results...)
+	s := remover.Summarize(results, o.dryRun)
+	info.Apply(&s)
+	if o.json {
+		err = writeJSON(out, pruneOutput(results, s))
+	} else {
+		err = printPrune(out, results, s, time.Since(start))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := errors.Join(remover.NodeOutcome(s), info.StateErr); err != nil {
+		fmt.Fprintln(errOut, "error:", err)
+		if s.Counts[string(remover.Failed)] > 0 {
+			return ExitRemovalsFail
+		}
+		return ExitCouldNotRun
+	}
+	if len(invalid) > 0 {
+		fmt.Fprintf(errOut, "error: %d --images entries are not image references; nothing was removed for them\n", len(invalid))
+		return ExitInvalidEntry
+	}
+	return ExitOK
+}
+
+// progressTo reports progress on w at most once a second.
+func progressTo(w io.Writer, start time.Time) func(done, total int) {
 	var mu sync.Mutex
 	last := time.Time{}
-	progress := func(done, total int) {
+	return func(done, total int) {
 		mu.Lock()
 		defer mu.Unlock()
 		if time.Since(last) < time.Second && done < total {
 			return
 		}
 		last = time.Now()
-		fmt.Fprintf(errOut, "\r%d/%d images processed (%s)", done, total, time.Since(start).Round(100*time.Millisecond))
+		fmt.Fprintf(w, "\r%d/%d images processed (%s)", done, total, time.Since(start).Round(100*time.Millisecond))
 		if done == total {
-			fmt.Fprintln(errOut)
+			fmt.Fprintln(w)
 		}
 	}
-	info := &remover.RunInfo{}
-	results, err := remover.Run(ctx, client, targets, remover.Options{
-		Policy: o.policy, DryRun: dryRun, Concurrency: o.concurrency,
-		Log: slog.New(slog.DiscardHandler), Progress: progress, Info: info,
-		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir,
-		MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
-	})
-	if err != nil {
-		return err
+}
+
+func pruneOutput(results []remover.Result, s report.Summary) PruneOutput {
+	out := PruneOutput{Results: make([]PrunedImage, 0, len(results)), Summary: s}
+	for _, r := range results {
+		out.Results = append(out.Results, PrunedImage{Target: r.Target, ImageID: r.ImageID, Names: nonNil(r.Names),
+			Outcome: string(r.Outcome), Policy: string(r.Policy), Bytes: r.Bytes, Detail: r.Detail})
 	}
-	results = append(invalid, results...)
+	return out
+}
+
+func printPrune(out io.Writer, results []remover.Result, s report.Summary, took time.Duration) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tNAMES\tOUTCOME\tPOLICY\tSIZE\tDETAIL")
 	for _, r := range results {
@@ -208,10 +347,8 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	s := remover.Summarize(results, dryRun)
-	info.Apply(&s)
 	verb := "freed"
-	if dryRun {
+	if s.DryRun {
 		verb = "would free"
 	}
 	var parts []string
@@ -220,7 +357,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 			parts = append(parts, fmt.Sprintf("%d %s", n, o))
 		}
 	}
-	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, humanBytes(s.BytesFreed), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, humanBytes(s.BytesFreed), took.Round(time.Millisecond))
 	for _, p := range retention.Policies {
 		if t, ok := s.RemovedBy[string(p)]; ok {
 			fmt.Fprintf(out, "  %s: %d images, %s\n", p, t.Images, humanBytes(t.Bytes))
@@ -230,7 +367,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
 			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), humanBytes(fs.CapacityBytes))
 	}
-	return remover.NodeOutcome(s)
+	return nil
 }
 
 func firstName(img cri.Image) string {

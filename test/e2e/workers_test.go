@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/nodecmd"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/workertest"
 )
@@ -327,7 +328,9 @@ func TestNodeCommand(t *testing.T) {
 	exclFile := filepath.Join(workertest.ExclusionDir(t, keepExact), "exclude-test-list", "excluded.json")
 	stateDir := t.TempDir()
 	eraser := func(args ...string) (string, string, int) {
-		args = workertest.WithDefaults(args, "--state-dir="+stateDir, "--min-age=0s")
+		if len(args) > 0 && args[0] == "prune" {
+			args = workertest.WithDefaults(args, "--state-dir="+stateDir, "--min-age=0s")
+		}
 		cmd := exec.Command(filepath.Join(bin, "eraser"), append([]string{"node"}, args...)...)
 		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.Endpoint)
 		var out, errOut bytes.Buffer
@@ -368,6 +371,43 @@ func TestNodeCommand(t *testing.T) {
 	}
 	if _, stderr, code := eraser("prune", "--images=*", "--runtime-endpoint=unix:///nope.sock"); code != 1 || !strings.Contains(stderr, "runtime socket /nope.sock") {
 		t.Errorf("missing socket: exit %d: %s", code, stderr)
+	}
+
+	// As a scripting tool: JSON, help that exits 0, each subcommand's own
+	// flags, and exit codes that tell failures apart.
+	out, _, code = eraser("list", "-o", "json")
+	var listed []nodecmd.ListedImage
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil {
+		t.Fatalf("list -o json: exit %d, %v\n%s", code, err, out)
+	}
+	verdicts := map[string]string{}
+	for _, img := range listed {
+		for _, name := range img.Names {
+			verdicts[name] = img.Verdict
+		}
+	}
+	if verdicts[runImage] != "in use" || verdicts[junkC] != "removable" {
+		t.Errorf("list -o json verdicts: %v", verdicts)
+	}
+	for _, help := range [][]string{{"-h"}, {"list", "-h"}, {"prune", "--help"}} {
+		if _, stderr, code := eraser(help...); code != nodecmd.ExitOK {
+			t.Errorf("%v: exit %d: %s", help, code, stderr)
+		}
+	}
+	if _, stderr, code := eraser("list", "--images=x"); code != nodecmd.ExitUsage || !strings.Contains(stderr, "flag provided but not defined: -images") {
+		t.Errorf("list with a prune flag: exit %d: %s", code, stderr)
+	}
+	out, stderr, code = eraser("prune", "-o", "json", "--images="+junkC+",Not A Reference")
+	var pruned nodecmd.PruneOutput
+	if err := json.Unmarshal([]byte(out), &pruned); code != nodecmd.ExitInvalidEntry || err != nil || pruned.Summary.Counts["removed"] != 1 || pruned.Summary.Counts["invalid"] != 1 {
+		t.Errorf("prune with an invalid entry: exit %d (want %d), %v\n%s\n%s", code, nodecmd.ExitInvalidEntry, err, out, stderr)
+	}
+	if n.present(t)[junkC] {
+		t.Error("the valid entry beside an invalid one was not removed")
+	}
+	version, _ := exec.Command(filepath.Join(bin, "eraser"), "version").Output()
+	if !strings.HasPrefix(string(version), "eraser/cli/") {
+		t.Errorf("eraser version: %q", version)
 	}
 
 	// The retention policies, as a scheduled run applies them: the node's
