@@ -284,7 +284,7 @@ func TestPrinterColumns(t *testing.T) {
 		want []string
 	}{
 		"imagelists": {"/apis/eraser.sh/v1/imagelists", []string{"Name", "Status", "Success", "Failed", "Skipped", "Removed", "Freed", "Dry-Run", "Last-Run", "Age"}},
-		"imagejobs":  {"/apis/eraser.sh/v1/imagejobs", []string{"Name", "Phase", "Desired", "Succeeded", "Failed", "Skipped", "Removed", "Delete-After", "Age"}},
+		"imagejobs":  {"/apis/eraser.sh/v1/imagejobs", []string{"Name", "Phase", "Started", "Desired", "Succeeded", "Failed", "Skipped", "Trigger", "ImageList", "Removed", "Delete-After", "Age"}},
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
@@ -309,6 +309,33 @@ func TestPrinterColumns(t *testing.T) {
 				t.Errorf("columns (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestShortNamesAndCategory: "kubectl get il,ij" and "kubectl get eraser"
+// resolve, through discovery as kubectl reads it.
+func TestShortNamesAndCategory(t *testing.T) {
+	testenv.Require(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := dc.ServerResourcesForGroupVersion("eraser.sh/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2][]string{}
+	for _, r := range resources.APIResources {
+		if !strings.Contains(r.Name, "/") {
+			got[r.Name] = [2][]string{r.ShortNames, r.Categories}
+		}
+	}
+	want := map[string][2][]string{
+		"imagelists": {{"il"}, {"eraser"}},
+		"imagejobs":  {{"ij"}, {"eraser"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("short names and categories (-want +got):\n%s", diff)
 	}
 }
 

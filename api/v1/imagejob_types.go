@@ -192,14 +192,17 @@ type PolicyResult struct {
 // it from an ImageList or a schedule; it has no spec.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:resource:scope=Cluster,shortName=ij,categories=eraser
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Started",type=integer,JSONPath=`.status.started`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desired`
 // +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skipped`
+// +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=`.metadata.labels.eraser\.sh/job-owner`
+// +kubebuilder:printcolumn:name="ImageList",type=string,JSONPath=`.metadata.labels.eraser\.sh/imagelist`
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.results.removed`,priority=1
 // +kubebuilder:printcolumn:name="Delete-After",type=string,JSONPath=`.status.deleteAfter`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
