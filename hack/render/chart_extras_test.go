@@ -242,19 +242,20 @@ func ruleExpressions(t *testing.T, pr *unstructured.Unstructured) map[string]str
 
 // servedMetrics are the series the manager serves (docs/metrics.md).
 var servedMetrics = map[string]bool{
-	"imagejob_run_total":                   true,
-	"pods_completed_run_total":             true,
-	"pods_failed_run_total":                true,
-	"imagejob_duration_run_seconds_bucket": true,
-	"imagejob_duration_run_seconds_sum":    true,
-	"imagejob_duration_run_seconds_count":  true,
-	"images_removed_run_total":             true,
-	"vulnerable_images_run_total":          true,
-	"eraser_config_last_reload_successful": true,
-	"eraser_bytes_freed_run_total":         true,
-	"eraser_imagefs_capacity_bytes":        true,
-	"eraser_imagefs_used_before_bytes":     true,
-	"eraser_imagefs_used_after_bytes":      true,
+	"imagejob_run_total":                           true,
+	"pods_completed_run_total":                     true,
+	"pods_failed_run_total":                        true,
+	"imagejob_duration_run_seconds_bucket":         true,
+	"imagejob_duration_run_seconds_sum":            true,
+	"imagejob_duration_run_seconds_count":          true,
+	"images_removed_run_total":                     true,
+	"vulnerable_images_run_total":                  true,
+	"eraser_config_last_reload_successful":         true,
+	"eraser_bytes_freed_run_total":                 true,
+	"eraser_imagefs_capacity_bytes":                true,
+	"eraser_imagefs_used_before_bytes":             true,
+	"eraser_imagefs_used_after_bytes":              true,
+	"eraser_last_successful_run_timestamp_seconds": true,
 }
 
 var (

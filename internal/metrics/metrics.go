@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/otlptranslator"
@@ -43,6 +44,9 @@ type Recorder struct {
 	removed    map[string]int64
 	vulnerable map[string]int64
 	imageFs    map[string]ImageFs
+	// lastSuccess is, per trigger ("imagelist", "schedule"), when a job
+	// of it last completed, in unix seconds.
+	lastSuccess map[string]int64
 }
 
 // NodeCounts are one node's figures in one job.
@@ -119,6 +123,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		return nil, err
 	}
 	r.removed, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
+	r.lastSuccess = map[string]int64{}
 	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
 	if err != nil {
 		return nil, err
@@ -142,9 +147,17 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	lastSuccess, err := m.Int64ObservableGauge("eraser_last_successful_run_timestamp_seconds", metric.WithUnit("s"),
+		metric.WithDescription("When a job completed last, per trigger (imagelist, schedule), in seconds since the epoch: alert on time() minus it."))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		for trigger, at := range r.lastSuccess {
+			o.ObserveInt64(lastSuccess, at, metric.WithAttributes(attribute.String(TriggerAttribute, trigger)))
+		}
 		for node, n := range r.removed {
 			o.ObserveInt64(removed, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
@@ -158,7 +171,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 			o.ObserveInt64(usedAfter, fs.UsedAfterBytes, attrs)
 		}
 		return nil
-	}, removed, vulnerable, capacity, usedBefore, usedAfter); err != nil {
+	}, removed, vulnerable, capacity, usedBefore, usedAfter, lastSuccess); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -209,6 +222,19 @@ func (r *Recorder) ForgetNode(node string) {
 	delete(r.removed, node)
 	delete(r.vulnerable, node)
 	delete(r.imageFs, node)
+}
+
+// TriggerAttribute is what started a job: "imagelist" or "schedule".
+const TriggerAttribute = "trigger"
+
+// JobCompleted records that a job of trigger completed at at.
+func (r *Recorder) JobCompleted(trigger string, at time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastSuccess[trigger] = max(r.lastSuccess[trigger], at.Unix())
 }
 
 // Shutdown pushes what is pending and stops the exporters.

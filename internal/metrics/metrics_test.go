@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -135,5 +136,40 @@ func TestForgetNode(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("per-node series (-want +got):\n%s", diff)
+	}
+}
+
+// TestLastSuccessfulRun: per trigger, the latest completion, which an alert
+// compares with time().
+func TestLastSuccessfulRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	r.JobCompleted("schedule", at)
+	r.JobCompleted("schedule", at.Add(-time.Hour)) // an older job finishing late moves nothing back
+	r.JobCompleted("imagelist", at.Add(time.Minute))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "eraser_last_successful_run_timestamp_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == TriggerAttribute {
+					got[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{"schedule": float64(at.Unix()), "imagelist": float64(at.Add(time.Minute).Unix())}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("last successful run (-want +got):\n%s", diff)
 	}
 }

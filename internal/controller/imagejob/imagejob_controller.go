@@ -606,6 +606,17 @@ func (r *Reconciler) announce(job *eraserv1.ImageJob, perNode map[string]metrics
 	r.recorder.Event(job, kind, string(job.Status.Phase), c.Message)
 	seconds := job.Status.CompletionTime.Sub(job.Status.StartTime.Time).Seconds()
 	r.metrics.JobFinished(seconds, job.Status.Succeeded, job.Status.Failed, perNode)
+	if job.Status.Phase == eraserv1.PhaseCompleted {
+		r.metrics.JobCompleted(trigger(job), job.Status.CompletionTime.Time)
+	}
+}
+
+// trigger is what started the job, as the metrics name it.
+func trigger(job *eraserv1.ImageJob) string {
+	if job.Labels[eraserv1.LabelJobOwner] == eraserv1.JobOwnerCollector {
+		return "schedule"
+	}
+	return "imagelist"
 }
 
 // fail ends a job that cannot run at all.
