@@ -92,15 +92,23 @@ func NodeAges(s *Snapshot, times ImageTimes, stateDir string, now time.Time) (ag
 	for i, img := range s.Images {
 		e := state.Get(img.ID)
 		ages[i] = Age{Arrived: e.FirstSeen, LastUsed: e.LastUsed, FirstSeen: e.FirstSeen}
-		var newest time.Time
-		for _, name := range append(append([]string{img.ID}, img.Tags...), img.Digests...) {
-			if t, ok := recorded[name]; ok && t.After(newest) {
-				newest = t
-			}
-		}
-		if !newest.IsZero() {
+		if newest := newestRecord(recorded, img); !newest.IsZero() {
 			ages[i].Arrived = newest
 		}
 	}
 	return ages, source, save, nil
+}
+
+// newestRecord is the newest time among the records named by the image's
+// ID, tags and digests (zero when none is recorded).
+func newestRecord(recorded map[string]time.Time, img cri.Image) time.Time {
+	newest := recorded[img.ID]
+	for _, names := range [][]string{img.Tags, img.Digests} {
+		for _, name := range names {
+			if t := recorded[name]; t.After(newest) {
+				newest = t
+			}
+		}
+	}
+	return newest
 }
