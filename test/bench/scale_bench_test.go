@@ -32,18 +32,16 @@ type largeNode struct {
 	removed    int
 }
 
+// newLargeNode serves the planning benchmark's synthetic node over CRI.
 func newLargeNode() *largeNode {
+	synthetic := newSyntheticNode(time.Now())
 	n := &largeNode{}
-	for i := range planImages {
-		id := fmt.Sprintf("sha256:%064x", i+1)
-		repo := fmt.Sprintf("registry.example.com/team%02d/app%05d", i%50, i)
-		n.images = append(n.images, &runtimeapi.Image{Id: id, RepoTags: []string{repo + ":v1"},
-			RepoDigests: []string{fmt.Sprintf("%s@sha256:%064x", repo, i+1<<40)}, Size: uint64(20<<20 + i)})
-		if i%(planImages/planContainers) == 0 {
-			n.containers = append(n.containers, &runtimeapi.Container{Id: fmt.Sprintf("c%d", i),
-				Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("app%d", i)}, Image: &runtimeapi.ImageSpec{Image: repo + ":v1"},
-				ImageRef: id, State: runtimeapi.ContainerState_CONTAINER_RUNNING})
-		}
+	for _, img := range synthetic.images {
+		n.images = append(n.images, &runtimeapi.Image{Id: img.ID, RepoTags: img.Tags, RepoDigests: img.Digests, Size: img.Size})
+	}
+	for _, c := range synthetic.containers {
+		n.containers = append(n.containers, &runtimeapi.Container{Id: c.ID, Metadata: &runtimeapi.ContainerMetadata{Name: c.Name},
+			Image: &runtimeapi.ImageSpec{Image: c.Image}, ImageRef: c.ImageRef, ImageId: c.ImageID, State: runtimeapi.ContainerState_CONTAINER_RUNNING})
 	}
 	return n
 }
