@@ -8,6 +8,7 @@ import (
 	"flag"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/paths"
@@ -60,13 +61,15 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	if err != nil {
 		return summary, err
 	}
-	times := remover.StartImageTimes(ctx, client)
 	snap, err := remover.ReadNode(ctx, client, protect.Policy{Exclusions: pats})
 	if err == nil {
 		// The containers seen now are the use the node's history keeps:
-		// by the time the remover reads the node, a short job's may be gone.
+		// by the time the remover reads the node, a short job's may be
+		// gone. Ages are the remover's to judge: the runtime's record times
+		// are not read twice.
 		var save func() error
-		if _, summary.AgeSource, save, err = remover.NodeAges(snap, times, c.Retention.StateDir, now); err == nil {
+		noTimes := func() (map[string]time.Time, error) { return nil, nil }
+		if _, _, save, err = remover.NodeAges(snap, noTimes, c.Retention.StateDir, now); err == nil {
 			err = save()
 		}
 	}
