@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/eraser-oss/eraser/internal/retention"
 )
 
 // Config is the manager's configuration, whichever version it was written in.
@@ -42,8 +44,8 @@ type Manager struct {
 }
 
 // DefaultMinAge is the retention policy's minAge when the document sets
-// none: an image pulled moments ago is most likely about to be used.
-const DefaultMinAge = 10 * time.Minute
+// none: the workers' own default, so a pod without the flag judges alike.
+const DefaultMinAge = retention.DefaultMinAge
 
 // Retention is the workers' retention policy (docs/retention.md): which of
 // the images no container uses they remove.
