@@ -90,6 +90,56 @@ type ImageJobStatus struct {
 	// +listMapKey=node
 	// +kubebuilder:validation:MaxItems=32
 	FailedNodes []NodeFailure `json:"failedNodes,omitempty"`
+
+	// Report points to the per-node report: what each node removed, kept
+	// (and why) and failed to remove, read from the workers' logs before
+	// their pods are deleted.
+	// +optional
+	Report *ReportRef `json:"report,omitempty"`
+}
+
+// MaxReportConfigMaps bounds the ConfigMaps a report is sharded into; with
+// shards of at most 900 KiB that caps a report at about 56 MiB, however
+// many nodes and images a job has (see docs/report.md).
+const MaxReportConfigMaps = 64
+
+// ReportRef says where a job's per-node report is, for kubectl and for
+// `kubectl eraser report`.
+type ReportRef struct {
+	// Namespace holds the report's ConfigMaps (the manager's namespace).
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// Selector is the label selector of the report's ConfigMaps:
+	// kubectl get configmap -n <namespace> -l <selector>.
+	// +kubebuilder:validation:MaxLength=128
+	Selector string `json:"selector"`
+
+	// ConfigMaps name the report's shards, each holding whole nodes.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	ConfigMaps []string `json:"configMaps,omitempty"`
+
+	// Nodes is the number of nodes the report covers so far.
+	// +optional
+	Nodes int `json:"nodes,omitempty"`
+
+	// OmittedNodes counts the nodes left out of the report because it
+	// reached MaxReportConfigMaps shards; the job's counters include them.
+	// +optional
+	OmittedNodes int `json:"omittedNodes,omitempty"`
+
+	// Complete is set once every node that ran is in the report (those
+	// whose logs could not be read included, with the reason).
+	// +optional
+	Complete bool `json:"complete,omitempty"`
+
+	// DeleteAfter is when the finished job and its report are deleted
+	// (manager.imageJob.cleanup.keepReportFor after the job finished, and
+	// never before the pods are).
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
 }
 
 // NodeFailure says why the job failed on one node.

@@ -66,6 +66,12 @@ type ImageListStatus struct {
 	// Results totals the per-image outcomes of the last run.
 	// +optional
 	Results *ImageResults `json:"results,omitempty"`
+
+	// Job is the ImageJob of the last run; its status.report points to the
+	// per-node report while the job is kept.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Job string `json:"job,omitempty"`
 }
 
 // ImageList is the set of images to remove from the cluster's nodes now.

@@ -19,4 +19,8 @@ const (
 	// AnnotationRecorded is set once the ImageList has recorded the job's
 	// results; only then may the finished job be deleted.
 	AnnotationRecorded = "eraser.sh/results-recorded"
+
+	// LabelReport marks a ConfigMap shard of a job's per-node report with
+	// the job's name (shortened like any label value).
+	LabelReport = "eraser.sh/report"
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testenv"
@@ -142,10 +143,35 @@ func TestImageListFlow(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready condition %+v", c)
 	}
-	testenv.WaitFor(t, 30*time.Second, "the finished job to be cleaned up", func() bool {
+	// The report: the pods' logs cannot be read here (no kubelet), so each
+	// node is in it with its counts and the reason; then the pods go
+	// (delayOnSuccess 0s) while the job and its report stay (keepReportFor).
+	var job eraserv1.ImageJob
+	testenv.WaitFor(t, 30*time.Second, "the job's report to be complete and its pods cleaned up", func() bool {
 		var jobs eraserv1.ImageJobList
-		return env.Client.List(ctx, &jobs) == nil && len(jobs.Items) == 0
+		if env.Client.List(ctx, &jobs) != nil || len(jobs.Items) != 1 {
+			return false
+		}
+		job = jobs.Items[0]
+		rep := job.Status.Report
+		return rep != nil && rep.Complete && len(jobPods(t, ctx)) == 0
 	})
+	if rep := job.Status.Report; rep.Nodes != 2 || len(rep.ConfigMaps) != 1 || rep.Namespace != flowNS {
+		t.Errorf("status.report %+v", rep)
+	}
+	shards, err := nodereport.Shards(ctx, env.Client, flowNS, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := nodereport.Read(shards, nil)
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("report nodes %+v: %v", nodes, err)
+	}
+	for _, n := range nodes {
+		if n.Counts["removed"] != 2 || !strings.Contains(n.Unavailable, "reading the log") {
+			t.Errorf("report of node %s: %+v", n.Name, n)
+		}
+	}
 
 	// imagelist_change: an edit starts a new job.
 	got.Spec.Images = []string{"*"}

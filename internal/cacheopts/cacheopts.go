@@ -7,8 +7,12 @@ package cacheopts
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
 // Options keeps the namespaced kinds the manager owns to its own namespace,
@@ -19,14 +23,25 @@ func Options(namespace string) cache.Options {
 	own := cache.Config{}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Namespaces: map[string]cache.Config{namespace: own}, Transform: TrimPod},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: own}},
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: own}, Transform: TrimPod},
+			// Report shards (up to 900 KiB each) are read from the API
+			// server when needed, never held.
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {LabelSelector: notReport}}},
 			&corev1.Node{}:      {Transform: TrimNode},
 		},
 		// Managed fields are never read and are a large share of each object.
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
 }
+
+// notReport selects every ConfigMap but a report shard.
+var notReport = func() labels.Selector {
+	req, err := labels.NewRequirement(eraserv1.LabelReport, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/logging"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/remover"
@@ -85,7 +86,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	for i := range snap.Images {
 		if v := snap.Verdict(i); v.Reason != protect.Removable {
 			summary.Counts[string(v.Reason)]++
-			log.Debug("image kept", "image", snap.Images[i].ID, "names", snap.Images[i].Tags, "reason", string(v.Reason), "detail", v.Detail)
+			log.Info(logging.ResultMessage, "outcome", string(v.Reason), "target", snap.Images[i].ID, "image", snap.Images[i].ID, "names", snap.Images[i].Tags, "detail", v.Detail)
 		}
 	}
 	summary.Counts["candidates"] = len(payload)

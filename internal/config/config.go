@@ -167,8 +167,13 @@ func (m MaxConcurrent) Of(nodes int) int {
 
 // Cleanup is how long finished jobs and their pods are kept.
 type Cleanup struct {
+	// DelayOnSuccess and DelayOnFailure keep the pods (and, when longer
+	// than KeepReportFor, the job).
 	DelayOnSuccess time.Duration
 	DelayOnFailure time.Duration
+	// KeepReportFor keeps the finished job and its per-node report after
+	// the pods are gone; 0 deletes them with the pods, as upstream does.
+	KeepReportFor time.Duration
 }
 
 // NodeFilterType says whether node selectors include or exclude nodes.

@@ -32,7 +32,7 @@ func fullConfig(apiVersion string) *Config {
 			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour},
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
-				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour,
+				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour,
 			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
 			PullSecrets:       []string{"regcred", "other-cred"},
 			PriorityClassName: "system-node-critical",
@@ -88,7 +88,7 @@ func defaults(apiVersion string) *Config {
 			LogLevel:   "info",
 			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true},
 			Profile:    Profile{Port: 6060},
-			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour},
+			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour},
 				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
 			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
@@ -220,7 +220,7 @@ func TestDefaulting(t *testing.T) {
 		},
 		"zero delays": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0, delayOnFailure: 0s}}}",
-			want: func(c *Config) { c.Manager.ImageJob.Cleanup = Cleanup{} },
+			want: func(c *Config) { c.Manager.ImageJob.Cleanup = Cleanup{KeepReportFor: 24 * time.Hour} },
 		},
 		"waves as count": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxConcurrentNodes: 50}}",

@@ -182,6 +182,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.SuccessRatio = ratio
 	out.ImageJob.Cleanup.DelayOnSuccess = c.duration(job.Child("cleanup", "delayOnSuccess"), m.ImageJob.Cleanup.DelayOnSuccess, false)
 	out.ImageJob.Cleanup.DelayOnFailure = c.duration(job.Child("cleanup", "delayOnFailure"), m.ImageJob.Cleanup.DelayOnFailure, false)
+	out.ImageJob.Cleanup.KeepReportFor = c.duration(job.Child("cleanup", "keepReportFor"), m.ImageJob.Cleanup.KeepReportFor, false)
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)

@@ -125,6 +125,9 @@ type imageJobDoc struct {
 type cleanupDoc struct {
 	DelayOnSuccess scalar `json:"delayOnSuccess"`
 	DelayOnFailure scalar `json:"delayOnFailure"`
+	// KeepReportFor is ours: how long a finished job and its per-node
+	// report stay after it ends (at least as long as its pods).
+	KeepReportFor scalar `json:"keepReportFor"`
 }
 
 // retentionDoc keeps every value as written, so that unset can be told from
@@ -213,7 +216,7 @@ func defaultManagerCommon() managerCommon {
 		Profile:    profileDoc{Port: 6060},
 		ImageJob: imageJobDoc{
 			SuccessRatio:    1.0,
-			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h"},
+			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h", KeepReportFor: "24h"},
 			PodStartTimeout: "10m",
 			PodRunTimeout:   "24h",
 		},

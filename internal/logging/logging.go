@@ -4,6 +4,7 @@
 package logging
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +54,39 @@ func (l Level) Slog() slog.Level {
 }
 
 // NewWorker returns the JSON logger of a node worker, with the component's
-// name on every line.
+// name on every line; result lines (ResultMessage) are written at any level.
 func NewWorker(w io.Writer, level Level, component string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level.Slog()})).With("component", component)
+	inner := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
+	return slog.New(reportHandler{Handler: inner, level: level.Slog()}).With("component", component)
+}
+
+// ResultMessage is the message of the one line a worker logs per image it
+// judged. Those lines are the node's report: the manager reads them from the
+// container's log before the pod is deleted, so they are written whatever
+// --log-level says.
+const ResultMessage = "image"
+
+// reportHandler lets result lines through below the configured level.
+type reportHandler struct {
+	slog.Handler
+	level slog.Level
+}
+
+// Enabled is true at every level: Handle decides, since only it sees the
+// message.
+func (h reportHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h reportHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < h.level && r.Message != ResultMessage {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h reportHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return reportHandler{Handler: h.Handler.WithAttrs(attrs), level: h.level}
+}
+
+func (h reportHandler) WithGroup(name string) slog.Handler {
+	return reportHandler{Handler: h.Handler.WithGroup(name), level: h.level}
 }

@@ -3,6 +3,7 @@ package manager
 import (
 	"fmt"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,6 +12,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/controller/configmap"
 	"github.com/eraser-oss/eraser/internal/controller/imagejob"
 	"github.com/eraser-oss/eraser/internal/controller/imagelist"
+	"github.com/eraser-oss/eraser/internal/controller/jobreport"
 	"github.com/eraser-oss/eraser/internal/controller/schedule"
 	"github.com/eraser-oss/eraser/internal/metrics"
 )
@@ -36,6 +38,14 @@ func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) 
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel)}).SetupWithManager(mgr)
+		}},
+		{"jobreport", func() error {
+			cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+			if err != nil {
+				return err
+			}
+			return jobreport.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), jobreport.PodLogs{Client: cs}, clk,
+				jobreport.Options{Namespace: opts.Namespace}).SetupWithManager(mgr)
 		}},
 		{"imagelist", func() error {
 			return imagelist.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/logging"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/retention"
@@ -468,7 +469,7 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 	if r.Outcome == Failed || r.Outcome == Invalid {
 		level = slog.LevelError
 	}
-	log.Log(context.Background(), level, "image", attrs...)
+	log.Log(context.Background(), level, logging.ResultMessage, attrs...)
 }
 
 // NodeOutcome decides whether the node failed: it did when any removal it

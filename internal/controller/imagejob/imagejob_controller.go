@@ -34,6 +34,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -592,7 +593,19 @@ func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Conf
 	}
 	deleteAfter := metav1.NewTime(now.Add(delay))
 	job.Status.DeleteAfter = &deleteAfter
+	r.keepReport(job, now.Add(max(delay, cfg.Manager.ImageJob.Cleanup.KeepReportFor)))
 	setFinished(job, p, ratio, cfg.Manager.ImageJob.SuccessRatio)
+}
+
+// keepReport says where the job's report is and until when the finished
+// job and its report are kept; the report's collector fills in the rest.
+func (r *Reconciler) keepReport(job *eraserv1.ImageJob, until time.Time) {
+	if job.Status.Report == nil {
+		job.Status.Report = &eraserv1.ReportRef{}
+	}
+	job.Status.Report.Namespace = r.opts.Namespace
+	job.Status.Report.Selector = nodereport.Selector(job.Name)
+	job.Status.Report.DeleteAfter = ptr.To(metav1.NewTime(until))
 }
 
 // announce emits the outcome Event and records the job's metrics, once: only
@@ -631,6 +644,7 @@ func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, m
 	// inspection.
 	deleteAfter := metav1.NewTime(now.Add(time.Hour))
 	job.Status.DeleteAfter = &deleteAfter
+	r.keepReport(job, deleteAfter.Time)
 	setCondition(job, metav1.ConditionFalse, reason, message)
 	if err := r.client.Status().Update(ctx, job); err != nil {
 		return err
@@ -657,6 +671,15 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		// it; the annotation update brings the job back here.
 		return reconcile.Result{}, nil
 	}
+	rep := job.Status.Report
+	if rep != nil && !rep.Complete && job.Status.CompletionTime != nil {
+		if wait := job.Status.CompletionTime.Add(reportWait).Sub(r.clock.Now()); wait > 0 {
+			// The pods' logs are the report's only source: keep them until
+			// the collector has read them. Its status patch brings the job
+			// back; the requeue bounds the wait should it never come.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
 	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -666,9 +689,52 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 			return reconcile.Result{}, err
 		}
 	}
+	if rep != nil && rep.DeleteAfter != nil {
+		if wait := rep.DeleteAfter.Sub(r.clock.Now()); wait > 0 {
+			// The job and its report outlive the pods (keepReportFor);
+			// nothing else brings the job back when that time comes.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.deleteReport(ctx, job); err != nil {
+		return reconcile.Result{}, err
+	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 	r.forget(job.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// reportWait bounds how long a finished job's pods wait for the report's
+// collector to read their logs: thousands of nodes take a minute or two.
+const reportWait = 10 * time.Minute
+
+// deleteReport deletes the job's report shards. Their owner reference
+// would have the garbage collector do it too, but not on clusters (and
+// test servers) without one, nor before the job is gone.
+func (r *Reconciler) deleteReport(ctx context.Context, job *eraserv1.ImageJob) error {
+	// Shards are not in the cache (cacheopts).
+	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job.Name)
+	if err != nil {
+		return err
+	}
+	for i := range shards {
+		if !ownedBy(&shards[i], job) {
+			continue
+		}
+		if err := r.client.Delete(ctx, &shards[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting report shard %s: %w", shards[i].Name, err)
+		}
+	}
+	return nil
+}
+
+func ownedBy(o metav1.Object, job *eraserv1.ImageJob) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == job.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // progress tallies a job's nodes.

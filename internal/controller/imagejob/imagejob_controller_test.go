@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
@@ -88,11 +90,30 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatal("no deleteAfter/completionTime")
 	}
 
-	// delayOnSuccess is 0: the next pass deletes the job and everything it owns.
-	f.reconcile("life")
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "life"}, job); !apierrors.IsNotFound(err) {
-		t.Errorf("job not deleted: %v", err)
+	rep := job.Status.Report
+	if rep == nil || rep.DeleteAfter == nil || rep.Namespace != f.ns || rep.Selector != "eraser.sh/report=life" ||
+		!rep.DeleteAfter.Equal(&metav1.Time{Time: job.Status.CompletionTime.Add(24 * time.Hour)}) {
+		t.Fatalf("status.report %+v: want the job kept keepReportFor (24h by default) after it finished", rep)
 	}
+
+	// delayOnSuccess is 0, but the pods' logs are the report's source: they
+	// stay until the report is complete.
+	f.reconcile("life")
+	if n := len(f.pods("life")); n != 3 {
+		t.Errorf("%d pods left before the report is complete, want 3", n)
+	}
+	// The report's collector (package jobreport) writes a shard and marks
+	// the report complete.
+	shard := nodereport.ConfigMap(job, f.ns, 0, nodereport.Shard{Nodes: []string{"a"}, Data: []byte("x")})
+	if err := env.Client.Create(f.ctx, shard); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Status.Report.Complete = true
+	if err := env.Client.Status().Patch(f.ctx, job, patch); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile("life")
 	if n := len(f.pods("life")); n != 0 {
 		t.Errorf("%d pods left", n)
 	}
@@ -100,6 +121,20 @@ func TestJobLifecycle(t *testing.T) {
 		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 			t.Errorf("ConfigMap %s left: %v", name, err)
 		}
+	}
+	// The job and its report outlive the pods by keepReportFor...
+	f.get("life")
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(shard), &corev1.ConfigMap{}); err != nil {
+		t.Errorf("report shard gone with the pods: %v", err)
+	}
+	// ...and then go together.
+	f.clock.Step(24 * time.Hour)
+	f.reconcile("life")
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "life"}, job); !apierrors.IsNotFound(err) {
+		t.Errorf("job not deleted: %v", err)
+	}
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(shard), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("report shard left after the job: %v", err)
 	}
 }
 
@@ -186,8 +221,12 @@ func TestStuckPodTimesOut(t *testing.T) {
 	f.get("stuck")
 	f.clock.Step(2 * time.Hour)
 	f.reconcile("stuck")
+	f.get("stuck")
+	// The report is kept keepReportFor (24h) after the job finished.
+	f.clock.Step(23 * time.Hour)
+	f.reconcile("stuck")
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "stuck"}, job); !apierrors.IsNotFound(err) {
-		t.Errorf("job not deleted after delayOnFailure: %v", err)
+		t.Errorf("job not deleted after keepReportFor: %v", err)
 	}
 }
 
@@ -320,7 +359,8 @@ func TestImageListJobWaitsForRecording(t *testing.T) {
 	if err := env.Client.Create(f.ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if err := jobdata.Create(f.ctx, env.Client, f.ns, job, jobdata.Data{Kind: podspec.KindManual, Images: []string{"*"}, Raw: []byte(baseConfig)}); err != nil {
+	doc := baseConfig + "manager: {imageJob: {cleanup: {keepReportFor: 0s}}}\n"
+	if err := jobdata.Create(f.ctx, env.Client, f.ns, job, jobdata.Data{Kind: podspec.KindManual, Images: []string{"*"}, Raw: []byte(doc)}); err != nil {
 		t.Fatal(err)
 	}
 	f.reconcile("owned") // no nodes: finishes at once
@@ -335,6 +375,9 @@ func TestImageListJobWaitsForRecording(t *testing.T) {
 	if err := env.Client.Update(f.ctx, job); err != nil {
 		t.Fatal(err)
 	}
+	// No collector marks this report complete: the pods wait for it at most
+	// reportWait.
+	f.clock.Step(reportWait)
 	f.reconcile("owned")
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "owned"}, job); !apierrors.IsNotFound(err) {
 		t.Errorf("recorded job not deleted: %v", err)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -121,7 +122,8 @@ func (f *fixture) settle() {
 		opts []client.ListOption
 	}{
 		{&corev1.PodList{}, []client.ListOption{client.InNamespace(f.ns)}},
-		{&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(f.ns)}},
+		// Report shards are not cached (cacheopts).
+		{&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(f.ns), client.MatchingLabelsSelector{Selector: notReport}}},
 		{&corev1.NodeList{}, nil},
 		{&eraserv1.ImageJobList{}, nil},
 	}
@@ -241,6 +243,14 @@ func (f *fixture) runPod(pod *corev1.Pod) {
 func removed(n int, bytes uint64) *report.Summary {
 	return &report.Summary{Component: "remover", Counts: map[string]int{"removed": n, "in use": 1}, BytesFreed: bytes}
 }
+
+var notReport = func() labels.Selector {
+	s, err := labels.Parse("!" + eraserv1.LabelReport)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 const baseConfig = "apiVersion: eraser.sh/v1alpha3\n"
 

@@ -1,0 +1,429 @@
+// Package jobreport writes each ImageJob's per-node report: as worker pods
+// finish, it reads their result lines from the container logs (the only
+// place a node's per-image outcomes exist; the termination message holds
+// totals) and stores them in ConfigMap shards that outlive the pods, then
+// points the job's status.report at them. The ImageJob controller deletes
+// the pods only once the report is complete (or has waited long enough).
+package jobreport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+)
+
+// LogSource reads a container's log through the API server (pods/log).
+type LogSource interface {
+	Log(ctx context.Context, namespace, pod, container string, limitBytes int64) (io.ReadCloser, error)
+}
+
+// PodLogs is the production LogSource.
+type PodLogs struct{ Client kubernetes.Interface }
+
+// Log streams the container's log, at most limitBytes of it.
+func (p PodLogs) Log(ctx context.Context, namespace, pod, container string, limitBytes int64) (io.ReadCloser, error) {
+	return p.Client.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limitBytes}).Stream(ctx)
+}
+
+// Options are the reconciler's settings that do not change at run time.
+type Options struct {
+	// Namespace holds worker pods and the report's ConfigMaps.
+	Namespace string
+}
+
+// Reconciler writes job reports.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	logs      LogSource
+	clock     clock.Clock
+	opts      Options
+	jobs      sync.Map // job name -> *jobState
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler builds the reconciler with its dependencies.
+func NewReconciler(c client.Client, apiReader client.Reader, logs LogSource, clk clock.Clock, opts Options) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, logs: logs, clock: clk, opts: opts}
+}
+
+// SetupWithManager watches jobs and their pods. Pod events of a big job
+// come by the thousand; passes are throttled per job (passInterval).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("jobreport").
+		For(&eraserv1.ImageJob{}).
+		Owns(&corev1.Pod{}).
+		// Log reads are the slow part and run in parallel inside a pass;
+		// two jobs' reports may be gathered at once.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}
+
+// Tuning of the collection.
+const (
+	// passInterval is the least time between two passes over a job.
+	passInterval = 2 * time.Second
+	// fetchWorkers bounds the log reads in flight.
+	fetchWorkers = 16
+	// fetchBatch is the most nodes read per pass, so that a pass (and the
+	// memory it holds) stays bounded on a 10,000-node job.
+	fetchBatch = 256
+	// logLimit bounds the bytes read from one container's log.
+	logLimit = 32 << 20
+	// maxEntries bounds one container's result lines kept in memory.
+	maxEntries = 20000
+	// flushEntries: pending entries are written once they reach this many,
+	// which bounds the manager's memory to a few tens of MiB per job.
+	flushEntries = 200000
+	// minFlushNodes and the shard cap decide the other flush trigger: at
+	// least this many nodes per write, and few enough writes that a
+	// 10,000-node job stays within MaxReportConfigMaps shards.
+	minFlushNodes = 100
+)
+
+// jobState is what this process holds of a job's report between passes.
+type jobState struct {
+	mu       sync.Mutex
+	uid      string
+	loaded   bool
+	lastPass time.Time
+	// written are the nodes stored in shards; next is the next shard index.
+	written map[string]bool
+	shards  []string
+	next    int
+	// pending are read but not yet stored.
+	pending        []nodereport.Node
+	pendingSet     map[string]bool
+	pendingEntries int
+	// omitted counts nodes left out once the shard cap was reached.
+	omitted int
+}
+
+// The report's shards are created and deleted; pods' logs are read.
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs/status,verbs=patch
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
+
+// Reconcile gathers the nodes that finished since the last pass.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	job := &eraserv1.ImageJob{}
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.jobs.Delete(req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() || job.Status.Phase == "" {
+		return reconcile.Result{}, nil
+	}
+	if rep := job.Status.Report; rep != nil && rep.Complete {
+		r.jobs.Delete(job.Name)
+		return reconcile.Result{}, nil
+	}
+	st := r.state(job)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if wait := st.lastPass.Add(passInterval).Sub(r.clock.Now()); wait > 0 {
+		// A pass reads every pod of the job: one per interval sees all the
+		// pod events in between.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	st.lastPass = r.clock.Now()
+	if !st.loaded {
+		if err := r.load(ctx, job, st); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	todo := Todo(pods.Items, st.written, st.pendingSet)
+	batch := todo[:min(len(todo), fetchBatch)]
+	for _, n := range r.fetch(ctx, batch) {
+		st.pending = append(st.pending, n)
+		st.pendingSet[n.Name] = true
+		st.pendingEntries += len(n.Entries)
+	}
+	finished := job.Status.Phase != eraserv1.PhaseRunning
+	more := len(todo) > len(batch)
+	complete := finished && !more
+	if complete {
+		// Nodes that failed without a finished pod (timed out, deleted)
+		// left no log; the status names some of them.
+		for _, f := range job.Status.FailedNodes {
+			if !st.written[f.Node] && !st.pendingSet[f.Node] {
+				st.pending = append(st.pending, nodereport.Node{Name: f.Node, Failed: true, Reason: f.Reason, Message: f.Message})
+				st.pendingSet[f.Node] = true
+			}
+		}
+	}
+	if complete || st.pendingEntries >= flushEntries || len(st.pending) >= flushNodes(job) {
+		if err := r.flush(ctx, job, st, complete); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if more {
+		// Finished pods remain unread: straight on, after the interval.
+		return reconcile.Result{RequeueAfter: passInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// flushNodes is the pending node count that triggers a write.
+func flushNodes(job *eraserv1.ImageJob) int {
+	return max(minFlushNodes, job.Status.Desired/(eraserv1.MaxReportConfigMaps*3/4))
+}
+
+func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
+	if v, ok := r.jobs.Load(job.Name); ok && v.(*jobState).uid == string(job.UID) {
+		return v.(*jobState)
+	}
+	st := &jobState{uid: string(job.UID), written: map[string]bool{}, pendingSet: map[string]bool{}}
+	r.jobs.Store(job.Name, st)
+	return st
+}
+
+// load reads the shards written before (by this process or an earlier
+// leader) from the API server: the cache may lag behind a write.
+func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob, st *jobState) error {
+	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job.Name)
+	if err != nil {
+		return err
+	}
+	for _, cm := range shards {
+		if !owned(&cm, job) {
+			continue
+		}
+		for _, n := range nodereport.ParseNodeList(cm.Data[nodereport.KeyNodes]) {
+			st.written[n] = true
+		}
+		st.shards = append(st.shards, cm.Name)
+		st.next++
+	}
+	st.loaded = true
+	return nil
+}
+
+func owned(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
+	for _, o := range cm.OwnerReferences {
+		if o.UID == job.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// Todo lists the pods that finished and are not in the report yet, by
+// node name.
+func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			continue
+		}
+		if n := p.Spec.NodeName; !written[n] && !pending[n] {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Spec.NodeName, b.Spec.NodeName) })
+	return out
+}
+
+// fetch reads the nodes' result lines in parallel.
+func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod) []nodereport.Node {
+	out := make([]nodereport.Node, len(pods))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	intern := newInterner()
+	for range min(fetchWorkers, len(pods)) {
+		wg.Go(func() {
+			for i := range work {
+				out[i] = r.node(ctx, pods[i], intern)
+			}
+		})
+	}
+	for i := range pods {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// node is one finished pod's part of the report: the counts from the
+// termination messages, the entries from the logs.
+func (r *Reconciler) node(ctx context.Context, pod *corev1.Pod, intern *interner) nodereport.Node {
+	n := NodeOf(pod)
+	var problems []string
+	// The manager's cache keeps container statuses, not the spec.
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name != podspec.CollectorContainer && c.Name != podspec.RemoverContainer {
+			continue
+		}
+		entries, more, err := r.read(ctx, pod, c.Name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", c.Name, err))
+		}
+		for _, e := range entries {
+			e.Image, e.ID = intern.get(e.Image), intern.get(e.ID)
+			n.Entries = append(n.Entries, e)
+		}
+		n.Omitted += more
+	}
+	if len(problems) > 0 {
+		n.Unavailable = truncate("reading the log: " + strings.Join(problems, "; "))
+		log.FromContext(ctx).V(1).Info("report: a node's log could not be read", "node", n.Name, "error", n.Unavailable)
+	}
+	return n
+}
+
+func (r *Reconciler) read(ctx context.Context, pod *corev1.Pod, container string) ([]nodereport.Entry, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := r.logs.Log(ctx, pod.Namespace, pod.Name, container, logLimit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rc.Close()
+	return nodereport.ParseLog(rc, maxEntries)
+}
+
+// NodeOf is a finished pod's node with the totals its workers left in
+// their termination messages, and its failure if it failed.
+func NodeOf(pod *corev1.Pod) nodereport.Node {
+	n := nodereport.Node{Name: pod.Spec.NodeName, Counts: map[string]int{}}
+	for _, cs := range pod.Status.ContainerStatuses {
+		term := cs.State.Terminated
+		if term == nil {
+			continue
+		}
+		if term.ExitCode != 0 && !n.Failed {
+			n.Failed, n.Reason = true, "PodFailed"
+			n.Message = fmt.Sprintf("container %s exited with code %d", cs.Name, term.ExitCode)
+		}
+		if term.Message == "" || (cs.Name != podspec.CollectorContainer && cs.Name != podspec.RemoverContainer) {
+			continue
+		}
+		s, err := report.Decode([]byte(term.Message))
+		if err != nil {
+			continue
+		}
+		if s.Error != "" && term.ExitCode != 0 {
+			n.Message += ": " + truncate(s.Error)
+		}
+		for k, v := range s.Counts {
+			if k != "candidates" {
+				n.Counts[k] += v
+			}
+		}
+		if cs.Name == podspec.RemoverContainer {
+			n.BytesFreed, n.DryRun = s.BytesFreed, s.DryRun
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed && !n.Failed {
+		n.Failed, n.Reason, n.Message = true, "PodFailed", truncate(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message))
+	}
+	return n
+}
+
+// flush stores the pending nodes as new shards and points the job at them.
+func (r *Reconciler) flush(ctx context.Context, job *eraserv1.ImageJob, st *jobState, complete bool) error {
+	shards, err := nodereport.Split(st.pending, nodereport.ShardBudget)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		if st.next >= eraserv1.MaxReportConfigMaps {
+			st.omitted += len(s.Nodes)
+			continue
+		}
+		cm := nodereport.ConfigMap(job, r.opts.Namespace, st.next, s)
+		if err := r.client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("writing report shard %s: %w", cm.Name, err)
+		}
+		// An existing shard of this index was written by this job before a
+		// restart lost track of it; its nodes are read again on load, and
+		// this write's nodes go to the next index.
+		st.next++
+		st.shards = append(st.shards, cm.Name)
+		for _, n := range s.Nodes {
+			st.written[n] = true
+		}
+	}
+	st.pending, st.pendingSet, st.pendingEntries = nil, map[string]bool{}, 0
+	return r.point(ctx, job, st, complete)
+}
+
+// point records where the report is in the job's status, touching only
+// status.report's own fields (the ImageJob controller owns the rest and
+// report.deleteAfter).
+func (r *Reconciler) point(ctx context.Context, job *eraserv1.ImageJob, st *jobState, complete bool) error {
+	patch := client.MergeFrom(job.DeepCopy())
+	ref := job.Status.Report
+	if ref == nil {
+		ref = &eraserv1.ReportRef{}
+	}
+	ref.Namespace = r.opts.Namespace
+	ref.Selector = nodereport.Selector(job.Name)
+	ref.ConfigMaps = slices.Clone(st.shards)
+	ref.Nodes = len(st.written)
+	ref.OmittedNodes = st.omitted
+	ref.Complete = complete
+	job.Status.Report = ref
+	if err := r.client.Status().Patch(ctx, job, patch); err != nil {
+		return fmt.Errorf("pointing job %s at its report: %w", job.Name, err)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 1000 {
+		return s[:997] + "..."
+	}
+	return s
+}
+
+// interner shares the strings of one pass's entries: nodes of one pool
+// name the same images, and 100 nodes' entries are held until written.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) get(s string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	in.m[s] = s
+	return s
+}
