@@ -11,7 +11,7 @@ export GOTOOLCHAIN ?= local
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 GO_PACKAGES := ./...
-BINARIES := manager collector remover eraser
+BINARIES := manager collector remover eraser kubectl-eraser
 
 .PHONY: all
 all: build
