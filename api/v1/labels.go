@@ -20,3 +20,9 @@ const (
 	// results; only then may the finished job be deleted.
 	AnnotationRecorded = "eraser.sh/results-recorded"
 )
+
+// AnnotationRunNow asks the manager for a run now: on an ImageList, a new
+// job for its current spec; on the ConfigMap eraser-schedule-state, a
+// scheduled run. The manager removes it once it has started the run or
+// refused it, so each time it is set counts once; its value is free.
+const AnnotationRunNow = "eraser.sh/run-now"
