@@ -24,3 +24,9 @@ const (
 	// the job's name (shortened like any label value).
 	LabelReport = "eraser.sh/report"
 )
+
+// AnnotationRunNow asks the manager for a run now: on an ImageList, a new
+// job for its current spec; on the ConfigMap eraser-schedule-state, a
+// scheduled run. The manager removes it once it has started the run or
+// refused it, so each time it is set counts once; its value is free.
+const AnnotationRunNow = "eraser.sh/run-now"

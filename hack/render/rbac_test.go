@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,7 +58,8 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // control plane that enforces owner-reference permissions, runs an ImageList
 // job and a scheduled run to the end (the test plays the kubelet): leader
 // election, the schedule's state, job data, pods, status, events and cleanup
-// are all allowed, and nothing is refused.
+// are all allowed, and nothing is refused; then a run-now request on the
+// ImageList, consumed and run.
 func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	testenv.Require(t)
 	ctx := context.Background()
@@ -166,6 +169,41 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	}
 	if !recorded {
 		t.Error("no event recorded on the ImageList")
+	}
+
+	// Run-now: the manager removes the annotation (a patch) and reruns the
+	// list to its cleanup.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(list), list); err != nil {
+		t.Fatal(err)
+	}
+	before := list.Status.Timestamp.DeepCopy()
+	time.Sleep(time.Second) // the re-run's completion time, to the second, is after the first's
+	patch := []byte(`{"metadata":{"annotations":{"` + eraserv1.AnnotationRunNow + `":"true"}}}`)
+	if err := env.Client.Patch(ctx, list, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(func() (bool, error) {
+		if d := denied.get(); len(d) > 0 {
+			return false, errors.New("refused")
+		}
+		if err := finishPods(ctx); err != nil {
+			return false, err
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(list), list); err != nil {
+			return false, err
+		}
+		var jobs eraserv1.ImageJobList
+		if err := env.Client.List(ctx, &jobs); err != nil {
+			return false, err
+		}
+		_, requested := list.Annotations[eraserv1.AnnotationRunNow]
+		return !requested && list.Status.Timestamp.After(before.Time) && len(jobs.Items) == 0, nil
+	})
+	if d := denied.get(); len(d) > 0 {
+		t.Fatalf("the API server refused the manager on run-now: %q", d)
+	}
+	if err != nil {
+		t.Fatalf("run-now did not run: %v (ImageList %v, status %+v)", err, list.Annotations, list.Status)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Package imagelist turns ImageLists into ImageJobs: one job per generation
 // of the list's spec, one at a time. An edit made while a job runs is
 // applied by the next job, never lost, and the job's results are recorded in
-// the ImageList's status before the job may be cleaned up.
+// the ImageList's status before the job may be cleaned up. The
+// eraser.sh/run-now annotation runs the current spec again; it is refused,
+// not queued, while a job of the list runs.
 package imagelist
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/runnow"
 )
 
 // Reconciler runs ImageLists.
@@ -48,12 +51,12 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clo
 	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, namespace: namespace, removerImage: removerImage}
 }
 
-// SetupWithManager reacts to spec edits (not to the status this controller
-// writes) and to changes of the jobs it owns.
+// SetupWithManager reacts to spec edits and run-now requests (not to the
+// status this controller writes) and to changes of the jobs it owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("imagelist").
-		For(&eraserv1.ImageList{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&eraserv1.ImageList{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, runnow.Predicate()))).
 		Owns(&eraserv1.ImageJob{}).
 		Complete(r)
 }
@@ -62,9 +65,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // second manager can never start the same run twice. It is a valid label
 // value for any ImageList name (pods and ConfigMaps are labelled with it):
 // a long name is cut, and the hash of the whole keeps it unique.
-func JobName(list *eraserv1.ImageList) string {
+func JobName(list *eraserv1.ImageList) string { return jobName(list, "") }
+
+// RunNowJobName is the job of the run-now request the list carries: the
+// generation's name and the request's identity, so that a re-run is never
+// taken for the generation's first job, nor one request's job for another's.
+func RunNowJobName(list *eraserv1.ImageList) string {
+	return jobName(list, "-r"+runnow.RequestID(list))
+}
+
+func jobName(list *eraserv1.ImageList, run string) string {
 	sum := sha256.Sum256([]byte(list.Name))
-	suffix := fmt.Sprintf("-%s-g%d", hex.EncodeToString(sum[:3]), list.Generation)
+	suffix := fmt.Sprintf("-%s-g%d%s", hex.EncodeToString(sum[:3]), list.Generation, run)
 	base := list.Name[:min(len(list.Name), kname.MaxLabelValue-len(jobPrefix)-len(suffix))]
 	return jobPrefix + strings.TrimRight(base, "-._") + suffix
 }
@@ -74,15 +86,16 @@ const jobPrefix = "imagejob-"
 // A job carries a blocking owner reference to its ImageList (see the
 // imagejob controller about finalizers). Jobs are patched to mark them
 // recorded; their data ConfigMaps are created here and deleted with the job.
-// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists,verbs=get;list;watch
+// The run-now annotation is removed with a patch.
+// +kubebuilder:rbac:groups=eraser.sh,resources=imagelists,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/status,verbs=update
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagelists/finalizers,verbs=update
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile records finished jobs and starts the next one when the spec has
-// changed since the last run.
+// Reconcile honours a run-now request, records finished jobs and starts the
+// next one when the spec has changed since the last run.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	list := &eraserv1.ImageList{}
 	if err := r.client.Get(ctx, req.NamespacedName, list); err != nil {
@@ -95,24 +108,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(list.Name)}); err != nil {
 		return reconcile.Result{}, err
 	}
+	var owned []eraserv1.ImageJob
+	for _, job := range jobs.Items {
+		if metav1.IsControlledBy(&job, list) {
+			owned = append(owned, job)
+		}
+	}
+	if runnow.Requested(list) {
+		// Before anything else writes the list: the request's job is named
+		// after the list's resourceVersion as read now.
+		var err error
+		if owned, err = r.runNow(ctx, list, owned); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	var running *eraserv1.ImageJob
 	haveCurrent := false
-	for i := range jobs.Items {
-		job := &jobs.Items[i]
-		if !metav1.IsControlledBy(job, list) {
-			continue
-		}
+	for i := range owned {
+		job := &owned[i]
 		if generationOf(job) == list.Generation {
 			haveCurrent = true
 		}
-		switch job.Status.Phase {
-		case "", eraserv1.PhaseRunning:
+		if runnow.Running(job) {
 			running = job
-		default:
-			if job.Annotations[eraserv1.AnnotationRecorded] == "" {
-				if err := r.record(ctx, list, job); err != nil {
-					return reconcile.Result{}, err
-				}
+		} else if job.Annotations[eraserv1.AnnotationRecorded] == "" {
+			if err := r.record(ctx, list, job); err != nil {
+				return reconcile.Result{}, err
 			}
 		}
 	}
@@ -123,7 +144,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// This generation has run (or its job awaits cleanup): nothing to do.
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, r.startJob(ctx, list)
+	_, err := r.startJob(ctx, list, JobName(list), false)
+	return reconcile.Result{}, err
+}
+
+// runNow starts a job for the list's current spec unless one of its jobs is
+// running, then consumes the request. It returns the list's jobs, with the
+// one it started.
+func (r *Reconciler) runNow(ctx context.Context, list *eraserv1.ImageList, jobs []eraserv1.ImageJob) ([]eraserv1.ImageJob, error) {
+	orig := list.DeepCopy()
+	v := runnow.Decide(RunNowJobName(list), jobs)
+	if v.Action == runnow.Start {
+		job, err := r.startJob(ctx, list, v.Job, true)
+		if err != nil {
+			return nil, err
+		}
+		if job != nil {
+			jobs = append(jobs, *job)
+		}
+		// A list too large to run has its refusal in the status now.
+		orig = list.DeepCopy()
+	}
+	delete(list.Annotations, eraserv1.AnnotationRunNow)
+	// Optimistic: an edit made since the list was read is not overwritten,
+	// and a stale read of a request already consumed fails here instead of
+	// reporting twice; the retry reads the list again.
+	if err := r.client.Patch(ctx, list, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, fmt.Errorf("removing %s from ImageList %s: %w", eraserv1.AnnotationRunNow, list.Name, err)
+	}
+	if v.Action == runnow.Refuse {
+		r.recorder.Eventf(list, corev1.EventTypeWarning, runnow.ReasonRunNowRefused,
+			"%s refused: ImageJob %s of this ImageList is running; set it again once it has finished", eraserv1.AnnotationRunNow, v.Job)
+	}
+	return jobs, nil
 }
 
 func generationOf(job *eraserv1.ImageJob) int64 {
@@ -131,11 +184,12 @@ func generationOf(job *eraserv1.ImageJob) int64 {
 	return g
 }
 
-// startJob creates the job for the list's current generation, and its data.
-func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) error {
+// startJob creates a job named name for the list's current generation, and
+// its data. It returns the job, or nil when the list cannot run.
+func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, name string, runNow bool) (*eraserv1.ImageJob, error) {
 	_, raw, _ := r.store.Get()
 	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
-		Name: JobName(list),
+		Name: name,
 		Labels: map[string]string{
 			eraserv1.LabelJobOwner:  eraserv1.JobOwnerImageList,
 			eraserv1.LabelImageList: kname.LabelValue(list.Name),
@@ -146,7 +200,7 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) err
 		job.Annotations[eraserv1.AnnotationDryRun] = "true"
 	}
 	if err := ctrl.SetControllerReference(list, job, r.client.Scheme()); err != nil {
-		return err
+		return nil, err
 	}
 	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
 		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images, Raw: raw, RemoverImage: r.removerImage,
@@ -156,18 +210,22 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList) err
 		// and do not retry.
 		r.recorder.Eventf(list, corev1.EventTypeWarning, eraserv1.ReasonTooLarge, "no job created: %v", err)
 		setTooLarge(list, err)
-		return r.client.Status().Update(ctx, list)
+		return nil, r.client.Status().Update(ctx, list)
 	}
 	if err != nil {
 		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
-		return err
+		return nil, err
 	}
 	if !created {
-		return nil
+		return job, nil
 	}
-	r.recorder.Eventf(list, corev1.EventTypeNormal, "JobCreated", "ImageJob %s created for generation %d (%d entries%s)",
-		job.Name, list.Generation, len(list.Spec.Images), dryRunText(list.Spec.DryRun))
-	return nil
+	reason, how := "JobCreated", ""
+	if runNow {
+		reason, how = runnow.ReasonRunNow, ", on "+eraserv1.AnnotationRunNow
+	}
+	r.recorder.Eventf(list, corev1.EventTypeNormal, reason, "ImageJob %s created for generation %d (%d entries%s)%s",
+		job.Name, list.Generation, len(list.Spec.Images), dryRunText(list.Spec.DryRun), how)
+	return job, nil
 }
 
 func dryRunText(dry bool) string {
@@ -190,7 +248,8 @@ func (r *Reconciler) setProgress(ctx context.Context, list *eraserv1.ImageList, 
 // record copies a finished job's results into the list's status, then marks
 // the job so that it may be cleaned up.
 func (r *Reconciler) record(ctx context.Context, list *eraserv1.ImageList, job *eraserv1.ImageJob) error {
-	if gen := generationOf(job); gen >= list.Status.ObservedGeneration {
+	if newerResults(&list.Status, job) {
+		gen := generationOf(job)
 		ts := job.Status.CompletionTime
 		if ts == nil {
 			now := metav1.NewTime(r.clock.Now())

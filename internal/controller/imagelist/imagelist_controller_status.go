@@ -53,3 +53,15 @@ func setTooLarge(list *eraserv1.ImageList, err error) {
 func equalStatus(a, b *eraserv1.ImageListStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
+
+// newerResults says whether a finished job's results supersede those in the
+// status: a later generation's, or the same generation's finished no
+// earlier, as a run-now run of an unchanged spec is. Jobs of a list run one
+// at a time, but a job's recording may be retried after a later one's.
+func newerResults(st *eraserv1.ImageListStatus, job *eraserv1.ImageJob) bool {
+	if gen := generationOf(job); gen != st.ObservedGeneration {
+		return gen > st.ObservedGeneration
+	}
+	ct := job.Status.CompletionTime
+	return st.Timestamp == nil || ct == nil || !ct.Before(st.Timestamp)
+}

@@ -1,11 +1,14 @@
 package schedule
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/runnow"
 )
 
 // State is what the schedule remembers between runs and manager restarts.
@@ -53,4 +56,19 @@ func NextRun(s config.Scheduling, st State, managerStart time.Time) time.Time {
 		return managerStart.Add(s.RepeatInterval)
 	}
 	return st.LastEnd.Add(s.RepeatInterval)
+}
+
+// decideRunNow judges a run-now request whose job would be named job, among
+// the scheduled jobs there are; a refusal comes with its reason. A request
+// whose job exists already stands, even if the collector has been disabled
+// since: it only remains to be consumed.
+func decideRunNow(collectorEnabled bool, job string, jobs []eraserv1.ImageJob) (runnow.Verdict, string) {
+	v := runnow.Decide(job, jobs)
+	switch {
+	case v.Action == runnow.Refuse:
+		return v, fmt.Sprintf("scheduled ImageJob %s is running; set it again once it has finished", v.Job)
+	case v.Action == runnow.Start && !collectorEnabled:
+		return runnow.Verdict{Action: runnow.Refuse}, "components.collector.enabled is false: there are no scheduled runs"
+	}
+	return v, ""
 }

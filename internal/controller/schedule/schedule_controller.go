@@ -3,6 +3,11 @@
 // ended, or at the times of a cron expression, never two at once. Its state
 // (last start and end) lives in a ConfigMap, so a restarted manager adopts a
 // running job and keeps the rhythm instead of starting a run per restart.
+//
+// The eraser.sh/run-now annotation on that ConfigMap starts a run at once.
+// The ConfigMap is the manager's own (no chart or GitOps tool renders it),
+// so annotating it is not drift for anyone, and it exists from the
+// manager's first reconcile on.
 package schedule
 
 import (
@@ -17,16 +22,20 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/runnow"
 )
 
 // StateName is the ConfigMap holding the schedule's state.
@@ -59,8 +68,10 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clo
 }
 
 // SetupWithManager wakes the schedule when a scheduled job changes, when the
-// configuration changes (enabling the collector takes effect at once), and
-// once at start.
+// configuration changes (enabling the collector takes effect at once), when
+// the state ConfigMap carries a run-now request, and once at start. The
+// manager's cache holds the ConfigMaps of its namespace, the state's among
+// them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	wake := make(chan event.GenericEvent, 1)
 	wake <- event.GenericEvent{Object: &eraserv1.ImageJob{}}
@@ -82,16 +93,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		})).
+		Watches(&corev1.ConfigMap{}, toKey, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == r.namespace && o.GetName() == StateName && runnow.Requested(o)
+		}))).
 		Complete(r)
 }
 
 // The schedule's state lives in one ConfigMap, created once and then
-// updated; jobs are created and patched to mark them recorded.
+// updated (which also consumes its run-now requests); jobs are created and
+// patched to mark them recorded.
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile records finished runs, and starts the next one when it is due.
+// Reconcile honours a run-now request, records finished runs, and starts
+// the next one when it is due.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	cfg, raw, _ := r.store.Get()
 	var jobs eraserv1.ImageJobList
@@ -102,22 +118,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if runnow.Requested(cm) {
+		started, err := r.runNow(ctx, cfg, raw, cm, &st, jobs.Items)
+		if err != nil || started {
+			// The new job is not in this pass's list; its creation wakes us
+			// to carry on with it.
+			return reconcile.Result{}, err
+		}
+	}
 	changed := false
 	var finished []*eraserv1.ImageJob
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		switch j.Status.Phase {
-		case "", eraserv1.PhaseRunning:
+		if runnow.Running(j) {
 			// Skip while a run is going; its end wakes us.
 			return reconcile.Result{}, nil
-		default:
-			if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastEnd) {
-				st.LastEnd = ct.Time
-				changed = true
-			}
-			if j.Annotations[eraserv1.AnnotationRecorded] == "" {
-				finished = append(finished, j)
-			}
+		}
+		if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastEnd) {
+			st.LastEnd = ct.Time
+			changed = true
+		}
+		if j.Annotations[eraserv1.AnnotationRecorded] == "" {
+			finished = append(finished, j)
 		}
 	}
 	if changed {
@@ -147,34 +169,85 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
 	}
 
-	dryRun := cfg.Manager.Scheduling.DryRun
-	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
-		// Named after the slot, so two replicas or a restart cannot start it twice.
-		Name:   fmt.Sprintf("imagejob-scheduled-%d", next.Unix()),
-		Labels: map[string]string{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector},
-	}}
-	if dryRun {
-		// Marked as an ImageList's dry-run job is: the job alone says what it did.
-		job.Annotations = map[string]string{eraserv1.AnnotationDryRun: "true"}
-	}
-	if _, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindCollector, DryRun: dryRun, Raw: raw, RemoverImage: r.removerImage,
-	}); err != nil {
+	// Named after the slot, so two replicas or a restart cannot start it twice.
+	if err := r.createJob(ctx, fmt.Sprintf("imagejob-scheduled-%d", next.Unix()), cfg, raw, "scheduled run started"); err != nil {
 		return reconcile.Result{}, err
 	}
 	st.LastStart = now
 	if err := r.saveState(ctx, cm, st); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.recorder.Eventf(job, corev1.EventTypeNormal, "Scheduled", "scheduled run started (scanner enabled: %v, dry run: %v)", cfg.Components.Scanner.Enabled, dryRun)
 	return reconcile.Result{}, nil
 }
 
+// RunNowJobName is the job of the run-now request cm carries.
+func RunNowJobName(cm *corev1.ConfigMap) string {
+	return "imagejob-scheduled-now-" + runnow.RequestID(cm)
+}
+
+// runNow starts a scheduled run at once, unless the collector is disabled or
+// a scheduled run is going, and consumes the request. It reports whether it
+// started the run. A run-now run is a scheduled run like any other: its
+// start and end are the state's, and the rhythm goes on from them.
+func (r *Reconciler) runNow(ctx context.Context, cfg *config.Config, raw []byte, cm *corev1.ConfigMap, st *State, jobs []eraserv1.ImageJob) (bool, error) {
+	v, refusal := decideRunNow(cfg.Components.Collector.Enabled, RunNowJobName(cm), jobs)
+	if v.Action == runnow.Start {
+		if err := r.createJob(ctx, v.Job, cfg, raw, "run started now on "+eraserv1.AnnotationRunNow); err != nil {
+			return false, err
+		}
+		st.LastStart = r.clock.Now()
+	}
+	delete(cm.Annotations, eraserv1.AnnotationRunNow)
+	// One update records the start and consumes the request. It fails on a
+	// ConfigMap changed since it was read (a stale read of a request already
+	// consumed, say), and the retry reads it again, finding the job.
+	if err := r.saveState(ctx, cm, *st); err != nil {
+		return false, fmt.Errorf("removing %s from ConfigMap %s: %w", eraserv1.AnnotationRunNow, StateName, err)
+	}
+	switch v.Action {
+	case runnow.Start:
+		r.recorder.Eventf(cm, corev1.EventTypeNormal, runnow.ReasonRunNow, "scheduled ImageJob %s started on %s", v.Job, eraserv1.AnnotationRunNow)
+	case runnow.Refuse:
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, runnow.ReasonRunNowRefused, "%s refused: %s", eraserv1.AnnotationRunNow, refusal)
+	}
+	return v.Action == runnow.Start, nil
+}
+
+// createJob creates a scheduled job named name with the configuration in
+// force, and its data.
+func (r *Reconciler) createJob(ctx context.Context, name string, cfg *config.Config, raw []byte, what string) error {
+	dryRun := cfg.Manager.Scheduling.DryRun
+	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector},
+	}}
+	if dryRun {
+		// Marked as an ImageList's dry-run job is: the job alone says what it did.
+		job.Annotations = map[string]string{eraserv1.AnnotationDryRun: "true"}
+	}
+	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
+		Kind: podspec.KindCollector, DryRun: dryRun, Raw: raw, RemoverImage: r.removerImage,
+	})
+	if err != nil {
+		return err
+	}
+	if created {
+		r.recorder.Eventf(job, corev1.EventTypeNormal, "Scheduled", "%s (scanner enabled: %v, dry run: %v)", what, cfg.Components.Scanner.Enabled, dryRun)
+	}
+	return nil
+}
+
+// state reads the schedule's state, creating its ConfigMap before the first
+// run so that a run-now request has an object to go on.
 func (r *Reconciler) state(ctx context.Context) (State, *corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: StateName}, cm)
 	if apierrors.IsNotFound(err) {
-		return State{}, nil, nil
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: StateName}}
+		if err := r.client.Create(ctx, cm); err != nil {
+			return State{}, nil, fmt.Errorf("creating ConfigMap %s: %w", StateName, err)
+		}
+		return State{}, cm, nil
 	}
 	if err != nil {
 		return State{}, nil, err
@@ -192,9 +265,6 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 	}
 	if !st.LastEnd.IsZero() {
 		data[keyLastEnd] = st.LastEnd.UTC().Format(time.RFC3339)
-	}
-	if cm == nil {
-		return r.client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: StateName}, Data: data})
 	}
 	cm.Data = data
 	return r.client.Update(ctx, cm)
