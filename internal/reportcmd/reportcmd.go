@@ -48,7 +48,7 @@ type Output struct {
 	DryRun   bool   `json:"dryRun,omitempty"`
 	Complete bool   `json:"complete"`
 	// OmittedNodes were left out of a report that reached its size cap.
-	OmittedNodes int              `json:"omittedNodes,omitempty"`
+	OmittedNodes int               `json:"omittedNodes,omitempty"`
 	Nodes        []nodereport.Node `json:"nodes"`
 }
 

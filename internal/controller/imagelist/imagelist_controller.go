@@ -260,6 +260,8 @@ func (r *Reconciler) record(ctx context.Context, list *eraserv1.ImageList, job *
 		list.Status.Failed = int64(job.Status.Failed)
 		list.Status.Skipped = int64(job.Status.Skipped)
 		list.Status.Results = job.Status.Results.DeepCopy()
+		// kubectl eraser report imagelist/<name> follows it to the report.
+		list.Status.Job = job.Name
 		list.Status.ObservedGeneration = gen
 		setFinished(list, job)
 		if err := r.client.Status().Update(ctx, list); err != nil {

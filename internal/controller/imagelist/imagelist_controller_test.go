@@ -126,7 +126,8 @@ func TestEditDuringRunAndDryRun(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "edits"}, list); err != nil {
 		t.Fatal(err)
 	}
-	if list.Status.ObservedGeneration != 1 || list.Status.Success != 2 || list.Status.Failed != 1 || list.Status.Results.Removed != 7 || list.Status.Timestamp == nil {
+	if list.Status.ObservedGeneration != 1 || list.Status.Success != 2 || list.Status.Failed != 1 || list.Status.Results.Removed != 7 || list.Status.Timestamp == nil ||
+		list.Status.Job != jobs[0].Name {
 		t.Errorf("recorded status %+v", list.Status)
 	}
 	all := jobsOf(t, "edits")
