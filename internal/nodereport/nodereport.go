@@ -166,54 +166,77 @@ func kept(outcome string) bool {
 	return true
 }
 
-// shard is the stored form: a table of image names and IDs, and nodes whose
-// entries point into it.
+// shard is the stored form, columnar so that gzip finds the repeats: a
+// table of images (name and ID) and of outcome and policy words, and per
+// node one index per entry into each. Nodes of one pool list the same
+// images in the same order, so their index columns repeat almost byte for
+// byte and compress to little.
 type shard struct {
 	Version int      `json:"version"`
 	Images  []string `json:"images"`
-	IDs     []string `json:"ids,omitempty"`
+	IDs     []string `json:"ids"`
+	Words   []string `json:"words"`
 	Nodes   []stored `json:"nodes"`
 }
 
 type stored struct {
 	Node
-	Refs []ref `json:"refs,omitempty"`
-}
-
-// ref is an entry with its name and ID as indexes into the shard's tables.
-type ref struct {
-	I int    `json:"i"`
-	D int    `json:"d,omitempty"` // ID index + 1; 0 for none
-	O string `json:"o"`
-	P string `json:"p,omitempty"`
-	B uint64 `json:"b,omitempty"`
-	T string `json:"t,omitempty"`
+	// Image, Outcome and Policy index the shard's tables, one per entry
+	// (Policy: word index + 1, 0 for none).
+	Image   []int `json:"img,omitempty"`
+	Outcome []int `json:"out,omitempty"`
+	Policy  []int `json:"pol,omitempty"`
+	// Bytes and Detail are sparse: by entry position.
+	Bytes  map[int]uint64 `json:"bytes,omitempty"`
+	Detail map[int]string `json:"detail,omitempty"`
 }
 
 const version = 1
 
 // Encode stores nodes as one gzip'd shard.
 func Encode(nodes []Node) ([]byte, error) {
-	s := shard{Version: version, Nodes: make([]stored, 0, len(nodes))}
-	names, ids := map[string]int{}, map[string]int{}
-	index := func(table map[string]int, list *[]string, v string) int {
-		i, ok := table[v]
+	s := shard{Version: version, Images: []string{}, IDs: []string{}, Words: []string{}, Nodes: make([]stored, 0, len(nodes))}
+	images, words := map[[2]string]int{}, map[string]int{}
+	word := func(w string) int {
+		i, ok := words[w]
 		if !ok {
-			i = len(*list)
-			table[v] = i
-			*list = append(*list, v)
+			i = len(s.Words)
+			words[w] = i
+			s.Words = append(s.Words, w)
 		}
 		return i
 	}
 	for _, n := range nodes {
 		st := stored{Node: n}
 		st.Node.Entries = nil
-		for _, e := range n.Entries {
-			r := ref{I: index(names, &s.Images, e.Image), O: e.Outcome, P: e.Policy, B: e.Bytes, T: e.Detail}
-			if e.ID != "" {
-				r.D = index(ids, &s.IDs, e.ID) + 1
+		for k, e := range n.Entries {
+			key := [2]string{e.Image, e.ID}
+			i, ok := images[key]
+			if !ok {
+				i = len(s.Images)
+				images[key] = i
+				s.Images = append(s.Images, e.Image)
+				s.IDs = append(s.IDs, e.ID)
 			}
-			st.Refs = append(st.Refs, r)
+			st.Image = append(st.Image, i)
+			st.Outcome = append(st.Outcome, word(e.Outcome))
+			p := 0
+			if e.Policy != "" {
+				p = word(e.Policy) + 1
+			}
+			st.Policy = append(st.Policy, p)
+			if e.Bytes > 0 {
+				if st.Bytes == nil {
+					st.Bytes = map[int]uint64{}
+				}
+				st.Bytes[k] = e.Bytes
+			}
+			if e.Detail != "" {
+				if st.Detail == nil {
+					st.Detail = map[int]string{}
+				}
+				st.Detail[k] = e.Detail
+			}
 		}
 		s.Nodes = append(s.Nodes, st)
 	}
@@ -245,17 +268,24 @@ func Decode(data []byte) ([]Node, error) {
 	if s.Version != version {
 		return nil, fmt.Errorf("report shard version %d, this reader knows %d", s.Version, version)
 	}
+	if len(s.IDs) != len(s.Images) {
+		return nil, errors.New("the report shard's image tables differ in length")
+	}
 	out := make([]Node, 0, len(s.Nodes))
 	for _, st := range s.Nodes {
 		n := st.Node
-		n.Entries = make([]Entry, 0, len(st.Refs))
-		for _, r := range st.Refs {
-			if r.I < 0 || r.I >= len(s.Images) || r.D < 0 || r.D > len(s.IDs) {
-				return nil, fmt.Errorf("node %s: an entry points outside the shard's image table", n.Name)
+		if len(st.Outcome) != len(st.Image) || len(st.Policy) != len(st.Image) {
+			return nil, fmt.Errorf("node %s: the entry columns differ in length", n.Name)
+		}
+		n.Entries = make([]Entry, 0, len(st.Image))
+		for k, i := range st.Image {
+			o, p := st.Outcome[k], st.Policy[k]
+			if i < 0 || i >= len(s.Images) || o < 0 || o >= len(s.Words) || p < 0 || p > len(s.Words) {
+				return nil, fmt.Errorf("node %s: an entry points outside the shard's tables", n.Name)
 			}
-			e := Entry{Image: s.Images[r.I], Outcome: r.O, Policy: r.P, Bytes: r.B, Detail: r.T}
-			if r.D > 0 {
-				e.ID = s.IDs[r.D-1]
+			e := Entry{Image: s.Images[i], ID: s.IDs[i], Outcome: s.Words[o], Bytes: st.Bytes[k], Detail: st.Detail[k]}
+			if p > 0 {
+				e.Policy = s.Words[p-1]
 			}
 			n.Entries = append(n.Entries, e)
 		}
