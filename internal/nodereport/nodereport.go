@@ -241,7 +241,7 @@ func Encode(nodes []Node) ([]byte, error) {
 		s.Nodes = append(s.Nodes, st)
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err := json.NewEncoder(zw).Encode(s); err != nil {
 		return nil, fmt.Errorf("encoding the report: %w", err)
 	}

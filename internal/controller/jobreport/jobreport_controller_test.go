@@ -228,3 +228,93 @@ func kubectlEraser(t *testing.T, job string) {
 		t.Error("no target: exit 0")
 	}
 }
+
+// poolNode is one node of a realistic large cluster: ten node pools, each
+// with 2,000 images (500 common to every pool, 1,500 of its own), listed in
+// the same order on every node of the pool; per node a few removals, some
+// young images, the rest in use or excluded, and now and then a failure.
+func poolNode(i, images int) nodereport.Node {
+	pool := i % 10
+	n := nodereport.Node{Name: fmt.Sprintf("pool%d-node-%04d", pool, i), Counts: map[string]int{}}
+	for k := range images {
+		img := fmt.Sprintf("registry.example.com/pool-%d/service-%d:v1.%d", pool, k, k%7)
+		if k < 500 {
+			img = fmt.Sprintf("registry.example.com/common/lib-%d:v2.%d", k, k%5)
+		}
+		e := nodereport.Entry{Image: img, ID: fmt.Sprintf("sha256:%064x", len(img)*1000003+k), Outcome: "in use", Detail: ""}
+		switch r := (k + i) % 100; {
+		case r < 5:
+			e.Outcome, e.Policy, e.Bytes = "removed", "Unused", uint64(50<<20+k)
+		case r < 15:
+			e.Outcome, e.Detail = "too young", "pulled 3m ago"
+		case r < 20:
+			e.Outcome = "excluded"
+		case r == 99 && i%50 == 0:
+			e.Outcome, e.Policy, e.Detail = "failed", "Unused", "rpc error: code = Unknown desc = image is being pulled"
+		}
+		n.Counts[e.Outcome]++
+		n.Entries = append(n.Entries, e)
+	}
+	return n
+}
+
+// TestReportBoundAt5000Nodes: the report of a 5,000-node job of 2,000
+// images per node, written as the collector writes it (flushes of
+// flushNodes nodes, split into shards within budget) to the real API
+// server: every node and entry is there, within MaxReportConfigMaps shards.
+// It logs the stored size (docs/report.md quotes it).
+func TestReportBoundAt5000Nodes(t *testing.T) {
+	const nodes, images = 5000, 2000
+	ctx := setup(t)
+	job := builder.MakeImageJob("bound").Obj()
+	if err := env.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	job.Status.Desired = nodes
+	per := flushNodes(job)
+	index, stored := 0, 0
+	for first := 0; first < nodes; first += per {
+		var batch []nodereport.Node
+		for i := first; i < min(nodes, first+per); i++ {
+			batch = append(batch, poolNode(i, images))
+		}
+		shards, err := nodereport.Split(batch, nodereport.ShardBudget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range shards {
+			cm := nodereport.ConfigMap(job, ns, index, s)
+			if err := env.Client.Create(ctx, cm); err != nil {
+				t.Fatalf("shard %d (%d bytes): %v", index, len(s.Data), err)
+			}
+			index++
+			stored += len(s.Data)
+		}
+	}
+	if index > eraserv1.MaxReportConfigMaps {
+		t.Errorf("%d shards, over the cap of %d", index, eraserv1.MaxReportConfigMaps)
+	}
+	shards, err := nodereport.Shards(ctx, env.Client, ns, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, entries := map[string]bool{}, 0
+	for i := range shards {
+		got, err := nodereport.Read(shards[i:i+1], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range got {
+			seen[n.Name] = true
+			entries += len(n.Entries)
+			if n.Omitted != 0 {
+				t.Errorf("node %s: %d entries omitted", n.Name, n.Omitted)
+			}
+		}
+	}
+	if len(seen) != nodes || entries != nodes*images {
+		t.Errorf("read back %d nodes, %d entries; want %d, %d", len(seen), entries, nodes, nodes*images)
+	}
+	t.Logf("report of %d nodes x %d images: %d shards, %.1f MiB stored (%.0f bytes per node, %d nodes per flush)",
+		nodes, images, index, float64(stored)/(1<<20), float64(stored)/nodes, per)
+}
