@@ -62,6 +62,9 @@ var registryPath string
 // workDir holds the tier's binaries and client configuration while it runs.
 var workDir string
 
+// assetsDir holds the control plane's binaries, kubectl included.
+var assetsDir string
+
 // Node is one node of the running cluster, as hack/kubecluster describes it.
 type Node struct {
 	Name string `json:"name"`
@@ -261,6 +264,7 @@ func startCluster(tmp string) (func() error, error) {
 		return nil, fmt.Errorf("building the control plane and kubelet: %w", err)
 	}
 	assets := strings.TrimSpace(string(out))
+	assetsDir = assets
 	bin := filepath.Join(tmp, "kubecluster")
 	if out, err := command(root, "go", "build", "-o", bin, "./hack/kubecluster").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building hack/kubecluster: %w: %s", err, out)
