@@ -200,6 +200,8 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
 	go test ./internal/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
 	go test ./internal/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
+	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
+	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 
 ##@ Demo
 
