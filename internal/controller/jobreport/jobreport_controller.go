@@ -118,7 +118,17 @@ type jobState struct {
 	pendingEntries int
 	// omitted counts nodes left out once the shard cap was reached.
 	omitted int
+	// failStreak counts log reads failed in a row, and lastErr is the last
+	// one's error: past maxFailStreak, a pass reads one log as a probe and
+	// records the others without entries, so that nodes whose logs nobody
+	// can serve (simulated nodes, a kubelet port firewalled from the
+	// control plane) cost one request per pass, not one per node.
+	failStreak int
+	lastErr    string
 }
+
+// maxFailStreak is the failed reads in a row after which logs are probed.
+const maxFailStreak = 32
 
 // The report's shards are created and deleted; pods' logs are read.
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch
@@ -164,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	todo := Todo(pods.Items, st.written, st.pendingSet)
 	batch := todo[:min(len(todo), fetchBatch)]
-	for _, n := range r.fetch(ctx, batch) {
+	for _, n := range r.fetch(ctx, batch, st) {
 		st.pending = append(st.pending, n)
 		st.pendingSet[n.Name] = true
 		st.pendingEntries += len(n.Entries)
@@ -255,9 +265,25 @@ func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
 	return out
 }
 
-// fetch reads the nodes' result lines in parallel.
-func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod) []nodereport.Node {
+// fetch reads the nodes' result lines in parallel; after a streak of
+// failures, only the first pod's as a probe.
+func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod, st *jobState) []nodereport.Node {
 	out := make([]nodereport.Node, len(pods))
+	if st.failStreak >= maxFailStreak && len(pods) > 0 {
+		out[0] = r.node(ctx, pods[0], newInterner())
+		if out[0].Unavailable != "" {
+			st.failStreak++
+			st.lastErr = out[0].Unavailable
+			for i := 1; i < len(pods); i++ {
+				out[i] = NodeOf(pods[i])
+				out[i].Unavailable = truncate(fmt.Sprintf("not read: %d log reads failed in a row, the last: %s", st.failStreak, st.lastErr))
+			}
+			return out
+		}
+		st.failStreak = 0
+		rest := r.fetch(ctx, pods[1:], st)
+		return append(out[:1], rest...)
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	intern := newInterner()
@@ -273,6 +299,14 @@ func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod) []nodereport
 	}
 	close(work)
 	wg.Wait()
+	for _, n := range out {
+		if n.Unavailable != "" {
+			st.failStreak++
+			st.lastErr = n.Unavailable
+		} else {
+			st.failStreak = 0
+		}
+	}
 	return out
 }
 
