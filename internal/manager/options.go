@@ -29,6 +29,9 @@ type Options struct {
 
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr serves net/http/pprof when set, to profile a manager in
+	// place (--pprof-bind-address; off by default).
+	PprofAddr   string
 	LeaderElect bool
 	// Lease timings: how long a lease lasts, how long the leader keeps
 	// trying to renew it before it gives up (and exits), and how often it
@@ -50,6 +53,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.RemoverImage, "remover-image", "", "remover image reference; overrides components.remover.image")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8889", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of net/http/pprof (e.g. 127.0.0.1:6060); empty disables it")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")

@@ -39,6 +39,9 @@ const (
 	LabelType = "eraser.sh/type"
 	// LabelJob names the ImageJob a pod belongs to.
 	LabelJob = "eraser.sh/job"
+	// LabelBatch groups a job's pods by the order of their nodes, 500 to a
+	// batch, so that cleanup deletes them a bounded page at a time.
+	LabelBatch = "eraser.sh/job-batch"
 	// ServiceAccount is the worker pods' account; it has no permissions.
 	ServiceAccount = "eraser-imagejob-pods"
 )
@@ -85,6 +88,8 @@ type Params struct {
 	Exclusions []string
 	LogLevel   string
 	DryRun     bool
+	// Batch is the pod's cleanup batch (LabelBatch).
+	Batch int
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod
@@ -113,6 +118,7 @@ func Build(p Params) (*corev1.Pod, error) {
 	}
 	labels[LabelType] = string(p.Kind)
 	labels[LabelJob] = p.Job
+	labels[LabelBatch] = strconv.Itoa(p.Batch)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

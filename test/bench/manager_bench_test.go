@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -56,10 +57,14 @@ func TestManagerBench(t *testing.T) {
 	for _, n := range sizes {
 		rows = append(rows, benchNodes(t, kwok, filepath.Join(dir, "manager"), n))
 	}
-	fmt.Printf("\n%-6s %12s %14s %10s %16s %10s %12s %14s\n", "NODES", "BARE 16w s", "FAN-OUT s", "x BARE", "TO COMPLETED s", "x BARE", "WRITES/NODE", "PEAK RSS MiB")
+	fmt.Printf("\n%-6s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "FAN-OUT s", "x BARE",
+		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "WR/NODE", "RSS MiB", "CPU ms/n", "CPU SHARES (cores)")
 	for _, r := range rows {
-		fmt.Printf("%-6d %12.2f %14.2f %10.2f %16.2f %10.2f %12.2f %14.1f\n", r["nodes"], r["bareSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
-			r["completedSeconds"], r["completedRatio"], r["writesPerNode"], r["peakRssMiB"])
+		fmt.Printf("%-6d %9.2f %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f %9.2f %9.2f %8.2f %8.1f %8.2f  apiserver %.2f etcd %.2f kwok %.2f manager %.2f (load %s -> %s)\n",
+			r["nodes"], r["bareSeconds"], r["bareSucceededSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
+			r["lastPodSucceededSeconds"], r["completedSeconds"], r["completedRatio"], r["completedAfterLastPodSeconds"], r["cleanupSeconds"],
+			r["writesPerNode"], r["peakRssMiB"], r["managerCpuMsPerNode"],
+			r["cpuShare_kube_apiserver"], r["cpuShare_etcd"], r["cpuShare_kwok"], r["cpuShare_manager"], r["loadBefore"], r["loadAfter"])
 	}
 	writeResults(t, "manager", "runs", rows)
 }
@@ -100,11 +105,21 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		return ready
 	}, n)
 
-	// The limit: a bare client creating the same pods with 16 workers.
+	// The limit: a bare client creating the same pods with 16 workers, and
+	// the time it sees them all Succeeded (KWOK finishing them) through a
+	// watch: the manager cannot end a run earlier.
 	for _, ns := range []string{"bare", "eraser-system"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareWatch, err := cs.CoreV1().Pods("bare").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	start := time.Now()
 	parallel(16, n, func(i int) {
@@ -116,14 +131,31 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		}
 	})
 	bare := time.Since(start)
-	_ = c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("bare"))
+	bareSucceeded := waitSucceeded(t, bareWatch, n, start)
+	// Deleted in pages, as the manager deletes its pods, so that the next
+	// phase starts on a quiet API server.
+	for i := 0; i < n; i += 500 {
+		_ = cs.CoreV1().Pods("bare").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: 500})
+	}
+	waitCount(t, 5*time.Minute, func() int {
+		var pods corev1.PodList
+		_ = c.List(ctx, &pods, client.InNamespace("bare"))
+		return n - len(pods.Items)
+	}, n)
 
-	// The manager: ImageList → all pods created → job Completed.
+	// The manager: ImageList → all pods created → job Completed → pods
+	// deleted (delayOnSuccess 0s, keepReportFor 0s: cleanup is measured).
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	_ = os.WriteFile(cfgFile, []byte("apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 1h}}}\n"), 0o644)
+	_ = os.WriteFile(cfgFile, []byte("apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}}}\n"), 0o644)
 	metricsAddr := freeAddr(t)
-	mgr := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfgFile, "--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--log-level=error")
+	args := []string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + cfgFile, "--leader-elect=false",
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0", "--log-level=error"}
+	pprofAddr := ""
+	if os.Getenv("BENCH_PPROF") != "" {
+		pprofAddr = freeAddr(t)
+		args = append(args, "--pprof-bind-address="+pprofAddr)
+	}
+	mgr := exec.Command(managerBin, args...)
 	mgr.Env = append(os.Environ(), "POD_NAMESPACE=eraser-system")
 	if err := mgr.Start(); err != nil {
 		t.Fatal(err)
@@ -131,36 +163,44 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	defer func() { _ = mgr.Process.Kill(); _ = mgr.Wait() }()
 	time.Sleep(3 * time.Second) // caches synced
 	writesBefore := managerWrites(t, metricsAddr)
+	cpuBefore := processCPU(mgr.Process.Pid)
+	sharesBefore := childCPU()
+	loadBefore := loadAvg()
 
 	// Count pod creations with a watch: polling thousands of pods would
 	// load the API server the manager is being measured against.
 	var fanout time.Duration
 	var created atomic.Int64
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w, err := cs.CoreV1().Pods("eraser-system").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	profile := startProfile(t, pprofAddr, n)
 	start = time.Now()
 	if err := c.Create(ctx, builder.MakeImageList("bench").Images("*").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	timeout := time.After(10 * time.Minute)
-	for fanout == 0 {
+	var lastSucceeded time.Duration
+	succeeded := 0
+	for fanout == 0 || succeeded < n {
 		select {
-		case ev := <-w.ResultChan():
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the pod watch ended")
+			}
+			pod, _ := ev.Object.(*corev1.Pod)
 			if ev.Type == watch.Added && created.Add(1) == int64(n) {
 				fanout = time.Since(start)
 			}
+			if pod != nil && ev.Type == watch.Modified && pod.Status.Phase == corev1.PodSucceeded && succeeded < n {
+				succeeded++
+				lastSucceeded = time.Since(start)
+			}
 		case <-timeout:
-			t.Errorf("only %d pods after 10 minutes", created.Load())
-			fanout = -1
+			t.Fatalf("after 10 minutes: %d pods created, %d succeeded", created.Load(), succeeded)
 		}
 	}
-	w.Stop()
 	var completed time.Duration
 	for time.Since(start) < 15*time.Minute {
 		var list eraserv1.ImageList
@@ -171,18 +211,156 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 			}
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
+	profile()
+	// Cleanup: the job's pods go (delayOnSuccess 0s) in pages that the
+	// API server answers in time.
+	deleted := 0
+	for deleted < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the pod watch ended")
+			}
+			if ev.Type == watch.Deleted {
+				deleted++
+			}
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("cleanup: %d of %d pods deleted after 5 minutes", deleted, n)
+		}
+	}
+	cleanup := time.Since(start) - completed
+	w.Stop()
+	time.Sleep(2 * time.Second) // the job itself is deleted after its pods
 	writes := managerWrites(t, metricsAddr) - writesBefore
+	cpu := processCPU(mgr.Process.Pid) - cpuBefore
+	shares := childCPU()
 	rss := peakRSS(mgr.Process.Pid)
 	if completed == 0 || fanout == 0 {
 		t.Errorf("%d nodes: fan-out %v, completed %v (pods created %d)", n, fanout, completed, created.Load())
 	}
-	return map[string]any{
-		"nodes": n, "bareSeconds": bare.Seconds(), "fanoutSeconds": fanout.Seconds(), "fanoutRatio": fanout.Seconds() / bare.Seconds(),
-		"completedSeconds": completed.Seconds(), "completedRatio": completed.Seconds() / bare.Seconds(),
-		"writesPerNode": float64(writes) / float64(n), "peakRssMiB": rss,
+	run := time.Since(start).Seconds()
+	row := map[string]any{
+		"nodes": n, "bareSeconds": bare.Seconds(), "bareSucceededSeconds": bareSucceeded.Seconds(),
+		"fanoutSeconds": fanout.Seconds(), "fanoutRatio": fanout.Seconds() / bare.Seconds(),
+		"lastPodSucceededSeconds": lastSucceeded.Seconds(),
+		"completedSeconds":        completed.Seconds(), "completedRatio": completed.Seconds() / bareSucceeded.Seconds(),
+		"completedAfterLastPodSeconds": (completed - lastSucceeded).Seconds(),
+		"cleanupSeconds":               cleanup.Seconds(),
+		"writesPerNode":                float64(writes) / float64(n), "peakRssMiB": rss,
+		"managerCpuMsPerNode": cpu * 1000 / float64(n),
+		"loadBefore":          loadBefore, "loadAfter": loadAvg(),
 	}
+	for name, v := range shares {
+		row["cpuShare_"+name] = (v - sharesBefore[name]) / run
+	}
+	row["cpuShare_manager"] = cpu / run
+	return row
+}
+
+// waitSucceeded counts pods reported Succeeded on the watch and returns the
+// time, from start, the last one was.
+func waitSucceeded(t *testing.T, w watch.Interface, n int, start time.Time) time.Duration {
+	defer w.Stop()
+	seen := map[string]bool{}
+	deadline := time.After(10 * time.Minute)
+	for len(seen) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if pod, _ := ev.Object.(*corev1.Pod); pod != nil && pod.Status.Phase == corev1.PodSucceeded {
+				seen[pod.Name] = true
+			}
+		case <-deadline:
+			t.Fatalf("only %d of %d bare pods succeeded", len(seen), n)
+		}
+	}
+	return time.Since(start)
+}
+
+// startProfile takes a CPU profile of the manager over the run (and a heap
+// profile at its end) when BENCH_PPROF names a directory.
+func startProfile(t *testing.T, addr string, n int) func() {
+	dir := os.Getenv("BENCH_PPROF")
+	if addr == "" || dir == "" {
+		return func() {}
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fetch(t, "http://"+addr+"/debug/pprof/profile?seconds=25", filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)))
+	}()
+	return func() {
+		<-done
+		fetch(t, "http://"+addr+"/debug/pprof/allocs", filepath.Join(dir, fmt.Sprintf("manager-allocs-%d.pprof", n)))
+	}
+}
+
+func fetch(t *testing.T, url, file string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Logf("profile %s: %v", url, err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		t.Logf("profile %s: %v", file, err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+// processCPU is a process's user+system CPU time in seconds.
+func processCPU(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// childCPU is the CPU time of this test's control plane and KWOK, by name.
+func childCPU() map[string]float64 {
+	out := map[string]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		name := strings.TrimSpace(string(comm))
+		switch name {
+		case "kube-apiserver", "etcd", "kwok":
+			out[strings.ReplaceAll(name, "-", "_")] += processCPU(pid)
+		}
+	}
+	return out
+}
+
+func loadAvg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func parallel(workers, n int, f func(i int)) {

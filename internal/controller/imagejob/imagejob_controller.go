@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -260,7 +261,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	if len(p.create) > 0 {
 		// Checked once here, so that a bad configuration fails the job
 		// rather than every node.
-		if _, err := build(w.targets[p.create[0]]); err != nil {
+		if _, err := build(p.create[0], w.targets[p.create[0]]); err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
 		}
 	}
@@ -358,9 +359,10 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 }
 
 // builder returns the function that builds one node's pod for the job.
-func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(nodefilter.Target) (*corev1.Pod, error) {
-	return func(target nodefilter.Target) (*corev1.Pod, error) {
+func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(int, nodefilter.Target) (*corev1.Pod, error) {
+	return func(index int, target nodefilter.Target) (*corev1.Pod, error) {
 		return podspec.Build(podspec.Params{
+			Batch: index / cleanupBatch,
 			Job: job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
@@ -512,14 +514,14 @@ const createWorkers = 32
 // parallel (built one at a time, so a 5,000-node wave is never in memory at
 // once) and returns one error per index; an existing pod (from before a
 // restart) counts as created.
-func (r *Reconciler) createPods(ctx context.Context, targets []nodefilter.Target, create []int, build func(nodefilter.Target) (*corev1.Pod, error)) []error {
+func (r *Reconciler) createPods(ctx context.Context, targets []nodefilter.Target, create []int, build func(int, nodefilter.Target) (*corev1.Pod, error)) []error {
 	errs := make([]error, len(create))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(createWorkers, len(create)) {
 		wg.Go(func() {
 			for k := range work {
-				pod, err := build(targets[create[k]])
+				pod, err := build(create[k], targets[create[k]])
 				if err == nil {
 					err = r.client.Create(ctx, pod)
 				}
@@ -680,7 +682,7 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
+	if err := r.deletePods(ctx, job); err != nil {
 		return reconcile.Result{}, err
 	}
 	for _, name := range []string{job.Name, jobdata.NodesName(job.Name)} {
@@ -702,6 +704,27 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 	r.forget(job.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// cleanupBatch is the most pods one deletecollection request deletes: the
+// API server deletes a collection within one request's timeout (60 s), and
+// 10,000 pods at once under load outlast it.
+const cleanupBatch = 500
+
+// deletePods deletes the job's pods a batch (podspec.LabelBatch) at a time,
+// then whatever is left without the label (pods of an older manager).
+func (r *Reconciler) deletePods(ctx context.Context, job *eraserv1.ImageJob) error {
+	batches := (max(job.Status.Desired, job.Status.Started) + cleanupBatch - 1) / cleanupBatch
+	for b := range batches {
+		if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace),
+			client.MatchingLabels{podspec.LabelJob: job.Name, podspec.LabelBatch: strconv.Itoa(b)}); err != nil {
+			return fmt.Errorf("deleting batch %d of job %s's pods: %w", b, job.Name, err)
+		}
+	}
+	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name}); err != nil {
+		return fmt.Errorf("deleting job %s's pods: %w", job.Name, err)
+	}
+	return nil
 }
 
 // reportWait bounds how long a finished job's pods wait for the report's
