@@ -43,8 +43,14 @@ func startManager(t *testing.T, doc string, extra ...string) *process {
 // remover summary in its termination message. It returns how many it finished.
 func kubelet(t *testing.T, ctx context.Context) int {
 	t.Helper()
+	return kubeletIn(t, ctx, flowNS)
+}
+
+// kubeletIn is kubelet for the worker pods of the manager in ns.
+func kubeletIn(t *testing.T, ctx context.Context, ns string) int {
+	t.Helper()
 	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace(flowNS)); err != nil {
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
