@@ -119,7 +119,7 @@ RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATF
 RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
 
 .PHONY: release
-release: ## Push the images and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
+release: ## Push the images, the eraser node command (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
 	@if [ -z "$(REGISTRY)" ] || [ -z "$(VERSION)" ]; then \
 		echo "release: REGISTRY and VERSION are required, e.g. make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3" >&2; exit 1; fi
 	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
