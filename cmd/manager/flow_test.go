@@ -46,7 +46,7 @@ func kubelet(t *testing.T, ctx context.Context) int {
 	return kubeletIn(t, ctx, flowNS)
 }
 
-// kubeletIn is kubelet for the worker pods of the manager in ns.
+// kubeletIn is kubelet for the worker pods of a manager in namespace ns.
 func kubeletIn(t *testing.T, ctx context.Context, ns string) int {
 	t.Helper()
 	var pods corev1.PodList
