@@ -105,7 +105,10 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 
 # make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3 (docs/release.md):
 # every image with every platform, built for REGISTRY and VERSION, pushed as
-# one multi-platform index each, then the chart as oci://REGISTRY/charts/eraser.
+# one multi-platform index each; the eraser node command for linux/amd64,
+# linux/arm64 and windows/amd64, written with SHA256SUMS to
+# bin/release/VERSION and pushed as the artifact REGISTRY/eraser-cli:VERSION;
+# then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
 # PLATFORMS=linux/amd64 (given on the command line or in the environment):
 # a partial release of those platforms only, for tests and local use (the
@@ -116,14 +119,16 @@ RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATF
 RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
 
 .PHONY: release
-release: ## Push the images and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
+release: ## Push the images, the eraser node command (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
 	@if [ -z "$(REGISTRY)" ] || [ -z "$(VERSION)" ]; then \
 		echo "release: REGISTRY and VERSION are required, e.g. make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3" >&2; exit 1; fi
 	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
 	$(RELEASE_TOOL) -check $(RELEASE_FLAGS)
 	$(MAKE) --no-print-directory images IMAGES="manager collector remover trivy-scanner" \
 		PLATFORMS="$(PLATFORMS)" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
-	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser
+	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser \
+		-cli-out $(BIN)/release/$(VERSION) -source $(CURDIR) -commit "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
 
 ##@ Test
 

@@ -218,6 +218,59 @@ func TestChartMetrics(t *testing.T) {
 	}
 }
 
+// TestChartNodeFailingRunsAlert: the alert on a node failing runs in a
+// row fires per node at metrics.prometheusRule.nodeFailedRunsThreshold (3
+// by default), and its annotations leave Prometheus' templates to it.
+func TestChartNodeFailingRunsAlert(t *testing.T) {
+	cases := map[string]struct {
+		set  []string
+		want string
+	}{
+		"default": {
+			want: `max by (node_name) (eraser_node_consecutive_failed_runs{namespace="eraser-system"}) >= 3`,
+		},
+		"threshold set": {
+			set:  []string{"metrics.prometheusRule.nodeFailedRunsThreshold=5"},
+			want: `max by (node_name) (eraser_node_consecutive_failed_runs{namespace="eraser-system"}) >= 5`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pr := find(render(t, Options{Namespace: "eraser-system", Set: append([]string{"metrics.prometheusRule.enabled=true"}, tc.set...)}),
+				"PrometheusRule", "eraser")
+			if pr == nil {
+				t.Fatal("no PrometheusRule")
+			}
+			if diff := cmp.Diff(tc.want, ruleExpressions(t, pr)["EraserNodeFailingRuns"]); diff != "" {
+				t.Errorf("EraserNodeFailingRuns expression (-want +got):\n%s", diff)
+			}
+			summary := ruleAnnotations(pr, "EraserNodeFailingRuns")["summary"]
+			if !strings.Contains(summary, "{{ $labels.node_name }}") || !strings.Contains(summary, "{{ $value }}") {
+				t.Errorf("summary %q does not name the node and count for Prometheus to fill in", summary)
+			}
+		})
+	}
+	_, err := Chart(chartDir(), Options{KubeVersion: kubeVersion, Set: []string{"metrics.prometheusRule.nodeFailedRunsThreshold=0"}})
+	if err == nil || !strings.Contains(err.Error(), "/metrics/prometheusRule/nodeFailedRunsThreshold") {
+		t.Errorf("threshold 0: err %v, want the schema to refuse it", err)
+	}
+}
+
+// ruleAnnotations are the annotations of a PrometheusRule's alert.
+func ruleAnnotations(pr *unstructured.Unstructured, alert string) map[string]string {
+	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	for _, g := range groups {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			rule := r.(map[string]any)
+			if rule["alert"] == alert {
+				out, _, _ := unstructured.NestedStringMap(rule, "annotations")
+				return out
+			}
+		}
+	}
+	return nil
+}
+
 // ruleExpressions are a PrometheusRule's expressions by alert name.
 func ruleExpressions(t *testing.T, pr *unstructured.Unstructured) map[string]string {
 	t.Helper()
@@ -256,6 +309,7 @@ var servedMetrics = map[string]bool{
 	"eraser_imagefs_used_before_bytes":             true,
 	"eraser_imagefs_used_after_bytes":              true,
 	"eraser_last_successful_run_timestamp_seconds": true,
+	"eraser_node_consecutive_failed_runs":          true,
 }
 
 var (

@@ -44,6 +44,9 @@ type Recorder struct {
 	removed    map[string]int64
 	vulnerable map[string]int64
 	imageFs    map[string]ImageFs
+	// failedRuns counts, per node, the jobs in a row in which its worker
+	// failed. It lives in memory only: a restart starts every node at 0.
+	failedRuns map[string]int64
 	// lastSuccess is, per trigger ("imagelist", "schedule"), when a job
 	// of it last completed, in unix seconds.
 	lastSuccess map[string]int64
@@ -61,11 +64,26 @@ type NodeCounts struct {
 	// BytesFreed is the size of what the remover removed, by the policy
 	// that chose each image.
 	BytesFreed map[string]int64
+	// Outcome is how the node's worker ended.
+	Outcome Outcome
 }
+
+// Outcome is how a node's worker ended in a job.
+type Outcome int
+
+const (
+	// OutcomeUnknown leaves the node's run of failures as it is: the job
+	// did not judge the node (it is gone, or the job never reached it).
+	OutcomeUnknown Outcome = iota
+	// OutcomeSucceeded ends the node's run of failures.
+	OutcomeSucceeded
+	// OutcomeFailed extends the node's run of failures.
+	OutcomeFailed
+)
 
 // IsZero says whether the node reported nothing worth recording.
 func (n NodeCounts) IsZero() bool {
-	return n.Removed == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0
+	return n.Removed == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.Outcome == OutcomeUnknown
 }
 
 // ImageFs is a node's image filesystem, in bytes.
@@ -123,6 +141,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		return nil, err
 	}
 	r.removed, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
+	r.failedRuns = map[string]int64{}
 	r.lastSuccess = map[string]int64{}
 	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
 	if err != nil {
@@ -152,6 +171,11 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	failedRuns, err := m.Int64ObservableGauge("eraser_node_consecutive_failed_runs",
+		metric.WithDescription("Jobs in a row in which the node's worker failed; 0 once it succeeds. Kept in memory: 0 after a manager restart."))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -164,6 +188,9 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		for node, n := range r.vulnerable {
 			o.ObserveInt64(vulnerable, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
+		for node, n := range r.failedRuns {
+			o.ObserveInt64(failedRuns, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
 		for node, fs := range r.imageFs {
 			attrs := metric.WithAttributes(attribute.String(NodeAttribute, node))
 			o.ObserveInt64(capacity, fs.CapacityBytes, attrs)
@@ -171,14 +198,14 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 			o.ObserveInt64(usedAfter, fs.UsedAfterBytes, attrs)
 		}
 		return nil
-	}, removed, vulnerable, capacity, usedBefore, usedAfter, lastSuccess); err != nil {
+	}, removed, vulnerable, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 // JobFinished records one finished job; perNode maps node names to what
-// their workers reported.
+// their workers reported and how they ended.
 func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode map[string]NodeCounts) {
 	if r == nil {
 		return
@@ -203,6 +230,14 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 		for policy, b := range n.BytesFreed {
 			freed[policy] += b
 		}
+		switch n.Outcome {
+		case OutcomeFailed:
+			r.failedRuns[node]++
+		case OutcomeSucceeded:
+			// Kept at 0 rather than dropped: an alert's series should not
+			// vanish and reappear with the node's luck.
+			r.failedRuns[node] = 0
+		}
 	}
 	r.mu.Unlock()
 	for policy, b := range freed {
@@ -222,6 +257,7 @@ func (r *Recorder) ForgetNode(node string) {
 	delete(r.removed, node)
 	delete(r.vulnerable, node)
 	delete(r.imageFs, node)
+	delete(r.failedRuns, node)
 }
 
 // TriggerAttribute is what started a job: "imagelist" or "schedule".

@@ -173,3 +173,69 @@ func TestLastSuccessfulRun(t *testing.T) {
 		t.Errorf("last successful run (-want +got):\n%s", diff)
 	}
 }
+
+// TestConsecutiveFailedRuns: per node, the jobs in a row its worker failed;
+// a success sets it back to 0, a job that did not judge the node leaves it,
+// and a deleted node's series goes.
+func TestConsecutiveFailedRuns(t *testing.T) {
+	failed := NodeCounts{Outcome: OutcomeFailed}
+	succeeded := NodeCounts{Outcome: OutcomeSucceeded}
+	cases := map[string]struct {
+		jobs   []map[string]NodeCounts
+		forget []string
+		want   map[string]float64
+	}{
+		"three failures in a row": {
+			jobs: []map[string]NodeCounts{{"a": failed}, {"a": failed}, {"a": failed, "b": succeeded}},
+			want: map[string]float64{"a": 3, "b": 0},
+		},
+		"a success resets the run": {
+			jobs: []map[string]NodeCounts{{"a": failed}, {"a": failed}, {"a": succeeded}, {"a": failed}},
+			want: map[string]float64{"a": 1},
+		},
+		"a job that did not judge the node leaves it": {
+			jobs: []map[string]NodeCounts{{"a": failed}, {"a": {Removed: 3}}, {}, {"a": failed}},
+			want: map[string]float64{"a": 2},
+		},
+		"a deleted node's series goes": {
+			jobs:   []map[string]NodeCounts{{"a": failed, "b": failed}},
+			forget: []string{"b"},
+			want:   map[string]float64{"a": 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			r, err := New(reg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, perNode := range tc.jobs {
+				r.JobFinished(1, 0, 0, perNode)
+			}
+			for _, node := range tc.forget {
+				r.ForgetNode(node)
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, f := range families {
+				if f.GetName() != "eraser_node_consecutive_failed_runs" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "node_name" {
+							got[l.GetValue()] = m.GetGauge().GetValue()
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("eraser_node_consecutive_failed_runs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

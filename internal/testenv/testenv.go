@@ -91,6 +91,25 @@ func assetsDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// Kubectl is the kubectl that hack/build-control-plane.sh built with the
+// control plane, for tests of what a user sees through it. Without it the
+// test is skipped, except under CI, where that is a failure.
+func Kubectl(t testing.TB) string {
+	t.Helper()
+	dir, err := assetsDir()
+	if err == nil {
+		bin := filepath.Join(dir, "kubectl")
+		if _, err = os.Stat(bin); err == nil {
+			return bin
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("no kubectl: %v; hack/build-control-plane.sh builds it", err)
+	}
+	t.Skipf("no kubectl: %v; run `make test`, which builds it", err)
+	return ""
+}
+
 // Start starts a control plane outside TestMain (benchmarks); Stop it.
 func Start(opts ...Option) (*Env, error) { return start(opts...) }
 

@@ -91,6 +91,10 @@ type Options struct {
 	HelmRegistryConfig string
 	// Out receives what was pushed; nil discards it.
 	Out io.Writer
+	// CLI, when set, builds the node command (cmd/eraser) for the
+	// release's platforms and pushes it as REGISTRY/eraser-cli:VERSION;
+	// nil leaves it out.
+	CLI *CLI
 }
 
 // Pushed is one reference of a release and its digest.
@@ -107,7 +111,11 @@ type Pushed struct {
 type Result struct {
 	Images []Pushed
 	Chart  Pushed
-	Took   time.Duration
+	// CLI is the node command's artifact, and CLIFiles what it holds
+	// (the binaries, then SHA256SUMS), when Options.CLI was set.
+	CLI      *Pushed
+	CLIFiles []string
+	Took     time.Duration
 }
 
 // Check validates the options that need nothing built: the registry, the
@@ -208,7 +216,8 @@ func (t loopbackOnlyHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// Run publishes the release: every image of Images, then the chart.
+// Run publishes the release: every image of Images, the node command when
+// Options.CLI is set, then the chart.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	if err := Check(o); err != nil {
@@ -256,6 +265,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
+	// And the node command, built before any push: a release whose
+	// command does not build publishes nothing.
+	var cliImage v1.Image
+	var cliTag name.Tag
+	if o.CLI != nil {
+		if cliTag, err = name.NewTag(o.Registry+"/"+CLIRepo+":"+o.Version, append([]name.Option{name.StrictValidation}, nameOpts...)...); err != nil {
+			return nil, err
+		}
+		if res.CLIFiles, err = BuildCLI(ctx, *o.CLI, o.Version, cliPlatforms(o.Platforms)); err != nil {
+			return nil, err
+		}
+		if cliImage, err = cliArtifact(res.CLIFiles); err != nil {
+			return nil, fmt.Errorf("the eraser command's artifact: %w", err)
+		}
+	}
+
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(o.Keychain),
@@ -272,6 +297,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(o.Out, "%-9s %s@%s (%s)\n", state(p), p.Ref, p.Digest, strings.Join(p.Platforms, ", "))
 	}
 
+	if cliImage != nil {
+		p, err := pushImage(cliTag, cliImage, o.Overwrite, ropts)
+		if err != nil {
+			return nil, err
+		}
+		res.CLI = &p
+		var names []string
+		for _, f := range res.CLIFiles {
+			names = append(names, filepath.Base(f))
+		}
+		fmt.Fprintf(o.Out, "%-9s %s@%s (%s; files in %s)\n", state(p), p.Ref, p.Digest, strings.Join(names, ", "), o.CLI.Out)
+	}
+
 	chart, err := pushChart(o, chartData)
 	if err != nil {
 		return nil, err
@@ -279,7 +317,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Chart = chart
 	fmt.Fprintf(o.Out, "%-9s oci://%s@%s (chart %s)\n", state(chart), chart.Ref, chart.Digest, o.Version)
 	res.Took = time.Since(start)
-	fmt.Fprintf(o.Out, "release %s to %s: %d references in %s\n", o.Version, o.Registry, len(res.Images)+1, res.Took.Round(10*time.Millisecond))
+	refs := len(res.Images) + 1
+	if res.CLI != nil {
+		refs++
+	}
+	fmt.Fprintf(o.Out, "release %s to %s: %d references in %s\n", o.Version, o.Registry, refs, res.Took.Round(10*time.Millisecond))
 	return res, nil
 }
 

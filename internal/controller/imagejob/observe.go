@@ -79,9 +79,11 @@ func (o *observation) judge(w world, node string) {
 			o.active++
 		case recorded:
 			o.failed++
+			o.outcome(w, node, metrics.NodeCounts{}, metrics.OutcomeFailed)
 		case w.missing[node]:
 			o.failed++
 			o.newFailures[node] = eraserv1.NodeFailure{Node: node, Reason: ReasonPodMissing, Message: "the pod disappeared before it finished"}
+			o.outcome(w, node, metrics.NodeCounts{}, metrics.OutcomeFailed)
 		default:
 			// Neither shown nor confirmed gone: the gather step confirms
 			// every such node, so this is a pod created since; wait for it.
@@ -90,11 +92,14 @@ func (o *observation) judge(w world, node string) {
 		return
 	}
 	out := classify(pod, w.now, w.timeouts, w.nodes[node])
+	ended := metrics.OutcomeUnknown
 	switch out.state {
 	case stateSucceeded:
 		o.succeeded++
+		ended = metrics.OutcomeSucceeded
 	case stateFailed:
 		o.failed++
+		ended = metrics.OutcomeFailed
 		if !recorded {
 			o.newFailures[node] = eraserv1.NodeFailure{Node: node, Reason: out.reason, Message: truncate(out.message)}
 		}
@@ -108,7 +113,17 @@ func (o *observation) judge(w world, node string) {
 		}
 	}
 	addResults(&o.results, out.summary)
-	if n := out.counts(); !n.IsZero() {
+	o.outcome(w, node, out.counts(), ended)
+}
+
+// outcome records a node's figures and how its worker ended, for the
+// metrics. A node that is gone is not judged: its failure says nothing
+// about a node that no longer exists, and ForgetNode dropped its series.
+func (o *observation) outcome(w world, node string, n metrics.NodeCounts, ended metrics.Outcome) {
+	if w.nodes[node] {
+		n.Outcome = ended
+	}
+	if !n.IsZero() {
 		o.perNode[node] = n
 	}
 }

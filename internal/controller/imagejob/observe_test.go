@@ -14,6 +14,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/cacheopts"
+	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
@@ -134,6 +135,33 @@ func TestObserve(t *testing.T) {
 				t.Errorf("observe (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestObserveOutcomes: how each node ended, for the metrics' count of
+// failed runs in a row; a node still running, or gone, is not judged.
+func TestObserveOutcomes(t *testing.T) {
+	w := newWorld("ok", "quiet", "failed", "running", "recorded", "missing", "deleted").with(func(w *world) {
+		w.started = 7
+		w.pods["ok"] = pod("ok").Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, summary(2)).Obj()
+		w.pods["quiet"] = pod("quiet").Phase(corev1.PodSucceeded).Obj()
+		w.pods["failed"] = pod("failed").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 1, "").Obj()
+		w.pods["running"] = pod("running").Running(t0).Obj()
+		w.failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: ReasonCreateFailed}
+		w.missing["missing"] = true
+		w.pods["deleted"] = pod("deleted").Running(t0).Obj()
+		delete(w.nodes, "deleted")
+	})
+	got := map[string]metrics.Outcome{}
+	for node, n := range observe(w).perNode {
+		got[node] = n.Outcome
+	}
+	want := map[string]metrics.Outcome{
+		"ok": metrics.OutcomeSucceeded, "quiet": metrics.OutcomeSucceeded, "failed": metrics.OutcomeFailed,
+		"recorded": metrics.OutcomeFailed, "missing": metrics.OutcomeFailed,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 }
 

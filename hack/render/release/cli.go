@@ -1,0 +1,213 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// CLIPlatforms are the platforms the node command (cmd/eraser) is
+// released for: the nodes Eraser's workers run on.
+var CLIPlatforms = []string{"linux/amd64", "linux/arm64", "windows/amd64"}
+
+// CLIRepo is the node command's repository under the registry: an OCI
+// artifact whose files are the binaries and SHA256SUMS, as `oras pull`
+// fetches them.
+const CLIRepo = "eraser-cli"
+
+// Media types of the CLI artifact. The binaries are plain files, not image
+// layers: nothing unpacks them, a client saves each under its title.
+const (
+	cliArtifactType = "application/vnd.eraser.cli.v1"
+	cliFileType     = "application/octet-stream"
+	cliEmptyConfig  = "application/vnd.oci.empty.v1+json"
+	annotationTitle = "org.opencontainers.image.title"
+)
+
+// SumsFile lists the SHA-256 of every CLI binary, as sha256sum writes it.
+const SumsFile = "SHA256SUMS"
+
+// versionPackage is where the version stamps go, as hack/ocibuild stamps
+// the images' binaries.
+const versionPackage = "github.com/eraser-oss/eraser/internal/version"
+
+// CLI is how a release builds the node command.
+type CLI struct {
+	// Source is the repository root, the module of ./cmd/eraser.
+	Source string
+	// Out is the directory the binaries and SHA256SUMS are written to.
+	Out string
+	// Commit is stamped into the binaries with the version.
+	Commit string
+	// Tags and LDFlags are the release build's (the Makefile's GO_TAGS and
+	// GO_LDFLAGS); the version stamps are added to LDFlags.
+	Tags, LDFlags string
+}
+
+// CLIFile is the file name of the command built for platform (os/arch).
+func CLIFile(platform string) string {
+	goos, arch, _ := strings.Cut(platform, "/")
+	name := "eraser-" + goos + "-" + arch
+	if goos == "windows" {
+		name += ".exe"
+	}
+	return name
+}
+
+// cliPlatforms are the platforms a release with the given subset (none:
+// every platform) builds the command for.
+func cliPlatforms(subset []string) []string {
+	if len(subset) == 0 {
+		return CLIPlatforms
+	}
+	var out []string
+	for _, p := range CLIPlatforms {
+		if slices.Contains(subset, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// BuildCLI builds the node command for each platform into c.Out, static
+// and reproducible (-trimpath, no VCS stamp, CGO off), stamped with the
+// version, then writes SHA256SUMS. It returns the files written, the sums
+// last.
+func BuildCLI(ctx context.Context, c CLI, version string, platforms []string) ([]string, error) {
+	if len(platforms) == 0 {
+		return nil, fmt.Errorf("building the eraser command: no platform among %v", CLIPlatforms)
+	}
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("building the eraser command: %w", err)
+	}
+	commit := c.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	ldflags := strings.TrimSpace(fmt.Sprintf("%s -X %s.Version=%s -X %s.Commit=%s", c.LDFlags, versionPackage, version, versionPackage, commit))
+	var files []string
+	var sums bytes.Buffer
+	for _, p := range platforms {
+		goos, arch, _ := strings.Cut(p, "/")
+		out := filepath.Join(c.Out, CLIFile(p))
+		args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out}
+		if c.Tags != "" {
+			args = append(args, "-tags="+c.Tags)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/eraser")...)
+		cmd.Dir = c.Source
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+arch)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the eraser command for %s: %w\n%s", p, err, msg)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		// sha256sum's format, so that `sha256sum -c SHA256SUMS` checks them.
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), CLIFile(p))
+		files = append(files, out)
+	}
+	sumsPath := filepath.Join(c.Out, SumsFile)
+	if err := os.WriteFile(sumsPath, sums.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", sumsPath, err)
+	}
+	return append(files, sumsPath), nil
+}
+
+// cliArtifact is the OCI artifact of the built files: one blob per file,
+// titled with its name.
+func cliArtifact(files []string) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, cliEmptyConfig)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		img, err = mutate.Append(img, mutate.Addendum{
+			Layer:       static.NewLayer(data, cliFileType),
+			Annotations: map[string]string{annotationTitle: filepath.Base(f)},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return artifactTyped{img}, nil
+}
+
+// artifactTyped sets the manifest's artifactType, which registries and
+// clients use to tell the artifact from a runnable image.
+type artifactTyped struct{ v1.Image }
+
+func (a artifactTyped) Manifest() (*v1.Manifest, error) {
+	m, err := a.Image.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	m = m.DeepCopy()
+	m.ArtifactType = cliArtifactType
+	return m, nil
+}
+
+func (a artifactTyped) RawManifest() ([]byte, error) {
+	m, err := a.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+func (a artifactTyped) Digest() (v1.Hash, error) {
+	raw, err := a.RawManifest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	return h, err
+}
+
+func (a artifactTyped) Size() (int64, error) {
+	raw, err := a.RawManifest()
+	return int64(len(raw)), err
+}
+
+// pushImage writes img to tag unless the tag already holds it.
+func pushImage(tag name.Tag, img v1.Image, overwrite bool, ropts []remote.Option) (Pushed, error) {
+	dig, err := img.Digest()
+	if err != nil {
+		return Pushed{}, err
+	}
+	p := Pushed{Ref: tag.String(), Digest: dig.String()}
+	desc, err := remote.Head(tag, ropts...)
+	switch {
+	case err == nil && desc.Digest == dig:
+		p.Unchanged = true
+		return p, nil
+	case err == nil && !overwrite:
+		return p, fmt.Errorf("%s already holds %s, not this build's %s: a published version does not change (build the same commit with the same toolchain, bump VERSION, or -overwrite)", tag, desc.Digest, dig)
+	case err != nil && !isNotFound(err):
+		return p, fmt.Errorf("looking up %s: %w", tag, err)
+	}
+	if err := remote.Write(tag, img, ropts...); err != nil {
+		return p, fmt.Errorf("pushing %s: %w", tag, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,204 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"debug/pe"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// binaryKind describes a built file as the release promises it: the
+// platform its header is for, and for Linux whether it is static (no
+// program interpreter, so it runs on any node's userland).
+func binaryKind(t *testing.T, path string) string {
+	t.Helper()
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
+		arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+		linking := "static"
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				linking = "dynamic"
+			}
+		}
+		return "linux/" + arch + " " + linking
+	}
+	f, err := pe.Open(path)
+	if err != nil {
+		t.Fatalf("%s is neither ELF nor PE: %v", path, err)
+	}
+	defer f.Close()
+	arch := map[uint16]string{pe.IMAGE_FILE_MACHINE_AMD64: "amd64", pe.IMAGE_FILE_MACHINE_ARM64: "arm64"}[f.Machine]
+	return "windows/" + arch
+}
+
+// The release builds the node command for each platform asked, static
+// and stamped, writes SHA256SUMS beside the binaries, and pushes them as
+// one artifact that gives back the same files; the build is reproducible,
+// so a second release changes nothing.
+func TestReleaseCLI(t *testing.T) {
+	cases := map[string]struct {
+		platforms []string
+		want      map[string]string // file -> binaryKind
+	}{
+		"every platform": {
+			want: map[string]string{
+				"eraser-linux-amd64":       "linux/amd64 static",
+				"eraser-linux-arm64":       "linux/arm64 static",
+				"eraser-windows-amd64.exe": "windows/amd64",
+			},
+		},
+		"a partial release, as the kubelet tier makes": {
+			platforms: []string{"linux/amd64"},
+			want:      map[string]string{"eraser-linux-amd64": "linux/amd64 static"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			helmConfig := isolate(t)
+			reg := startRegistry(t)
+			images := t.TempDir()
+			writeLayouts(t, images, reg, testVersion, tc.platforms...)
+			o := options(t, reg, images, helmConfig)
+			o.Platforms = tc.platforms
+			out := t.TempDir()
+			o.CLI = &CLI{Source: repoRoot(t), Out: out, Commit: "0123abc", Tags: "grpcnotrace", LDFlags: "-s -w"}
+
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			files := map[string][]byte{}
+			for _, f := range res.CLIFiles {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[filepath.Base(f)] = data
+				if filepath.Base(f) != SumsFile {
+					got[filepath.Base(f)] = binaryKind(t, f)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("built (-want +got):\n%s", diff)
+			}
+			entries, _ := os.ReadDir(out)
+			if len(entries) != len(tc.want)+1 {
+				t.Errorf("%s holds %d files, want the %d binaries and %s", out, len(entries), len(tc.want), SumsFile)
+			}
+
+			var sums []string
+			for _, f := range slices.Sorted(maps.Keys(tc.want)) {
+				sum := sha256.Sum256(files[f])
+				sums = append(sums, hex.EncodeToString(sum[:])+"  "+f)
+			}
+			slices.Sort(sums)
+			gotSums := strings.Split(strings.TrimSpace(string(files[SumsFile])), "\n")
+			slices.Sort(gotSums)
+			if diff := cmp.Diff(sums, gotSums); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", SumsFile, diff)
+			}
+
+			// The binary for this machine runs and says which release it is.
+			if host := CLIFile(runtime.GOOS + "/" + runtime.GOARCH); files[host] != nil {
+				v, err := exec.Command(filepath.Join(out, host), "version").CombinedOutput()
+				if err != nil || !strings.Contains(string(v), "eraser/cli/"+testVersion) || !strings.Contains(string(v), "0123abc") {
+					t.Errorf("%s version: %q, %v; want the release's version and commit", host, v, err)
+				}
+			}
+
+			wantRef := reg + "/" + CLIRepo + ":" + testVersion
+			if res.CLI == nil || res.CLI.Ref != wantRef || res.CLI.Unchanged {
+				t.Fatalf("CLI pushed %+v, want %s newly pushed", res.CLI, wantRef)
+			}
+			if pulled := pullCLI(t, wantRef, res.CLI.Digest); !cmp.Equal(pulled, files) {
+				t.Errorf("the artifact holds %v, want the built files %v", keys(pulled), keys(files))
+			}
+
+			again, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.CLI == nil || !again.CLI.Unchanged || again.CLI.Digest != res.CLI.Digest {
+				t.Errorf("second release of the CLI: %+v, want unchanged %s (a reproducible build)", again.CLI, res.CLI.Digest)
+			}
+		})
+	}
+}
+
+// pullCLI reads the CLI artifact back as a client such as `oras pull`
+// does: each blob saved under its title.
+func pullCLI(t *testing.T, ref, digest string) map[string][]byte {
+	t.Helper()
+	tag, err := name.NewTag(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := img.Digest(); d.String() != digest || m.ArtifactType != cliArtifactType {
+		t.Errorf("artifact %s of type %q, want %s of %s", d, m.ArtifactType, digest, cliArtifactType)
+	}
+	out := map[string][]byte{}
+	for _, l := range m.Layers {
+		title := l.Annotations[annotationTitle]
+		if title == "" || l.MediaType != cliFileType {
+			t.Errorf("blob %s: title %q, type %s", l.Digest, title, l.MediaType)
+		}
+		layer, err := img.LayerByDigest(l.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layer.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[title] = data
+	}
+	return out
+}
+
+func keys(m map[string][]byte) string {
+	var b bytes.Buffer
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s(%d) ", k, len(m[k]))
+	}
+	return b.String()
+}
