@@ -363,7 +363,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(in
 	return func(index int, target nodefilter.Target) (*corev1.Pod, error) {
 		return podspec.Build(podspec.Params{
 			Batch: index / cleanupBatch,
-			Job: job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
+			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
 		})
