@@ -25,7 +25,7 @@ const runNowConfig = `apiVersion: eraser.sh/v1alpha3
 kind: EraserConfig
 manager:
   imageJob:
-    cleanup: {delayOnSuccess: 0s}
+    cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}
   scheduling: {repeatInterval: 24h, beginImmediately: false}
 components:
   collector: {enabled: true}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,21 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 
 	// The config the Deployment mounts, so that the ConfigMap the manager
 	// watches agrees with the file it started with.
-	doc := get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName).Data[manager.ConfigKey]
+	shipped := get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName)
+	// Finished jobs go with their pods here (keepReportFor 0s), so that
+	// the job's own deletion is exercised with the shipped RBAC too.
+	doc := strings.Replace(shipped.Data[manager.ConfigKey], "keepReportFor: 24h", "keepReportFor: 0s", 1)
+	if doc == shipped.Data[manager.ConfigKey] {
+		t.Fatal("the shipped configuration no longer sets keepReportFor")
+	}
+	live := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(shipped), live); err != nil {
+		t.Fatal(err)
+	}
+	live.Data[manager.ConfigKey] = doc
+	if err := env.Client.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(t.TempDir(), manager.ConfigKey)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
