@@ -5,6 +5,7 @@
 package podspec
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
@@ -415,3 +418,12 @@ func resources(comp config.Component) corev1.ResourceRequirements {
 // volumeName makes a DNS label (no dots, 63 characters at most) of an
 // exclusion volume, whatever the ConfigMap is called.
 func volumeName(s string) string { return kname.DNSLabel(s) }
+
+// JobRequest maps a worker pod to its job's reconcile request, by the job
+// label: cheaper per event than resolving the owner reference's kind.
+func JobRequest(_ context.Context, o client.Object) []reconcile.Request {
+	if job := o.GetLabels()[LabelJob]; job != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: job}}}
+	}
+	return nil
+}

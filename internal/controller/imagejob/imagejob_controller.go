@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -86,11 +88,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("imagejob").
 		For(&eraserv1.ImageJob{}).
-		Owns(&corev1.Pod{}).
+		// By the job label, not the owner reference: thousands of pod
+		// events per run, and resolving each owner's kind costs a REST
+		// mapping per event.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podspec.JobRequest)).
 		// The job's ConfigMap is created right after the job: its arrival
 		// starts the job without waiting for a requeue.
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Node{}, handler.TypedFuncs[client.Object, reconcile.Request]{DeleteFunc: r.nodeDeleted}).
+		// A job's cleanup (thousands of pods, a page at a time) must not
+		// hold up the next job's start; one job is never worked on twice
+		// at once (the work queue), and each job's memory has its lock.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
 
@@ -220,13 +229,18 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 // the nodes (pure), plan the next wave (pure), create its pods, and write
 // the status once.
 func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
-	data, nodes, done, err := r.load(ctx, job)
-	if done || err != nil {
-		return reconcile.Result{}, err
-	}
 	st := r.state(job)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// The job's data and node list are immutable: read and parsed once.
+	if st.data == nil {
+		data, nodes, done, err := r.load(ctx, job)
+		if done || err != nil {
+			return reconcile.Result{}, err
+		}
+		st.data, st.nodes = data, nodes
+	}
+	data, nodes := st.data, st.nodes
 	// A pass reads every pod of the job; on thousands of nodes, pod events
 	// would run it back to back. One pass per interval sees them all. After
 	// a failed pass the error's own backoff decides instead: a throttle's
@@ -281,9 +295,14 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	}
 	maps.Copy(st.failures, w.failures)
 	maps.Copy(st.failures, o.newFailures)
+	before := job.Status.DeepCopy()
 	finished := r.compose(job, data.Config, nodes, o.progress, st.failures)
-	if err := r.client.Status().Update(ctx, job); err != nil {
-		return reconcile.Result{}, err
+	// A pass that changed nothing writes nothing: on a long run most passes
+	// only wait for pods.
+	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
+		if err := r.client.Status().Update(ctx, job); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	r.afterUpdate(ctx, job, st, o.timedOut)
 	if finished {
@@ -318,6 +337,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 	w := world{
 		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
 		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
+		finished: make(map[string]outcome, len(st.finished)),
 		failures: st.failures, creating: st.creating, now: now,
 		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
@@ -329,8 +349,20 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		return w, err
 	}
 	for i := range pods.Items {
-		w.pods[pods.Items[i].Spec.NodeName] = &pods.Items[i]
-		delete(st.created, pods.Items[i].Spec.NodeName)
+		pod := &pods.Items[i]
+		node := pod.Spec.NodeName
+		w.pods[node] = pod
+		delete(st.created, node)
+		if ph := pod.Status.Phase; ph == corev1.PodSucceeded || ph == corev1.PodFailed {
+			// A finished pod's outcome depends on the pod alone: judged
+			// (and its termination messages decoded) once per version.
+			m, ok := st.finished[node]
+			if !ok || m.version != pod.ResourceVersion {
+				m = judged{version: pod.ResourceVersion, out: classify(pod, now, w.timeouts, true)}
+				st.finished[node] = m
+			}
+			w.finished[node] = m.out
+		}
 	}
 	var list corev1.NodeList
 	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {

@@ -20,6 +20,9 @@ type world struct {
 	started int
 	// pods are the job's pods by node.
 	pods map[string]*corev1.Pod
+	// finished are the outcomes of the finished pods, judged by gather
+	// once per pod version.
+	finished map[string]outcome
 	// pending are nodes whose pod exists although the cache does not show it
 	// yet (created by this process a moment ago, or confirmed by a read).
 	pending map[string]bool
@@ -91,7 +94,10 @@ func (o *observation) judge(w world, node string) {
 		}
 		return
 	}
-	out := classify(pod, w.now, w.timeouts, w.nodes[node])
+	out, ok := w.finished[node]
+	if !ok {
+		out = classify(pod, w.now, w.timeouts, w.nodes[node])
+	}
 	ended := metrics.OutcomeUnknown
 	switch out.state {
 	case stateSucceeded:

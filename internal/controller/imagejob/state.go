@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/jobdata"
 )
 
 // jobState is what this process remembers of a running job between passes,
@@ -35,6 +36,17 @@ type jobState struct {
 	failureEvents int
 	// erred is whether the last pass failed.
 	erred bool
+	// data and nodes are the job's immutable ConfigMaps, parsed.
+	data  *jobdata.Data
+	nodes jobdata.Nodes
+	// finished memoizes finished pods' outcomes by node.
+	finished map[string]judged
+}
+
+// judged is a finished pod's outcome as of a resource version.
+type judged struct {
+	version string
+	out     outcome
 }
 
 // state returns the job's memory, seeded from its status on first use so
@@ -47,6 +59,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 	st := &jobState{uid: job.UID,
 		created: map[string]time.Time{}, creating: map[string]createFailure{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
+		finished: map[string]judged{},
 	}
 	for _, f := range job.Status.FailedNodes {
 		st.failures[f.Node] = f
