@@ -102,6 +102,10 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.UserAgent = version.UserAgent("manager")
+	// Uncompressed responses: gzipping every watch event and list of
+	// thousands of pods costs the API server more CPU than the bytes cost
+	// the cluster network, and the API server is what a run waits on.
+	restConfig.DisableCompression = true
 
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,

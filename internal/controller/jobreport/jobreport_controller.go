@@ -147,7 +147,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !job.DeletionTimestamp.IsZero() || job.Status.Phase == "" {
+	if !job.DeletionTimestamp.IsZero() || job.Status.Phase == "" || job.Status.Phase == eraserv1.PhaseRunning {
+		// Logs are read once the job has finished: its pods stay until the
+		// report is complete, and reading thousands of logs while pods are
+		// still being created would slow the run the user waits for. The
+		// job's status update to Completed or Failed brings it here.
 		return reconcile.Result{}, nil
 	}
 	if rep := job.Status.Report; rep != nil && rep.Complete {
@@ -180,9 +184,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		st.pendingSet[n.Name] = true
 		st.pendingEntries += len(n.Entries)
 	}
-	finished := job.Status.Phase != eraserv1.PhaseRunning
 	more := len(todo) > len(batch)
-	complete := finished && !more
+	complete := !more
 	if complete {
 		// Nodes that failed without a finished pod (timed out, deleted)
 		// left no log; the status names some of them.
