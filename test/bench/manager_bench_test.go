@@ -23,10 +23,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/paths"
+	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
@@ -57,13 +62,13 @@ func TestManagerBench(t *testing.T) {
 	for _, n := range sizes {
 		rows = append(rows, benchNodes(t, kwok, filepath.Join(dir, "manager"), n))
 	}
-	fmt.Printf("\n%-6s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "FAN-OUT s", "x BARE",
-		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "WR/NODE", "RSS MiB", "CPU ms/n", "CPU SHARES (cores)")
+	fmt.Printf("\n%-6s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "1ST POD s", "FAN-OUT s", "x BARE",
+		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "WR/NODE", "GET/NODE", "RSS MiB", "CPU ms/n", "CPU SHARES (cores)")
 	for _, r := range rows {
-		fmt.Printf("%-6d %9.2f %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f %9.2f %9.2f %8.2f %8.1f %8.2f  apiserver %.2f etcd %.2f kwok %.2f manager %.2f (load %s -> %s)\n",
-			r["nodes"], r["bareSeconds"], r["bareSucceededSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
+		fmt.Printf("%-6d %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f %9.2f %9.2f %8.2f %8.2f %8.1f %8.2f  apiserver %.2f etcd %.2f kwok %.2f manager %.2f (load %s -> %s)\n",
+			r["nodes"], r["bareSeconds"], r["bareSucceededSeconds"], r["firstPodSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
 			r["lastPodSucceededSeconds"], r["completedSeconds"], r["completedRatio"], r["completedAfterLastPodSeconds"], r["cleanupSeconds"],
-			r["writesPerNode"], r["peakRssMiB"], r["managerCpuMsPerNode"],
+			r["writesPerNode"], r["readsPerNode"], r["peakRssMiB"], r["managerCpuMsPerNode"],
 			r["cpuShare_kube_apiserver"], r["cpuShare_etcd"], r["cpuShare_kwok"], r["cpuShare_manager"], r["loadBefore"], r["loadAfter"])
 	}
 	writeResults(t, "manager", "runs", rows)
@@ -117,16 +122,27 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bareWatch, err := cs.CoreV1().Pods("bare").Watch(ctx, metav1.ListOptions{})
+	// The bare client creates the very pods the manager would (same spec,
+	// mounts and security context, built by podspec.Build), so that the
+	// ratios measure the manager, not the size of its pods.
+	podCfg, _, err := config.Parse([]byte("apiVersion: eraser.sh/v1alpha3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	barePod := func(i int) *corev1.Pod {
+		node := fmt.Sprintf("node-%05d", i)
+		pod, err := podspec.Build(podspec.Params{Job: "bare", JobUID: "bare-uid", Kind: podspec.KindManual, Node: node, OS: paths.Linux,
+			Namespace: "bare", Config: podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.OwnerReferences = nil
+		return pod
+	}
+	bareWatch := watchPods(t, cs, "bare")
 	start := time.Now()
 	parallel(16, n, func(i int) {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "bare", Name: fmt.Sprintf("bare-%05d", i)},
-			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%05d", i), RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "c", Image: "example.com/remover:1"}}}}
-		if err := c.Create(ctx, pod); err != nil {
+		if err := c.Create(ctx, barePod(i)); err != nil {
 			t.Error(err)
 		}
 	})
@@ -163,6 +179,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	defer func() { _ = mgr.Process.Kill(); _ = mgr.Wait() }()
 	time.Sleep(3 * time.Second) // caches synced
 	writesBefore := managerWrites(t, metricsAddr)
+	readsBefore := managerRequests(t, metricsAddr, `method="GET"`)
 	cpuBefore := processCPU(mgr.Process.Pid)
 	sharesBefore := childCPU()
 	loadBefore := loadAvg()
@@ -171,17 +188,14 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	// load the API server the manager is being measured against.
 	var fanout time.Duration
 	var created atomic.Int64
-	w, err := cs.CoreV1().Pods("eraser-system").Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watchPods(t, cs, "eraser-system")
 	profile := startProfile(t, pprofAddr, n)
 	start = time.Now()
 	if err := c.Create(ctx, builder.MakeImageList("bench").Images("*").Obj()); err != nil {
 		t.Fatal(err)
 	}
 	timeout := time.After(10 * time.Minute)
-	var lastSucceeded time.Duration
+	var lastSucceeded, firstPod time.Duration
 	succeeded := 0
 	for fanout == 0 || succeeded < n {
 		select {
@@ -190,8 +204,13 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 				t.Fatal("the pod watch ended")
 			}
 			pod, _ := ev.Object.(*corev1.Pod)
-			if ev.Type == watch.Added && created.Add(1) == int64(n) {
-				fanout = time.Since(start)
+			if ev.Type == watch.Added {
+				switch created.Add(1) {
+				case 1:
+					firstPod = time.Since(start)
+				case int64(n):
+					fanout = time.Since(start)
+				}
 			}
 			if pod != nil && ev.Type == watch.Modified && pod.Status.Phase == corev1.PodSucceeded && succeeded < n {
 				succeeded++
@@ -232,6 +251,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	cleanup := time.Since(start) - completed
 	time.Sleep(2 * time.Second) // the job itself is deleted after its pods
 	writes := managerWrites(t, metricsAddr) - writesBefore
+	reads := managerRequests(t, metricsAddr, `method="GET"`) - readsBefore
 	cpu := processCPU(mgr.Process.Pid) - cpuBefore
 	shares := childCPU()
 	rss := peakRSS(mgr.Process.Pid)
@@ -246,7 +266,8 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		"completedSeconds":        completed.Seconds(), "completedRatio": completed.Seconds() / bareSucceeded.Seconds(),
 		"completedAfterLastPodSeconds": (completed - lastSucceeded).Seconds(),
 		"cleanupSeconds":               cleanup.Seconds(),
-		"writesPerNode":                float64(writes) / float64(n), "peakRssMiB": rss,
+		"writesPerNode":                float64(writes) / float64(n), "readsPerNode": float64(reads) / float64(n), "peakRssMiB": rss,
+		"firstPodSeconds":     firstPod.Seconds(),
 		"managerCpuMsPerNode": cpu * 1000 / float64(n),
 		"loadBefore":          loadBefore, "loadAfter": loadAvg(),
 	}
@@ -255,6 +276,24 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	}
 	row["cpuShare_manager"] = cpu / run
 	return row
+}
+
+// watchPods watches a namespace's pods from now on, resuming where it was
+// when the API server ends the watch (it does, under this load).
+func watchPods(t *testing.T, cs kubernetes.Interface, ns string) watch.Interface {
+	list, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cs.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // waitSucceeded counts pods reported Succeeded on the watch and returns the
@@ -400,6 +439,11 @@ func freeAddr(t *testing.T) string {
 // managerWrites sums the manager's own write requests (client-go's
 // rest_client_requests_total by method) from its metrics endpoint.
 func managerWrites(t *testing.T, addr string) int {
+	return managerRequests(t, addr, `method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`)
+}
+
+// managerRequests sums the manager's requests of the given methods.
+func managerRequests(t *testing.T, addr string, methods ...string) int {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +457,7 @@ func managerWrites(t *testing.T, addr string) int {
 		if !strings.HasPrefix(line, "rest_client_requests_total{") {
 			continue
 		}
-		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+		for _, m := range methods {
 			if strings.Contains(line, m) {
 				f := strings.Fields(line)
 				v, _ := strconv.ParseFloat(f[len(f)-1], 64)

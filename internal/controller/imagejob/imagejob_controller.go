@@ -539,8 +539,10 @@ func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
 }
 
 // createWorkers bounds the pod creations in flight: enough to fan out
-// thousands of nodes in seconds without flooding the API server.
-const createWorkers = 32
+// thousands of nodes in seconds without flooding the API server. The API
+// server is the bottleneck (make bench-manager): 32 in flight made fan-out
+// slower on 2 cores than 16, by contention.
+const createWorkers = 16
 
 // createPods builds and creates the pods of the targets at the indexes in
 // parallel (built one at a time, so a 5,000-node wave is never in memory at

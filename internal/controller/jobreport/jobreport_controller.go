@@ -179,6 +179,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	todo := Todo(pods.Items, st.written, st.pendingSet)
 	batch := todo[:min(len(todo), fetchBatch)]
+	if st.failStreak >= maxFailStreak {
+		// Probing: one read whatever the batch, so take every node.
+		batch = todo
+	}
 	for _, n := range r.fetch(ctx, batch, st) {
 		st.pending = append(st.pending, n)
 		st.pendingSet[n.Name] = true
