@@ -54,8 +54,10 @@ type ImageJobStatus struct {
 	// +optional
 	Phase JobPhase `json:"phase,omitempty"`
 
-	// DeleteAfter is when the finished job, its pods and its ConfigMap are
-	// removed (manager.imageJob.cleanup.delayOnSuccess / delayOnFailure).
+	// DeleteAfter is when the finished job's pods and ConfigMaps are removed
+	// (manager.imageJob.cleanup.delayOnSuccess / delayOnFailure), once its
+	// report has been read from them; the job itself goes then too, or at
+	// report.deleteAfter when that is later (keepReportFor).
 	// +optional
 	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
 

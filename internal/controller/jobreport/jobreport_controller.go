@@ -282,9 +282,11 @@ func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod, st *jobState
 		if out[0].Unavailable != "" {
 			st.failStreak++
 			st.lastErr = out[0].Unavailable
+			// One message for every node of the batch.
+			msg := truncate(fmt.Sprintf("not read: %d log reads failed in a row, the last: %s", st.failStreak, st.lastErr))
 			for i := 1; i < len(pods); i++ {
 				out[i] = NodeOf(pods[i])
-				out[i].Unavailable = truncate(fmt.Sprintf("not read: %d log reads failed in a row, the last: %s", st.failStreak, st.lastErr))
+				out[i].Unavailable = msg
 			}
 			return out
 		}
@@ -359,7 +361,7 @@ func (r *Reconciler) read(ctx context.Context, pod *corev1.Pod, container string
 // NodeOf is a finished pod's node with the totals its workers left in
 // their termination messages, and its failure if it failed.
 func NodeOf(pod *corev1.Pod) nodereport.Node {
-	n := nodereport.Node{Name: pod.Spec.NodeName, Counts: map[string]int{}}
+	n := nodereport.Node{Name: pod.Spec.NodeName}
 	for _, cs := range pod.Status.ContainerStatuses {
 		term := cs.State.Terminated
 		if term == nil {
@@ -380,9 +382,13 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			n.Message += ": " + truncate(s.Error)
 		}
 		for k, v := range s.Counts {
-			if k != "candidates" {
-				n.Counts[k] += v
+			if k == "candidates" {
+				continue
 			}
+			if n.Counts == nil {
+				n.Counts = map[string]int{}
+			}
+			n.Counts[k] += v
 		}
 		if cs.Name == podspec.RemoverContainer {
 			n.BytesFreed, n.DryRun = s.BytesFreed, s.DryRun
