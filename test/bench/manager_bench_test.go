@@ -38,7 +38,7 @@ import (
 // TestManagerBench measures fan-out and completion on simulated nodes
 // (KWOK) against a real API server, and a bare client as the limit:
 //
-//	make bench-manager   (BENCH_NODES=1000,5000 by default)
+//	make bench-manager   (BENCH_NODES=1000,5000,10000 by default)
 func TestManagerBench(t *testing.T) {
 	kwokOut, err := exec.Command("../../hack/build-kwok.sh").Output()
 	if err != nil {
@@ -50,7 +50,7 @@ func TestManagerBench(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	sizes := []int{1000, 5000}
+	sizes := []int{1000, 5000, 10000}
 	if s := os.Getenv("BENCH_NODES"); s != "" {
 		sizes = nil
 		for _, f := range strings.Split(s, ",") {
