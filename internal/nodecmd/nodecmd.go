@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/bytesize"
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/exclusion"
 	"github.com/eraser-oss/eraser/internal/imageref"
@@ -190,7 +191,7 @@ func list(ctx context.Context, client *cri.Client, policy protect.Policy, asJSON
 		if v.Reason != protect.Removable {
 			verdict, why = "keep: "+string(v.Reason), v.Detail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortID(img.ID), names(img), humanBytes(img.Size), verdict, why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortID(img.ID), names(img), bytesize.Format(img.Size), verdict, why)
 	}
 	return tw.Flush()
 }
@@ -342,7 +343,7 @@ func printPrune(out io.Writer, results []remover.Result, s report.Summary, took 
 		if pol == "" {
 			pol = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(r.Target), strings.Join(r.Names, ","), r.Outcome, pol, humanBytes(r.Bytes), detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(r.Target), strings.Join(r.Names, ","), r.Outcome, pol, bytesize.Format(r.Bytes), detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -357,15 +358,15 @@ func printPrune(out io.Writer, results []remover.Result, s report.Summary, took 
 			parts = append(parts, fmt.Sprintf("%d %s", n, o))
 		}
 	}
-	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, humanBytes(s.BytesFreed), took.Round(time.Millisecond))
+	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, bytesize.Format(s.BytesFreed), took.Round(time.Millisecond))
 	for _, p := range retention.Policies {
 		if t, ok := s.RemovedBy[string(p)]; ok {
-			fmt.Fprintf(out, "  %s: %d images, %s\n", p, t.Images, humanBytes(t.Bytes))
+			fmt.Fprintf(out, "  %s: %d images, %s\n", p, t.Images, bytesize.Format(t.Bytes))
 		}
 	}
 	if fs := s.ImageFs; fs != nil && fs.CapacityBytes > 0 {
 		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
-			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), humanBytes(fs.CapacityBytes))
+			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), bytesize.Format(fs.CapacityBytes))
 	}
 	return nil
 }
@@ -389,17 +390,4 @@ func shortID(s string) string {
 		return "sha256:" + h[:12]
 	}
 	return s
-}
-
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

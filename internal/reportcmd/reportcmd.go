@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/bytesize"
 	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/scheme"
@@ -262,7 +263,7 @@ func Print(w io.Writer, out Output) {
 		for _, e := range n.Entries {
 			size := ""
 			if e.Bytes > 0 {
-				size = bytesText(e.Bytes)
+				size = bytesize.Format(e.Bytes)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, e.Outcome, e.Image, e.Policy, size, oneLine(e.Detail))
 		}
@@ -287,16 +288,3 @@ func counts(m map[string]int) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
-func bytesText(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%dB", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(b)/float64(div), "KMGTPE"[exp])
-}

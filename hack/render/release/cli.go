@@ -195,19 +195,6 @@ func pushImage(tag name.Tag, img v1.Image, overwrite bool, ropts []remote.Option
 	if err != nil {
 		return Pushed{}, err
 	}
-	p := Pushed{Ref: tag.String(), Digest: dig.String()}
-	desc, err := remote.Head(tag, ropts...)
-	switch {
-	case err == nil && desc.Digest == dig:
-		p.Unchanged = true
-		return p, nil
-	case err == nil && !overwrite:
-		return p, fmt.Errorf("%s already holds %s, not this build's %s: a published version does not change (build the same commit with the same toolchain, bump VERSION, or -overwrite)", tag, desc.Digest, dig)
-	case err != nil && !isNotFound(err):
-		return p, fmt.Errorf("looking up %s: %w", tag, err)
-	}
-	if err := remote.Write(tag, img, ropts...); err != nil {
-		return p, fmt.Errorf("pushing %s: %w", tag, err)
-	}
-	return p, nil
+	return pushOnce(tag, dig, overwrite, "build the same commit with the same toolchain",
+		func() error { return remote.Write(tag, img, ropts...) }, ropts)
 }

@@ -388,6 +388,14 @@ func pushIndex(tag name.Tag, idx v1.ImageIndex, overwrite bool, ropts []remote.O
 	if err != nil {
 		return Pushed{}, err
 	}
+	return pushOnce(tag, dig, overwrite, "build the same commit with the same SOURCE_DATE_EPOCH and toolchain",
+		func() error { return remote.WriteIndex(tag, idx, ropts...) }, ropts)
+}
+
+// pushOnce writes what has digest dig to tag (write) unless the tag already
+// holds it; a tag holding something else is refused unless overwrite: a
+// published version does not change. same says how to rebuild identically.
+func pushOnce(tag name.Tag, dig v1.Hash, overwrite bool, same string, write func() error, ropts []remote.Option) (Pushed, error) {
 	p := Pushed{Ref: tag.String(), Digest: dig.String()}
 	desc, err := remote.Head(tag, ropts...)
 	switch {
@@ -395,11 +403,11 @@ func pushIndex(tag name.Tag, idx v1.ImageIndex, overwrite bool, ropts []remote.O
 		p.Unchanged = true
 		return p, nil
 	case err == nil && !overwrite:
-		return p, fmt.Errorf("%s already holds %s, not this build's %s: a published version does not change (build the same commit with the same SOURCE_DATE_EPOCH and toolchain, bump VERSION, or -overwrite)", tag, desc.Digest, dig)
+		return p, fmt.Errorf("%s already holds %s, not this build's %s: a published version does not change (%s, bump VERSION, or -overwrite)", tag, desc.Digest, dig, same)
 	case err != nil && !isNotFound(err):
 		return p, fmt.Errorf("looking up %s: %w", tag, err)
 	}
-	if err := remote.WriteIndex(tag, idx, ropts...); err != nil {
+	if err := write(); err != nil {
 		return p, fmt.Errorf("pushing %s: %w", tag, err)
 	}
 	return p, nil
