@@ -67,8 +67,9 @@ progress "kube-apiserver, controller manager, scheduler, kubelet, etcd (first ru
 assets=$(cat "$work/assets")
 make --no-print-directory images IMAGES="manager collector remover" PLATFORMS=linux/amd64 >"$work/images.log" 2>&1 &
 progress "Eraser's images: manager, collector, remover (make images)" $! || { cat "$work/images.log"; exit 1; }
-(go build -o "$work/kubecluster" ./hack/kubecluster && CGO_ENABLED=0 go build -o "$work/eraser" ./cmd/eraser) >"$work/go.log" 2>&1 &
-progress "hack/kubecluster and the eraser CLI" $! || { cat "$work/go.log"; exit 1; }
+(go build -o "$work/kubecluster" ./hack/kubecluster && CGO_ENABLED=0 go build -o "$work/eraser" ./cmd/eraser &&
+  mkdir -p "$work/plugins" && go build -o "$work/plugins/kubectl-eraser" ./cmd/kubectl-eraser) >"$work/go.log" 2>&1 &
+progress "hack/kubecluster, the eraser CLI and the kubectl eraser plugin" $! || { cat "$work/go.log"; exit 1; }
 kubectl() { "$assets/kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
 
 nodes=2
@@ -164,6 +165,14 @@ echo "   results: $(kubectl get imagelist imagelist -o jsonpath='{.status.result
 
 step "node-1's images after: old-app:1.0 is gone; web:2.4 stays, a container uses it; old-app:1.1 was not listed"
 "$work/eraser" node list --runtime-endpoint "$node1" | indent
+
+step "The run's per-node report, kept after its pods are gone (kubectl eraser report)"
+for _ in $(seq 60); do
+  [ "$(kubectl get imagejob -o jsonpath='{.items[0].status.report.complete}')" = true ] && break
+  sleep 1
+done
+# kubectl takes no flags before a plugin's name: the kubeconfig goes by KUBECONFIG.
+PATH="$work/plugins:$PATH" KUBECONFIG="$state/admin.kubeconfig" "$assets/kubectl" eraser report imagelist/imagelist | indent
 
 step "A bad ImageList is refused by the API server, naming the field"
 kubectl apply -f - <<'YAML' 2>&1 | indent || true
