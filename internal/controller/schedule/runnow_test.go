@@ -114,11 +114,7 @@ func TestRunNow(t *testing.T) {
 	// It counts as a run: the next is an interval after it ended.
 	clk.Step(time.Hour)
 	job := jobs[0]
-	end := metav1.NewTime(clk.Now())
-	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
-	if err := env.Client.Status().Update(ctx, &job); err != nil {
-		t.Fatal(err)
-	}
+	endRun(t, ctx, &job, clk.Now())
 	if wait := reconcileOnce(); wait != 24*time.Hour {
 		t.Errorf("next run in %v after a run-now run ended, want 24h", wait)
 	}

@@ -82,11 +82,7 @@ func TestScheduledRuns(t *testing.T) {
 	// The run ends an hour later and is cleaned up.
 	clk.Step(time.Hour)
 	job := jobs[0]
-	end := metav1.NewTime(clk.Now())
-	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
-	if err := env.Client.Status().Update(ctx, &job); err != nil {
-		t.Fatal(err)
-	}
+	endRun(t, ctx, &job, clk.Now())
 	if wait := reconcileOnce(); wait != 6*time.Hour {
 		t.Errorf("next run in %v, want 6h after the end", wait)
 	}
@@ -122,11 +118,7 @@ func TestScheduledRuns(t *testing.T) {
 
 	// manager.scheduling.dryRun: the next run's workers remove nothing.
 	job = scheduledJobs(t, ctx)[0]
-	end = metav1.NewTime(clk.Now())
-	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
-	if err := env.Client.Status().Update(ctx, &job); err != nil {
-		t.Fatal(err)
-	}
+	endRun(t, ctx, &job, clk.Now())
 	reconcileOnce()
 	if err := env.Client.Delete(ctx, &job); err != nil {
 		t.Fatal(err)
@@ -142,5 +134,16 @@ func TestScheduledRuns(t *testing.T) {
 	data, err = jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
 	if err != nil || !data.DryRun || jobs[0].Annotations[eraserv1.AnnotationDryRun] != "true" {
 		t.Errorf("dry-run job: data %+v, annotations %v, %v", data, jobs[0].Annotations, err)
+	}
+}
+
+// endRun marks a scheduled job Completed at the given time, as the ImageJob
+// controller would.
+func endRun(t *testing.T, ctx context.Context, job *eraserv1.ImageJob, at time.Time) {
+	t.Helper()
+	end := metav1.NewTime(at)
+	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
 	}
 }
