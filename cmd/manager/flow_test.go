@@ -165,7 +165,7 @@ func TestImageListFlow(t *testing.T) {
 	if rep := job.Status.Report; rep.Nodes != 2 || len(rep.ConfigMaps) != 1 || rep.Namespace != flowNS {
 		t.Errorf("status.report %+v", rep)
 	}
-	shards, err := nodereport.Shards(ctx, env.Client, flowNS, job.Name)
+	shards, err := nodereport.Shards(ctx, env.Client, flowNS, &job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,20 +61,31 @@ func ConfigMap(job *eraserv1.ImageJob, namespace string, i int, s Shard) *corev1
 }
 
 // Shards lists a job's shards, in order, from whichever reader is given
-// (the manager's cache, or the API server for kubectl eraser).
-func Shards(ctx context.Context, c client.Reader, namespace, job string) ([]corev1.ConfigMap, error) {
+// (the API server: the manager's cache leaves shards out). Only shards
+// owned by this job count: a shortened label value may be another job's,
+// and an earlier job of the same name may have left shards behind.
+func Shards(ctx context.Context, c client.Reader, namespace string, job *eraserv1.ImageJob) ([]corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelReport: kname.LabelValue(job)}); err != nil {
-		return nil, fmt.Errorf("listing the report of job %s: %w", job, err)
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelReport: kname.LabelValue(job.Name)}); err != nil {
+		return nil, fmt.Errorf("listing the report of job %s: %w", job.Name, err)
 	}
 	out := list.Items[:0]
 	for _, cm := range list.Items {
-		if cm.Data[KeyJob] == job {
+		if cm.Data[KeyJob] == job.Name && ownedBy(&cm, job) {
 			out = append(out, cm)
 		}
 	}
 	slices.SortFunc(out, func(a, b corev1.ConfigMap) int { return shardIndex(a.Name) - shardIndex(b.Name) })
 	return out, nil
+}
+
+func ownedBy(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
+	for _, ref := range cm.OwnerReferences {
+		if ref.UID == job.UID {
+			return true
+		}
+	}
+	return false
 }
 
 func shardIndex(name string) int {

@@ -146,7 +146,7 @@ func Load(ctx context.Context, c client.Reader, target, node string) (Output, er
 		return out, fmt.Errorf("ImageJob %s has no report yet (status.report is empty; phase %q)", job.Name, job.Status.Phase)
 	}
 	out.Complete, out.OmittedNodes = rep.Complete, rep.OmittedNodes
-	shards, err := nodereport.Shards(ctx, c, rep.Namespace, job.Name)
+	shards, err := nodereport.Shards(ctx, c, rep.Namespace, job)
 	if err != nil {
 		return out, err
 	}

@@ -34,8 +34,6 @@ type Env struct {
 	env    *envtest.Environment
 	// KubeconfigPath is an admin kubeconfig for processes the tests start.
 	KubeconfigPath string
-	// Assets is the control plane's directory, kubectl included.
-	Assets string
 	// certDir is the kube-apiserver's certificate directory when testenv
 	// owns it (WithRestartableAPIServer), removed by Stop.
 	certDir string
@@ -207,7 +205,7 @@ func start(opts ...Option) (*Env, error) {
 		}
 		return nil, fmt.Errorf("starting control plane from %s: %w", dir, err)
 	}
-	e := &Env{Config: cfg, env: te, certDir: certDir, Assets: dir}
+	e := &Env{Config: cfg, env: te, certDir: certDir}
 	scheme, err := erasescheme.New()
 	if err == nil {
 		err = apiextensionsv1.AddToScheme(scheme)

@@ -778,28 +778,16 @@ const reportWait = 10 * time.Minute
 // test servers) without one, nor before the job is gone.
 func (r *Reconciler) deleteReport(ctx context.Context, job *eraserv1.ImageJob) error {
 	// Shards are not in the cache (cacheopts).
-	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job.Name)
+	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job)
 	if err != nil {
 		return err
 	}
 	for i := range shards {
-		if !ownedBy(&shards[i], job) {
-			continue
-		}
 		if err := r.client.Delete(ctx, &shards[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting report shard %s: %w", shards[i].Name, err)
 		}
 	}
 	return nil
-}
-
-func ownedBy(o metav1.Object, job *eraserv1.ImageJob) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == job.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // progress tallies a job's nodes.

@@ -229,14 +229,11 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 // load reads the shards written before (by this process or an earlier
 // leader) from the API server: the cache may lag behind a write.
 func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob, st *jobState) error {
-	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job.Name)
+	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job)
 	if err != nil {
 		return err
 	}
 	for _, cm := range shards {
-		if !owned(&cm, job) {
-			continue
-		}
 		for _, n := range nodereport.ParseNodeList(cm.Data[nodereport.KeyNodes]) {
 			st.written[n] = true
 		}
@@ -245,15 +242,6 @@ func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob, st *jobSt
 	}
 	st.loaded = true
 	return nil
-}
-
-func owned(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
-	for _, o := range cm.OwnerReferences {
-		if o.UID == job.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // Todo lists the pods that finished and are not in the report yet, by

@@ -181,10 +181,7 @@ func TestReportFromLogs(t *testing.T) {
 // kubectlEraser runs the plugin through the real kubectl, as an operator
 // would: kubectl finds kubectl-eraser on the PATH.
 func kubectlEraser(t *testing.T, job string) {
-	kubectl := filepath.Join(env.Assets, "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		t.Fatalf("the test control plane has no kubectl (%v); hack/build-control-plane.sh builds it", err)
-	}
+	kubectl := testenv.Kubectl(t)
 	plugin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +291,7 @@ func TestReportBoundAt5000Nodes(t *testing.T) {
 	if index > eraserv1.MaxReportConfigMaps {
 		t.Errorf("%d shards, over the cap of %d", index, eraserv1.MaxReportConfigMaps)
 	}
-	shards, err := nodereport.Shards(ctx, env.Client, ns, job.Name)
+	shards, err := nodereport.Shards(ctx, env.Client, ns, job)
 	if err != nil {
 		t.Fatal(err)
 	}

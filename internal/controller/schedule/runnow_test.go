@@ -41,14 +41,7 @@ func TestRunNow(t *testing.T) {
 	s := store(t, on)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	r := NewReconciler(env.Client, env.Recorder(t), clk, s, ns, "")
-	reconcileOnce := func() time.Duration {
-		t.Helper()
-		res, err := r.Reconcile(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.RequeueAfter
-	}
+	reconcileOnce := reconciler(t, ctx, r)
 	stateKey := client.ObjectKey{Namespace: ns, Name: StateName}
 	request := func() {
 		t.Helper()

@@ -56,14 +56,7 @@ func TestScheduledRuns(t *testing.T) {
 	s := store(t, on)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, s, ns, "")
-	reconcileOnce := func() time.Duration {
-		t.Helper()
-		res, err := r.Reconcile(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.RequeueAfter
-	}
+	reconcileOnce := reconciler(t, ctx, r)
 
 	reconcileOnce()
 	jobs := scheduledJobs(t, ctx)
@@ -145,5 +138,18 @@ func endRun(t *testing.T, ctx context.Context, job *eraserv1.ImageJob, at time.T
 	job.Status = eraserv1.ImageJobStatus{Phase: eraserv1.PhaseCompleted, CompletionTime: &end}
 	if err := env.Client.Status().Update(ctx, job); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// reconciler returns a function running one pass of r and returning its
+// requeue delay; an error fails the test.
+func reconciler(t *testing.T, ctx context.Context, r *Reconciler) func() time.Duration {
+	return func() time.Duration {
+		t.Helper()
+		res, err := r.Reconcile(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.RequeueAfter
 	}
 }

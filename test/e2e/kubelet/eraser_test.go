@@ -810,7 +810,7 @@ func reportOutlivesThePods(t *testing.T) {
 		rep := job.Status.Report
 		return rep != nil && rep.Complete && len(pods.Items) == 0, fmt.Sprintf("report %+v, %d pods", rep, len(pods.Items))
 	})
-	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job.Name)
+	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		t.Fatal(err)
 	}
