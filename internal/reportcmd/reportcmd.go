@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -214,7 +215,7 @@ func listJob(ctx context.Context, c client.Reader, name string) (*eraserv1.Image
 	var newest *eraserv1.ImageJob
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if !ownedBy(j, list) {
+		if !metav1.IsControlledBy(j, list) {
 			continue
 		}
 		if newest == nil || j.CreationTimestamp.After(newest.CreationTimestamp.Time) {
@@ -225,15 +226,6 @@ func listJob(ctx context.Context, c client.Reader, name string) (*eraserv1.Image
 		return nil, fmt.Errorf("ImageList %s has no job kept (its report goes with the job, manager.imageJob.cleanup.keepReportFor after the run)", name)
 	}
 	return newest, nil
-}
-
-func ownedBy(j *eraserv1.ImageJob, list *eraserv1.ImageList) bool {
-	for _, ref := range j.OwnerReferences {
-		if ref.UID == list.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // Print writes the report as a table, a line per image, and a line per node
