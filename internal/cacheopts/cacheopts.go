@@ -19,8 +19,10 @@ import (
 // and keeps of nodes and pods only what the controllers read: at 5,000
 // nodes full objects would cost more memory than the whole manager is
 // allowed. Cached objects are never written back, so trimming them is safe.
-func Options(namespace string) cache.Options {
+// The Stores read the cache's pods and nodes in place, once it has started.
+func Options(namespace string) (cache.Options, *Stores) {
 	own := cache.Config{}
+	stores := &Stores{}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: own}, Transform: TrimPod},
@@ -31,7 +33,8 @@ func Options(namespace string) cache.Options {
 		},
 		// Managed fields are never read and are a large share of each object.
 		DefaultTransform: cache.TransformStripManagedFields(),
-	}
+		NewInformer:      stores.newInformer,
+	}, stores
 }
 
 // notReport selects every ConfigMap but a report shard.

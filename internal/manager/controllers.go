@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/controller/configmap"
 	"github.com/eraser-oss/eraser/internal/controller/imagejob"
@@ -18,7 +19,8 @@ import (
 )
 
 // setupControllers registers every controller with its dependencies.
-func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) error {
+// The stores are those of the manager's cache.
+func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, store *configstore.Store) error {
 	clk := clock.RealClock{}
 	cfg, _, _ := store.Get()
 	// The OTLP endpoint is read once: exporters are not swapped at run time.
@@ -36,7 +38,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, store *configstore.Store) 
 				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
-			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, clk, rec,
+			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel)}).SetupWithManager(mgr)
 		}},
 		{"jobreport", func() error {

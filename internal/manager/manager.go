@@ -107,6 +107,7 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	// the cluster network, and the API server is what a run waits on.
 	restConfig.DisableCompression = true
 
+	cacheOpts, stores := cacheopts.Options(opts.Namespace)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -121,12 +122,12 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		// Hand the lease over at once on a clean shutdown, so a rolling update
 		// does not leave jobs unattended for a whole lease duration.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheopts.Options(opts.Namespace),
+		Cache:                         cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := setupControllers(mgr, opts, store); err != nil {
+	if err := setupControllers(mgr, stores, opts, store); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

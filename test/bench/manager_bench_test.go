@@ -318,8 +318,9 @@ func waitSucceeded(t *testing.T, w watch.Interface, n int, start time.Time) time
 	return time.Since(start)
 }
 
-// startProfile takes a CPU profile of the manager over the run (and a heap
-// profile at its end) when BENCH_PPROF names a directory.
+// startProfile takes a CPU profile of the manager over about the run's
+// length (20 ms a node: a profile cannot be ended early) and an allocation
+// profile at its end, when BENCH_PPROF names a directory.
 func startProfile(t *testing.T, addr string, n int) func() {
 	dir := os.Getenv("BENCH_PPROF")
 	if addr == "" || dir == "" {
@@ -329,7 +330,7 @@ func startProfile(t *testing.T, addr string, n int) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		fetch(t, "http://"+addr+"/debug/pprof/profile?seconds=25", filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)))
+		fetch(t, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(25, n/50)), filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)))
 	}()
 	return func() {
 		<-done

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/metrics"
@@ -53,10 +54,13 @@ type Options struct {
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  record.EventRecorder
-	clock     clock.Clock
-	metrics   *metrics.Recorder
-	opts      Options
+	// cached reads the job's pods and the nodes in place (a pass visits
+	// every one of them; a List would copy them all).
+	cached   *cacheopts.Stores
+	recorder record.EventRecorder
+	clock    clock.Clock
+	metrics  *metrics.Recorder
+	opts     Options
 	// jobs is this process's memory of each running job (jobState).
 	jobs sync.Map
 }
@@ -78,8 +82,9 @@ func (r *Reconciler) throttle(st *jobState) time.Duration {
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler with its dependencies.
-func NewReconciler(c client.Client, apiReader client.Reader, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, recorder: recorder, clock: clk, metrics: m, opts: opts}
+// The Stores must be those of the cache the client reads through.
+func NewReconciler(c client.Client, apiReader client.Reader, cached *cacheopts.Stores, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts}
 }
 
 // SetupWithManager watches jobs, their pods, and node deletions (a deleted
@@ -342,14 +347,15 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
 	}
-	var pods corev1.PodList
-	// Read-only use: no copies of thousands of cached pods per pass.
-	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return w, err
+	// Read in place: the cache's own pods, never modified here.
+	pods, err := r.cached.JobPods(job.Name)
+	if err != nil {
+		return w, fmt.Errorf("reading job %s's pods from the cache: %w", job.Name, err)
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for _, pod := range pods {
+		if pod.Namespace != r.opts.Namespace {
+			continue
+		}
 		node := pod.Spec.NodeName
 		w.pods[node] = pod
 		delete(st.created, node)
@@ -364,19 +370,17 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			w.finished[node] = m.out
 		}
 	}
-	// Whether a node still exists matters only for the nodes not finished:
-	// looked up one by one in the cache rather than listing every node
-	// each pass (on 10,000 nodes a list copies megabytes per pass).
+	// Whether a node still exists matters only for the nodes not finished.
 	for _, target := range w.targets {
 		if _, done := w.finished[target.Name]; done {
 			continue
 		}
-		err := r.client.Get(ctx, client.ObjectKey{Name: target.Name}, &corev1.Node{})
-		switch {
-		case err == nil:
+		ok, err := r.cached.NodeExists(target.Name)
+		if err != nil {
+			return w, fmt.Errorf("reading node %s from the cache: %w", target.Name, err)
+		}
+		if ok {
 			w.nodes[target.Name] = true
-		case !apierrors.IsNotFound(err):
-			return w, err
 		}
 	}
 	for node := range st.created {

@@ -51,6 +51,7 @@ type fixture struct {
 	// builds its own (cacheopts.Options), trimming included.
 	cached client.Client
 	cache  cache.Cache
+	stores *cacheopts.Stores
 }
 
 var nsCount int
@@ -87,7 +88,7 @@ func newFixture(t *testing.T) *fixture {
 // API server, as the manager's client does.
 func (f *fixture) startCache() {
 	f.t.Helper()
-	opts := cacheopts.Options(f.ns)
+	opts, stores := cacheopts.Options(f.ns)
 	opts.Scheme = env.Client.Scheme()
 	c, err := cache.New(env.Config, opts)
 	if err != nil {
@@ -103,13 +104,13 @@ func (f *fixture) startCache() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.cache, f.cached = c, cl
+	f.cache, f.cached, f.stores = c, cl, stores
 }
 
 // newReconciler is a fresh reconciler, as after a manager restart: it reads
 // through the cache and confirms with the API server, as in the manager.
 func (f *fixture) newReconciler() *Reconciler {
-	return NewReconciler(f.cached, env.Client, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
+	return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
 }
 
 // settle waits until the cache has every change the test made to the
