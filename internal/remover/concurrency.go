@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 
-	"github.com/eraser-oss/eraser/internal/worker"
+	"github.com/eraser-oss/eraser/internal/memlimit"
 )
 
 // Memory figures behind the automatic concurrency, measured with the
@@ -26,7 +26,7 @@ const (
 // thousands) take more of a small limit than the removals in flight.
 // Without a limit it is DefaultConcurrency.
 func AutoConcurrency() int {
-	limit := worker.MemoryLimit()
+	limit := memlimit.Limit()
 	if limit <= 0 {
 		return DefaultConcurrency
 	}

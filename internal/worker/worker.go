@@ -22,6 +22,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/memlimit"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/report"
 )
@@ -153,7 +154,7 @@ type Command interface {
 // Main parses the flags, runs the command until SIGTERM or an interrupt and
 // exits with its code.
 func Main(cmd Command) {
-	limitHeap()
+	memlimit.Apply()
 	cmd.Bind(flag.CommandLine)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

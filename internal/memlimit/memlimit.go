@@ -1,4 +1,7 @@
-package worker
+// Package memlimit tells the Go runtime the memory limit of the container it
+// runs in, so that the collector works harder as the limit nears instead of
+// letting the heap double past it and the kernel kill the process.
+package memlimit
 
 import (
 	"os"
@@ -9,11 +12,11 @@ import (
 	"strings"
 )
 
-// MemoryLimit is the memory limit of this process's cgroup (v2 or v1), or
+// Limit is the memory limit of this process's cgroup (v2 or v1), or
 // 0 when there is none. The cgroup is looked up by /proc/self/cgroup first
 // (a process placed in a cgroup on a host), then at the root of the
 // cgroup mount, which is the container's own cgroup inside a container.
-func MemoryLimit() int64 {
+func Limit() int64 {
 	var files []string
 	if data, err := os.ReadFile("/proc/self/cgroup"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -54,15 +57,15 @@ func MemoryLimit() int64 {
 // of the streams in flight, the binary's pages).
 const softLimit = 0.7
 
-// limitHeap tells the Go runtime the container's memory limit (unless
-// GOMEMLIMIT does), so that it collects harder as the limit nears instead
-// of letting the heap double past it and the kernel kill the worker: a node
-// with tens of thousands of images brings a worker with a 30Mi limit close.
-func limitHeap() {
+// Apply tells the Go runtime the container's memory limit (unless
+// GOMEMLIMIT does): a node with tens of thousands of images brings a worker
+// with a 30Mi limit close, and the manager's informer caches grow with the
+// cluster.
+func Apply() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	if limit := MemoryLimit(); limit > 0 {
+	if limit := Limit(); limit > 0 {
 		debug.SetMemoryLimit(int64(float64(limit) * softLimit))
 	}
 }
