@@ -40,6 +40,7 @@ var ErrNotSynced = errors.New("the informer cache has not synced yet")
 // keeps the pod and node ones (with a job index on pods).
 func (s *Stores) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	_, isPod := obj.(*corev1.Pod)
+	_, isNode := obj.(*corev1.Node)
 	if isPod {
 		indexers = maps.Clone(indexers)
 		if indexers == nil {
@@ -50,11 +51,11 @@ func (s *Stores) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, re
 	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch obj.(type) {
-	case *corev1.Pod:
+	if isPod {
 		// One informer per namespace the pods are cached in.
 		s.pods = append(s.pods, inf)
-	case *corev1.Node:
+	}
+	if isNode {
 		s.nodes = inf
 	}
 	return inf

@@ -419,6 +419,12 @@ func resources(comp config.Component) corev1.ResourceRequirements {
 // exclusion volume, whatever the ConfigMap is called.
 func volumeName(s string) string { return kname.DNSLabel(s) }
 
+// Finished reports a worker pod that ended, whichever way: its outcome and
+// its log are final.
+func Finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
 // JobRequest maps a worker pod to its job's reconcile request, by the job
 // label: cheaper per event than resolving the owner reference's kind.
 func JobRequest(_ context.Context, o client.Object) []reconcile.Request {

@@ -359,7 +359,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		node := pod.Spec.NodeName
 		w.pods[node] = pod
 		delete(st.created, node)
-		if ph := pod.Status.Phase; ph == corev1.PodSucceeded || ph == corev1.PodFailed {
+		if podspec.Finished(pod) {
 			// A finished pod's outcome depends on the pod alone: judged
 			// (and its termination messages decoded) once per version.
 			m, ok := st.finished[node]

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
 // createFailure is a node whose pod the API server refused (or did not
@@ -81,7 +80,7 @@ func plan(w world, o observation) wave {
 		if w.pods[name] != nil {
 			// Created before (the cursor was held back by a refusal): sending
 			// it again could be refused by admission before AlreadyExists.
-			if ph := w.pods[name].Status.Phase; ph != corev1.PodSucceeded && ph != corev1.PodFailed {
+			if !podspec.Finished(w.pods[name]) {
 				active++
 			}
 			p.started++

@@ -89,7 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // finished reports a pod that ended.
 func finished(o client.Object) bool {
 	pod, ok := o.(*corev1.Pod)
-	return ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+	return ok && podspec.Finished(pod)
 }
 
 // Tuning of the collection.
@@ -261,7 +261,7 @@ func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if !podspec.Finished(p) {
 			continue
 		}
 		if n := p.Spec.NodeName; !written[n] && !pending[n] {
