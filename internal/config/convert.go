@@ -19,11 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/eraser-oss/eraser/internal/endpoint"
 )
 
-// LogLevels are the levels --log-level and manager.logLevel accept.
+// LogLevels are the levels the workers log at: manager.logLevel takes them
+// without a warning (and upstream's levels above error with one).
 var LogLevels = []string{"debug", "info", "warn", "error"}
 
 // convert validates a decoded document and turns it into a Config.
@@ -65,17 +64,17 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 		Scanner:   c.component(field.NewPath("components", "scanner"), comps.Scanner),
 		Remover:   c.component(remover, comps.Remover),
 	}
-	// The remover always runs; only the collector and scanner can be turned
-	// off. Upstream had no such key and ignored it; a user who writes false
-	// expects no removals, so it is refused rather than ignored.
 	if !comps.Remover.Enabled {
-		c.errs = append(c.errs, field.Invalid(remover.Child("enabled"), false,
-			"the remover always runs; to remove nothing, delete the ImageLists and set components.collector.enabled: false"))
+		c.warn(remover.Child("enabled"), removerDisabledWarning)
 	}
 	c.cfg.Components.Remover.Enabled = true
 	if c.cfg.Components.Scanner.Enabled && !c.cfg.Components.Collector.Enabled {
 		c.warn(field.NewPath("components", "scanner", "enabled"), "the scanner runs only in scheduled runs, which need components.collector.enabled: true")
 	}
+	if err := scannerRuntime(c.cfg.Manager.Runtime.Name, c.cfg.Components); err != nil {
+		c.errs = append(c.errs, err)
+	}
+	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components.Scanner)
 	return c.cfg, c.warnings, c.errs
 }
 
@@ -89,61 +88,6 @@ func (c *converter) warn(p *field.Path, msg string) {
 	c.warnings = append(c.warnings, p.String()+": "+msg)
 }
 
-func (c *converter) runtimeName(p *field.Path, name string) {
-	if name == "" {
-		name = string(RuntimeContainerd)
-	}
-	addr, ok := defaultRuntimeAddresses[RuntimeName(name)]
-	if !ok {
-		c.errs = append(c.errs, field.NotSupported(p, name, runtimeNames()))
-		return
-	}
-	c.cfg.Manager.Runtime = Runtime{Name: RuntimeName(name), Address: addr}
-}
-
-func (c *converter) runtime(p *field.Path, rt *runtimeDoc) {
-	switch {
-	case rt == nil || (rt.Name == "" && rt.Address == ""):
-		c.runtimeName(p.Child("name"), "")
-		if rt != nil {
-			c.windowsAddress(p.Child("windowsAddress"), rt.WindowsAddress)
-		}
-	case rt.Name == "":
-		c.errs = append(c.errs, field.Required(p.Child("name"), "a runtime address needs the runtime's name"))
-	default:
-		c.runtimeName(p.Child("name"), rt.Name)
-		c.windowsAddress(p.Child("windowsAddress"), rt.WindowsAddress)
-		if rt.Address == "" {
-			return
-		}
-		addr, err := endpoint.Parse(rt.Address)
-		if err != nil {
-			c.errs = append(c.errs, field.Invalid(p.Child("address"), rt.Address, err.Error()))
-			return
-		}
-		c.cfg.Manager.Runtime.Address = addr.String()
-	}
-}
-
-func (c *converter) windowsAddress(p *field.Path, s string) {
-	if s == "" {
-		return
-	}
-	addr, err := endpoint.Parse(s)
-	switch {
-	case err != nil:
-		c.errs = append(c.errs, field.Invalid(p, s, err.Error()))
-	case addr.Scheme != endpoint.NamedPipe:
-		c.errs = append(c.errs, field.Invalid(p, s, "must be a named pipe, npipe://./pipe/<name>"))
-	default:
-		c.cfg.Manager.Runtime.WindowsAddress = addr.String()
-	}
-}
-
-func runtimeNames() []string {
-	return []string{string(RuntimeContainerd), string(RuntimeDockershim), string(RuntimeCrio)}
-}
-
 func (c *converter) manager(p *field.Path, m managerCommon) {
 	out := &c.cfg.Manager
 	if m.OTLPEndpoint != "" {
@@ -153,10 +97,14 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	}
 	out.OTLPEndpoint = m.OTLPEndpoint
 
-	out.LogLevel = m.LogLevel
-	if !sets.New(LogLevels...).Has(m.LogLevel) {
-		c.errs = append(c.errs, field.NotSupported(p.Child("logLevel"), m.LogLevel, LogLevels))
+	level, warning, lerr := logLevel(p.Child("logLevel"), m.LogLevel)
+	switch {
+	case lerr != nil:
+		c.errs = append(c.errs, lerr)
+	case warning != "":
+		c.warn(p.Child("logLevel"), warning)
 	}
+	out.LogLevel = level
 
 	sched := p.Child("scheduling")
 	out.Scheduling.RepeatInterval = c.duration(sched.Child("repeatInterval"), m.Scheduling.RepeatInterval, true)

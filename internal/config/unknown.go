@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/eraser-oss/eraser/internal/suggest"
 )
 
 // ignoredKeys are the keys upstream Eraser accepted without effect. They are
@@ -130,7 +132,7 @@ func unknownKey(p *field.Path, key string, fields map[string]reflect.Type) *fiel
 	}
 	slices.Sort(known)
 	detail := "unknown key"
-	switch s := suggest(key, known); {
+	switch s := suggest.Closest(key, known); {
 	case versionHints[p.String()] != "":
 		detail += "; " + versionHints[p.String()]
 	case s != "":
@@ -139,42 +141,6 @@ func unknownKey(p *field.Path, key string, fields map[string]reflect.Type) *fiel
 		detail += "; the keys here are " + strings.Join(known, ", ")
 	}
 	return &field.Error{Type: field.ErrorTypeNotSupported, Field: p.String(), BadValue: field.OmitValueType{}, Detail: detail}
-}
-
-// suggest is the known key closest to key: the same but for case (which
-// encoding/json would even have decoded), or at most two edits away.
-func suggest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return k
-		}
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // jsonFields maps JSON keys to field types, flattening embedded and inline

@@ -102,13 +102,6 @@ func TestUnknownKeysRefused(t *testing.T) {
 			doc:   v3("manager: {logLevel: loud, nodeFilter: {selector: [a]}}"),
 			paths: []string{"manager.nodeFilter.selector", "manager.logLevel"},
 		},
-		// The remover always runs: a document turning it off must not be
-		// read as "remove nothing" and then remove.
-		"remover turned off": {
-			doc:   v3("components: {remover: {enabled: false}}"),
-			paths: []string{"components.remover.enabled"},
-			hints: []string{"always runs"},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -81,33 +82,69 @@ func DefaultConfig() Config {
 }
 
 // ParseConfig applies a components.scanner.config document onto the
-// defaults; an empty document gives the defaults.
+// defaults; an empty document gives the defaults. Its warnings are dropped:
+// Parse returns them.
 func ParseConfig(doc string) (Config, error) {
-	cfg := DefaultConfig()
-	if doc == "" {
-		return cfg, nil
-	}
-	if err := yaml.UnmarshalStrict([]byte(doc), &cfg); err != nil {
+	cfg, _, err := Parse(doc)
+	if err != nil {
 		return Config{}, fmt.Errorf("components.scanner.config: %w", err)
 	}
+	return cfg, nil
+}
+
+// Parse applies a components.scanner.config document onto the defaults. It
+// returns warnings about keys that have no effect (see checkKeys) and an
+// error for a value the scanner cannot run with; the caller names the
+// document.
+func Parse(doc string) (Config, []string, error) {
+	cfg := DefaultConfig()
+	if doc == "" {
+		return cfg, nil, nil
+	}
+	raw, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return Config{}, nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return Config{}, nil, err
+	}
+	top, ok := generic.(map[string]any)
+	if !ok && generic != nil {
+		return Config{}, nil, errors.New("must be a YAML mapping of the scanner's keys, such as cacheDir and vulnerabilities")
+	}
+	warnings, err := checkKeys(top)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return Config{}, nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, nil, err
+	}
+	return cfg, warnings, nil
+}
+
+func (cfg *Config) validate() error {
 	if cfg.Vulnerabilities.Severities == nil {
 		cfg.Vulnerabilities.Severities = DefaultConfig().Vulnerabilities.Severities
 	}
 	if cfg.CacheDir == "" {
-		return Config{}, errors.New("components.scanner.config: cacheDir must not be empty")
+		return errors.New("cacheDir must not be empty")
 	}
 	if cfg.DBRepo == "" && !cfg.SkipDBUpdate {
-		return Config{}, errors.New("components.scanner.config: dbRepo is empty and skipDBUpdate is off: there is nowhere to get the vulnerability DB from")
+		return errors.New("dbRepo is empty and skipDBUpdate is off: there is nowhere to get the vulnerability DB from")
 	}
 	if cfg.DBDownloadTimeout.Duration <= 0 {
-		return Config{}, fmt.Errorf("components.scanner.config: dbDownloadTimeout: must be greater than zero, got %v", cfg.DBDownloadTimeout.Duration)
+		return fmt.Errorf("dbDownloadTimeout: must be greater than zero, got %v", cfg.DBDownloadTimeout.Duration)
 	}
 	for _, t := range cfg.Vulnerabilities.Types {
 		if t != "os" && t != "library" {
-			return Config{}, fmt.Errorf("components.scanner.config: vulnerabilities.types: %q is neither \"os\" nor \"library\"", t)
+			return fmt.Errorf("vulnerabilities.types: %q is neither \"os\" nor \"library\"", t)
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // Policy is the judgement part of the configuration.

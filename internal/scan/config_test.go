@@ -10,9 +10,10 @@ import (
 
 func TestParseConfig(t *testing.T) {
 	cases := map[string]struct {
-		doc     string
-		want    func(*Config)
-		wantErr string
+		doc      string
+		want     func(*Config)
+		warnings []string
+		wantErr  string
 	}{
 		"empty: defaults, failed kept": {doc: "", want: func(*Config) {}},
 		"upstream v1.4.1 blob": {
@@ -38,7 +39,53 @@ func TestParseConfig(t *testing.T) {
 		"empty cacheDir":    {doc: "cacheDir: \"\"", wantErr: "cacheDir"},
 		"unknown vuln type": {doc: "vulnerabilities: {types: [os, secrets]}", wantErr: "secrets"},
 		"bad duration":      {doc: "timeout: {total: soon}", wantErr: "not a duration"},
-		"unknown key":       {doc: "deleteFailedImage: true", wantErr: "deleteFailedImage"},
+		// Upstream's scanner dropped keys it did not know, and so does
+		// this one, with a warning; refusing them would fail every node.
+		"unknown key": {
+			doc:      "deleteFailedImage: true",
+			want:     func(*Config) {},
+			warnings: []string{`deleteFailedImage: unknown key, ignored as by upstream Eraser; did you mean "deleteFailedImages"?`},
+		},
+		"unknown key in a section": {
+			doc:      "vulnerabilities: {severites: [CRITICAL]}\ntimeout: {perimage: 5m, overall: 1h}",
+			want:     func(c *Config) { c.Timeout.PerImage = duration{5 * time.Minute} },
+			warnings: []string{`timeout.overall: unknown key, ignored as by upstream Eraser`, `vulnerabilities.severites: unknown key, ignored as by upstream Eraser; did you mean "severities"?`},
+		},
+		"upstream's runtime key": {
+			doc:      "runtime: {name: containerd, address: unix:///run/containerd/containerd.sock}\ndeleteFailedImages: true",
+			want:     func(c *Config) { c.DeleteFailedImages = true },
+			warnings: []string{"runtime: ignored, as by upstream Eraser's scanner, which replaced it with manager.runtime; the scanner reads the runtime the worker pod mounts"},
+		},
+		"top-level securityChecks": {
+			doc:  "securityChecks: [vuln, secret]\nseverities: [CRITICAL]\nperImage: 1m",
+			want: func(*Config) {},
+			warnings: []string{
+				"perImage: ignored, as by upstream Eraser: it belongs under timeout (timeout.perImage)",
+				"securityChecks: ignored, as by upstream Eraser: it belongs under vulnerabilities (vulnerabilities.securityChecks)",
+				"severities: ignored, as by upstream Eraser: it belongs under vulnerabilities (vulnerabilities.severities)",
+			},
+		},
+		// encoding/json, which upstream decoded with, ignores case.
+		"key in another case": {
+			doc:  "DeleteFailedImages: true\nVulnerabilities: {IgnoreUnfixed: true}",
+			want: func(c *Config) { c.DeleteFailedImages, c.Vulnerabilities.IgnoreUnfixed = true, true },
+		},
+		"upstream docs' example": {
+			doc: "cacheDir: /var/lib/trivy\ndbRepo: ghcr.io/aquasecurity/trivy-db\ndeleteFailedImages: true\ndeleteEOLImages: true\n" +
+				"vulnerabilities:\n  ignoreUnfixed: true\n  types: [os, library]\n  securityChecks: [vuln]\n  severities: [CRITICAL]\n" +
+				"timeout:\n  total: 23h\n  perImage: 1h\n",
+			want: func(c *Config) {
+				c.DeleteFailedImages, c.Vulnerabilities.IgnoreUnfixed = true, true
+				c.Vulnerabilities.Severities = []string{"CRITICAL"}
+			},
+		},
+		"comments only": {doc: "# the scanner's defaults\n", want: func(*Config) {}},
+		// Keys of this project's own have no upstream documents: a near
+		// miss is a typo from these docs.
+		"own key misspelt":       {doc: "skipDBUpdates: true", wantErr: `skipDBUpdates: unknown key, did you mean "skipDBUpdate"?`},
+		"own key misspelt again": {doc: "dbDownloadTimout: 5m", wantErr: `did you mean "dbDownloadTimeout"?`},
+		"not a mapping":          {doc: "- cacheDir", wantErr: "must be a YAML mapping"},
+		"wrong type":             {doc: "deleteFailedImages: sometimes", wantErr: "deleteFailedImages"},
 		"DB download timeout": {
 			doc:  "dbDownloadTimeout: 30m",
 			want: func(c *Config) { c.DBDownloadTimeout = duration{30 * time.Minute} },
@@ -49,7 +96,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseConfig(tc.doc)
+			got, warnings, err := Parse(tc.doc)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -63,6 +110,9 @@ func TestParseConfig(t *testing.T) {
 			tc.want(&want)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(duration{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
 	}
