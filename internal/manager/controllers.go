@@ -39,7 +39,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		}},
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
-				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel)}).SetupWithManager(mgr)
+				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets}).SetupWithManager(mgr)
 		}},
 		{"jobreport", func() error {
 			cs, err := kubernetes.NewForConfig(mgr.GetConfig())

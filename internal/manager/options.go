@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/logging"
@@ -44,6 +45,9 @@ type Options struct {
 	Namespace string
 	// ConfigMapName names the EraserConfig ConfigMap (ERASER_CONFIGMAP_NAME).
 	ConfigMapName string
+	// PullSecrets are image pull secrets every worker pod gets besides
+	// manager.pullSecrets (ERASER_PULL_SECRET_NAMES, comma-separated).
+	PullSecrets []string
 }
 
 // Bind registers the manager's flags, upstream's first.
@@ -74,6 +78,21 @@ func (o *Options) Validate() error {
 func (o *Options) FromEnv() {
 	o.Namespace = envOr("POD_NAMESPACE", DefaultNamespace)
 	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", DefaultConfigMapName)
+	o.PullSecrets = pullSecretNames(os.Getenv("ERASER_PULL_SECRET_NAMES"))
+}
+
+// pullSecretNames splits ERASER_PULL_SECRET_NAMES as upstream did, on
+// commas, and also drops the spaces around names and empty entries: a
+// Secret's name has neither, so upstream's pods named Secrets that could
+// not exist.
+func pullSecretNames(env string) []string {
+	var out []string
+	for _, s := range strings.Split(env, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func envOr(key, def string) string {

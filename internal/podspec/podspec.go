@@ -91,6 +91,8 @@ type Params struct {
 	Exclusions []string
 	LogLevel   string
 	DryRun     bool
+	// PullSecrets are the manager's ERASER_PULL_SECRET_NAMES.
+	PullSecrets []string
 	// Batch is the pod's cleanup batch (LabelBatch).
 	Batch int
 }
@@ -144,9 +146,7 @@ func Build(p Params) (*corev1.Pod, error) {
 			Tolerations:                  tolerations(cfg),
 		},
 	}
-	for _, s := range cfg.Manager.PullSecrets {
-		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
-	}
+	pod.Spec.ImagePullSecrets = pullSecrets(cfg.Manager.PullSecrets, p.PullSecrets)
 
 	var common []corev1.VolumeMount
 	if p.OS == paths.Linux {

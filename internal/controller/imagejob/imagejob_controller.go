@@ -48,6 +48,8 @@ type Options struct {
 	Namespace string
 	// LogLevel is passed to the workers.
 	LogLevel string
+	// PullSecrets are added to every worker pod's image pull secrets.
+	PullSecrets []string
 }
 
 // Reconciler runs ImageJobs.
@@ -409,7 +411,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(in
 			Batch: index / cleanupBatch,
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
-			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun,
+			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
 		})
 	}
 }
