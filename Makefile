@@ -41,8 +41,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (v1 stored, v1alpha1 served), RBAC
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdversions config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
-	rm -f charts/eraser/crds/*.yaml
-	cp config/crd/bases/*.yaml charts/eraser/crds/
+	rm -f charts/eraser/files/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/eraser/files/crds/
 	cp config/rbac/role.yaml charts/eraser/files/role.yaml
 	go -C hack/render run ./cmd/kustomize $(CURDIR)/config/default > deploy/eraser.yaml.tmp
 	mv deploy/eraser.yaml.tmp deploy/eraser.yaml
@@ -179,9 +179,9 @@ test: verify verify-selftest vet build-windows test-deps ## Verify, then run eve
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
 .PHONY: test-deploy
-test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC.
+test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go -C hack/render test -count=1 ./...
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 ./...
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.

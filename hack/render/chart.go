@@ -51,9 +51,10 @@ type Options struct {
 
 // Chart renders the chart in dir, a directory or archive, or an
 // oci://REGISTRY/PATH reference pulled at o.Version with Helm's registry
-// client (as helm install oci://... --version does): the CRDs from crds/
-// first, then the templates in Helm's install order, as one multi-document
-// YAML stream.
+// client (as helm install oci://... --version does): the templates (the
+// CRDs among them, first) in Helm's install order, as one multi-document
+// YAML stream. With no cluster to look up, every CRD is rendered, as in a
+// first install.
 func Chart(dir string, o Options) (string, error) {
 	if o.Release == "" {
 		o.Release = DefaultRelease

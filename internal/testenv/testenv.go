@@ -122,6 +122,16 @@ func WithAPIServerFlag(name, value string) Option {
 	}
 }
 
+// WithoutCRDs starts the control plane with no CRDs, for the tiers that
+// install them as users do (helm install, kubectl apply) and test their life
+// cycle: created, upgraded, kept or removed.
+func WithoutCRDs() Option {
+	return func(te *envtest.Environment) {
+		te.CRDDirectoryPaths = nil
+		te.ErrorIfCRDPathMissing = false
+	}
+}
+
 // restartableCertDir prefixes the certificate directories that
 // WithRestartableAPIServer creates, so that start knows they are its own.
 const restartableCertDir = "eraser-testenv-apiserver-"

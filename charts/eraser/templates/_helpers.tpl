@@ -81,8 +81,9 @@ ghcr.io/eraser-oss
 {{/*
 An image repository, pulled from imageRegistry when that is set and the
 repository is at the default location: ghcr.io/eraser-oss/remover becomes
-<imageRegistry>/eraser-oss/remover. Any other repository is kept as given.
-Takes (list $root $repo).
+<imageRegistry>/remover, as `make release REGISTRY=<imageRegistry>` pushes
+it (a mirror of ghcr.io is then imageRegistry=<mirror>/eraser-oss). Any
+other repository is kept as given. Takes (list $root $repo).
 */}}
 {{- define "eraser.mirror" -}}
 {{- $root := index . 0 -}}
@@ -90,7 +91,7 @@ Takes (list $root $repo).
 {{- $registry := trimSuffix "/" ($root.Values.imageRegistry | default "" | toString) -}}
 {{- $default := include "eraser.defaultRepo" $root -}}
 {{- if and $registry (hasPrefix (printf "%s/" $default) $repo) -}}
-{{- printf "%s/%s" $registry (trimPrefix (printf "%s/" (regexReplaceAll "/.*$" $default "")) $repo) -}}
+{{- printf "%s/%s" $registry (trimPrefix (printf "%s/" $default) $repo) -}}
 {{- else -}}
 {{- $repo -}}
 {{- end -}}
@@ -99,4 +100,22 @@ Takes (list $root $repo).
 {{/* Labels of the metrics Service, which the ServiceMonitor selects by. */}}
 {{- define "eraser.metricsLabels" -}}
 app.kubernetes.io/component: metrics
+{{- end -}}
+
+{{/*
+"true" when the CRD named (index . 1) is this release's to render: not in
+the cluster yet (or no cluster: helm template, --dry-run=client), owned by
+this release (Helm's own ownership metadata), or crds.adopt is set. Takes
+(list $root $name).
+*/}}
+{{- define "eraser.crdOwned" -}}
+{{- $root := index . 0 -}}
+{{- $existing := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (index . 1) -}}
+{{- if or (not $existing) $root.Values.crds.adopt -}}
+true
+{{- else -}}
+{{- $labels := $existing.metadata.labels | default dict -}}
+{{- $annotations := $existing.metadata.annotations | default dict -}}
+{{- and (eq (get $labels "app.kubernetes.io/managed-by") "Helm") (eq (get $annotations "meta.helm.sh/release-name") $root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $root.Release.Namespace) | toString -}}
+{{- end -}}
 {{- end -}}
