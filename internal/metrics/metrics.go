@@ -42,6 +42,7 @@ type Recorder struct {
 	// nodes come and go by the thousand.
 	mu         sync.Mutex
 	removed    map[string]int64
+	refused    map[string]int64
 	vulnerable map[string]int64
 	imageFs    map[string]ImageFs
 	// failedRuns counts, per node, the jobs in a row in which its worker
@@ -56,6 +57,8 @@ type Recorder struct {
 type NodeCounts struct {
 	// Removed is what the remover removed.
 	Removed int64
+	// Refused is what the runtime would not remove for good.
+	Refused int64
 	// Vulnerable is what the scanner handed to the remover.
 	Vulnerable int64
 	// ImageFs is the image filesystem as the remover measured it; nil when
@@ -83,7 +86,7 @@ const (
 
 // IsZero says whether the node reported nothing worth recording.
 func (n NodeCounts) IsZero() bool {
-	return n.Removed == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.Outcome == OutcomeUnknown
+	return n.Removed == 0 && n.Refused == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.Outcome == OutcomeUnknown
 }
 
 // ImageFs is a node's image filesystem, in bytes.
@@ -140,10 +143,15 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		metric.WithDescription("Bytes of the images removed, by the retention policy that chose them.")); err != nil {
 		return nil, err
 	}
-	r.removed, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
+	r.removed, r.refused, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
 	r.failedRuns = map[string]int64{}
 	r.lastSuccess = map[string]int64{}
 	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
+	if err != nil {
+		return nil, err
+	}
+	refused, err := m.Int64ObservableCounter("eraser_images_refused_run_total",
+		metric.WithDescription("Images the runtime would not remove for good (it refused, or answered removed and still listed them), per node; they do not fail the node."))
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +193,9 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		for node, n := range r.removed {
 			o.ObserveInt64(removed, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
+		for node, n := range r.refused {
+			o.ObserveInt64(refused, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
 		for node, n := range r.vulnerable {
 			o.ObserveInt64(vulnerable, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
@@ -198,7 +209,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 			o.ObserveInt64(usedAfter, fs.UsedAfterBytes, attrs)
 		}
 		return nil
-	}, removed, vulnerable, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
+	}, removed, refused, vulnerable, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -220,6 +231,9 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 	for node, n := range perNode {
 		if n.Removed > 0 {
 			r.removed[node] += n.Removed
+		}
+		if n.Refused > 0 {
+			r.refused[node] += n.Refused
 		}
 		if n.Vulnerable > 0 {
 			r.vulnerable[node] += n.Vulnerable
@@ -255,6 +269,7 @@ func (r *Recorder) ForgetNode(node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.removed, node)
+	delete(r.refused, node)
 	delete(r.vulnerable, node)
 	delete(r.imageFs, node)
 	delete(r.failedRuns, node)

@@ -34,7 +34,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.JobFinished(12, 3, 1, map[string]NodeCounts{
-		"node-a": {Removed: 2, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700}},
+		"node-a": {Removed: 2, Refused: 1, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700}},
 		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000},
 			ImageFs: &ImageFs{CapacityBytes: 10000, UsedBeforeBytes: 9000, UsedAfterBytes: 8000}},
 	})
@@ -68,6 +68,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		"images_removed_run_total{node_name=node-a}":         "2",
 		"images_removed_run_total{node_name=node-b}":         "5",
 		"vulnerable_images_run_total{node_name=node-a}":      "1",
+		"eraser_images_refused_run_total{node_name=node-a}":  "1",
 		"eraser_bytes_freed_run_total{policy=DiskPressure}":  "1700",
 		"eraser_bytes_freed_run_total{policy=UnusedFor}":     "300",
 		"eraser_imagefs_capacity_bytes{node_name=node-b}":    "10000",
@@ -83,7 +84,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", NodeAttribute,
+	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", "eraser_images_refused_run_total", NodeAttribute,
 		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", PolicyAttribute} {
 		if !bytes.Contains(pushed, []byte(name)) {
 			t.Errorf("OTLP push lacks %q", name)
@@ -110,7 +111,7 @@ func TestForgetNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := &ImageFs{CapacityBytes: 100, UsedBeforeBytes: 90, UsedAfterBytes: 80}
-	r.JobFinished(1, 2, 0, map[string]NodeCounts{"stays": {Removed: 1, ImageFs: fs}, "goes": {Removed: 4, Vulnerable: 2, ImageFs: fs}})
+	r.JobFinished(1, 2, 0, map[string]NodeCounts{"stays": {Removed: 1, ImageFs: fs}, "goes": {Removed: 4, Refused: 1, Vulnerable: 2, ImageFs: fs}})
 	r.ForgetNode("goes")
 	// A run that did not measure the filesystem leaves the last measure.
 	r.JobFinished(1, 1, 0, map[string]NodeCounts{"stays": {Removed: 2}})

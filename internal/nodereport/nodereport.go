@@ -160,7 +160,7 @@ func clip(s string) string {
 // node's entries do not fit.
 func kept(outcome string) bool {
 	switch outcome {
-	case "removed", "failed", "invalid":
+	case "removed", "refused", "failed", "invalid":
 		return false
 	}
 	return true

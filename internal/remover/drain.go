@@ -90,7 +90,6 @@ func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, que
 		if p, ok := prior[idx]; ok && p.Outcome == RecentlyUsed {
 			res = p
 		}
-		logResult(opts.Log, res, false)
 		out = append(out, res)
 	}
 	return out, disk

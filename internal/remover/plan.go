@@ -27,6 +27,10 @@ const (
 	Excluded  Outcome = "excluded"
 	NotOnNode Outcome = "not on node"
 	Failed    Outcome = "failed"
+	// Refused images are ones the runtime will not remove: it refused for
+	// good, or answered that it removed the image and still lists it (see
+	// judgeRemoval). Counted and named, but not a failure of the node.
+	Refused Outcome = "refused"
 	// Invalid entries are not image references; nothing is removed for them.
 	Invalid Outcome = "invalid"
 	// The retention policy's reasons to keep an image (retention.Kept).
@@ -36,7 +40,7 @@ const (
 )
 
 // Outcomes lists every outcome in a stable order.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Failed, Invalid}
+var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
 
 func outcomeOf(r protect.Reason) Outcome {
 	switch r {
@@ -102,8 +106,14 @@ type Result struct {
 	// Bytes is the image's size: freed when Removed.
 	Bytes  uint64
 	Detail string
-	// Policy chose the image for removal (set when Removed, or Failed).
+	// Policy chose the image for removal (set when Removed, Refused or
+	// Failed).
 	Policy retention.Policy
+
+	// attempted: the runtime was asked to remove the image, and answered
+	// err; settle judges the outcome once every removal is answered.
+	attempted bool
+	err       error
 }
 
 // Snapshot is what the runtime reported, indexed by key. It is the

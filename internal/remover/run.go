@@ -198,6 +198,11 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts)
 		done = append(done, more...)
 	}
+	// Logged once judged: the per-node report is read from these lines.
+	settle(ctx, rt, done, opts.Log)
+	for _, res := range done {
+		logResult(opts.Log, res, opts.DryRun)
+	}
 	return append(results, done...), nil
 }
 
@@ -236,7 +241,6 @@ func execute(ctx context.Context, rt Runtime, s *Snapshot, remove []Removal, opt
 		finish(g)
 		for _, r := range g.results {
 			out = append(out, r)
-			logResult(opts.Log, r, opts.DryRun)
 			if opts.Progress != nil {
 				opts.Progress(len(out), len(remove))
 			}
@@ -269,6 +273,8 @@ func finish(g *group) {
 	}
 	for k, err := range g.wait() {
 		n := g.pending[k]
+		g.results[n].attempted, g.results[n].err = true, err
+		// Provisional until settle has seen the node after the removals.
 		if err != nil {
 			g.results[n].Outcome, g.results[n].Detail = Failed, err.Error()
 		} else {

@@ -34,11 +34,14 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 }
 
 // NodeOutcome decides whether the node failed: it did when any removal it
-// was asked for failed. Images kept because they are in use, pinned (the
-// sandbox image included), excluded or not on the node are not failures, nor
-// is an image that was already gone when removed (the CRI client reports
-// NotFound as success). Invalid ImageList entries are counted, not failed:
-// nothing is removed for them and the manager totals them with failures.
+// was asked for failed in a way a later run can get past (a runtime outage,
+// a timeout; see judgeRemoval). Images kept because they are in use, pinned
+// (the sandbox image included), excluded or not on the node are not
+// failures, nor is an image that was already gone when removed (the CRI
+// client reports NotFound as success), nor one the runtime refused for good
+// (Refused: counted and named in the summary, a failure on every run
+// otherwise). Invalid ImageList entries are counted, not failed: nothing is
+// removed for them and the manager totals them with failures.
 func NodeOutcome(s report.Summary) error {
 	failed := s.Counts[string(Failed)]
 	if failed == 0 {
@@ -51,7 +54,7 @@ func NodeOutcome(s report.Summary) error {
 			break
 		}
 	}
-	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Counts[string(Removed)], First: first}
+	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Counts[string(Removed)] + s.Counts[string(Refused)], First: first}
 }
 
 // Summarize counts the results.
@@ -73,6 +76,8 @@ func Summarize(results []Result, dryRun bool) report.Summary {
 			}
 		case Failed:
 			s.AddFailure(r.Target, r.Detail)
+		case Refused:
+			s.AddRefused(r.Target, r.Detail)
 		case Invalid:
 			s.AddInvalid(r.Target, r.Detail)
 		}

@@ -24,12 +24,15 @@ type Summary struct {
 	Node      string `json:"node,omitempty"`
 	DryRun    bool   `json:"dryRun,omitempty"`
 	// Counts holds the number of images per outcome ("removed", "in use",
-	// "pinned", "excluded", "not on node", "failed", "invalid").
+	// "pinned", "excluded", "not on node", "refused", "failed", "invalid").
 	Counts map[string]int `json:"counts"`
 	// BytesFreed is the size of the images removed (would be, on a dry run).
 	BytesFreed uint64 `json:"bytesFreed"`
 	// Failures are the first few failures.
 	Failures []Failure `json:"failures,omitempty"`
+	// Refused are the first few images the runtime would not remove for
+	// good: counted ("refused") and named, without failing the node.
+	Refused []Failure `json:"refused,omitempty"`
 	// Error is set when the worker failed: it could not run at all (exit
 	// code 1), or removals failed (exit code 2: the count and the first).
 	Error string `json:"error,omitempty"`
@@ -108,6 +111,15 @@ func (s *Summary) AddFailure(image, message string) {
 	s.Failures = append(s.Failures, Failure{Image: truncate(image), Message: truncate(message)})
 }
 
+// AddRefused records an image the runtime refused to remove for good,
+// keeping only the first few.
+func (s *Summary) AddRefused(image, message string) {
+	if len(s.Refused) >= maxFailures {
+		return
+	}
+	s.Refused = append(s.Refused, Failure{Image: truncate(image), Message: truncate(message)})
+}
+
 // AddInvalid records an invalid entry among the failures, keeping only the
 // first few.
 func (s *Summary) AddInvalid(entry, message string) {
@@ -132,11 +144,17 @@ func (s Summary) Encode() []byte {
 		if err == nil && len(data) <= MaxSize {
 			return data
 		}
-		// Verdicts go first (the log has them all), then failures.
+		// Verdicts go first (the log has them all), then refusals, then
+		// failures.
 		if n := len(s.Verdicts); n > 0 {
 			drop := max(1, n/4)
 			s.Verdicts = s.Verdicts[:n-drop]
 			s.VerdictsOmitted += drop
+			continue
+		}
+		// Then refusals: they fail nothing, and the counts keep them.
+		if n := len(s.Refused); n > 0 {
+			s.Refused = s.Refused[:n-1]
 			continue
 		}
 		if len(s.Failures) == 0 {

@@ -60,6 +60,7 @@ func (o outcome) counts() metrics.NodeCounts {
 	if s := o.summary; s != nil {
 		if !s.DryRun {
 			n.Removed = int64(s.Counts["removed"])
+			n.Refused = int64(s.Counts["refused"])
 			for _, p := range policyOrder {
 				if t, ok := s.RemovedBy[string(p)]; ok && t.Bytes > 0 {
 					if n.BytesFreed == nil {
