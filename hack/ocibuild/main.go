@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/images"
 	"github.com/eraser-oss/eraser/internal/version"
 )
 
@@ -64,29 +65,40 @@ type component struct {
 	Optional bool
 }
 
-// catalog is every image the project publishes. The manager runs as the
+// platformsOf are im's platforms, as this builder spells them.
+func platformsOf(im images.Image) []platform {
+	var out []platform
+	for _, p := range im.Platforms {
+		goos, arch, _ := strings.Cut(p, "/")
+		out = append(out, platform{goos, arch})
+	}
+	return out
+}
+
+// catalog is every image the project publishes, named and placed by
+// internal/images (which the release and the chart's tests share). The manager runs as the
 // unprivileged 65532 (the distroless "nonroot" user); the node workers run
 // as root because the runtime's socket is root's, and on Windows as SYSTEM
 // in HostProcess pods.
 var catalog = []component{
 	{
-		Name: "manager", Repo: "eraser-manager", Module: ".", Package: "./cmd/manager",
-		Platforms: []platform{linuxAMD64, linuxARM64}, User: "65532:65532", WorkDir: "/",
+		Name: images.Manager.Name, Repo: images.Manager.Repo, Module: ".", Package: "./cmd/manager",
+		Platforms: platformsOf(images.Manager), User: "65532:65532", WorkDir: "/",
 	},
 	{
-		Name: "collector", Repo: "collector", Module: ".", Package: "./cmd/collector",
-		Platforms: []platform{linuxAMD64, linuxARM64, windowsAMD64}, User: "0:0", WorkDir: "/",
+		Name: images.Collector.Name, Repo: images.Collector.Repo, Module: ".", Package: "./cmd/collector",
+		Platforms: platformsOf(images.Collector), User: "0:0", WorkDir: "/",
 	},
 	{
-		Name: "remover", Repo: "remover", Module: ".", Package: "./cmd/remover",
-		Platforms: []platform{linuxAMD64, linuxARM64, windowsAMD64}, User: "0:0", WorkDir: "/",
+		Name: images.Remover.Name, Repo: images.Remover.Repo, Module: ".", Package: "./cmd/remover",
+		Platforms: platformsOf(images.Remover), User: "0:0", WorkDir: "/",
 	},
 	{
 		// Its own module, so that Trivy's dependencies never pin the
 		// operator's; Trivy needs encoding/json/v2. The working directory
 		// is upstream's, where Trivy keeps its cache by default.
-		Name: "trivy-scanner", Repo: "eraser-trivy-scanner", Module: "scanner/trivy", Package: "./cmd/trivy-scanner",
-		Platforms: []platform{linuxAMD64, linuxARM64}, User: "0:0", WorkDir: "/var/lib/trivy",
+		Name: images.Scanner.Name, Repo: images.Scanner.Repo, Module: "scanner/trivy", Package: "./cmd/trivy-scanner",
+		Platforms: platformsOf(images.Scanner), User: "0:0", WorkDir: "/var/lib/trivy",
 		BuildEnv: []string{"GOEXPERIMENT=jsonv2"}, Optional: true,
 	},
 }

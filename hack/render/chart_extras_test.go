@@ -78,7 +78,7 @@ func TestChartSchema(t *testing.T) {
 // the tags unchanged, and leaves any other repository alone.
 func TestChartImageRegistry(t *testing.T) {
 	const mirror = "registry.example:5000/mirror"
-	mirrored := func(name, tag string) string { return mirror + "/eraser-oss/" + name + ":" + tag }
+	mirrored := func(name, tag string) string { return mirror + "/" + name + ":" + tag }
 	cases := map[string]struct {
 		o                    Options
 		manager, windowsRepo string
@@ -101,7 +101,7 @@ func TestChartImageRegistry(t *testing.T) {
 			}},
 			manager:     "other.example/eraser-manager:" + version.Version,
 			workers:     []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), "other.example/remover:v2"},
-			windowsRepo: mirror + "/eraser-oss/collector",
+			windowsRepo: mirror + "/collector",
 		},
 		// v1.0.0's values: components.eraser is the remover; the manager
 		// image is upstream's and stays so.

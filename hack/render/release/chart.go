@@ -15,6 +15,8 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/errdef"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/eraser-oss/eraser/internal/images"
 )
 
 // ImageRef is the reference a release gives an image of Images.
@@ -65,9 +67,9 @@ var valueImages = []struct {
 	path []string
 	repo string
 }{
-	{[]string{"deploy", "image"}, "eraser-manager"},
-	{[]string{"runtimeConfig", "components", "collector", "image"}, "collector"},
-	{[]string{"runtimeConfig", "components", "scanner", "image"}, "eraser-trivy-scanner"},
+	{[]string{"deploy", "image"}, images.Manager.Repo},
+	{[]string{"runtimeConfig", "components", "collector", "image"}, images.Collector.Repo},
+	{[]string{"runtimeConfig", "components", "scanner", "image"}, images.Scanner.Repo},
 }
 
 // stampValues rewrites the chart's values.yaml in place, keeping its

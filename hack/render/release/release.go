@@ -30,24 +30,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/eraser-oss/eraser/internal/endpoint"
+	"github.com/eraser-oss/eraser/internal/images"
 )
 
 // Image is one of the images a release publishes: its directory under the
 // images directory (hack/ocibuild's -images name), its repository under the
 // registry, and the platforms its index must hold.
-type Image struct {
-	Name, Repo string
-	Platforms  []string
-}
+type Image = images.Image
 
-// Images are the images of a release, as hack/ocibuild's catalog builds
-// them with every platform (docs/images.md).
-var Images = []Image{
-	{Name: "manager", Repo: "eraser-manager", Platforms: []string{"linux/amd64", "linux/arm64"}},
-	{Name: "collector", Repo: "collector", Platforms: []string{"linux/amd64", "linux/arm64", "windows/amd64"}},
-	{Name: "remover", Repo: "remover", Platforms: []string{"linux/amd64", "linux/arm64", "windows/amd64"}},
-	{Name: "trivy-scanner", Repo: "eraser-trivy-scanner", Platforms: []string{"linux/amd64", "linux/arm64"}},
-}
+// Images are the images of a release, as hack/ocibuild builds them with
+// every platform: internal/images, which names them for every other place
+// too (docs/images.md).
+var Images = images.All()
 
 // ChartRepo is the chart's repository under the registry.
 const ChartRepo = "charts/eraser"
@@ -136,16 +130,16 @@ func Check(o Options) error {
 		if _, err := name.NewTag(o.Registry+"/"+im.Repo+":"+o.Version, name.StrictValidation); err != nil {
 			return fmt.Errorf("registry %q: %w", o.Registry, err)
 		}
-		if _, err := im.platforms(o.Platforms); err != nil {
+		if _, err := imagePlatforms(im, o.Platforms); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// platforms are the platforms of im a release with the given subset
+// imagePlatforms are the platforms of im a release with the given subset
 // (none: every platform) pushes.
-func (im Image) platforms(subset []string) ([]string, error) {
+func imagePlatforms(im Image, subset []string) ([]string, error) {
 	if len(subset) == 0 {
 		return im.Platforms, nil
 	}
@@ -249,7 +243,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if im.Platforms, err = im.platforms(o.Platforms); err != nil {
+		if im.Platforms, err = imagePlatforms(im, o.Platforms); err != nil {
 			return nil, err
 		}
 		idx, err := readLayout(filepath.Join(o.ImagesDir, im.Name), im, ref, o.Version)
