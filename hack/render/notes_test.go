@@ -1,0 +1,127 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/getter"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+// renderNotes is the text helm install prints after installing the chart
+// with the values set, as the Helm SDK renders it.
+func renderNotes(t *testing.T, namespace string, set []string) string {
+	t.Helper()
+	chrt, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := (&values.Options{Values: set}).MergeValues(getter.Providers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil))))
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName = DefaultRelease
+	install.Namespace = namespace
+	install.Replace = true
+	if install.KubeVersion, err = common.ParseKubeVersion(kubeVersion); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := install.Run(chrt, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rel.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("unexpected release type %T", rel)
+	}
+	return r.Info.Notes
+}
+
+// shellBlocks are the paragraphs of notes that start with a command, as a
+// user selects and pastes them: every line from the command to the next
+// blank line.
+func shellBlocks(notes string) []string {
+	var out []string
+	for _, p := range strings.Split(notes, "\n\n") {
+		p = strings.Trim(p, "\n")
+		if strings.HasPrefix(p, "kubectl ") || strings.HasPrefix(p, "helm ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// The commands in the chart's NOTES run as they are printed when pasted
+// into bash: each parses, a heredoc ends where the notes say, and the real
+// kubectl accepts them against a real API server (server-side dry run, so
+// nothing stays). Indented heredoc terminators, for one, never end.
+func TestChartNotesPaste(t *testing.T) {
+	testenv.Require(t)
+	kubectl := testenv.Kubectl(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skipf("no bash: %v", err)
+	}
+	// kubectl as the user's, pointed at the test's API server; the dry run
+	// is the shim's only addition to what the user typed.
+	shim := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\nexec %q --kubeconfig %q \"$@\" --dry-run=server\n", kubectl, env.KubeconfigPath)
+	if err := os.WriteFile(filepath.Join(shim, "kubectl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	const ns = "notes-paste"
+	namespace(t, ns, nil)
+	want := []string{
+		"namespace/" + ns + " labeled (server dry run)",
+		"imagelist.eraser.sh/imagelist created (server dry run)",
+	}
+	cases := map[string][]string{
+		"defaults":          nil,
+		"collector enabled": {"runtimeConfig.components.collector.enabled=true"},
+	}
+	for name, set := range cases {
+		t.Run(name, func(t *testing.T) {
+			notes := renderNotes(t, ns, set)
+			blocks := shellBlocks(notes)
+			if len(blocks) != len(want) {
+				t.Fatalf("NOTES hold %d commands, want %d:\n%s", len(blocks), len(want), notes)
+			}
+			var got []string
+			for _, block := range blocks {
+				if out, err := exec.Command(bash, "-n", "-c", block).CombinedOutput(); err != nil || len(out) > 0 {
+					t.Errorf("bash -n: %v %s\n%s", err, out, block)
+					continue
+				}
+				cmd := exec.Command(bash, "-c", block+"\n")
+				cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+				cmd.Stdin = nil
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+					t.Errorf("pasted into bash: %v\nstderr: %s\n%s", err, stderr.String(), block)
+				}
+				got = append(got, strings.TrimSpace(stdout.String()))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("what kubectl did (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
