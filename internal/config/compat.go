@@ -87,7 +87,8 @@ func isTrivyScanner(c Component) bool {
 // cri-dockerd every scheduled run would fail on every node, every night.
 // Refusing the configuration says so when it is written instead: on a live
 // edit the previous configuration stays (InvalidConfig), at start-up the
-// manager exits naming this field. It applies only when scheduled runs scan
+// manager exits naming this field (or starts with the last good
+// configuration on record). It applies only when scheduled runs scan
 // (the scanner runs nowhere else) and to the Trivy scanner image only: a
 // custom scanner may read any runtime.
 //
@@ -107,16 +108,22 @@ func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
 // scannerConfig checks the Trivy scanner's configuration when the manager
 // loads it, so that a value the scanner would refuse on every node is
 // refused once, with its path, and its warnings are seen where the
-// configuration is edited.
-func (c *converter) scannerConfig(p *field.Path, comp Component) {
-	if !isTrivyScanner(comp) {
+// configuration is edited. While no scheduled run scans, the document is
+// not used, as upstream never read it then: what the scanner would refuse
+// is only a warning until scanning is turned on.
+func (c *converter) scannerConfig(p *field.Path, comps Components) {
+	if !isTrivyScanner(comps.Scanner) {
 		return
 	}
-	_, warnings, err := scan.Parse(comp.Config)
+	_, warnings, err := scan.Parse(comps.Scanner.Config)
 	for _, w := range warnings {
 		c.warn(p, w)
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case comps.Collector.Enabled && comps.Scanner.Enabled:
 		c.errs = append(c.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
+	default:
+		c.warn(p, "not used while scheduled runs do not scan; the scanner would refuse it: "+err.Error())
 	}
 }

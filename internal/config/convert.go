@@ -74,7 +74,7 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 	if err := scannerRuntime(c.cfg.Manager.Runtime.Name, c.cfg.Components); err != nil {
 		c.errs = append(c.errs, err)
 	}
-	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components.Scanner)
+	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components)
 	return c.cfg, c.warnings, c.errs
 }
 

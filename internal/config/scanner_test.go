@@ -78,7 +78,7 @@ func TestScannerRuntimeRefusedAtLoad(t *testing.T) {
 // once; a custom scanner's configuration is its own.
 func TestScannerConfigAtLoad(t *testing.T) {
 	doc := func(repo, blob string) string {
-		return "apiVersion: eraser.sh/v1alpha3\ncomponents:\n  scanner:\n    image: {repo: " + repo + "}\n    config: |\n      " +
+		return "apiVersion: eraser.sh/v1alpha3\ncomponents:\n  collector: {enabled: true}\n  scanner:\n    enabled: true\n    image: {repo: " + repo + "}\n    config: |\n      " +
 			strings.ReplaceAll(blob, "\n", "\n      ") + "\n"
 	}
 	const p = "components.scanner.config: "
@@ -114,6 +114,14 @@ func TestScannerConfigAtLoad(t *testing.T) {
 			errText:  `"soon" is not a duration`,
 		},
 		"custom scanner": {doc: doc("registry.example/my-scanner", "anything: [goes]\ntimeout: soon")},
+		// Upstream never read the document while the scanner was off.
+		"invalid while not scanning": {
+			doc:      strings.Replace(doc("ghcr.io/eraser-oss/eraser-trivy-scanner", "timeout: {total: 1d}"), "enabled: true", "enabled: false", 1),
+			warnings: []string{
+				"components.scanner.enabled: the scanner runs only in scheduled runs, which need components.collector.enabled: true",
+				p + `not used while scheduled runs do not scan; the scanner would refuse it: "1d" is not a duration such as "1h"`,
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
