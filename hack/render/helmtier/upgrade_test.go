@@ -1,0 +1,134 @@
+package helmtier
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A release of upstream's chart (CRDs as plain templates) upgraded in place
+// to ours keeps both CRDs and every ImageList and ImageJob, now served with
+// our schema, and our manager reconciles them. Helm deletes what the old
+// release had and the new one lacks: with the CRDs in crds/, this upgrade
+// deleted them and every object with them.
+func TestUpgradeFromUpstreamShapedRelease(t *testing.T) {
+	upgradeFromUpstream(t, upstreamShapedChart())
+}
+
+// The same from upstream's own released chart, where the reference data
+// beside the repository has it.
+func TestUpgradeFromUpstreamChart(t *testing.T) {
+	dir := upstreamChartDir()
+	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
+		t.Skipf("upstream's chart v1.4.1 is not at %s; TestUpgradeFromUpstreamShapedRelease ran the project's fixture instead", dir)
+	}
+	upgradeFromUpstream(t, dir)
+}
+
+func upgradeFromUpstream(t *testing.T, upstream string) {
+	c := newCluster(t)
+	c.createNamespace()
+	c.helm("install", release, upstream, "-n", namespace)
+	c.waitEstablished()
+	c.createUserObjects()
+
+	c.helm("upgrade", release, ourChart(), "-n", namespace)
+	c.userObjectsKept("after helm upgrade")
+	c.servesOurCRDs()
+	c.managerReconciles("migrate-v1")
+}
+
+// Ours to ours: a change to a CRD's schema in the chart reaches the cluster
+// on helm upgrade (Helm never upgrades crds/).
+func TestUpgradeAppliesCRDChange(t *testing.T) {
+	c := newCluster(t)
+	c.createNamespace()
+	old := chartWithoutField(t, "report")
+	c.helm("install", release, old, "-n", namespace)
+	c.waitEstablished()
+	if c.hasStatusField("report") {
+		t.Fatal("the old chart's CRD already has status.report: the fixture did not remove it")
+	}
+	c.helm("upgrade", release, ourChart(), "-n", namespace)
+	if !c.hasStatusField("report") {
+		t.Fatal("after helm upgrade the ImageJob CRD lacks status.report: the chart's CRD change did not reach the cluster")
+	}
+	c.servesOurCRDs()
+}
+
+// helm uninstall keeps the CRDs and every object by default; crds.keep=false
+// removes them.
+func TestUninstall(t *testing.T) {
+	t.Run("keeps CRDs and objects", func(t *testing.T) {
+		c := newCluster(t)
+		c.createNamespace()
+		c.helm("install", release, ourChart(), "-n", namespace)
+		c.waitEstablished()
+		c.createUserObjects()
+		out := c.helm("uninstall", release, "-n", namespace)
+		for _, crd := range []string{imageListsCRD, imageJobsCRD} {
+			if !strings.Contains(out, crd) {
+				t.Errorf("helm uninstall did not say that it kept %s:\n%s", crd, out)
+			}
+		}
+		c.userObjectsKept("after helm uninstall")
+		// And installing again takes the kept CRDs back.
+		c.helm("install", release, ourChart(), "-n", namespace)
+		c.userObjectsKept("after installing again")
+		c.servesOurCRDs()
+	})
+	t.Run("crds.keep=false removes them", func(t *testing.T) {
+		c := newCluster(t)
+		c.createNamespace()
+		c.helm("install", release, ourChart(), "-n", namespace, "--set", "crds.keep=false")
+		c.waitEstablished()
+		c.helm("uninstall", release, "-n", namespace, "--wait")
+		for _, crd := range []string{imageListsCRD, imageJobsCRD} {
+			if live := c.crd(crd); live != nil && live.DeletionTimestamp == nil {
+				t.Errorf("CRD %s is still there after helm uninstall with crds.keep=false", crd)
+			}
+		}
+	})
+}
+
+// helm install into a cluster whose CRDs came from elsewhere (our static
+// manifest, or upstream's) reuses them without an error and says so; with
+// crds.adopt and --take-ownership the release takes them over and upgrades
+// them.
+func TestInstallOverExistingCRDs(t *testing.T) {
+	for name, apply := range map[string]func(c *cluster){
+		"ours (kubectl apply)": func(c *cluster) {
+			c.kubectlIn(crdsOnly(t, staticManifest(t)), "apply", "--server-side", "-f", "-")
+		},
+		"upstream-shaped (kubectl apply)": func(c *cluster) {
+			c.kubectlIn(upstreamStatic(c, true), "apply", "-f", "-")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			apply(c)
+			c.waitEstablished()
+			c.createUserObjects()
+			c.createNamespace()
+			out := c.helm("install", release, ourChart(), "-n", namespace)
+			if !strings.Contains(out, imageListsCRD) || !strings.Contains(out, "reused") {
+				t.Errorf("the NOTES do not say that the CRDs were reused:\n%s", out)
+			}
+			if labels := c.crd(imageListsCRD).Labels; labels["app.kubernetes.io/managed-by"] == "Helm" {
+				t.Errorf("a reused CRD was taken over without crds.adopt: labels %v", labels)
+			}
+			c.userObjectsKept("after helm install")
+
+			c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
+			if a := c.crd(imageListsCRD).Annotations; a["meta.helm.sh/release-name"] != release {
+				t.Errorf("crds.adopt did not make the release the CRD's owner: annotations %v", a)
+			}
+			c.userObjectsKept("after adopting the CRDs")
+			c.servesOurCRDs()
+			// Owned now, they are rendered without crds.adopt from then on.
+			c.helm("upgrade", release, ourChart(), "-n", namespace)
+			c.servesOurCRDs()
+		})
+	}
+}
