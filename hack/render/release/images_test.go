@@ -135,29 +135,33 @@ func fencedBlocks(doc, lang string) []string {
 	return out
 }
 
-// documentedHelmSets are the --set flags of docs/install.md's install of
-// the checkout's chart from the images of make release, its placeholders
-// filled in: the test installs what the page tells a user to.
+// documentedHelmSets are the --set flags of a document's install of the
+// checkout's chart from the images of make release, the first whose
+// imageRegistry is registry (or the placeholder <REGISTRY>, then filled in
+// with the placeholder <VERSION>): the test installs what the page tells a
+// user to.
 func documentedHelmSets(t *testing.T, doc, registry, v string) []string {
 	t.Helper()
+	fill := strings.NewReplacer("<REGISTRY>", registry, "<VERSION>", v)
 	for _, block := range fencedBlocks(doc, "sh") {
 		cmd := strings.ReplaceAll(block, "\\\n", " ")
 		for _, line := range strings.Split(cmd, "\n") {
-			if !strings.HasPrefix(line, "helm install eraser charts/eraser") || !strings.Contains(line, "<REGISTRY>") {
+			if !strings.HasPrefix(line, "helm install eraser charts/eraser") {
 				continue
 			}
 			var sets []string
 			fields := strings.Fields(line)
 			for i, f := range fields {
 				if f == "--set" && i+1 < len(fields) {
-					s := strings.NewReplacer("<REGISTRY>", registry, "<VERSION>", v).Replace(fields[i+1])
-					sets = append(sets, s)
+					sets = append(sets, fill.Replace(fields[i+1]))
 				}
 			}
-			return sets
+			if slices.Contains(sets, "imageRegistry="+registry) {
+				return sets
+			}
 		}
 	}
-	t.Fatal("docs/install.md has no `helm install eraser charts/eraser ... --set ...=<REGISTRY>` command")
+	t.Fatalf("no `helm install eraser charts/eraser ... --set imageRegistry=%s` command", registry)
 	return nil
 }
 
@@ -219,6 +223,13 @@ func TestInstallsRunReleasedImages(t *testing.T) {
 			registry: userRegistry, version: userVersion,
 			objs: func(t *testing.T) []*unstructured.Unstructured {
 				return renderChart(t, chartDir(t), documentedHelmSets(t, doc, userRegistry, userVersion))
+			},
+		},
+		"checkout's chart with the chart README's --set": {
+			registry: "registry.example.com/eraser", version: "1.2.3",
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				readme := readRepoFile(t, "charts", "eraser", "README.md")
+				return renderChart(t, chartDir(t), documentedHelmSets(t, readme, "registry.example.com/eraser", "1.2.3"))
 			},
 		},
 		"released chart, no values": {
