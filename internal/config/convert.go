@@ -75,6 +75,7 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 		c.errs = append(c.errs, err)
 	}
 	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components)
+	c.runTimeout()
 	return c.cfg, c.warnings, c.errs
 }
 

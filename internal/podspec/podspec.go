@@ -197,8 +197,11 @@ func Build(p Params) (*corev1.Pod, error) {
 		// The scanner judges images by their content alone: the node's
 		// history and filesystem are the collector's and remover's.
 		workerMounts := append(append([]corev1.VolumeMount{}, mounts...), ret.mounts...)
-		collectorArgs := append(append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan)}, base...), pprof...), ret.args...)
-		removerArgs := append(append(append([]string{}, base...), pprof...), ret.args...)
+		// Each wait for a peer follows the scan's deadline (config.Waits):
+		// the remover waits for the scanner's list through the whole scan.
+		handoff := "--handoff-timeout=" + cfg.Waits(true).Handoff.String()
+		collectorArgs := append(append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan), handoff}, base...), pprof...), ret.args...)
+		removerArgs := append(append(append([]string{handoff}, base...), pprof...), ret.args...)
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
@@ -232,54 +235,6 @@ func Build(p Params) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// retentionParts are what the retention policy adds to the collector and
-// remover.
-type retentionParts struct {
-	args    []string
-	volumes []corev1.Volume
-	mounts  []corev1.VolumeMount
-}
-
-// retention passes the policy as the workers' flags. minAge protects every
-// job's candidates; unusedFor and the thresholds choose images on their own,
-// which only scheduled runs do: an ImageList's job removes what it lists.
-// Linux pods mount the node's state directory (writable: the workers keep
-// the node's history there) and, only when the thresholds need it, the
-// image filesystem, read-only. Windows HostProcess pods see the host's
-// filesystem and read the path the runtime names.
-func retention(p Params) retentionParts {
-	r := p.Config.Manager.Retention
-	var out retentionParts
-	out.args = append(out.args, "--min-age="+r.MinAge.String())
-	scheduled := p.Kind == KindCollector
-	if scheduled && r.UnusedFor > 0 {
-		out.args = append(out.args, "--unused-for="+r.UnusedFor.String())
-	}
-	diskPressure := scheduled && r.DiskPressure()
-	if diskPressure {
-		out.args = append(out.args, "--high-threshold-percent="+strconv.Itoa(r.HighThresholdPercent),
-			"--low-threshold-percent="+strconv.Itoa(r.LowThresholdPercent))
-	}
-	if p.OS != paths.Linux {
-		return out
-	}
-	state := paths.StateDir(p.OS)
-	out.volumes = append(out.volumes, corev1.Volume{Name: volState, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: state, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
-	}})
-	out.mounts = append(out.mounts, corev1.VolumeMount{Name: volState, MountPath: state})
-	if diskPressure {
-		out.args = append(out.args, "--imagefs-path="+r.ImageFsPath)
-		// Directory, not DirectoryOrCreate: a directory made up on the root
-		// filesystem would be measured in place of the image filesystem.
-		out.volumes = append(out.volumes, corev1.Volume{Name: volImageFs, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: r.ImageFsPath, Type: ptr.To(corev1.HostPathDirectory)},
-		}})
-		out.mounts = append(out.mounts, corev1.VolumeMount{Name: volImageFs, MountPath: r.ImageFsPath, ReadOnly: true})
-	}
-	return out
-}
-
 // tolerations are the configured ones or, unset, tolerate-all: pinned with
 // nodeName, the pod bypasses the scheduler and must tolerate whatever taints
 // its node has. Configured ones are honoured by the choice of nodes
@@ -294,38 +249,6 @@ func tolerations(cfg *config.Config) []corev1.Toleration {
 		out = append(out, *set[i].DeepCopy())
 	}
 	return out
-}
-
-func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {
-	cfg := p.Config
-	mounts = append(append([]corev1.VolumeMount{}, mounts...), corev1.VolumeMount{Name: volConfig, MountPath: paths.ConfigDir(p.OS), ReadOnly: true})
-	for _, v := range cfg.Components.Scanner.Volumes {
-		if v.HostPath != nil {
-			mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: v.HostPath.Path, ReadOnly: true})
-		}
-	}
-	if p.OS == paths.Linux {
-		if !hostPathAt(cfg, ScannerCacheDir) {
-			mounts = append(mounts, corev1.VolumeMount{Name: volScanCache, MountPath: ScannerCacheDir})
-		}
-		mounts = append(mounts, corev1.VolumeMount{Name: volScanTmp, MountPath: "/tmp"})
-	}
-	args := append([]string{"--config=" + paths.Join(p.OS, paths.ConfigDir(p.OS), p.ConfigKey), "--log-level=" + p.LogLevel}, pprof...)
-	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
-	c.Env = append(c.Env,
-		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},
-		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
-	)
-	return c
-}
-
-func hostPathAt(cfg *config.Config, path string) bool {
-	for _, v := range cfg.Components.Scanner.Volumes {
-		if v.HostPath != nil && v.HostPath.Path == path {
-			return true
-		}
-	}
-	return false
 }
 
 func container(p Params, name string, comp config.Component, args []string, mounts []corev1.VolumeMount) corev1.Container {

@@ -68,10 +68,11 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", DefaultHandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
 }
 
-// DefaultHandoffTimeout bounds each wait for a peer. A scanner may scan for
-// a long time, and the manager's podRunTimeout (default 24h) bounds the pod
-// as a whole; this makes sure a worker whose peer died ends on its own, with
-// an error naming that peer.
+// DefaultHandoffTimeout bounds each wait for a peer when no one says
+// otherwise: it makes sure a worker whose peer died ends on its own, with
+// an error naming that peer. A scanning pod's scanner may take far longer:
+// the manager passes each such pod the scan's deadline plus some slack
+// (config.Waits), so that no wait ends a scan its configuration allows.
 const DefaultHandoffTimeout = time.Hour
 
 // WaitFor bounds one wait for a peer by HandoffTimeout. Its error, once the

@@ -263,7 +263,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 
 // pass is one pass over a running job, with its memory locked.
 func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
-	w, err := r.gather(ctx, job, data.Config, nodes, st)
+	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -339,14 +339,15 @@ func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob) (*jobdata
 // gather reads what one pass needs: the job's pods and the nodes from the
 // cache, and, for started nodes whose pod the cache lacks and nothing
 // explains, the API server's word.
-func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, st *jobState) (world, error) {
+func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (world, error) {
 	now := r.clock.Now()
 	w := world{
 		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
 		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
 		finished: make(map[string]outcome, len(st.finished)),
 		failures: st.failures, creating: st.creating, now: now,
-		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Manager.ImageJob.PodRunTimeout},
+		// A scanning run's pods may outlive podRunTimeout: config.Waits.
+		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
 	}
 	// Read in place: the cache's own pods, never modified here.

@@ -1,0 +1,40 @@
+package podspec
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/paths"
+)
+
+func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {
+	cfg := p.Config
+	mounts = append(append([]corev1.VolumeMount{}, mounts...), corev1.VolumeMount{Name: volConfig, MountPath: paths.ConfigDir(p.OS), ReadOnly: true})
+	for _, v := range cfg.Components.Scanner.Volumes {
+		if v.HostPath != nil {
+			mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: v.HostPath.Path, ReadOnly: true})
+		}
+	}
+	if p.OS == paths.Linux {
+		if !hostPathAt(cfg, ScannerCacheDir) {
+			mounts = append(mounts, corev1.VolumeMount{Name: volScanCache, MountPath: ScannerCacheDir})
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: volScanTmp, MountPath: "/tmp"})
+	}
+	args := append([]string{"--config=" + paths.Join(p.OS, paths.ConfigDir(p.OS), p.ConfigKey), "--log-level=" + p.LogLevel}, pprof...)
+	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},
+		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
+	)
+	return c
+}
+
+func hostPathAt(cfg *config.Config, path string) bool {
+	for _, v := range cfg.Components.Scanner.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == path {
+			return true
+		}
+	}
+	return false
+}
