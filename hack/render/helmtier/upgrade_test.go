@@ -132,3 +132,28 @@ func TestInstallOverExistingCRDs(t *testing.T) {
 		})
 	}
 }
+
+// From upstream's static manifest to our chart: helm install takes over
+// every object it applied (the CRDs too, with crds.adopt), keeping every
+// ImageList and ImageJob; the commands are docs/migrating.md's. The
+// manager's Deployment goes first: its selector (control-plane only, as
+// kustomize wrote it) cannot change to the chart's.
+func TestInstallOverUpstreamStaticManifest(t *testing.T) {
+	c := newCluster(t)
+	c.kubectlIn(upstreamStatic(c, false), "apply", "-f", "-")
+	c.waitEstablished()
+	c.createUserObjects()
+
+	c.kubectlDo("delete", "deployment", "-n", namespace, "eraser-controller-manager")
+	c.helm("install", release, ourChart(), "-n", namespace, "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
+	c.userObjectsKept("after helm install --take-ownership")
+	c.servesOurCRDs()
+	for _, name := range []string{imageListsCRD, imageJobsCRD} {
+		if a := c.crd(name).Annotations; a["meta.helm.sh/release-name"] != release || a["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s is not the release's, kept on uninstall: annotations %v", name, a)
+		}
+	}
+	c.managerReconciles("migrate-v1")
+	c.helm("upgrade", release, ourChart(), "-n", namespace)
+	c.servesOurCRDs()
+}
