@@ -179,9 +179,15 @@ type ImageResults struct {
 	// NotOnNode entries named no image present on the node.
 	// +optional
 	NotOnNode int64 `json:"notOnNode,omitempty"`
-	// Failed removals returned an error from the runtime.
+	// Failed removals returned an error from the runtime that a later run
+	// may get past (the runtime down or restarting, a timeout).
 	// +optional
 	Failed int64 `json:"failed,omitempty"`
+	// Refused images are ones the runtime would not remove for good: it
+	// refused with a code a retry does not change, or answered that it
+	// removed the image and still listed it. They do not fail their node.
+	// +optional
+	Refused int64 `json:"refused,omitempty"`
 	// BytesFreed is the size of the removed images as the runtime reported it.
 	// +optional
 	BytesFreed int64 `json:"bytesFreed,omitempty"`

@@ -224,6 +224,7 @@ func addResults(total *eraserv1.ImageResults, s *report.Summary) {
 	total.Excluded += int64(s.Counts["excluded"])
 	total.NotOnNode += int64(s.Counts["not on node"])
 	total.Failed += int64(s.Counts["failed"] + s.Counts["invalid"])
+	total.Refused += int64(s.Counts["refused"])
 	total.BytesFreed += int64(s.BytesFreed)
 	total.TooYoung += int64(s.Counts["too young"])
 	total.RecentlyUsed += int64(s.Counts["recently used"])

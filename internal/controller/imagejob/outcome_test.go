@@ -27,10 +27,10 @@ func TestAddResults(t *testing.T) {
 		},
 		"outcomes": {
 			summaries: []*report.Summary{
-				retained(nil, map[string]int{"removed": 2, "in use": 1, "too young": 3, "recently used": 4, "not needed": 5}),
-				retained(nil, map[string]int{"too young": 1, "not needed": 1}),
+				retained(nil, map[string]int{"removed": 2, "in use": 1, "too young": 3, "recently used": 4, "not needed": 5, "refused": 1}),
+				retained(nil, map[string]int{"too young": 1, "not needed": 1, "refused": 2, "failed": 1}),
 			},
-			want: eraserv1.ImageResults{Removed: 2, InUse: 1, TooYoung: 4, RecentlyUsed: 4, NotNeeded: 6},
+			want: eraserv1.ImageResults{Removed: 2, InUse: 1, TooYoung: 4, RecentlyUsed: 4, NotNeeded: 6, Refused: 3, Failed: 1},
 		},
 		"policies in the fixed order": {
 			summaries: []*report.Summary{
@@ -106,6 +106,10 @@ func TestCounts(t *testing.T) {
 			out: outcome{summary: &report.Summary{DryRun: true, Counts: map[string]int{"removed": 3}, ImageFs: fs,
 				RemovedBy: map[string]report.PolicyTotal{"DiskPressure": {Images: 2, Bytes: 200}}}},
 			want: metrics.NodeCounts{ImageFs: &metrics.ImageFs{CapacityBytes: 1000, UsedBeforeBytes: 900, UsedAfterBytes: 900}},
+		},
+		"refused": {
+			out:  outcome{summary: &report.Summary{Counts: map[string]int{"removed": 1, "refused": 2}}},
+			want: metrics.NodeCounts{Removed: 1, Refused: 2},
 		},
 		"scanner": {
 			out:  outcome{scanner: &report.Summary{Counts: map[string]int{report.CountToRemove: 2}}},
