@@ -124,7 +124,11 @@ type options struct {
 
 func main() {
 	o := options{Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "ocibuild: "+format+"\n", args...) }}
-	images := flag.String("images", "manager collector remover trivy-scanner", "images to build, separated by spaces or commas")
+	var all []string
+	for _, c := range catalog {
+		all = append(all, c.Name)
+	}
+	images := flag.String("images", strings.Join(all, " "), "images to build, separated by spaces or commas")
 	platforms := flag.String("platforms", "linux/amd64 linux/arm64 windows/amd64", "platforms to build, separated by spaces or commas; each image gets those it supports")
 	flag.StringVar(&o.Out, "out", "bin/images", "output directory")
 	flag.StringVar(&o.Registry, "registry", "", "registry path of the image repositories, and of the workers the manager defaults to (default: "+version.DefaultRepo+")")
