@@ -61,7 +61,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 func (c *Command) Run(ctx context.Context) int {
 	log := c.Start(Component)
 	summary := report.Summary{Component: Component, Counts: map[string]int{}}
-	cfg, err := c.scanConfig()
+	cfg, err := c.scanConfig(log)
 	var opts []scanner.Option
 	opts = append(opts, scanner.WithContext(ctx), scanner.WithLogger(log), scanner.WithSharedDir(c.SharedDir))
 	if err == nil {
@@ -99,7 +99,11 @@ func (c *Command) Run(ctx context.Context) int {
 	return worker.Finish(log, c.SummaryFile, summary, err)
 }
 
-func (c *Command) scanConfig() (scan.Config, error) {
+// scanConfig reads the scanner's configuration. Its warnings (keys that have
+// no effect, which upstream's scanner dropped silently) are logged, never
+// fatal: the manager has already warned about them where it loaded the
+// document.
+func (c *Command) scanConfig(log *slog.Logger) (scan.Config, error) {
 	if c.Config == "" {
 		return scan.DefaultConfig(), nil
 	}
@@ -111,7 +115,14 @@ func (c *Command) scanConfig() (scan.Config, error) {
 	if err != nil {
 		return scan.Config{}, fmt.Errorf("configuration %s: %w", c.Config, err)
 	}
-	return scan.ParseConfig(full.Components.Scanner.Config)
+	cfg, warnings, err := scan.Parse(full.Components.Scanner.Config)
+	if err != nil {
+		return scan.Config{}, fmt.Errorf("components.scanner.config: %w", err)
+	}
+	for _, w := range warnings {
+		log.Warn("components.scanner.config: "+w, "key", "components.scanner.config")
+	}
+	return cfg, nil
 }
 
 // prepare gets the DB and connects to the runtime's content store.

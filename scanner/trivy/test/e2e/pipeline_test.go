@@ -9,9 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,13 +21,10 @@ import (
 
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
@@ -222,20 +216,7 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 // names it without a tag, as upstream's default does.
 func TestDBDownloadedFromDBRepo(t *testing.T) {
 	testcontainerd.Require(t)
-	art, err := fixture.DBArtifact(advisories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/aquasecurity/trivy-db"
-	ref, err := name.ParseReference(repo + ":2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, art); err != nil {
-		t.Fatal(err)
-	}
+	repo := serveDB(t)
 	c := seed(t)
 	cache := t.TempDir()
 	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndbRepo: %s", cache, repo))
