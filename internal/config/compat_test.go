@@ -213,3 +213,35 @@ func TestOwnKeyTyposRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeAddress: the forms upstream's parser accepted, decided one by
+// one against what upstream's worker pods did with them.
+func TestRuntimeAddress(t *testing.T) {
+	type result struct{ Canonical, Warning, Err string }
+	cases := map[string]struct {
+		in   string
+		want result
+	}{
+		"absolute":      {in: "unix:///run/containerd/containerd.sock", want: result{Canonical: "unix:///run/containerd/containerd.sock"}},
+		"one slash":     {in: "unix:/run/crio/crio.sock", want: result{Canonical: "unix:/run/crio/crio.sock"}},
+		"localhost":     {in: "unix://localhost/run/x.sock", want: result{Canonical: "unix:///run/x.sock", Warning: `the host "localhost" is ignored, as upstream Eraser ignored it: the socket is /run/x.sock`}},
+		"relative path": {in: "unix://run/containerd/containerd.sock", want: result{Err: `"unix://run/containerd/containerd.sock": a unix socket's address has no host, and upstream Eraser mounted "/containerd/containerd.sock", dropping "run"; did you mean "unix:///run/containerd/containerd.sock"?`}},
+		"tcp":           {in: "tcp://10.0.0.1:2375", want: result{Err: `"tcp://10.0.0.1:2375": workers dial the runtime's local unix:// socket; upstream Eraser accepted tcp:// here, but its workers could not dial it and failed on every node`}},
+		// Left to endpoint.Parse, which refuses or accepts them alike.
+		"named pipe": {in: "npipe://./pipe/containerd-containerd", want: result{Canonical: "npipe://./pipe/containerd-containerd"}},
+		"no scheme":  {in: "/run/containerd/containerd.sock", want: result{Canonical: "/run/containerd/containerd.sock"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got result
+			var err error
+			got.Canonical, got.Warning, err = runtimeAddress(tc.in)
+			if err != nil {
+				got.Err = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
