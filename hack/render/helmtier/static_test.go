@@ -11,8 +11,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// kubectl apply of our static manifest over upstream's (applied as upstream
-// documents it, client-side) keeps every object, serves our CRDs, and our
+// kubectl apply of our static manifest (or of its kustomization) over
+// upstream's (applied as upstream documents it, client-side) keeps every object, serves our CRDs, and our
 // manager reconciles what was there; deleting the manifest but its CRDs
 // keeps every object. The commands are docs/migrating.md's. Server-side
 // apply over objects that client-side apply wrote conflicts on the fields
@@ -21,6 +21,9 @@ func TestStaticManifestOverUpstream(t *testing.T) {
 	for name, args := range map[string][]string{
 		"server-side": {"apply", "--server-side", "--force-conflicts", "-f", "-"},
 		"client-side": {"apply", "-f", "-"},
+		// The kustomization deploy/eraser.yaml is rendered from, through
+		// kubectl's own kustomize, as a kustomize user applies it.
+		"kustomize": {"apply", "--server-side", "--force-conflicts", "-k", filepath.Join(testenv.RepoRoot(), "config", "default")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t)
