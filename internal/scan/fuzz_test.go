@@ -54,6 +54,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("vulnerabilities: {severities: null, types: [os]}")
 	f.Add("dbDownloadTimeout: 0s")
 	f.Add("DeleteFailedImages: true")
+	f.Add("runtime: {name: crio}\nsecurityChecks: [vuln]\nvulnerabilities: {severites: [LOW]}")
+	f.Add("skipDbUpdates: true")
 	f.Fuzz(func(t *testing.T, doc string) {
 		cfg, err := ParseConfig(doc)
 		if err != nil {
