@@ -116,7 +116,7 @@ func TestScannerConfigAtLoad(t *testing.T) {
 		"custom scanner": {doc: doc("registry.example/my-scanner", "anything: [goes]\ntimeout: soon")},
 		// Upstream never read the document while the scanner was off.
 		"invalid while not scanning": {
-			doc:      strings.Replace(doc("ghcr.io/eraser-oss/eraser-trivy-scanner", "timeout: {total: 1d}"), "enabled: true", "enabled: false", 1),
+			doc: strings.Replace(doc("ghcr.io/eraser-oss/eraser-trivy-scanner", "timeout: {total: 1d}"), "enabled: true", "enabled: false", 1),
 			warnings: []string{
 				"components.scanner.enabled: the scanner runs only in scheduled runs, which need components.collector.enabled: true",
 				p + `not used while scheduled runs do not scan; the scanner would refuse it: "1d" is not a duration such as "1h"`,
