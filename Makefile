@@ -105,8 +105,9 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 
 # make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3 (docs/release.md):
 # every image with every platform, built for REGISTRY and VERSION, pushed as
-# one multi-platform index each; the eraser node command for linux/amd64,
-# linux/arm64 and windows/amd64, written with SHA256SUMS to
+# one multi-platform index each; the commands eraser (the node command) and
+# kubectl-eraser (the kubectl plugin) for linux/amd64, linux/arm64 and
+# windows/amd64, written with SHA256SUMS to
 # bin/release/VERSION and pushed as the artifact REGISTRY/eraser-cli:VERSION;
 # then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
@@ -119,7 +120,7 @@ RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATF
 RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
 
 .PHONY: release
-release: ## Push the images, the eraser node command (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
+release: ## Push the images, the eraser and kubectl-eraser commands (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
 	@if [ -z "$(REGISTRY)" ] || [ -z "$(VERSION)" ]; then \
 		echo "release: REGISTRY and VERSION are required, e.g. make release REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3" >&2; exit 1; fi
 	go -C hack/render build -o $(RELEASE_TOOL) ./cmd/release
@@ -181,7 +182,7 @@ test: verify verify-selftest vet build-windows test-deps ## Verify, then run eve
 .PHONY: test-deploy
 test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 ./...
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m ./...
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.

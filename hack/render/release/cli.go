@@ -22,13 +22,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// CLIPlatforms are the platforms the node command (cmd/eraser) is
-// released for: the nodes Eraser's workers run on.
+// CLICommands are the commands a release builds, each a main package
+// under cmd/: the node command, and the kubectl plugin that prints a run's
+// per-node report.
+var CLICommands = []string{"eraser", "kubectl-eraser"}
+
+// CLIPlatforms are the platforms the commands are released for: the nodes
+// Eraser's workers run on, where the node command is used.
 var CLIPlatforms = []string{"linux/amd64", "linux/arm64", "windows/amd64"}
 
-// CLIRepo is the node command's repository under the registry: an OCI
-// artifact whose files are the binaries and SHA256SUMS, as `oras pull`
-// fetches them.
+// CLIRepo is the commands' repository under the registry: an OCI artifact
+// whose files are the binaries and SHA256SUMS, as `oras pull` fetches
+// them.
 const CLIRepo = "eraser-cli"
 
 // Media types of the CLI artifact. The binaries are plain files, not image
@@ -40,16 +45,17 @@ const (
 	annotationTitle = "org.opencontainers.image.title"
 )
 
-// SumsFile lists the SHA-256 of every CLI binary, as sha256sum writes it.
+// SumsFile lists the SHA-256 of every command's binary, as sha256sum
+// writes it.
 const SumsFile = "SHA256SUMS"
 
 // versionPackage is where the version stamps go, as hack/ocibuild stamps
 // the images' binaries.
 const versionPackage = "github.com/eraser-oss/eraser/internal/version"
 
-// CLI is how a release builds the node command.
+// CLI is how a release builds the commands.
 type CLI struct {
-	// Source is the repository root, the module of ./cmd/eraser.
+	// Source is the repository root, the module of ./cmd/<command>.
 	Source string
 	// Out is the directory the binaries and SHA256SUMS are written to.
 	Out string
@@ -60,10 +66,10 @@ type CLI struct {
 	Tags, LDFlags string
 }
 
-// CLIFile is the file name of the command built for platform (os/arch).
-func CLIFile(platform string) string {
+// CLIFile is the file name of command built for platform (os/arch).
+func CLIFile(command, platform string) string {
 	goos, arch, _ := strings.Cut(platform, "/")
-	name := "eraser-" + goos + "-" + arch
+	name := command + "-" + goos + "-" + arch
 	if goos == "windows" {
 		name += ".exe"
 	}
@@ -85,16 +91,16 @@ func cliPlatforms(subset []string) []string {
 	return out
 }
 
-// BuildCLI builds the node command for each platform into c.Out, static
-// and reproducible (-trimpath, no VCS stamp, CGO off), stamped with the
-// version, then writes SHA256SUMS. It returns the files written, the sums
-// last.
+// BuildCLI builds every command of CLICommands for each platform into
+// c.Out, static and reproducible (-trimpath, no VCS stamp, CGO off),
+// stamped with the version, then writes SHA256SUMS. It returns the files
+// written, the sums last.
 func BuildCLI(ctx context.Context, c CLI, version string, platforms []string) ([]string, error) {
 	if len(platforms) == 0 {
-		return nil, fmt.Errorf("building the eraser command: no platform among %v", CLIPlatforms)
+		return nil, fmt.Errorf("building the commands: no platform among %v", CLIPlatforms)
 	}
 	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("building the eraser command: %w", err)
+		return nil, fmt.Errorf("building the commands: %w", err)
 	}
 	commit := c.Commit
 	if commit == "" {
@@ -103,33 +109,42 @@ func BuildCLI(ctx context.Context, c CLI, version string, platforms []string) ([
 	ldflags := strings.TrimSpace(fmt.Sprintf("%s -X %s.Version=%s -X %s.Commit=%s", c.LDFlags, versionPackage, version, versionPackage, commit))
 	var files []string
 	var sums bytes.Buffer
-	for _, p := range platforms {
-		goos, arch, _ := strings.Cut(p, "/")
-		out := filepath.Join(c.Out, CLIFile(p))
-		args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out}
-		if c.Tags != "" {
-			args = append(args, "-tags="+c.Tags)
+	for _, command := range CLICommands {
+		for _, p := range platforms {
+			out := filepath.Join(c.Out, CLIFile(command, p))
+			if err := buildCommand(ctx, c, command, p, ldflags, out); err != nil {
+				return nil, err
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				return nil, fmt.Errorf("reading the built %s: %w", out, err)
+			}
+			sum := sha256.Sum256(data)
+			// sha256sum's format, so that `sha256sum -c SHA256SUMS` checks them.
+			fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(out))
+			files = append(files, out)
 		}
-		cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/eraser")...)
-		cmd.Dir = c.Source
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+arch)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building the eraser command for %s: %w\n%s", p, err, msg)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(data)
-		// sha256sum's format, so that `sha256sum -c SHA256SUMS` checks them.
-		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), CLIFile(p))
-		files = append(files, out)
 	}
 	sumsPath := filepath.Join(c.Out, SumsFile)
 	if err := os.WriteFile(sumsPath, sums.Bytes(), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", sumsPath, err)
 	}
 	return append(files, sumsPath), nil
+}
+
+func buildCommand(ctx context.Context, c CLI, command, platform, ldflags, out string) error {
+	goos, arch, _ := strings.Cut(platform, "/")
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out}
+	if c.Tags != "" {
+		args = append(args, "-tags="+c.Tags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/"+command)...)
+	cmd.Dir = c.Source
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+arch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s for %s: %w\n%s", command, platform, err, msg)
+	}
+	return nil
 }
 
 // cliArtifact is the OCI artifact of the built files: one blob per file,

@@ -57,7 +57,7 @@ func binaryKind(t *testing.T, path string) string {
 	return "windows/" + arch
 }
 
-// The release builds the node command for each platform asked, static
+// The release builds both commands for each platform asked, static
 // and stamped, writes SHA256SUMS beside the binaries, and pushes them as
 // one artifact that gives back the same files; the build is reproducible,
 // so a second release changes nothing.
@@ -68,14 +68,20 @@ func TestReleaseCLI(t *testing.T) {
 	}{
 		"every platform": {
 			want: map[string]string{
-				"eraser-linux-amd64":       "linux/amd64 static",
-				"eraser-linux-arm64":       "linux/arm64 static",
-				"eraser-windows-amd64.exe": "windows/amd64",
+				"eraser-linux-amd64":               "linux/amd64 static",
+				"eraser-linux-arm64":               "linux/arm64 static",
+				"eraser-windows-amd64.exe":         "windows/amd64",
+				"kubectl-eraser-linux-amd64":       "linux/amd64 static",
+				"kubectl-eraser-linux-arm64":       "linux/arm64 static",
+				"kubectl-eraser-windows-amd64.exe": "windows/amd64",
 			},
 		},
 		"a partial release, as the kubelet tier makes": {
 			platforms: []string{"linux/amd64"},
-			want:      map[string]string{"eraser-linux-amd64": "linux/amd64 static"},
+			want: map[string]string{
+				"eraser-linux-amd64":         "linux/amd64 static",
+				"kubectl-eraser-linux-amd64": "linux/amd64 static",
+			},
 		},
 	}
 	for name, tc := range cases {
@@ -125,10 +131,14 @@ func TestReleaseCLI(t *testing.T) {
 				t.Errorf("%s (-want +got):\n%s", SumsFile, diff)
 			}
 
-			// The binary for this machine runs and says which release it is.
-			if host := CLIFile(runtime.GOOS + "/" + runtime.GOARCH); files[host] != nil {
+			// The binaries for this machine run and say which release they are.
+			for command, agent := range map[string]string{"eraser": "eraser/cli/", "kubectl-eraser": "eraser/kubectl-eraser/"} {
+				host := CLIFile(command, runtime.GOOS+"/"+runtime.GOARCH)
+				if files[host] == nil {
+					continue
+				}
 				v, err := exec.Command(filepath.Join(out, host), "version").CombinedOutput()
-				if err != nil || !strings.Contains(string(v), "eraser/cli/"+testVersion) || !strings.Contains(string(v), "0123abc") {
+				if err != nil || !strings.Contains(string(v), agent+testVersion) || !strings.Contains(string(v), "0123abc") {
 					t.Errorf("%s version: %q, %v; want the release's version and commit", host, v, err)
 				}
 			}

@@ -85,9 +85,9 @@ type Options struct {
 	HelmRegistryConfig string
 	// Out receives what was pushed; nil discards it.
 	Out io.Writer
-	// CLI, when set, builds the node command (cmd/eraser) for the
-	// release's platforms and pushes it as REGISTRY/eraser-cli:VERSION;
-	// nil leaves it out.
+	// CLI, when set, builds the commands (cmd/eraser, cmd/kubectl-eraser)
+	// for the release's platforms and pushes them as
+	// REGISTRY/eraser-cli:VERSION; nil leaves them out.
 	CLI *CLI
 }
 
@@ -105,7 +105,7 @@ type Pushed struct {
 type Result struct {
 	Images []Pushed
 	Chart  Pushed
-	// CLI is the node command's artifact, and CLIFiles what it holds
+	// CLI is the commands' artifact, and CLIFiles what it holds
 	// (the binaries, then SHA256SUMS), when Options.CLI was set.
 	CLI      *Pushed
 	CLIFiles []string
@@ -210,7 +210,7 @@ func (t loopbackOnlyHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// Run publishes the release: every image of Images, the node command when
+// Run publishes the release: every image of Images, the commands when
 // Options.CLI is set, then the chart.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
@@ -259,8 +259,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	// And the node command, built before any push: a release whose
-	// command does not build publishes nothing.
+	// And the commands, built before any push: a release whose
+	// commands do not build publishes nothing.
 	var cliImage v1.Image
 	var cliTag name.Tag
 	if o.CLI != nil {
@@ -271,7 +271,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		if cliImage, err = cliArtifact(res.CLIFiles); err != nil {
-			return nil, fmt.Errorf("the eraser command's artifact: %w", err)
+			return nil, fmt.Errorf("the commands' artifact: %w", err)
 		}
 	}
 

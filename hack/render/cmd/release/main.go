@@ -2,7 +2,8 @@
 // wrote (one multi-platform index each) and the Helm chart, stamped with
 // the version, to an OCI registry. "make release" builds the images and
 // runs it; docs/release.md describes both. With -cli-out it also builds
-// the node command (cmd/eraser) and pushes it, with SHA256SUMS.
+// the commands (cmd/eraser, cmd/kubectl-eraser) and pushes them, with
+// SHA256SUMS.
 //
 //	go -C hack/render run ./cmd/release -registry ghcr.io/owner/eraser -version 1.2.3 \
 //	    -images $PWD/bin/images -chart $PWD/charts/eraser
@@ -37,11 +38,11 @@ func main() {
 	platforms := flag.String("platforms", "", "release only these platforms of each image, space- or comma-separated (e.g. linux/amd64): for tests and local use; default every platform")
 	check := flag.Bool("check", false, "only check the registry, version and -insecure; push nothing")
 	var cli release.CLI
-	flag.StringVar(&cli.Out, "cli-out", "", "build the eraser node command for the release's platforms into this directory, with SHA256SUMS, and push it as REGISTRY/"+release.CLIRepo+":VERSION; empty: leave it out")
-	flag.StringVar(&cli.Source, "source", ".", "the repository root, where ./cmd/eraser is built (with -cli-out)")
-	flag.StringVar(&cli.Commit, "commit", "", "source revision stamped into the command (with -cli-out)")
-	flag.StringVar(&cli.Tags, "tags", "", "go build -tags of the command (with -cli-out)")
-	flag.StringVar(&cli.LDFlags, "ldflags", "", "go build -ldflags of the command, before the version stamps (with -cli-out)")
+	flag.StringVar(&cli.Out, "cli-out", "", "build the commands (eraser, kubectl-eraser) for the release's platforms into this directory, with SHA256SUMS, and push it as REGISTRY/"+release.CLIRepo+":VERSION; empty: leave it out")
+	flag.StringVar(&cli.Source, "source", ".", "the repository root, where ./cmd/eraser and ./cmd/kubectl-eraser are built (with -cli-out)")
+	flag.StringVar(&cli.Commit, "commit", "", "source revision stamped into the commands (with -cli-out)")
+	flag.StringVar(&cli.Tags, "tags", "", "go build -tags of the commands (with -cli-out)")
+	flag.StringVar(&cli.LDFlags, "ldflags", "", "go build -ldflags of the commands, before the version stamps (with -cli-out)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: release -registry REGISTRY -version VERSION [flags]")
