@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/getter"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
@@ -23,8 +25,11 @@ import (
 )
 
 // renderNotes is the text helm install prints after installing the chart
-// with the values set, as the Helm SDK renders it.
-func renderNotes(t *testing.T, namespace string, set []string) string {
+// with the values set, as the Helm SDK renders it. With cluster, the
+// install is a server-side dry run against the test's API server, so that
+// the chart's lookups see what is there (the CRDs, which envtest installed
+// without Helm's ownership: the release reuses them, and the NOTES say so).
+func renderNotes(t *testing.T, namespace string, set []string, cluster bool) string {
 	t.Helper()
 	chrt, err := loader.Load(chartDir())
 	if err != nil {
@@ -34,8 +39,19 @@ func renderNotes(t *testing.T, namespace string, set []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil))))
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil)))
+	install := action.NewInstall(cfg)
 	install.DryRunStrategy = action.DryRunClient
+	if cluster {
+		t.Setenv("KUBECONFIG", env.KubeconfigPath)
+		if err := cfg.Init(cli.New().RESTClientGetter(), namespace, "memory"); err != nil {
+			t.Fatalf("helm client for the test cluster: %v", err)
+		}
+		install.DryRunStrategy = action.DryRunServer
+		// Other tests leave the chart's cluster-wide objects behind
+		// without Helm's ownership.
+		install.TakeOwnership = true
+	}
 	install.ReleaseName = DefaultRelease
 	install.Namespace = namespace
 	install.Replace = true
@@ -79,26 +95,41 @@ func TestChartNotesPaste(t *testing.T) {
 		t.Skipf("no bash: %v", err)
 	}
 	// kubectl as the user's, pointed at the test's API server; the dry run
-	// is the shim's only addition to what the user typed.
+	// is the shim's only addition to what the user typed. helm (the
+	// release's upgrade, which needs a release) only prints what it got.
 	shim := t.TempDir()
-	script := fmt.Sprintf("#!/bin/sh\nexec %q --kubeconfig %q \"$@\" --dry-run=server\n", kubectl, env.KubeconfigPath)
-	if err := os.WriteFile(filepath.Join(shim, "kubectl"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+	scripts := map[string]string{
+		"kubectl": fmt.Sprintf("#!/bin/sh\nexec %q --kubeconfig %q \"$@\" --dry-run=server\n", kubectl, env.KubeconfigPath),
+		"helm":    "#!/bin/sh\necho helm \"$@\"\n",
+	}
+	for name, script := range scripts {
+		if err := os.WriteFile(filepath.Join(shim, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	const ns = "notes-paste"
 	namespace(t, ns, nil)
-	want := []string{
+	always := []string{
 		"namespace/" + ns + " labeled (server dry run)",
 		"imagelist.eraser.sh/imagelist created (server dry run)",
 	}
-	cases := map[string][]string{
-		"defaults":          nil,
-		"collector enabled": {"runtimeConfig.components.collector.enabled=true"},
+	// The user names the chart they installed, as the NOTES ask.
+	const chart = "oci://registry.example.com/eraser/charts/eraser --version 1.2.3"
+	adopt := "helm upgrade " + DefaultRelease + " " + chart + " -n " + ns + " --reuse-values --set crds.adopt=true --take-ownership --force-conflicts"
+	cases := map[string]struct {
+		set     []string
+		cluster bool
+		want    []string
+	}{
+		"defaults":                           {want: always},
+		"collector enabled":                  {set: []string{"runtimeConfig.components.collector.enabled=true"}, want: always},
+		"over CRDs the release does not own": {cluster: true, want: append(slices.Clone(always), adopt)},
 	}
-	for name, set := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			notes := renderNotes(t, ns, set)
+			want := tc.want
+			notes := renderNotes(t, ns, tc.set, tc.cluster)
 			blocks := shellBlocks(notes)
 			if len(blocks) != len(want) {
 				t.Fatalf("NOTES hold %d commands, want %d:\n%s", len(blocks), len(want), notes)
@@ -110,7 +141,7 @@ func TestChartNotesPaste(t *testing.T) {
 					continue
 				}
 				cmd := exec.Command(bash, "-c", block+"\n")
-				cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+				cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"), "CHART="+chart)
 				cmd.Stdin = nil
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
