@@ -157,8 +157,8 @@ func TestRecheck(t *testing.T) {
 	if len(rt.removed) != 3 {
 		t.Errorf("removed %v, want alpine, nginx and the untagged image", rt.removed)
 	}
-	if rt.lists != 2 {
-		t.Errorf("%d container listings, want one to read the node and one re-check for the batch", rt.lists)
+	if rt.lists != 3 {
+		t.Errorf("%d container listings, want one to read the node, one re-check for the batch and one to judge the removals", rt.lists)
 	}
 }
 

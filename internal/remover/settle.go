@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
 )
 
@@ -80,66 +79,60 @@ func judgeRemoval(err error, after presence, inUse bool) (Outcome, string) {
 	return Failed, err.Error()
 }
 
-// settle judges the removals of a run once all were answered: one image
-// listing says which images are gone and, when any is still there, one
-// container listing says which a container uses now. A listing that fails
-// leaves the runtime's answers as they are, logged.
+// settle judges the removals of a run once all were answered: one
+// container listing, then one image listing say which images are gone and
+// which a container uses now. A listing that fails leaves the runtime's
+// answers as they are, logged. The image listing is judged as it is read,
+// and nothing of it kept: on a node of tens of thousands of images it is
+// as large as the snapshot the run still holds.
 func settle(ctx context.Context, rt Runtime, results []Result, log *slog.Logger) {
-	attempted := 0
-	for _, r := range results {
+	pending := map[string][]int{} // image ID -> attempted results
+	for i, r := range results {
 		if r.attempted {
-			attempted++
+			pending[r.ImageID] = append(pending[r.ImageID], i)
 		}
 	}
-	if attempted == 0 {
+	if len(pending) == 0 {
 		return
 	}
-	now := map[string]cri.Image{}
-	listedOK := true
-	images, err := rt.ListImages(ctx)
-	if err != nil {
-		listedOK = false
-		log.Warn("could not list the images after the removals: the runtime's answers stand", "error", err)
-	}
-	for _, img := range images {
-		now[img.ID] = img
-	}
 	var used protect.Containers
-	if stillListed(results, now) {
-		containers, err := rt.ListContainers(ctx)
-		if err != nil {
-			log.Warn("could not list the containers after the removals", "error", err)
-		} else {
-			used = protect.NewContainers(containers)
-		}
+	if containers, err := rt.ListContainers(ctx); err != nil {
+		log.Warn("could not list the containers after the removals", "error", err)
+	} else {
+		used = protect.NewContainers(containers)
 	}
-	for i := range results {
+	judge := func(i int, after presence, inUse bool) {
 		r := &results[i]
-		if !r.attempted {
-			continue
-		}
-		after, inUse := presenceUnknown, false
-		if img, ok := now[r.ImageID]; ok {
-			after = presenceListed
-			inUse = used != nil && (protect.Policy{}).Check(img, protect.Keys(img), used).Reason == protect.InUse
-		} else if listedOK {
-			after = presenceGone
-		}
 		outcome, detail := judgeRemoval(r.err, after, inUse)
 		r.Outcome = outcome
 		if detail != "" || outcome != Removed {
 			r.Detail = detail
 		}
 	}
-}
-
-// stillListed says whether an attempted removal left its image listed:
-// only then are the containers worth listing.
-func stillListed(results []Result, now map[string]cri.Image) bool {
-	for _, r := range results {
-		if _, ok := now[r.ImageID]; ok && r.attempted {
-			return true
+	images, err := rt.ListImages(ctx)
+	if err != nil {
+		log.Warn("could not list the images after the removals: the runtime's answers stand", "error", err)
+		for _, idx := range pending {
+			for _, i := range idx {
+				judge(i, presenceUnknown, false)
+			}
+		}
+		return
+	}
+	for k := range images {
+		idx, ok := pending[images[k].ID]
+		if !ok {
+			continue
+		}
+		inUse := used != nil && (protect.Policy{}).Check(images[k], protect.Keys(images[k]), used).Reason == protect.InUse
+		for _, i := range idx {
+			judge(i, presenceListed, inUse)
+		}
+		delete(pending, images[k].ID)
+	}
+	for _, idx := range pending {
+		for _, i := range idx {
+			judge(i, presenceGone, false)
 		}
 	}
-	return false
 }
