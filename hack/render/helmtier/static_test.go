@@ -11,18 +11,21 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// kubectl apply of our static manifest (or of its kustomization) over
-// upstream's (applied as upstream documents it, client-side) keeps every object, serves our CRDs, and our
-// manager reconciles what was there; deleting the manifest but its CRDs
-// keeps every object. The commands are docs/migrating.md's. Server-side
-// apply over objects that client-side apply wrote conflicts on the fields
-// whose values change (the Deployment's, here) without --force-conflicts.
+// kubectl apply of our static manifest over upstream's (applied as upstream
+// documents it, client-side) keeps every object, serves our CRDs, and our
+// manager reconciles what was there; deleting all but the CRDs keeps every
+// object. "overlay" runs docs/install.md's commands in the overlay it
+// describes (a copy of deploy/eraser.yaml and the images of a release).
+// Server-side apply over objects that client-side apply wrote conflicts on
+// the fields whose values change (the Deployment's, here) without
+// --force-conflicts.
 func TestStaticManifestOverUpstream(t *testing.T) {
+	overlay := docsOverlay(t)
 	for name, args := range map[string][]string{
-		"server-side": {"apply", "--server-side", "--force-conflicts", "-f", "-"},
-		"client-side": {"apply", "-f", "-"},
+		"overlay":     {"apply", "--server-side", "--force-conflicts", "-k", overlay},
+		"client-side": {"apply", "-f", filepath.Join(testenv.RepoRoot(), "deploy", "eraser.yaml")},
 		// The kustomization deploy/eraser.yaml is rendered from, through
-		// kubectl's own kustomize, as a kustomize user applies it.
+		// kubectl's own kustomize.
 		"kustomize": {"apply", "--server-side", "--force-conflicts", "-k", filepath.Join(testenv.RepoRoot(), "config", "default")},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -31,18 +34,40 @@ func TestStaticManifestOverUpstream(t *testing.T) {
 			c.waitEstablished()
 			c.createUserObjects()
 
-			c.kubectlIn(string(staticManifest(t)), args...)
-			c.userObjectsKept("after kubectl apply of deploy/eraser.yaml")
+			c.kubectlDo(args...)
+			c.userObjectsKept("after kubectl " + strings.Join(args, " "))
 			c.servesOurCRDs()
 			c.managerReconciles("migrate-v1")
 
-			c.kubectlIn(string(staticManifest(t)), "delete", "-f", "-", "-l", "app.kubernetes.io/component!=api", "--wait=false")
-			c.userObjectsKept("after kubectl delete of deploy/eraser.yaml but its CRDs")
+			c.kubectlDo("delete", "-k", overlay, "-l", "app.kubernetes.io/component!=api", "--wait=false")
+			c.userObjectsKept("after kubectl delete of all but the CRDs")
 			if _, err := c.run(c.kubectl, "", "get", "deployment", "-n", namespace, "eraser-controller-manager"); err == nil {
-				t.Error("the manager's Deployment is still there after kubectl delete -f deploy/eraser.yaml")
+				t.Error("the manager's Deployment is still there after kubectl delete")
 			}
 		})
 	}
+}
+
+// docsOverlay is the overlay docs/install.md tells a user to write: a copy
+// of deploy/eraser.yaml beside a kustomization naming a release's images.
+func docsOverlay(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	kustomization := `resources:
+- eraser.yaml
+images:
+- name: ghcr.io/eraser-oss/eraser-manager
+  newName: registry.example/eraser/eraser-manager
+  newTag: 1.2.3
+`
+	err := os.WriteFile(filepath.Join(dir, "eraser.yaml"), staticManifest(t), 0o644)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // staticManifest is deploy/eraser.yaml.
