@@ -26,6 +26,10 @@ func TestUpgradeFromUpstreamChart(t *testing.T) {
 	upgradeFromUpstream(t, dir)
 }
 
+// releaseImages are the overrides docs/install.md gives for installing
+// from this checkout the images of `make release REGISTRY VERSION`.
+var releaseImages = []string{"--set", "imageRegistry=registry.example/eraser", "--set", "deploy.image.tag=1.2.3"}
+
 func upgradeFromUpstream(t *testing.T, upstream string) {
 	c := newCluster(t)
 	c.createNamespace()
@@ -33,7 +37,7 @@ func upgradeFromUpstream(t *testing.T, upstream string) {
 	c.waitEstablished()
 	c.createUserObjects()
 
-	c.helm("upgrade", release, ourChart(), "-n", namespace)
+	c.helm(append([]string{"upgrade", release, ourChart(), "-n", namespace}, releaseImages...)...)
 	c.userObjectsKept("after helm upgrade")
 	c.servesOurCRDs()
 	c.managerReconciles("migrate-v1")
@@ -145,7 +149,8 @@ func TestInstallOverUpstreamStaticManifest(t *testing.T) {
 	c.createUserObjects()
 
 	c.kubectlDo("delete", "deployment", "-n", namespace, "eraser-controller-manager")
-	c.helm("install", release, ourChart(), "-n", namespace, "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
+	c.helm(append([]string{"install", release, ourChart(), "-n", namespace}, append(releaseImages,
+		"--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")...)...)
 	c.userObjectsKept("after helm install --take-ownership")
 	c.servesOurCRDs()
 	for _, name := range []string{imageListsCRD, imageJobsCRD} {
