@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -88,7 +87,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncWriter{w: &bytes.Buffer{}}
+	logs := &testenv.Buffer{}
 	log := manager.NewLogger("info", logs)
 	store, err := manager.LoadConfig(log, file, "")
 	if err != nil {
@@ -248,22 +247,4 @@ func finishPods(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// syncWriter lets the manager's goroutines share one log buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }

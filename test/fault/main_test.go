@@ -8,7 +8,6 @@
 package fault_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -345,26 +344,8 @@ func podCreates(t *testing.T, code string) int {
 // process is a running manager.
 type process struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testenv.Buffer // stderr
 	done chan error
-}
-
-// syncBuffer is the manager's stderr, read while it is written.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // lines returns the log lines with every part.
@@ -404,7 +385,7 @@ func (s *scenario) startManager(doc string) *process {
 	cmd := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfg,
 		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
-	p := &process{cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,12 @@
 package helmtier
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +54,7 @@ func (c *cluster) managerReconciles(list string) {
 	cmd := exec.Command(managerBin, "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
 		"--health-probe-bind-address="+testenv.FreePort(c.t), "--metrics-bind-address=0")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+namespace)
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -120,22 +118,4 @@ func (c *cluster) serviceAccountKubeconfig(dir string) string {
 		c.t.Fatal(err)
 	}
 	return path
-}
-
-// syncBuffer lets the manager's output be read while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
