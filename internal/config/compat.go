@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/eraser-oss/eraser/internal/images"
 	"github.com/eraser-oss/eraser/internal/scan"
 )
 
@@ -71,15 +72,13 @@ func runtimeAddress(s string) (canonical, warning string, err error) {
 	return s, warning, nil
 }
 
-// trivyScannerRepo is the last element of the Trivy scanner image's
-// repository, upstream's and this project's alike.
-const trivyScannerRepo = "eraser-trivy-scanner"
-
 // isTrivyScanner tells whether the scanner image is the Trivy scanner, whose
 // configuration schema and limits this package knows; a custom scanner's
 // are its own.
 func isTrivyScanner(c Component) bool {
-	return path.Base(c.Image.Repo) == trivyScannerRepo
+	// The last element of the repository is upstream's and this
+	// project's alike.
+	return path.Base(c.Image.Repo) == images.Scanner.Repo
 }
 
 // scannerRuntime decides a runtime the scanner cannot read. The Trivy

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/eraser-oss/eraser/internal/images"
 	"github.com/eraser-oss/eraser/internal/version"
 )
 
@@ -228,17 +229,17 @@ func defaultManagerCommon() managerCommon {
 // defaultComponents are upstream's code defaults, with our images. The
 // collector and scanner are off unless the document turns them on.
 func defaultComponents() components {
-	image := func(name string) imageDoc {
-		return imageDoc{Repo: version.DefaultRepo + "/" + name, Tag: scalar(version.Version)}
+	image := func(im images.Image) imageDoc {
+		return imageDoc{Repo: version.DefaultRepo + "/" + im.Repo, Tag: scalar(version.Version)}
 	}
 	return components{
 		Collector: componentDoc{
-			Image:   image("collector"),
+			Image:   image(images.Collector),
 			Request: resourcesDoc{Mem: "25Mi", CPU: "7m"},
 			Limit:   resourcesDoc{Mem: "500Mi"},
 		},
 		Scanner: componentDoc{
-			Image:   image("eraser-trivy-scanner"),
+			Image:   image(images.Scanner),
 			Request: resourcesDoc{Mem: "500Mi", CPU: "1000m"},
 			Limit:   resourcesDoc{Mem: "2Gi"},
 		},
@@ -246,7 +247,7 @@ func defaultComponents() components {
 			// On by default so that a document turning it off can be told
 			// apart and refused.
 			Enabled: true,
-			Image:   image("remover"),
+			Image:   image(images.Remover),
 			Request: resourcesDoc{Mem: "25Mi", CPU: "7m"},
 			Limit:   resourcesDoc{Mem: "30Mi"},
 		},
