@@ -1,10 +1,10 @@
 // Package images names the project's container images once. hack/ocibuild
 // builds them under these repositories, hack/render/release pushes them
-// there, and every other place that names an image (the chart's values
-// and helpers, the manifests, docs/images.md; internal/config reads its
-// defaults from here)
-// is checked against this list by hack/render/release's tests, so that
-// what a release pushes is what an install pulls.
+// there, internal/config's defaults name them from here, and every other
+// place that names an image (the chart's values and helpers, the
+// manifests, docs/images.md) is checked against this list by
+// hack/render/release's tests, so that what a release pushes is what an
+// install pulls.
 package images
 
 // Image is one published image.
