@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
@@ -215,3 +216,38 @@ func (w *PodWrapper) Waiting(container, reason string) *PodWrapper {
 
 // Obj returns a copy of the built object.
 func (w *PodWrapper) Obj() *corev1.Pod { return w.Pod.DeepCopy() }
+
+// ConfigMapWrapper builds a ConfigMap.
+type ConfigMapWrapper struct{ corev1.ConfigMap }
+
+// MakeConfigMap starts a ConfigMap in the namespace.
+func MakeConfigMap(namespace, name string) *ConfigMapWrapper {
+	return &ConfigMapWrapper{corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}}
+}
+
+// UID sets the ConfigMap's UID.
+func (w *ConfigMapWrapper) UID(uid types.UID) *ConfigMapWrapper {
+	w.ObjectMeta.UID = uid
+	return w
+}
+
+// Data sets one key.
+func (w *ConfigMapWrapper) Data(key, value string) *ConfigMapWrapper {
+	if w.ConfigMap.Data == nil {
+		w.ConfigMap.Data = map[string]string{}
+	}
+	w.ConfigMap.Data[key] = value
+	return w
+}
+
+// ControlledBy adds a controller owner reference to the ConfigMap owner.
+func (w *ConfigMapWrapper) ControlledBy(owner *corev1.ConfigMap) *ConfigMapWrapper {
+	yes := true
+	w.OwnerReferences = append(w.OwnerReferences, metav1.OwnerReference{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes,
+	})
+	return w
+}
+
+// Obj returns a copy of the built object.
+func (w *ConfigMapWrapper) Obj() *corev1.ConfigMap { return w.ConfigMap.DeepCopy() }

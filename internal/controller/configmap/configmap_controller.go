@@ -50,7 +50,8 @@ var reloadSuccessful = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "1 when the EraserConfig ConfigMap's document is in force, 0 when it was refused and the last good one is.",
 })
 
-// SetupWithManager watches the one ConfigMap.
+// SetupWithManager watches the one ConfigMap and its last good record: a
+// record deleted (by the garbage collector, say) is written again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrlmetrics.Registry.Register(reloadSuccessful); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return err
@@ -58,7 +59,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("config").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.key.Namespace && o.GetName() == r.key.Name
+			return o.GetNamespace() == r.key.Namespace &&
+				(o.GetName() == r.key.Name || o.GetName() == configstore.RecordKey(r.key).Name)
 		}))).
 		Complete(r)
 }
@@ -100,7 +102,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		logger.Error(err, "invalid EraserConfig refused; the previous configuration stays in force")
 		r.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "refused, previous configuration kept: %v", err)
 		reloadSuccessful.Set(0)
-		return reconcile.Result{}, nil
+		// The record stays as it was, but owned by this ConfigMap: one
+		// re-created with a refused document must not have the garbage
+		// collector take the fallback away.
+		return reconcile.Result{}, configstore.Adopt(ctx, r.client, cm)
 	}
 	r.store.Set(cfg, raw)
 	reloadSuccessful.Set(1)
