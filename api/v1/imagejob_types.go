@@ -93,6 +93,15 @@ type ImageJobStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	FailedNodes []NodeFailure `json:"failedNodes,omitempty"`
 
+	// FailedIndexes records every failed node, by reason, as ranges of
+	// indexes into the job's node list (ConfigMap <job>-nodes), such as
+	// "0-3,7": FailedNodes names only some, and a manager that restarts
+	// mid-job keeps every failure's reason from this, rather than judging
+	// again a node whose pod is gone.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	FailedIndexes map[string]string `json:"failedIndexes,omitempty"`
+
 	// Report points to the per-node report: what each node removed, kept
 	// (and why) and failed to remove, read from the workers' logs before
 	// their pods are deleted.

@@ -115,6 +115,13 @@ func (in *ImageJobStatus) DeepCopyInto(out *ImageJobStatus) {
 		*out = make([]NodeFailure, len(*in))
 		copy(*out, *in)
 	}
+	if in.FailedIndexes != nil {
+		in, out := &in.FailedIndexes, &out.FailedIndexes
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Report != nil {
 		in, out := &in.Report, &out.Report
 		*out = new(ReportRef)

@@ -245,7 +245,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 		if done || err != nil {
 			return reconcile.Result{}, err
 		}
-		st.data, st.nodes = data, nodes
+		st.loaded(job, data, nodes)
 	}
 	data, nodes := st.data, st.nodes
 	// A pass reads every pod of the job; on thousands of nodes, pod events
@@ -373,11 +373,9 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			w.finished[node] = m.out
 		}
 	}
-	// Whether a node still exists matters only for the nodes not finished.
+	// Every node's, finished ones included: a finished pod's outcome counts
+	// for the node's metrics only while the node exists (observe.outcome).
 	for _, target := range w.targets {
-		if _, done := w.finished[target.Name]; done {
-			continue
-		}
 		ok, err := r.cached.NodeExists(target.Name)
 		if err != nil {
 			return w, fmt.Errorf("reading node %s from the cache: %w", target.Name, err)
@@ -471,6 +469,7 @@ func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes j
 	job.Status.Failed = p.failed
 	job.Status.Results = &p.results
 	job.Status.FailedNodes = boundedFailures(failures)
+	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)
 	job.Status.ObservedGeneration = job.Generation
 	finished := p.started == p.eligible && p.active == 0
 	if finished {
