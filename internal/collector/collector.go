@@ -70,7 +70,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		// are not read twice.
 		var save func() error
 		noTimes := func() (map[string]time.Time, error) { return nil, nil }
-		if _, _, save, err = remover.NodeAges(snap, noTimes, c.Retention.StateDir, now); err == nil {
+		if _, _, save, err = remover.NodeAges(snap, noTimes, c.Retention.StateDir, c.Retention.StateLockWait, now); err == nil {
 			err = save()
 		}
 	}

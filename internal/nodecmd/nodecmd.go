@@ -274,7 +274,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	results, err := remover.Run(ctx, client, targets, remover.Options{
 		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
-		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir,
+		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
 		MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	})
 	if err != nil {

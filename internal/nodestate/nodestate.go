@@ -9,6 +9,11 @@
 //
 //	eraser-node-state 1
 //	sha256:<hex> <first seen, unix seconds> <last used, unix seconds or 0>
+//
+// Several workers may run on a node at once (the collector, removers of
+// overlapping runs, "eraser node prune"): each loads, merges its reading and
+// saves under an exclusive lock on images.state.lock (lock.go), so that no
+// worker's update is lost to another's rename.
 package nodestate
 
 import (
@@ -147,7 +152,10 @@ func truncate(s string) string {
 
 // Observe records a reading of the node at now: every image in ids is
 // seen, those for which used is true are in use. Images no longer on the
-// node are forgotten, so the file never outgrows the node.
+// node are forgotten, so the file never outgrows the node; but not those a
+// reading at now or later recorded: workers read the node, then wait for
+// the lock, so another's newer reading may be merged first, and an image
+// it saw arrive after this reading is not gone from the node.
 func (s *State) Observe(now time.Time, ids []string, used func(i int) bool) {
 	t := now.Unix()
 	s.reading++
@@ -163,7 +171,7 @@ func (s *State) Observe(now time.Time, ids []string, used func(i int) bool) {
 		s.images[id] = r
 	}
 	for id, r := range s.images {
-		if r.seen != s.reading {
+		if r.seen != s.reading && r.first < t && r.last < t {
 			delete(s.images, id)
 		}
 	}

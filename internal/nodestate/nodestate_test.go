@@ -124,3 +124,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestObserveKeepsNewerReadings: a reading merged after a newer one (its
+// worker waited for the lock) forgets only images nothing saw since.
+func TestObserveKeepsNewerReadings(t *testing.T) {
+	at := func(s int64) time.Time { return time.Unix(s, 0).UTC() }
+	cases := map[string]struct {
+		before record
+		want   Entry
+	}{
+		"seen only before":        {before: record{first: 50, last: 60}, want: Entry{}},
+		"arrived after":           {before: record{first: 150}, want: Entry{FirstSeen: at(150)}},
+		"used after":              {before: record{first: 50, last: 150}, want: Entry{FirstSeen: at(50), LastUsed: at(150)}},
+		"seen in the same second": {before: record{first: 100}, want: Entry{FirstSeen: at(100)}},
+		"used in the same second": {before: record{first: 50, last: 100}, want: Entry{FirstSeen: at(50), LastUsed: at(100)}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewState()
+			s.images["sha256:other"] = c.before
+			s.Observe(at(100), []string{"sha256:mine"}, func(int) bool { return true })
+			got := map[string]Entry{"sha256:other": s.Get("sha256:other"), "sha256:mine": s.Get("sha256:mine")}
+			want := map[string]Entry{"sha256:other": c.want, "sha256:mine": {FirstSeen: at(100), LastUsed: at(100)}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -64,26 +64,32 @@ func StartImageTimes(ctx context.Context, rt any) ImageTimes {
 // runtime's records for its ID, tags and digests; when the runtime keeps no
 // records, or none for the image, it is when the state file first saw it
 // (now, for an image new to the file).
-func NodeAges(s *Snapshot, times ImageTimes, stateDir string, now time.Time) (ages []Age, source string, save func() error, err error) {
+//
+// The state is loaded under the node's state lock (waiting up to lockWait;
+// zero: nodestate.DefaultLockWait), this reading merged into it, and the
+// lock released by save, which the caller must call: the lock covers one
+// load, merge and save, so no other worker's update is lost and none waits
+// for this one's removals.
+func NodeAges(s *Snapshot, times ImageTimes, stateDir string, lockWait time.Duration, now time.Time) (ages []Age, source string, save func() error, err error) {
+	// Read before the lock: the runtime's listing must not hold it.
+	recorded, err := times()
+	if err != nil {
+		return nil, "", nil, err
+	}
 	state := nodestate.NewState()
 	save = func() error { return nil }
 	if stateDir != "" {
-		if state, err = nodestate.Load(stateDir); err != nil {
+		locked, err := nodestate.LoadLocked(stateDir, lockWait)
+		if err != nil {
 			return nil, "", nil, err
 		}
+		state, save = locked.State, locked.Save
 	}
 	ids := make([]string, len(s.Images))
 	for i, img := range s.Images {
 		ids[i] = img.ID
 	}
 	state.Observe(now, ids, s.InUse)
-	if stateDir != "" {
-		save = func() error { return nodestate.Save(stateDir, state) }
-	}
-	recorded, err := times()
-	if err != nil {
-		return nil, "", nil, err
-	}
 	source = AgeFirstSeen
 	if recorded != nil {
 		source = AgeRuntime

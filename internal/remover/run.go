@@ -55,6 +55,9 @@ type Options struct {
 	// StateDir holds the node's state file; empty: no state is kept (ages
 	// come from the runtime alone).
 	StateDir string
+	// StateLockWait bounds the wait for another worker's lock on the
+	// state; zero: nodestate.DefaultLockWait.
+	StateLockWait time.Duration
 	// MeasureDisk measures the image filesystem for the disk-pressure
 	// policy; nil: unmeasured, and that policy removes nothing.
 	MeasureDisk func(ctx context.Context) (retention.Disk, error)
@@ -158,7 +161,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	planStart := time.Now()
 	r := Retention{Settings: opts.Retention, Now: opts.Now}
 	var save func() error
-	if r.Ages, info.AgeSource, save, err = NodeAges(snap, times, opts.StateDir, opts.Now); err != nil {
+	if r.Ages, info.AgeSource, save, err = NodeAges(snap, times, opts.StateDir, opts.StateLockWait, opts.Now); err != nil {
 		return nil, err
 	}
 	// The node's history is written while the removals run; the run waits

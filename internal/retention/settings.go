@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/nodestate"
 )
 
 // Policy is why an image was chosen. The strings are the ImageJob API's
@@ -98,6 +100,9 @@ type Flags struct {
 	Settings
 	// StateDir holds the node's state file (last use, first sight).
 	StateDir string
+	// StateLockWait bounds the wait for another worker's lock on the
+	// state file (nodestate.DefaultLockWait says why its default).
+	StateLockWait time.Duration
 	// ImageFsPath is where the image filesystem is statted; empty: the
 	// mount point the runtime reports.
 	ImageFsPath string
@@ -112,6 +117,7 @@ func (f *Flags) Bind(fs *flag.FlagSet, stateDir string) {
 	fs.IntVar(&f.HighThresholdPercent, "high-threshold-percent", 0, "remove least recently used images while the image filesystem is at or above this percent (0: off)")
 	fs.IntVar(&f.LowThresholdPercent, "low-threshold-percent", 0, "...until it is below this percent")
 	fs.StringVar(&f.StateDir, "state-dir", stateDir, "directory of the node's image state file (first seen, last used)")
+	fs.DurationVar(&f.StateLockWait, "state-lock-wait", nodestate.DefaultLockWait, "how long to wait for another Eraser worker on the node to release the state file's lock before failing")
 	fs.StringVar(&f.ImageFsPath, "imagefs-path", "", "path on the image filesystem to measure it at (empty: the mount point the runtime reports)")
 	fs.StringVar(&f.Now, "now", "", "RFC 3339 time to take as now for ages (tests, what-if runs); empty: the clock")
 }
