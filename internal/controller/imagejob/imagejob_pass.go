@@ -1,0 +1,322 @@
+// The pass phase: each pass over a running job observes its pods, creates the
+// next wave's and fails the late, and writes the status when it changed.
+
+package imagejob
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+// run is one pass over a running job: gather what the cluster says, observe
+// the nodes (pure), plan the next wave (pure), create its pods, and write
+// the status once.
+func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
+	st := r.state(job)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// The job's data and node list are immutable: read and parsed once.
+	if st.data == nil {
+		data, nodes, done, err := r.load(ctx, job)
+		if done || err != nil {
+			return reconcile.Result{}, err
+		}
+		st.loaded(job, data, nodes)
+	}
+	data, nodes := st.data, st.nodes
+	// A pass reads every pod of the job; on thousands of nodes, pod events
+	// would run it back to back. One pass per interval sees them all. After
+	// a failed pass the error's own backoff decides instead: a throttle's
+	// requeue would reset it, and an API server that is down would be
+	// asked again every interval.
+	if wait := r.throttle(st); wait > 0 && !st.erred {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	res, err := r.pass(ctx, job, data, nodes, st)
+	st.erred = err != nil
+	return res, err
+}
+
+// pass is one pass over a running job, with its memory locked.
+func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
+	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	o := observe(w)
+	p := plan(w, o)
+	if len(p.create) > 0 {
+		// Exclusion lists are read as each wave is created, not when the
+		// job was: a list added during a long rolling job protects the
+		// nodes not reached yet, and one deleted is not mounted (its pods
+		// would never start).
+		if data.Exclusions, err = jobdata.ExclusionLists(ctx, r.client, r.opts.Namespace); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	build := r.builder(job, data)
+	if len(p.create) > 0 {
+		// Checked once here, so that a bad configuration fails the job
+		// rather than every node.
+		if _, err := build(p.create[0], w.targets[p.create[0]]); err != nil {
+			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
+		}
+	}
+	errs := r.createPods(ctx, w.targets, p.create, build)
+	if msg, all := refusedAll(errs); all && len(w.pods) == 0 && len(st.created) == 0 {
+		// Not one worker pod of this job exists and the API server refused
+		// every one it was sent: retrying node by node only delays the news.
+		job.Status.Failed = len(w.targets)
+		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
+	}
+	r.recordCreates(job, st, w, p, errs)
+	if len(p.create) > 0 || len(p.failed) > 0 {
+		// Judged again with the wave in place: one set of rules counts
+		// every node, whether it was reached by this wave or an earlier one.
+		w = advance(w, p, errs)
+		o = observe(w)
+	}
+	maps.Copy(st.failures, w.failures)
+	maps.Copy(st.failures, o.newFailures)
+	before := job.Status.DeepCopy()
+	finished := r.compose(job, data.Config, nodes, o.progress, st.failures)
+	// A pass that changed nothing writes nothing: on a long run most passes
+	// only wait for pods.
+	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
+		if err := r.client.Status().Update(ctx, job); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	r.afterUpdate(ctx, job, st, o.timedOut)
+	if finished {
+		r.announce(job, o.perNode)
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: wakeUp(w, o, p, st)}, nil
+}
+
+// gather reads what one pass needs: the job's pods and the nodes from the
+// cache, and, for started nodes whose pod the cache lacks and nothing
+// explains, the API server's word.
+func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (world, error) {
+	now := r.clock.Now()
+	w := world{
+		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
+		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
+		finished: make(map[string]outcome, len(st.finished)),
+		failures: st.failures, creating: st.creating, now: now,
+		// A scanning run's pods may outlive podRunTimeout: config.Waits.
+		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun},
+		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
+	}
+	// Read in place: the cache's own pods, never modified here.
+	pods, err := r.cached.JobPods(job.Name)
+	if err != nil {
+		return w, fmt.Errorf("reading job %s's pods from the cache: %w", job.Name, err)
+	}
+	for _, pod := range pods {
+		if pod.Namespace != r.opts.Namespace {
+			continue
+		}
+		node := pod.Spec.NodeName
+		w.pods[node] = pod
+		delete(st.created, node)
+		if podspec.Finished(pod) {
+			// A finished pod's outcome depends on the pod alone: judged
+			// (and its termination messages decoded) once per version.
+			m, ok := st.finished[node]
+			if !ok || m.version != pod.ResourceVersion {
+				m = judged{version: pod.ResourceVersion, out: classify(pod, now, w.timeouts, true)}
+				st.finished[node] = m
+			}
+			w.finished[node] = m.out
+		}
+	}
+	// Every node's, finished ones included: a finished pod's outcome counts
+	// for the node's metrics only while the node exists (observe.outcome).
+	for _, target := range w.targets {
+		ok, err := r.cached.NodeExists(target.Name)
+		if err != nil {
+			return w, fmt.Errorf("reading node %s from the cache: %w", target.Name, err)
+		}
+		if ok {
+			w.nodes[target.Name] = true
+		}
+	}
+	for node := range st.created {
+		if st.expected(node, now) {
+			w.pending[node] = true
+		}
+	}
+	for _, node := range unconfirmed(w) {
+		err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: podspec.PodName(job.Name, node)}, &corev1.Pod{})
+		switch {
+		case err == nil:
+			w.pending[node] = true
+		case apierrors.IsNotFound(err):
+			w.missing[node] = true
+		default:
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// recordCreates remembers the wave's created pods and its refusals (with
+// their backoff), logging each refusal and announcing each distinct one.
+func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world, p wave, errs []error) {
+	for k, i := range p.create {
+		node := w.targets[i].Name
+		if errs[k] == nil {
+			st.created[node] = w.now
+			delete(st.creating, node)
+			continue
+		}
+		prev, had := st.creating[node]
+		st.creating[node] = refused(prev, had, w.now, errs[k].Error())
+		msg := apiMessage(errs[k])
+		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
+			st.refusals[msg] = true
+			r.recorder.Eventf(job, corev1.EventTypeWarning, ReasonCreateFailed,
+				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", truncate(msg))
+		}
+	}
+}
+
+// advance is the world once the wave's creations are known: the cursor
+// stops at the first node whose pod could not be created, so that it is
+// retried; created pods are pending until the cache shows them, and nodes
+// ended without a pod are failures on record.
+func advance(w world, p wave, errs []error) world {
+	end := p.started
+	for k, i := range p.create {
+		if errs[k] != nil {
+			end = i
+			break
+		}
+	}
+	next := w
+	next.started = end
+	next.failures = maps.Clone(w.failures)
+	maps.Copy(next.failures, p.failed)
+	next.pending = maps.Clone(w.pending)
+	for k, i := range p.create {
+		if errs[k] == nil {
+			next.pending[w.targets[i].Name] = true
+		}
+	}
+	return next
+}
+
+// compose writes the pass's figures into the job's status and says whether
+// the job has finished.
+func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p progress, failures map[string]eraserv1.NodeFailure) bool {
+	job.Status.Started = p.started
+	job.Status.Succeeded = p.succeeded
+	job.Status.Failed = p.failed
+	job.Status.Results = &p.results
+	job.Status.FailedNodes = boundedFailures(failures)
+	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)
+	job.Status.ObservedGeneration = job.Generation
+	finished := p.started == p.eligible && p.active == 0
+	if finished {
+		r.finish(job, p, cfg)
+	} else {
+		setRunning(job, p.eligible, nodes.Skipped)
+	}
+	return finished
+}
+
+// afterUpdate acts on what the status now records: timed-out pods are
+// deleted and each new failure is announced, once.
+func (r *Reconciler) afterUpdate(ctx context.Context, job *eraserv1.ImageJob, st *jobState, timedOut []*corev1.Pod) {
+	for _, pod := range timedOut {
+		if err := r.client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			log.FromContext(ctx).Error(err, "deleting a timed-out pod", "pod", pod.Name)
+		}
+	}
+	var fresh []eraserv1.NodeFailure
+	for node, f := range st.failures {
+		if !st.announced[node] {
+			st.announced[node] = true
+			fresh = append(fresh, f)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	slices.SortFunc(fresh, func(a, b eraserv1.NodeFailure) int { return strings.Compare(a.Node, b.Node) })
+	text := failuresText(fresh)
+	log.FromContext(ctx).Info("nodes failed", "count", len(fresh), "nodes", text)
+	// One Event per pass, a few per job: the event recorder drops an
+	// object's Events past a small budget, and the job's outcome Event
+	// must still get through. The status counts every failure.
+	if st.failureEvents < maxFailureEvents {
+		st.failureEvents++
+		r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "%d node(s) failed: %s", len(fresh), text)
+	}
+}
+
+// Event budgets per job (see afterUpdate).
+const (
+	maxFailureEvents = 8
+	maxRefusalEvents = 4
+)
+
+// failuresText names a few failures with their reason and message.
+func failuresText(fs []eraserv1.NodeFailure) string {
+	const shown = 5
+	var parts []string
+	for _, f := range fs[:min(len(fs), shown)] {
+		parts = append(parts, fmt.Sprintf("%s (%s: %s)", f.Node, f.Reason, f.Message))
+	}
+	text := strings.Join(parts, "; ")
+	if more := len(fs) - shown; more > 0 {
+		text += fmt.Sprintf("; and %d more", more)
+	}
+	return truncate(text)
+}
+
+// wakeUp is when the job needs a pass that no event will bring: a pod's
+// timeout, or a node's creation backoff. Pod events drive the rest.
+func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
+	next := o.next
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	earliest(p.wake)
+	for _, cf := range st.creating {
+		earliest(cf.next)
+	}
+	if len(p.create) > 0 && w.timeouts.start > 0 {
+		earliest(w.now.Add(w.timeouts.start))
+	}
+	if next.IsZero() {
+		return 0
+	}
+	return max(next.Sub(w.now), time.Second)
+}
+
+// progress tallies a job's nodes.
+type progress struct {
+	eligible, started, active, succeeded, failed int
+	results                                      eraserv1.ImageResults
+}

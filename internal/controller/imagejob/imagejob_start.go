@@ -1,0 +1,72 @@
+// The start phase: a new job's eligible nodes are chosen and recorded once.
+
+package imagejob
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+// start fixes the job's nodes, marks it Running and starts the first wave.
+func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
+	data, err := r.data(ctx, job.Name)
+	if apierrors.IsNotFound(err) {
+		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
+			// The owner creates the job first and its ConfigMap right after;
+			// the ConfigMap's arrival brings the job back (Owns). The requeue
+			// only covers a lost event.
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "the job's ConfigMap "+job.Name+" does not exist")
+	}
+	if errors.Is(err, jobdata.ErrInvalid) {
+		return reconcile.Result{}, r.fail(ctx, job, "InvalidJobData", err.Error())
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	nodes, err := r.nodes(ctx, job.Name)
+	if apierrors.IsNotFound(err) {
+		var list corev1.NodeList
+		if err := r.client.List(ctx, &list); err != nil {
+			return reconcile.Result{}, err
+		}
+		targets, skipped, err := nodefilter.Select(list.Items, nodefilter.RulesFor(data.Kind == podspec.KindCollector, data.Config))
+		if err != nil {
+			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
+		}
+		nodes = jobdata.Nodes{Targets: targets, Skipped: skipped}
+		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, err
+		}
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	now := metav1.NewTime(r.clock.Now())
+	job.Status.Phase = eraserv1.PhaseRunning
+	job.Status.Desired = len(nodes.Targets) + len(nodes.Skipped)
+	job.Status.Skipped = len(nodes.Skipped)
+	job.Status.StartTime = &now
+	job.Status.ObservedGeneration = job.Generation
+	setRunning(job, len(nodes.Targets), nodes.Skipped)
+	if err := r.client.Status().Update(ctx, job); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.recorder.Eventf(job, corev1.EventTypeNormal, "Started", "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
+	// Straight on to the first wave, rather than waiting for the status
+	// update to come back as an event.
+	return r.run(ctx, job)
+}
