@@ -18,4 +18,12 @@ const (
 	// ReasonTooLarge: the ImageList's entries and the configuration do not
 	// fit in the job's ConfigMap; no job was created for this generation.
 	ReasonTooLarge = "TooLarge"
+	// ReasonRunDeleted: the current generation's ImageJob was deleted
+	// before it finished, which stops the run; it is not started again
+	// until the spec changes or eraser.sh/run-now asks for it.
+	ReasonRunDeleted = "RunDeleted"
+	// ReasonJobConflict: an object of the run's name (the job, its data or
+	// a worker pod) belongs to another run, left over from it; the run
+	// waits for the garbage collector to delete it, and never uses it.
+	ReasonJobConflict = "JobConflict"
 )

@@ -72,6 +72,14 @@ type ImageListStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Job string `json:"job,omitempty"`
+
+	// StartedGeneration is the generation of the spec whose run was started
+	// last. A run whose ImageJob is deleted before it finishes is not
+	// started again for that generation: deleting a job stops its run
+	// (Ready's reason is then RunDeleted); an edit of the spec or an
+	// eraser.sh/run-now request starts the next.
+	// +optional
+	StartedGeneration int64 `json:"startedGeneration,omitempty"`
 }
 
 // ImageList is the set of images to remove from the cluster's nodes now.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
@@ -81,6 +82,28 @@ func MakeImageJob(name string) *ImageJobWrapper {
 		TypeMeta:   metav1.TypeMeta{APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 	}}
+}
+
+// Label sets a label.
+func (w *ImageJobWrapper) Label(k, v string) *ImageJobWrapper {
+	metav1.SetMetaDataLabel(&w.ObjectMeta, k, v)
+	return w
+}
+
+// Annotation sets an annotation.
+func (w *ImageJobWrapper) Annotation(k, v string) *ImageJobWrapper {
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, k, v)
+	return w
+}
+
+// ControlledBy makes the ImageList with uid the job's controller, as the
+// manager does for an ImageList's run.
+func (w *ImageJobWrapper) ControlledBy(list string, uid types.UID) *ImageJobWrapper {
+	w.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageList", Name: list, UID: uid,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}
+	return w
 }
 
 // Phase sets status.phase.

@@ -81,13 +81,32 @@ func owned(job *eraserv1.ImageJob, namespace, name string) metav1.ObjectMeta {
 }
 
 // Create stores a new job's data. A list too large for a ConfigMap is an
-// error that names the limit.
+// error that names the limit. Data of this job there already is kept
+// (immutable, it was written from the same run); a ConfigMap of the name
+// that another job owns is ErrConflict.
 func Create(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, d Data) error {
 	cm, err := configMap(job, namespace, d)
 	if err != nil {
 		return err
 	}
-	return c.Create(ctx, cm)
+	return createOwned(ctx, c, cm, job)
+}
+
+// createOwned creates cm, one of job's ConfigMaps, and tells an existing
+// one of the job's apart from another's.
+func createOwned(ctx context.Context, c client.Client, cm *corev1.ConfigMap, job *eraserv1.ImageJob) error {
+	err := c.Create(ctx, cm)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+		return fmt.Errorf("reading ConfigMap %s, which exists: %w", cm.Name, err)
+	}
+	if !SameRun(existing, job.UID) {
+		return conflict("ConfigMap", existing, job.UID)
+	}
+	return nil
 }
 
 // Check says whether the data fits in a job ConfigMap, before any job is
@@ -145,28 +164,48 @@ func CreateJob(ctx context.Context, c client.Client, namespace string, job *eras
 	if err := Check(d); err != nil {
 		return false, err
 	}
+	// Data of the job's name before the job exists is a leftover of an
+	// earlier job of that name: refused before a job is created that could
+	// not get its data.
+	leftover := &corev1.ConfigMap{}
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: job.Name}, leftover)
+	if err == nil && !jobExists(ctx, c, job) {
+		return false, conflict("ConfigMap", leftover, "")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("reading ConfigMap %s: %w", job.Name, err)
+	}
 	created := true
 	if err := c.Create(ctx, job); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating ImageJob %s: %w", job.Name, err)
 		}
 		created = false
-		if err := c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		existing := &eraserv1.ImageJob{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
 			return false, err
 		}
+		// Adopted only when it is this run's: the same owner (the same
+		// ImageList, not one deleted and created again by that name).
+		if !SameRun(existing, controllerUID(job)) {
+			return false, conflict("ImageJob", existing, controllerUID(job))
+		}
+		*job = *existing
 	}
-	if err := Create(ctx, c, namespace, job, d); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := Create(ctx, c, namespace, job, d); err != nil {
 		return created, fmt.Errorf("storing the data of ImageJob %s: %w", job.Name, err)
 	}
 	return created, nil
 }
 
-// Get reads a job's data.
-func Get(ctx context.Context, c client.Reader, namespace, job string) (*Data, error) {
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: job}, cm); err != nil {
+// Get reads a job's data; a ConfigMap of the job's name that another job
+// owns is ErrConflict.
+func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.ImageJob) (*Data, error) {
+	cm, err := getOwned(ctx, c, namespace, j.Name, j)
+	if err != nil {
 		return nil, err
 	}
+	job := j.Name
 	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
 	if d.Kind != podspec.KindManual && d.Kind != podspec.KindCollector {
 		return nil, fmt.Errorf("%w: job ConfigMap %s: unknown kind %q", ErrInvalid, job, d.Kind)
@@ -231,13 +270,13 @@ func CreateNodes(ctx context.Context, c client.Client, namespace string, job *er
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, NodesName(job.Name)), Immutable: ptr.To(true),
 		Data: map[string]string{keyNodes: targets.String(), keySkipped: skipped.String()}}
-	return c.Create(ctx, cm)
+	return createOwned(ctx, c, cm, job)
 }
 
 // GetNodes reads a job's nodes.
-func GetNodes(ctx context.Context, c client.Reader, namespace, job string) (Nodes, error) {
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: NodesName(job)}, cm); err != nil {
+func GetNodes(ctx context.Context, c client.Reader, namespace string, job *eraserv1.ImageJob) (Nodes, error) {
+	cm, err := getOwned(ctx, c, namespace, NodesName(job.Name), job)
+	if err != nil {
 		return Nodes{}, err
 	}
 	var n Nodes

@@ -65,7 +65,7 @@ func TestNodesComeAndGo(t *testing.T) {
 	if _, ok := s.podUIDs[added]; ok {
 		t.Errorf("the node added during the job got a pod")
 	}
-	nodes, err := jobdata.GetNodes(context.Background(), env.Client, s.ns, job.Name)
+	nodes, err := jobdata.GetNodes(context.Background(), env.Client, s.ns, job)
 	if err != nil {
 		t.Fatal(err)
 	}

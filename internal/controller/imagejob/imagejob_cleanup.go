@@ -31,8 +31,7 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		// Nothing else will bring the job back when its time comes.
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	if owner := job.Labels[eraserv1.LabelJobOwner]; (owner == eraserv1.JobOwnerImageList || owner == eraserv1.JobOwnerCollector) &&
-		job.Annotations[eraserv1.AnnotationRecorded] == "" {
+	if waitsForRecording(job) {
 		// The owner (the ImageList, or the schedule, which measures the next
 		// run from this one's end) annotates the job once it has recorded
 		// it; the annotation update brings the job back here.
@@ -111,4 +110,21 @@ func (r *Reconciler) deleteReport(ctx context.Context, job *eraserv1.ImageJob) e
 		}
 	}
 	return nil
+}
+
+// waitsForRecording says whether a finished job's cleanup waits for its
+// owner to record it. An ImageList's job whose list is gone (deleted with
+// --cascade=orphan, which removes the owner reference) has no one left to
+// record it, and ends on its own deadlines.
+func waitsForRecording(job *eraserv1.ImageJob) bool {
+	if job.Annotations[eraserv1.AnnotationRecorded] != "" {
+		return false
+	}
+	switch job.Labels[eraserv1.LabelJobOwner] {
+	case eraserv1.JobOwnerImageList:
+		return metav1.GetControllerOfNoCopy(job) != nil
+	case eraserv1.JobOwnerCollector:
+		return true
+	}
+	return false
 }

@@ -150,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // data reads the job's data, from the API server when the cache does not
 // have it yet (it was created a moment ago).
-func (r *Reconciler) data(ctx context.Context, job string) (*jobdata.Data, error) {
+func (r *Reconciler) data(ctx context.Context, job *eraserv1.ImageJob) (*jobdata.Data, error) {
 	d, err := jobdata.Get(ctx, r.client, r.opts.Namespace, job)
 	if apierrors.IsNotFound(err) {
 		d, err = jobdata.Get(ctx, r.apiReader, r.opts.Namespace, job)
@@ -159,7 +159,7 @@ func (r *Reconciler) data(ctx context.Context, job string) (*jobdata.Data, error
 }
 
 // nodes reads the job's node list, likewise.
-func (r *Reconciler) nodes(ctx context.Context, job string) (jobdata.Nodes, error) {
+func (r *Reconciler) nodes(ctx context.Context, job *eraserv1.ImageJob) (jobdata.Nodes, error) {
 	n, err := jobdata.GetNodes(ctx, r.client, r.opts.Namespace, job)
 	if apierrors.IsNotFound(err) {
 		n, err = jobdata.GetNodes(ctx, r.apiReader, r.opts.Namespace, job)
@@ -170,14 +170,14 @@ func (r *Reconciler) nodes(ctx context.Context, job string) (jobdata.Nodes, erro
 // load reads the job's data and node list. Data that is gone or unusable
 // ends the job (done); anything else (the API server busy, say) is retried.
 func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob) (*jobdata.Data, jobdata.Nodes, bool, error) {
-	data, err := r.data(ctx, job.Name)
+	data, err := r.data(ctx, job)
 	if apierrors.IsNotFound(err) || errors.Is(err, jobdata.ErrInvalid) {
 		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
 	}
 	if err != nil {
 		return nil, jobdata.Nodes{}, false, err
 	}
-	nodes, err := r.nodes(ctx, job.Name)
+	nodes, err := r.nodes(ctx, job)
 	if apierrors.IsNotFound(err) {
 		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
 	}

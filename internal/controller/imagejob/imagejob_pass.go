@@ -131,7 +131,10 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		return w, fmt.Errorf("reading job %s's pods from the cache: %w", job.Name, err)
 	}
 	for _, pod := range pods {
-		if pod.Namespace != r.opts.Namespace {
+		// A pod labelled with this job's name that another job of that
+		// name controls is a leftover of an earlier run, deleted by the
+		// garbage collector: never counted as this run's.
+		if pod.Namespace != r.opts.Namespace || !jobdata.SameRun(pod, job.UID) {
 			continue
 		}
 		node := pod.Spec.NodeName

@@ -20,7 +20,7 @@ import (
 
 // start fixes the job's nodes, marks it Running and starts the first wave.
 func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
-	data, err := r.data(ctx, job.Name)
+	data, err := r.data(ctx, job)
 	if apierrors.IsNotFound(err) {
 		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
 			// The owner creates the job first and its ConfigMap right after;
@@ -37,7 +37,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		return reconcile.Result{}, err
 	}
 
-	nodes, err := r.nodes(ctx, job.Name)
+	nodes, err := r.nodes(ctx, job)
 	if apierrors.IsNotFound(err) {
 		var list corev1.NodeList
 		if err := r.client.List(ctx, &list); err != nil {

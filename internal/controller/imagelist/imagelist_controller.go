@@ -61,10 +61,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// JobName is deterministic per ImageList generation, so that a restarted or
-// second manager can never start the same run twice. It is a valid label
-// value for any ImageList name (pods and ConfigMaps are labelled with it):
-// a long name is cut, and the hash of the whole keeps it unique.
+// JobName is deterministic per ImageList and generation, so that a
+// restarted or second manager can never start the same run twice. The hash
+// folds in the list's UID: a list deleted and created again under the same
+// name (kubectl replace --force, GitOps' Replace=true) is another list, whose
+// runs never take the names of the first one's jobs, data and pods while the
+// garbage collector deletes them. It is a valid label value for any
+// ImageList name (pods and ConfigMaps are labelled with it): a long name is
+// cut, and the hash of the whole keeps it unique.
 func JobName(list *eraserv1.ImageList) string { return jobName(list, "") }
 
 // RunNowJobName is the job of the run-now request the list carries: the
@@ -75,7 +79,7 @@ func RunNowJobName(list *eraserv1.ImageList) string {
 }
 
 func jobName(list *eraserv1.ImageList, run string) string {
-	sum := sha256.Sum256([]byte(list.Name))
+	sum := sha256.Sum256([]byte(list.Name + "/" + string(list.UID)))
 	suffix := fmt.Sprintf("-%s-g%d%s", hex.EncodeToString(sum[:3]), list.Generation, run)
 	base := list.Name[:min(len(list.Name), kname.MaxLabelValue-len(jobPrefix)-len(suffix))]
 	return jobPrefix + strings.TrimRight(base, "-._") + suffix
@@ -139,13 +143,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	switch {
 	case running != nil:
-		return reconcile.Result{}, r.setProgress(ctx, list, running)
+		return reconcile.Result{}, r.setProgress(ctx, list, running, latestGeneration(owned))
 	case haveCurrent || list.Status.ObservedGeneration == list.Generation:
 		// This generation has run (or its job awaits cleanup): nothing to do.
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.markStarted(ctx, list, latestGeneration(owned))
+	case list.Status.StartedGeneration >= list.Generation:
+		// Its run started and its job is gone unrecorded: deleted while it
+		// ran, which stops the run. Only an edit or run-now runs it again.
+		return reconcile.Result{}, r.runDeleted(ctx, list)
 	}
-	_, err := r.startJob(ctx, list, JobName(list), false)
-	return reconcile.Result{}, err
+	job, err := r.startJob(ctx, list, JobName(list), false)
+	if errors.Is(err, jobdata.ErrConflict) {
+		return r.conflict(ctx, list, err)
+	}
+	if err != nil || job == nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.markStarted(ctx, list, list.Generation)
 }
 
 // runNow starts a job for the list's current spec unless one of its jobs is
@@ -156,6 +170,12 @@ func (r *Reconciler) runNow(ctx context.Context, list *eraserv1.ImageList, jobs 
 	v := runnow.Decide(RunNowJobName(list), jobs)
 	if v.Action == runnow.Start {
 		job, err := r.startJob(ctx, list, v.Job, true)
+		if errors.Is(err, jobdata.ErrConflict) {
+			// The request stands (not consumed) until its job can be
+			// created; the error's backoff retries it.
+			_, _ = r.conflict(ctx, list, err)
+			return nil, err
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +233,9 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, nam
 		return nil, r.client.Status().Update(ctx, list)
 	}
 	if err != nil {
-		r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
+		if !errors.Is(err, jobdata.ErrConflict) { // the caller reports it
+			r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
+		}
 		return nil, err
 	}
 	if !created {
@@ -236,9 +258,10 @@ func dryRunText(dry bool) string {
 }
 
 // setProgress reflects a running job in the list's Ready condition.
-func (r *Reconciler) setProgress(ctx context.Context, list *eraserv1.ImageList, job *eraserv1.ImageJob) error {
+func (r *Reconciler) setProgress(ctx context.Context, list *eraserv1.ImageList, job *eraserv1.ImageJob, started int64) error {
 	before := list.Status.DeepCopy()
 	setRunning(list, job)
+	list.Status.StartedGeneration = max(list.Status.StartedGeneration, started)
 	if equalStatus(before, &list.Status) {
 		return nil
 	}

@@ -65,3 +65,21 @@ func newerResults(st *eraserv1.ImageListStatus, job *eraserv1.ImageJob) bool {
 	ct := job.Status.CompletionTime
 	return st.Timestamp == nil || ct == nil || !ct.Before(st.Timestamp)
 }
+
+// setRunDeleted: the current generation's job was deleted while it ran.
+func setRunDeleted(list *eraserv1.ImageList) {
+	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
+		Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: eraserv1.ReasonRunDeleted,
+		Message: fmt.Sprintf("the ImageJob of generation %d was deleted before it finished; edit the spec or set %s to run again",
+			list.Generation, eraserv1.AnnotationRunNow),
+		ObservedGeneration: list.Generation,
+	})
+}
+
+// setConflict: the run waits for a leftover of another run to go.
+func setConflict(list *eraserv1.ImageList, cause error) {
+	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
+		Type: eraserv1.ConditionReady, Status: metav1.ConditionUnknown, Reason: eraserv1.ReasonJobConflict,
+		Message: cause.Error(), ObservedGeneration: list.Generation,
+	})
+}

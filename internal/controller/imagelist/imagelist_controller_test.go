@@ -88,7 +88,7 @@ func TestEditDuringRunAndDryRun(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].Annotations[eraserv1.AnnotationDryRun] != "true" || jobs[0].Name != JobName(list) {
 		t.Fatalf("jobs %+v", jobs)
 	}
-	data, err := jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
+	data, err := jobdata.Get(ctx, env.Client, ns, &jobs[0])
 	if err != nil || !data.DryRun || len(data.Images) != 1 {
 		t.Fatalf("job data %+v %v", data, err)
 	}
@@ -165,7 +165,7 @@ func TestConfigSnapshotAndLargeList(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := jobsOf(t, "snapshot")[0]
-	data, err := jobdata.Get(ctx, env.Client, ns, first.Name)
+	data, err := jobdata.Get(ctx, env.Client, ns, &first)
 	if err != nil || len(data.Images) != 10000 {
 		t.Fatalf("10,000-entry job data: %d entries, %v", len(data.Images), err)
 	}
@@ -176,7 +176,7 @@ func TestConfigSnapshotAndLargeList(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.store.Set(cfg, doc)
-	if data, _ := jobdata.Get(ctx, env.Client, ns, first.Name); data.Config.Components.Remover.Image.Repo == "example.com/new-remover" {
+	if data, _ := jobdata.Get(ctx, env.Client, ns, &first); data.Config.Components.Remover.Image.Repo == "example.com/new-remover" {
 		t.Error("the running job's configuration changed")
 	}
 	finish(t, &first, eraserv1.PhaseCompleted)
@@ -194,7 +194,7 @@ func TestConfigSnapshotAndLargeList(t *testing.T) {
 		if j.Annotations[eraserv1.AnnotationGeneration] != "2" {
 			continue
 		}
-		data, err := jobdata.Get(ctx, env.Client, ns, j.Name)
+		data, err := jobdata.Get(ctx, env.Client, ns, &j)
 		if err != nil || data.Config.Components.Remover.Image.Ref() != "example.com/new-remover:v2" {
 			t.Errorf("the next job's remover: %+v, %v", data, err)
 		}
@@ -225,7 +225,7 @@ func TestLongName(t *testing.T) {
 	if len(job.Name) > kname.MaxLabelValue {
 		t.Errorf("job name %q is longer than a label value may be", job.Name)
 	}
-	if _, err := jobdata.Get(ctx, env.Client, ns, job.Name); err != nil {
+	if _, err := jobdata.Get(ctx, env.Client, ns, &job); err != nil {
 		t.Errorf("the job's data: %v", err)
 	}
 }

@@ -44,12 +44,14 @@ func NextRun(s config.Scheduling, st State, managerStart time.Time) time.Time {
 		}
 		return sched.Next(from)
 	}
+	if st.LastStart.After(st.LastEnd) {
+		// The last run started and its end was never recorded: its job
+		// was deleted while it ran (or lost). That ends its slot, and the
+		// rhythm goes on from its start; measured from the end before it,
+		// the slot would be due again at once, and recreated.
+		return st.LastStart.Add(s.RepeatInterval)
+	}
 	if st.LastEnd.IsZero() {
-		if !st.LastStart.IsZero() {
-			// A run started and its end was not recorded (the job was
-			// lost): measure from its start.
-			return st.LastStart.Add(s.RepeatInterval)
-		}
 		if s.BeginImmediately {
 			return managerStart
 		}

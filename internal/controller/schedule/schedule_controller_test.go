@@ -63,7 +63,7 @@ func TestScheduledRuns(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatalf("%d scheduled jobs, want 1 at once", len(jobs))
 	}
-	data, err := jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
+	data, err := jobdata.Get(ctx, env.Client, ns, &jobs[0])
 	if err != nil || data.Kind != podspec.KindCollector {
 		t.Fatalf("job data %+v, %v", data, err)
 	}
@@ -124,7 +124,7 @@ func TestScheduledRuns(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatalf("%d jobs with dryRun set, want 1", len(jobs))
 	}
-	data, err = jobdata.Get(ctx, env.Client, ns, jobs[0].Name)
+	data, err = jobdata.Get(ctx, env.Client, ns, &jobs[0])
 	if err != nil || !data.DryRun || jobs[0].Annotations[eraserv1.AnnotationDryRun] != "true" {
 		t.Errorf("dry-run job: data %+v, annotations %v, %v", data, jobs[0].Annotations, err)
 	}
