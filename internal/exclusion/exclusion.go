@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/strictjson"
 )
 
 // DirPrefix starts the name of every exclusion directory.
@@ -115,6 +116,11 @@ func Parse(path string, data []byte) ([]imageref.Pattern, error) {
 	// null would decode into an empty list: refuse anything but an object.
 	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		return nil, fmt.Errorf(`exclusion list %s: want {"excluded": ["image", ...]}, not %.20q`, path, bytes.TrimSpace(data))
+	}
+	// A repeated or re-cased "excluded" would leave only the last list:
+	// the images named before it would be unprotected.
+	if err := strictjson.Check(data, "excluded"); err != nil {
+		return nil, fmt.Errorf("exclusion list %s: %w", path, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

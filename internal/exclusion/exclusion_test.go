@@ -60,6 +60,12 @@ func TestReadDir(t *testing.T) {
 		"unknown key":   {files: map[string]string{"exclude-cm/l.json": `{"exclude":["a"]}`}, wantErr: `unknown field "exclude"`},
 		"bad pattern":   {files: map[string]string{"exclude-cm/l.json": `{"excluded":["ok:*","al*ne"]}`}, wantErr: "excluded[1]"},
 		"empty pattern": {files: map[string]string{"exclude-cm/l.json": `{"excluded":[""]}`}, wantErr: "excluded[0]"},
+		// Go's decoder keeps the last of two equal keys and matches keys in
+		// any case: either would leave a:1 unprotected.
+		"repeated key": {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a:1"],"excluded":["b:1"]}`}, wantErr: `key "excluded" appears twice`},
+		"re-cased key after": {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a:1"],"Excluded":[]}`},
+			wantErr: `keys "excluded" and "Excluded" differ only in case`},
+		"re-cased key alone": {files: map[string]string{"exclude-cm/l.json": `{"Excluded":["a:1"]}`}, wantErr: `the key is "excluded"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -36,6 +36,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/eraser-oss/eraser/internal/strictjson"
 )
 
 // Endpoint names in the shared directory, as upstream Eraser names them.
@@ -113,6 +115,11 @@ func Encode(images []Image) ([]byte, error) {
 func Decode(data []byte) ([]Image, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrEmpty
+	}
+	// A repeated or re-cased key would leave only its last value: an image
+	// named twice, or another image's names, would be read.
+	if err := strictjson.Check(data, "image_id", "names", "digests"); err != nil {
+		return nil, fmt.Errorf("hand-off payload: %w", err)
 	}
 	var images []Image
 	if err := json.Unmarshal(data, &images); err != nil {

@@ -1,0 +1,94 @@
+// Package strictjson refuses JSON that encoding/json would read as less
+// than it says. Go's decoder keeps the last of two equal keys in an object,
+// and matches keys to fields without regard to case, so
+// {"excluded":["a:1"],"excluded":["b:1"]} and {"excluded":["a:1"],"Excluded":[]}
+// both decode to one list, silently dropping the first: an exclusion a
+// user wrote would protect nothing. Decoders of outside input (exclusion
+// lists, hand-off payloads, configuration) check with Check first.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Check returns an error naming the first object, at its JSON path, that
+// repeats a key, or has two keys that differ only in case, or has a key
+// that differs only in case from one of known (the keys the caller's
+// struct declares, which Go would match to it). It checks only keys:
+// syntax and types are the decoder's.
+func Check(data []byte, known ...string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	err := walk(dec, "$", known, 0)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		// The decoder that follows says it better, with its own context.
+		return nil
+	}
+	return err
+}
+
+// maxDepth bounds the nesting walked, as encoding/json bounds its own: the
+// inputs checked here are a few levels deep.
+const maxDepth = 1000
+
+// walk reads one value, checking every object in it.
+func walk(dec *json.Decoder, path string, known []string, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%s: nested deeper than %d", path, maxDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		return object(dec, path, known, depth)
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), known, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ]
+		return err
+	}
+	return nil
+}
+
+func object(dec *json.Decoder, path string, known []string, depth int) error {
+	seen := map[string]string{} // lower-cased key -> the key as written
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		fold := strings.ToLower(key)
+		if prev, dup := seen[fold]; dup {
+			if prev == key {
+				return fmt.Errorf("%s: key %q appears twice; only the last would be read", path, key)
+			}
+			return fmt.Errorf("%s: keys %q and %q differ only in case; only the last would be read", path, prev, key)
+		}
+		seen[fold] = key
+		for _, k := range known {
+			if key != k && strings.EqualFold(key, k) {
+				return fmt.Errorf("%s: key %q: the key is %q (keys are case-sensitive here)", path, key, k)
+			}
+		}
+		if err := walk(dec, path+"."+key, known, depth+1); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // }
+	return err
+}
