@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/eraser-oss/eraser/internal/strictkeys"
 )
 
 // MaxDocumentSize bounds a document: a ConfigMap holds at most 1 MiB.
@@ -22,6 +24,11 @@ const MaxDocumentSize = 1 << 20
 func Parse(data []byte) (*Config, []string, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, nil, fmt.Errorf("EraserConfig is %d bytes, more than the %d a ConfigMap can hold", len(data), MaxDocumentSize)
+	}
+	// YAMLToJSON keeps the last of two equal keys without a word: a
+	// repeated nodeFilter, say, would drop the first one's selectors.
+	if err := strictkeys.YAML(data); err != nil {
+		return nil, nil, fmt.Errorf("EraserConfig: %w", err)
 	}
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {

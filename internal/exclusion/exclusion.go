@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/eraser-oss/eraser/internal/imageref"
-	"github.com/eraser-oss/eraser/internal/strictjson"
+	"github.com/eraser-oss/eraser/internal/strictkeys"
 )
 
 // DirPrefix starts the name of every exclusion directory.
@@ -119,7 +119,7 @@ func Parse(path string, data []byte) ([]imageref.Pattern, error) {
 	}
 	// A repeated or re-cased "excluded" would leave only the last list:
 	// the images named before it would be unprotected.
-	if err := strictjson.Check(data, "excluded"); err != nil {
+	if err := strictkeys.JSON(data, "excluded"); err != nil {
 		return nil, fmt.Errorf("exclusion list %s: %w", path, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

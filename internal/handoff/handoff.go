@@ -37,7 +37,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/strictjson"
+	"github.com/eraser-oss/eraser/internal/strictkeys"
 )
 
 // Endpoint names in the shared directory, as upstream Eraser names them.
@@ -118,7 +118,7 @@ func Decode(data []byte) ([]Image, error) {
 	}
 	// A repeated or re-cased key would leave only its last value: an image
 	// named twice, or another image's names, would be read.
-	if err := strictjson.Check(data, "image_id", "names", "digests"); err != nil {
+	if err := strictkeys.JSON(data, "image_id", "names", "digests"); err != nil {
 		return nil, fmt.Errorf("hand-off payload: %w", err)
 	}
 	var images []Image

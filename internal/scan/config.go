@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/eraser-oss/eraser/internal/strictkeys"
 )
 
 // Config is the Trivy scanner's configuration: the components.scanner.config
@@ -100,6 +102,11 @@ func Parse(doc string) (Config, []string, error) {
 	cfg := DefaultConfig()
 	if doc == "" {
 		return cfg, nil, nil
+	}
+	// A repeated key (or one re-cased: encoding/json matches any case)
+	// would keep only its last value, silently.
+	if err := strictkeys.YAML([]byte(doc)); err != nil {
+		return Config{}, nil, err
 	}
 	raw, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {

@@ -1,11 +1,11 @@
-// Package strictjson refuses JSON that encoding/json would read as less
+// Package strictkeys refuses JSON and YAML that a decoder would read as less
 // than it says. Go's decoder keeps the last of two equal keys in an object,
 // and matches keys to fields without regard to case, so
 // {"excluded":["a:1"],"excluded":["b:1"]} and {"excluded":["a:1"],"Excluded":[]}
 // both decode to one list, silently dropping the first: an exclusion a
 // user wrote would protect nothing. Decoders of outside input (exclusion
-// lists, hand-off payloads, configuration) check with Check first.
-package strictjson
+// lists, hand-off payloads, configuration) check with JSON or YAML first.
+package strictkeys
 
 import (
 	"bytes"
@@ -16,12 +16,12 @@ import (
 	"strings"
 )
 
-// Check returns an error naming the first object, at its JSON path, that
+// JSON returns an error naming the first object, at its JSON path, that
 // repeats a key, or has two keys that differ only in case, or has a key
 // that differs only in case from one of known (the keys the caller's
 // struct declares, which Go would match to it). It checks only keys:
 // syntax and types are the decoder's.
-func Check(data []byte, known ...string) error {
+func JSON(data []byte, known ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	err := walk(dec, "$", known, 0)

@@ -1,4 +1,4 @@
-package strictjson
+package strictkeys
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestCheck(t *testing.T) {
+func TestJSON(t *testing.T) {
 	cases := map[string]struct {
 		data  string
 		known []string
@@ -29,21 +29,21 @@ func TestCheck(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := ""
-			if err := Check([]byte(tc.data), tc.known...); err != nil {
+			if err := JSON([]byte(tc.data), tc.known...); err != nil {
 				got = err.Error()
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Check (-want +got):\n%s", diff)
+				t.Errorf("JSON (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func FuzzCheck(f *testing.F) {
+func FuzzJSON(f *testing.F) {
 	for _, s := range []string{`{"excluded":["a"]}`, `{"a":1,"a":2}`, `[{"x":{"y":[1,{"Y":2,"y":3}]}}]`, `{`, `[]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_ = Check([]byte(s), "excluded")
+		_ = JSON([]byte(s), "excluded")
 	})
 }
