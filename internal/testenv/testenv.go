@@ -9,6 +9,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -37,6 +38,10 @@ type Env struct {
 	// certDir is the kube-apiserver's certificate directory when testenv
 	// owns it (WithRestartableAPIServer), removed by Stop.
 	certDir string
+	// kcm is the kube-controller-manager of WithGarbageCollector;
+	// kcmMissing why there is none when it was asked for (outside CI).
+	kcm        *controllerManager
+	kcmMissing string
 }
 
 // skipReason is set when the control plane could not be found outside CI.
@@ -112,13 +117,20 @@ func Kubectl(t testing.TB) string {
 func Start(opts ...Option) (*Env, error) { return start(opts...) }
 
 // Option changes the control plane before it starts.
-type Option func(*envtest.Environment)
+type Option func(*settings)
+
+// settings are what the options set: the control plane envtest starts and
+// the controllers to run beside it.
+type settings struct {
+	te          *envtest.Environment
+	controllers []string
+}
 
 // WithAPIServerFlag appends a kube-apiserver flag, for tests of behaviour
 // that only some clusters enable (an admission plugin, say).
 func WithAPIServerFlag(name, value string) Option {
-	return func(te *envtest.Environment) {
-		te.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	return func(s *settings) {
+		s.te.ControlPlane.GetAPIServer().Configure().Append(name, value)
 	}
 }
 
@@ -126,9 +138,9 @@ func WithAPIServerFlag(name, value string) Option {
 // install them as users do (helm install, kubectl apply) and test their life
 // cycle: created, upgraded, kept or removed.
 func WithoutCRDs() Option {
-	return func(te *envtest.Environment) {
-		te.CRDDirectoryPaths = nil
-		te.ErrorIfCRDPathMissing = false
+	return func(s *settings) {
+		s.te.CRDDirectoryPaths = nil
+		s.te.ErrorIfCRDPathMissing = false
 	}
 }
 
@@ -142,20 +154,27 @@ const restartableCertDir = "eraser-testenv-apiserver-"
 // would then serve a new CA; in a directory of testenv's own the serving
 // certificates survive, and with them every kubeconfig written before.
 func WithRestartableAPIServer() Option {
-	return func(te *envtest.Environment) {
+	return func(s *settings) {
 		dir, err := os.MkdirTemp("", restartableCertDir)
 		if err != nil {
 			panic(fmt.Sprintf("testenv: certificate directory: %v", err))
 		}
-		te.ControlPlane.GetAPIServer().CertDir = dir
+		s.te.ControlPlane.GetAPIServer().CertDir = dir
 	}
 }
 
 // StopAPIServer stops the kube-apiserver (SIGTERM, as a rolling restart
 // does); etcd keeps running. Only with WithRestartableAPIServer.
+//
+// kube-controller-manager (WithGarbageCollector) is stopped first: its
+// watches keep a stopping API server draining past envtest's stop timeout.
+// StartAPIServer starts it again.
 func (e *Env) StopAPIServer() error {
 	if e.certDir == "" {
 		return fmt.Errorf("testenv: the API server is restartable only with WithRestartableAPIServer")
+	}
+	if e.kcm != nil {
+		e.kcm.Stop()
 	}
 	return e.env.ControlPlane.APIServer.Stop()
 }
@@ -175,11 +194,20 @@ func (e *Env) StartAPIServer() error {
 	if after := api.SecureServing.Port; after != before {
 		return fmt.Errorf("testenv: the API server came back on port %s, not %s", after, before)
 	}
+	if e.kcm != nil {
+		e.kcm = e.kcm.restart()
+		if err := waitCollecting(context.Background(), e.Client, 2*time.Minute); err != nil {
+			return fmt.Errorf("kube-controller-manager after the API server's restart: %w", err)
+		}
+	}
 	return nil
 }
 
-// Stop stops the control plane.
+// Stop stops the control plane, kube-controller-manager first.
 func (e *Env) Stop() error {
+	if e.kcm != nil {
+		e.kcm.Stop()
+	}
 	_ = os.Remove(e.KubeconfigPath)
 	err := e.env.Stop()
 	if e.certDir != "" {
@@ -201,8 +229,9 @@ func start(opts ...Option) (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	set := &settings{te: te}
 	for _, o := range opts {
-		o(te)
+		o(set)
 	}
 	var certDir string
 	if api := te.ControlPlane.APIServer; api != nil && strings.HasPrefix(filepath.Base(api.CertDir), restartableCertDir) {
@@ -226,7 +255,13 @@ func start(opts ...Option) (*Env, error) {
 	if err == nil {
 		err = e.writeKubeconfig()
 	}
+	if err == nil && len(set.controllers) > 0 {
+		err = e.startControllers(dir, set.controllers)
+	}
 	if err != nil {
+		if e.kcm != nil {
+			e.kcm.Stop()
+		}
 		_ = te.Stop()
 		if certDir != "" {
 			_ = os.RemoveAll(certDir)
@@ -234,6 +269,32 @@ func start(opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// startControllers runs kube-controller-manager with the controllers and
+// waits until its garbage collector collects. A missing binary is an error
+// under CI; elsewhere the control plane goes on without it, and the tests
+// that need it skip (RequireGarbageCollector).
+func (e *Env) startControllers(dir string, controllers []string) error {
+	kcm, err := startControllerManager(dir, e.KubeconfigPath, controllers, &Buffer{})
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			return err
+		}
+		e.kcmMissing = err.Error()
+		fmt.Fprintln(os.Stderr, "testenv:", err, "; the tests needing the garbage collector skip")
+		return nil
+	}
+	e.kcm = kcm
+	if err := waitCollecting(context.Background(), e.Client, 2*time.Minute); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w; its log:\n%s", err, tailLines(kcm.log.String(), 40))
+	}
+	return nil
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (e *Env) writeKubeconfig() error {

@@ -45,13 +45,13 @@ func TestSlowCleanupDoesNotHoldUpTheNextJob(t *testing.T) {
 		"manager: {imageJob: {cleanup: {delayOnSuccess: 0s, delayOnFailure: 0s, keepReportFor: 0s}}}\n")
 	s.createList()
 
-	first := s.waitJob(60*time.Second, "the first job to finish", func() { s.kubelet(nil) }, finished)
+	first := s.waitJob(3*time.Minute, "the first job to finish", func() { s.kubelet(nil) }, finished)
 	hold.job.Store(first.Name)
 	// The pods of a finished job are deleted once the ImageList recorded
 	// it and the report was read: wait until the first delete is held.
 	select {
 	case <-hold.seen:
-	case <-time.After(60 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatalf("the first job's pods were never deleted; job %s: %+v", first.Name, first.Status)
 	}
 	held := time.Now()
@@ -62,7 +62,7 @@ func TestSlowCleanupDoesNotHoldUpTheNextJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	var next *eraserv1.ImageJob
-	testenv.WaitFor(t, 30*time.Second, "the next job to complete while the first one's cleanup is held", func() bool {
+	testenv.WaitFor(t, 3*time.Minute, "the next job to complete while the first one's cleanup is held", func() bool {
 		s.kubelet(nil)
 		jobs, err := s.jobs()
 		if err != nil {
@@ -90,15 +90,17 @@ func TestSlowCleanupDoesNotHoldUpTheNextJob(t *testing.T) {
 	}
 
 	hold.release()
-	testenv.WaitFor(t, 60*time.Second, "the first job's cleanup to end", func() bool {
+	testenv.WaitFor(t, 3*time.Minute, "the first job's cleanup to end", func() bool {
 		err := env.Client.Get(s.ctx, client.ObjectKey{Name: first.Name}, &eraserv1.ImageJob{})
 		return apierrors.IsNotFound(err)
 	})
 }
 
 // deleteHold is a validating admission webhook that holds every delete of
-// a pod of one job (job, once set) until released, at most 25 s each (the
-// webhook's timeout is 30 s).
+// a pod of one job (job, once set) until released: each for at most 25 s
+// (the webhook's timeout is 30 s), then refused, so that the hold lasts
+// however long the next job takes on a busy machine (it once took over
+// 30 s, and a delete let through then broke the test).
 type deleteHold struct {
 	job   atomic.Value // string
 	seen  chan struct{}
@@ -123,15 +125,20 @@ func newDeleteHold(t *testing.T, ns string) *deleteHold {
 		}
 		var pod corev1.Pod
 		_ = json.Unmarshal(review.Request.OldObject.Raw, &pod)
+		allowed := true
 		if job := h.job.Load().(string); job != "" && pod.Labels[podspec.LabelJob] == job {
 			h.count.Add(1)
 			h.once.Do(func() { close(h.seen) })
 			select {
 			case <-h.done:
 			case <-time.After(25 * time.Second):
+				allowed = false
 			}
 		}
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: allowed}
+		if !allowed {
+			review.Response.Result = &metav1.Status{Message: "held by the test", Code: http.StatusTooManyRequests}
+		}
 		review.Request = nil
 		_ = json.NewEncoder(w).Encode(review)
 	}))

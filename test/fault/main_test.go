@@ -14,8 +14,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +29,6 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/kname"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testenv"
@@ -43,7 +40,8 @@ var (
 )
 
 // TestMain builds the real manager binary and starts a control plane whose
-// API server can be restarted.
+// API server can be restarted, with kube-controller-manager's garbage
+// collector beside it, so that owner references behave as in a cluster.
 func TestMain(m *testing.M) {
 	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
 	if err != nil {
@@ -51,7 +49,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	managerBin = bin
-	code := testenv.Run(m, &env, testenv.WithRestartableAPIServer())
+	code := testenv.Run(m, &env, testenv.WithRestartableAPIServer(), testenv.WithGarbageCollector())
 	cleanup()
 	os.Exit(code)
 }
@@ -100,7 +98,9 @@ func newScenario(t *testing.T, ns string, nsLabels map[string]string) *scenario 
 func (s *scenario) cleanup() {
 	ctx := s.ctx
 	_ = env.Client.Delete(ctx, &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: s.list}})
-	// No garbage collector runs here: the jobs go by hand.
+	// By hand as well as by the garbage collector: the next scenario's
+	// manager must not see them, and a control plane without one (outside
+	// CI, no kube-controller-manager built) still ends clean.
 	var jobs eraserv1.ImageJobList
 	if env.Client.List(ctx, &jobs) == nil {
 		for i := range jobs.Items {
@@ -226,8 +226,13 @@ func removedOn(node string) int {
 // ok accepts (nil: every node) succeeds with a remover summary. Errors (the
 // API server down, a conflict) are left for the next round.
 func (s *scenario) kubelet(ok func(node string) bool) {
+	s.kubeletPods(func(p *corev1.Pod) bool { return ok == nil || ok(p.Spec.NodeName) })
+}
+
+// kubeletPods is kubelet for the pods that ok accepts.
+func (s *scenario) kubeletPods(ok func(*corev1.Pod) bool) {
 	for _, p := range s.pods() {
-		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || (ok != nil && !ok(p.Spec.NodeName)) {
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || !ok(&p) {
 			continue
 		}
 		removed := removedOn(p.Spec.NodeName)
@@ -339,70 +344,4 @@ func podCreates(t *testing.T, code string) int {
 		}
 	}
 	return n
-}
-
-// process is a running manager.
-type process struct {
-	cmd  *exec.Cmd
-	log  *testenv.Buffer // stderr
-	done chan error
-}
-
-// lines returns the log lines with every part.
-func (p *process) lines(parts ...string) []string {
-	var out []string
-	for _, l := range strings.Split(p.log.String(), "\n") {
-		all := true
-		for _, part := range parts {
-			all = all && strings.Contains(l, part)
-		}
-		if all && l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (p *process) exited() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true
-	default:
-		return false
-	}
-}
-
-// startManager runs the manager binary in the scenario's namespace with the
-// EraserConfig doc, as the Deployment does (leader election on).
-func (s *scenario) startManager(doc string) *process {
-	s.t.Helper()
-	t := s.t
-	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfg,
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
-	p := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		err := <-p.done
-		p.done <- err
-		if t.Failed() {
-			t.Logf("manager (pid %d) log, last 150 lines:\n%s", cmd.Process.Pid, tail(p.log.String(), 150))
-		}
-	})
-	return p
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
