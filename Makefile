@@ -201,6 +201,8 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
 	go test ./internal/handoff -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/strictkeys -run=^$$ -fuzz=^FuzzJSON$$ -fuzztime=30s
+	go test ./internal/strictkeys -run=^$$ -fuzz=^FuzzYAML$$ -fuzztime=30s
 	go test ./internal/report -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
 	go test ./internal/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
