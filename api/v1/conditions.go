@@ -26,4 +26,9 @@ const (
 	// a worker pod) belongs to another run, left over from it; the run
 	// waits for the garbage collector to delete it, and never uses it.
 	ReasonJobConflict = "JobConflict"
+	// ReasonFailureBudgetExceeded: more nodes failed than
+	// manager.imageJob.maxFailedNodes allows, so the run created no more
+	// worker pods and ended Failed; the nodes it never reached count as
+	// skipped, untouched.
+	ReasonFailureBudgetExceeded = "FailureBudgetExceeded"
 )

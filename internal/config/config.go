@@ -135,6 +135,12 @@ type ImageJob struct {
 	// MaxConcurrentNodes bounds the worker pods running at once: a count,
 	// or a percentage of the eligible nodes. Zero means all at once.
 	MaxConcurrentNodes MaxConcurrent
+	// MaxFailedNodes is the run's failure budget, a count or a percentage
+	// of the eligible nodes (MaxConcurrent.Budget): once more nodes failed
+	// than it allows, no more pods are created and the run ends Failed.
+	// Nil is no budget, as upstream; a zero count stops at the first
+	// failure.
+	MaxFailedNodes *MaxConcurrent
 	// PodStartTimeout fails a node whose pod has not started running
 	// (stuck Pending, pulling, ContainerCreating) in this time.
 	PodStartTimeout time.Duration

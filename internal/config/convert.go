@@ -135,6 +135,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)
+	out.ImageJob.MaxFailedNodes = c.maxFailed(job.Child("maxFailedNodes"), m.ImageJob.MaxFailedNodes)
 	c.nodeSelector(job.Child("nodeSelector"), m.ImageJob.NodeSelector)
 	out.ImageJob.NodeSelector = m.ImageJob.NodeSelector
 	c.tolerations(job.Child("tolerations"), m.ImageJob.Tolerations)

@@ -113,8 +113,10 @@ type profileDoc struct {
 type imageJobDoc struct {
 	SuccessRatio float64    `json:"successRatio"`
 	Cleanup      cleanupDoc `json:"cleanup"`
-	// Our additions: waves, pod timeouts, and which nodes get a worker.
+	// Our additions: waves, the failure budget, pod timeouts, and which
+	// nodes get a worker.
 	MaxConcurrentNodes scalar            `json:"maxConcurrentNodes"`
+	MaxFailedNodes     scalar            `json:"maxFailedNodes"`
 	PodStartTimeout    scalar            `json:"podStartTimeout"`
 	PodRunTimeout      scalar            `json:"podRunTimeout"`
 	NodeSelector       map[string]string `json:"nodeSelector"`

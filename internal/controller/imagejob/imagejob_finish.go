@@ -20,8 +20,9 @@ import (
 )
 
 // finish decides the outcome: the success ratio is over the nodes the job was
-// meant to run on, in floating point; skipped nodes are not successes.
-func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Config) {
+// meant to run on, in floating point; skipped nodes are not successes. A
+// run over its failure budget (halted) failed, whatever the ratio.
+func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Config, halted bool) {
 	now := metav1.NewTime(r.clock.Now())
 	job.Status.CompletionTime = &now
 	ratio := 1.0
@@ -29,7 +30,7 @@ func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Conf
 		ratio = float64(p.succeeded) / float64(p.eligible)
 	}
 	delay := cfg.Manager.ImageJob.Cleanup.DelayOnSuccess
-	if ratio >= cfg.Manager.ImageJob.SuccessRatio {
+	if ratio >= cfg.Manager.ImageJob.SuccessRatio && !halted {
 		job.Status.Phase = eraserv1.PhaseCompleted
 	} else {
 		job.Status.Phase = eraserv1.PhaseFailed

@@ -60,7 +60,8 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		return reconcile.Result{}, err
 	}
 	o := observe(w)
-	p := plan(w, o)
+	budget := data.Config.Manager.ImageJob.MaxFailedNodes
+	p := plan(within(w, reach(o.progress, w.limit, budget)), o)
 	if len(p.create) > 0 {
 		// Exclusion lists are read as each wave is created, not when the
 		// job was: a list added during a long rolling job protects the
@@ -95,7 +96,8 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	maps.Copy(st.failures, w.failures)
 	maps.Copy(st.failures, o.newFailures)
 	before := job.Status.DeepCopy()
-	finished := r.compose(job, data.Config, nodes, o.progress, st.failures)
+	halted := overBudget(o.failed, budget, o.eligible)
+	finished := r.compose(job, data.Config, nodes, o.progress, st.failures, halted)
 	// A pass that changed nothing writes nothing: on a long run most passes
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
@@ -104,6 +106,9 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		}
 	}
 	r.afterUpdate(ctx, job, st, o.timedOut)
+	if halted {
+		r.announceOverrun(job, st, o.progress, budget)
+	}
 	if finished {
 		r.announce(job, o.perNode)
 		return reconcile.Result{}, nil
@@ -229,7 +234,8 @@ func advance(w world, p wave, errs []error) world {
 
 // compose writes the pass's figures into the job's status and says whether
 // the job has finished.
-func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p progress, failures map[string]eraserv1.NodeFailure) bool {
+// A run over its failure budget (halted) ends once its running pods have.
+func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p progress, failures map[string]eraserv1.NodeFailure, halted bool) bool {
 	job.Status.Started = p.started
 	job.Status.Succeeded = p.succeeded
 	job.Status.Failed = p.failed
@@ -237,10 +243,20 @@ func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes j
 	job.Status.FailedNodes = boundedFailures(failures)
 	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)
 	job.Status.ObservedGeneration = job.Generation
-	finished := p.started == p.eligible && p.active == 0
-	if finished {
-		r.finish(job, p, cfg)
-	} else {
+	finished := (p.started == p.eligible || halted) && p.active == 0
+	budget := cfg.Manager.ImageJob.MaxFailedNodes
+	switch {
+	case finished && halted:
+		// The nodes never reached are untouched: neither succeeded nor
+		// failed, they count with those the filter left out.
+		job.Status.Skipped = len(nodes.Skipped) + p.eligible - p.started
+		r.finish(job, p, cfg, true)
+		setOverrun(job, p, budget)
+	case finished:
+		r.finish(job, p, cfg, false)
+	case halted:
+		setDraining(job, p, budget)
+	default:
 		setRunning(job, p.eligible, nodes.Skipped)
 	}
 	return finished

@@ -34,6 +34,8 @@ type jobState struct {
 	refusals map[string]bool
 	// failureEvents counts the NodeFailed Events emitted.
 	failureEvents int
+	// overrun is whether the FailureBudgetExceeded Event was emitted.
+	overrun bool
 	// erred is whether the last pass failed.
 	erred bool
 	// data and nodes are the job's immutable ConfigMaps, parsed.
