@@ -53,6 +53,8 @@ type Reconciler struct {
 	opts     Options
 	// jobs is this process's memory of each running job (jobState).
 	jobs sync.Map
+	// skew is measured on the pods this process creates (clock.go).
+	skew skewMeter
 }
 
 // passInterval is the least time between two passes over a running job.

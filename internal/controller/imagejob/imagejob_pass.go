@@ -125,7 +125,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
 		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
 		finished: make(map[string]outcome, len(st.finished)),
-		failures: st.failures, creating: st.creating, now: now,
+		failures: st.failures, creating: st.creating, sights: st.sights, now: now,
 		// A scanning run's pods may outlive podRunTimeout: config.Waits.
 		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
@@ -144,16 +144,19 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		}
 		node := pod.Spec.NodeName
 		w.pods[node] = pod
+		createdAt := st.created[node]
 		delete(st.created, node)
 		if podspec.Finished(pod) {
 			// A finished pod's outcome depends on the pod alone: judged
 			// (and its termination messages decoded) once per version.
 			m, ok := st.finished[node]
 			if !ok || m.version != pod.ResourceVersion {
-				m = judged{version: pod.ResourceVersion, out: classify(pod, now, w.timeouts, true)}
+				m = judged{version: pod.ResourceVersion, out: classify(pod, sight{}, now, w.timeouts, true)}
 				st.finished[node] = m
 			}
 			w.finished[node] = m.out
+		} else {
+			st.sights[node] = sighted(st.sights[node], pod, createdAt, r.skew.get(), now)
 		}
 	}
 	// Every node's, finished ones included: a finished pod's outcome counts
@@ -189,10 +192,13 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 // recordCreates remembers the wave's created pods and its refusals (with
 // their backoff), logging each refusal and announcing each distinct one.
 func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world, p wave, errs []error) {
+	// Read once every creation has returned, so that no pod's start timeout
+	// counts from before it existed.
+	created := r.clock.Now()
 	for k, i := range p.create {
 		node := w.targets[i].Name
 		if errs[k] == nil {
-			st.created[node] = w.now
+			st.created[node] = created
 			delete(st.creating, node)
 			continue
 		}

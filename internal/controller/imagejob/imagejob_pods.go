@@ -50,7 +50,9 @@ func (r *Reconciler) createPods(ctx context.Context, targets []nodefilter.Target
 			for k := range work {
 				pod, err := build(create[k], targets[create[k]])
 				if err == nil {
-					err = r.client.Create(ctx, pod)
+					if err = r.client.Create(ctx, pod); err == nil {
+						r.skew.observe(r.clock.Now(), pod.CreationTimestamp.Time)
+					}
 				}
 				if err != nil && !apierrors.IsAlreadyExists(err) {
 					errs[k] = fmt.Errorf("creating the pod for node %s: %w", targets[create[k]].Name, err)

@@ -22,7 +22,7 @@ import (
 func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
 	data, err := r.data(ctx, job)
 	if apierrors.IsNotFound(err) {
-		if r.clock.Since(job.CreationTimestamp.Time) < time.Minute {
+		if r.waitedFor(job) < time.Minute {
 			// The owner creates the job first and its ConfigMap right after;
 			// the ConfigMap's arrival brings the job back (Owns). The requeue
 			// only covers a lost event.
@@ -69,4 +69,16 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	// Straight on to the first wave, rather than waiting for the status
 	// update to come back as an event.
 	return r.run(ctx, job)
+}
+
+// waitedFor is how long this process has known the job, on its own clock
+// (clock.go): a restarted manager waits for the data a minute again.
+func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
+	st := r.state(job)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.seen.IsZero() {
+		st.seen = r.clock.Now()
+	}
+	return r.clock.Since(st.seen)
 }

@@ -34,6 +34,9 @@ type world struct {
 	failures map[string]eraserv1.NodeFailure
 	// creating are nodes whose pod creation failed and is being retried.
 	creating map[string]createFailure
+	// sights are when this process saw each unfinished pod begin its
+	// timeouts (clock.go).
+	sights   map[string]sight
 	now      time.Time
 	timeouts timeouts
 	// limit is the most nodes with a live pod at once (maxConcurrentNodes).
@@ -96,7 +99,7 @@ func (o *observation) judge(w world, node string) {
 	}
 	out, ok := w.finished[node]
 	if !ok {
-		out = classify(pod, w.now, w.timeouts, w.nodes[node])
+		out = classify(pod, w.sights[node], w.now, w.timeouts, w.nodes[node])
 	}
 	ended := metrics.OutcomeUnknown
 	switch out.state {
@@ -114,7 +117,7 @@ func (o *observation) judge(w world, node string) {
 		}
 	default:
 		o.active++
-		if d := deadline(pod, w.timeouts); !d.IsZero() && (o.next.IsZero() || d.Before(o.next)) {
+		if d := deadline(pod, w.sights[node], w.timeouts); !d.IsZero() && (o.next.IsZero() || d.Before(o.next)) {
 			o.next = d
 		}
 	}

@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 func newWorld(nodes ...string) world {
 	w := world{
 		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
-		failures: map[string]eraserv1.NodeFailure{}, creating: map[string]createFailure{},
+		failures: map[string]eraserv1.NodeFailure{}, creating: map[string]createFailure{}, sights: map[string]sight{},
 		now: t0, timeouts: timeouts{start: 5 * time.Minute, run: time.Hour},
 	}
 	for _, n := range nodes {
@@ -107,6 +107,7 @@ func TestObserve(t *testing.T) {
 				w.started = 2
 				w.pods["slow"] = builder.MakePod("p", "slow", t0.Add(-6*time.Minute)).Waiting(podspec.RemoverContainer, "ImagePullBackOff").Obj()
 				w.pods["long"] = pod("long").Running(t0.Add(-2 * time.Hour)).Obj()
+				w.sights["slow"], w.sights["long"] = sight{created: t0.Add(-5 * time.Minute)}, sight{running: t0.Add(-time.Hour)}
 			}),
 			want: tally{Started: 2, Failed: 2, New: map[string]string{"slow": ReasonStartTimeout, "long": ReasonRunTimeout},
 				TimedOut: []string{"slow", "long"}},
@@ -374,11 +375,12 @@ func TestTrimmedPodsJudgedAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			to := timeouts{start: 5 * time.Minute, run: time.Hour}
-			want, got := classify(p, t0, to, true), classify(trimmed.(*corev1.Pod), t0, to, true)
+			seen := sight{created: t0.Add(-10 * time.Minute), running: t0.Add(-2 * time.Hour)}
+			want, got := classify(p, seen, t0, to, true), classify(trimmed.(*corev1.Pod), seen, t0, to, true)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(outcome{})); diff != "" {
 				t.Errorf("outcome (-whole +trimmed):\n%s", diff)
 			}
-			if !deadline(p, to).Equal(deadline(trimmed.(*corev1.Pod), to)) {
+			if !deadline(p, seen, to).Equal(deadline(trimmed.(*corev1.Pod), seen, to)) {
 				t.Error("deadlines differ")
 			}
 		})

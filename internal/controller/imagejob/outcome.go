@@ -90,9 +90,10 @@ type timeouts struct {
 	start, run time.Duration
 }
 
-// classify judges a node's pod at time now. nodeExists is false when the
-// node has been deleted.
-func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outcome {
+// classify judges a node's pod at time now, its timeouts counted from what
+// this process saw of it (clock.go). nodeExists is false when the node has
+// been deleted.
+func classify(pod *corev1.Pod, seen sight, now time.Time, t timeouts, nodeExists bool) outcome {
 	summary, scanner := workerSummary(pod, podspec.RemoverContainer), workerSummary(pod, podspec.ScannerContainer)
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
@@ -113,12 +114,13 @@ func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outco
 	if pod.DeletionTimestamp != nil {
 		return outcome{state: stateFailed, reason: ReasonPodDeleted, message: "the pod was deleted before it finished"}
 	}
-	if started := startTime(pod); started.IsZero() {
-		if age := now.Sub(pod.CreationTimestamp.Time); t.start > 0 && age >= t.start+timestampGrain {
+	// A time not seen yet is not a timeout: the pod is judged again once it is.
+	if pod.Status.Phase != corev1.PodRunning {
+		if !seen.created.IsZero() && t.start > 0 && now.Sub(seen.created) >= t.start {
 			return outcome{state: stateFailed, reason: ReasonStartTimeout, timedOut: true,
 				message: fmt.Sprintf("did not start within %v%s", t.start, waiting(pod))}
 		}
-	} else if t.run > 0 && now.Sub(started) >= t.run {
+	} else if !seen.running.IsZero() && t.run > 0 && now.Sub(seen.running) >= t.run {
 		return outcome{state: stateFailed, reason: ReasonRunTimeout, timedOut: true,
 			message: fmt.Sprintf("did not finish within %v", t.run)}
 	}
@@ -130,29 +132,18 @@ func classify(pod *corev1.Pod, now time.Time, t timeouts, nodeExists bool) outco
 // early without it.
 const timestampGrain = time.Second
 
-// deadline is when an active pod would time out.
-func deadline(pod *corev1.Pod, t timeouts) time.Time {
-	if started := startTime(pod); !started.IsZero() {
-		if t.run == 0 {
+// deadline is when an active pod would time out, zero when it cannot yet.
+func deadline(pod *corev1.Pod, seen sight, t timeouts) time.Time {
+	if pod.Status.Phase == corev1.PodRunning {
+		if t.run == 0 || seen.running.IsZero() {
 			return time.Time{}
 		}
-		return started.Add(t.run)
+		return seen.running.Add(t.run)
 	}
-	if t.start == 0 {
+	if t.start == 0 || seen.created.IsZero() {
 		return time.Time{}
 	}
-	return pod.CreationTimestamp.Add(t.start + timestampGrain)
-}
-
-// startTime is when every container was running (the pod left Pending).
-func startTime(pod *corev1.Pod) time.Time {
-	if pod.Status.Phase != corev1.PodRunning {
-		return time.Time{}
-	}
-	if pod.Status.StartTime != nil {
-		return pod.Status.StartTime.Time
-	}
-	return pod.CreationTimestamp.Time
+	return seen.created.Add(t.start)
 }
 
 func waiting(pod *corev1.Pod) string {

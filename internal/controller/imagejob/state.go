@@ -43,6 +43,12 @@ type jobState struct {
 	nodes jobdata.Nodes
 	// finished memoizes finished pods' outcomes by node.
 	finished map[string]judged
+	// sights are when this process saw each unfinished pod begin its
+	// timeouts, by node (clock.go).
+	sights map[string]sight
+	// seen is when this process first saw the job, for the wait for its
+	// data: the job's creationTimestamp is the API server's clock.
+	seen time.Time
 }
 
 // judged is a finished pod's outcome as of a resource version.
@@ -61,7 +67,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 	st := &jobState{uid: job.UID,
 		created: map[string]time.Time{}, creating: map[string]createFailure{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
-		finished: map[string]judged{},
+		finished: map[string]judged{}, sights: map[string]sight{},
 	}
 	for _, f := range job.Status.FailedNodes {
 		st.failures[f.Node] = f
