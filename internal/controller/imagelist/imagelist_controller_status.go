@@ -36,6 +36,10 @@ func setFinished(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
 		Message: jobMessage(job), ObservedGeneration: generationOf(job)}
 	if job.Status.Phase == eraserv1.PhaseFailed {
 		c.Status, c.Reason = metav1.ConditionFalse, eraserv1.ReasonFailed
+		// A run stopped by its failure budget says so on the list too.
+		if jc := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady); jc != nil && jc.Reason == eraserv1.ReasonFailureBudgetExceeded {
+			c.Reason = jc.Reason
+		}
 	}
 	meta.SetStatusCondition(&list.Status.Conditions, c)
 }
