@@ -175,3 +175,28 @@ func TestLeftoverOfAnotherRunIsAConflict(t *testing.T) {
 		t.Errorf("Ready while another list's job has the name: %+v", c)
 	}
 }
+
+// The list's Ready condition after a run says how the run ended, the
+// failure budget included.
+func TestSetFinishedReason(t *testing.T) {
+	ready := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: "m"}
+	}
+	cases := map[string]struct {
+		job  *eraserv1.ImageJob
+		want string
+	}{
+		"completed": {job: builder.MakeImageJob("j").Phase(eraserv1.PhaseCompleted).Obj(), want: eraserv1.ReasonSucceeded},
+		"failed":    {job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Condition(ready(eraserv1.ReasonFailed)).Obj(), want: eraserv1.ReasonFailed},
+		"budget":    {job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Condition(ready(eraserv1.ReasonFailureBudgetExceeded)).Obj(), want: eraserv1.ReasonFailureBudgetExceeded},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			list := builder.MakeImageList("l").Obj()
+			setFinished(list, tc.job)
+			if c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Reason != tc.want {
+				t.Errorf("Ready %+v, want reason %s", c, tc.want)
+			}
+		})
+	}
+}
