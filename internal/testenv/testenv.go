@@ -282,7 +282,7 @@ func (e *Env) startControllers(dir string, controllers []string) error {
 			return err
 		}
 		e.kcmMissing = err.Error()
-		fmt.Fprintln(os.Stderr, "testenv:", err, "; the tests needing the garbage collector skip")
+		fmt.Fprintf(os.Stderr, "testenv: %v; the tests needing the garbage collector skip\n", err)
 		return nil
 	}
 	e.kcm = kcm
