@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -24,16 +23,22 @@ import (
 func JSON(data []byte, known ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	err := walk(dec, "$", known, 0)
-	if errors.Is(err, io.EOF) {
-		return nil
+	var found *keyError
+	if err := walk(dec, "$", known, 0); errors.As(err, &found) {
+		return found
 	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		// The decoder that follows says it better, with its own context.
-		return nil
-	}
-	return err
+	// Anything else (a syntax error, data cut short) is the decoder's that
+	// follows to report, with its own context.
+	return nil
+}
+
+// keyError is what Check finds; every other error is the decoder's.
+type keyError struct{ msg string }
+
+func (e *keyError) Error() string { return e.msg }
+
+func keyErrorf(format string, args ...any) error {
+	return &keyError{msg: fmt.Sprintf(format, args...)}
 }
 
 // maxDepth bounds the nesting walked, as encoding/json bounds its own: the
@@ -43,7 +48,7 @@ const maxDepth = 1000
 // walk reads one value, checking every object in it.
 func walk(dec *json.Decoder, path string, known []string, depth int) error {
 	if depth > maxDepth {
-		return fmt.Errorf("%s: nested deeper than %d", path, maxDepth)
+		return keyErrorf("%s: nested deeper than %d", path, maxDepth)
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -75,14 +80,14 @@ func object(dec *json.Decoder, path string, known []string, depth int) error {
 		fold := strings.ToLower(key)
 		if prev, dup := seen[fold]; dup {
 			if prev == key {
-				return fmt.Errorf("%s: key %q appears twice; only the last would be read", path, key)
+				return keyErrorf("%s: key %q appears twice; only the last would be read", path, key)
 			}
-			return fmt.Errorf("%s: keys %q and %q differ only in case; only the last would be read", path, prev, key)
+			return keyErrorf("%s: keys %q and %q differ only in case; only the last would be read", path, prev, key)
 		}
 		seen[fold] = key
 		for _, k := range known {
 			if key != k && strings.EqualFold(key, k) {
-				return fmt.Errorf("%s: key %q: the key is %q (keys are case-sensitive here)", path, key, k)
+				return keyErrorf("%s: key %q: the key is %q (keys are case-sensitive here)", path, key, k)
 			}
 		}
 		if err := walk(dec, path+"."+key, known, depth+1); err != nil {

@@ -22,6 +22,7 @@ func TestJSON(t *testing.T) {
 		"deeper":                           {data: `{"a":{"b":[{"c":1,"C":2}]}}`, want: `$.a.b[0]: keys "c" and "C" differ only in case; only the last would be read`},
 		"same key in two objects":          {data: `[{"image_id":"a"},{"image_id":"b"}]`, known: []string{"image_id"}},
 		"syntax error left to the decoder": {data: `{"excluded": [`, known: []string{"excluded"}},
+		"cut short left to the decoder":    {data: `[{"image_id":"sha256:`, known: []string{"image_id"}},
 		"empty":                            {data: ``},
 		"scalars":                          {data: `"x"`},
 		"too deep":                         {data: strings.Repeat("[", maxDepth+2), want: "$" + strings.Repeat("[0]", maxDepth+1) + ": nested deeper than 1000"},

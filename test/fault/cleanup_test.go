@@ -45,8 +45,12 @@ func TestSlowCleanupDoesNotHoldUpTheNextJob(t *testing.T) {
 		"manager: {imageJob: {cleanup: {delayOnSuccess: 0s, delayOnFailure: 0s, keepReportFor: 0s}}}\n")
 	s.createList()
 
-	first := s.waitJob(3*time.Minute, "the first job to finish", func() { s.kubelet(nil) }, finished)
+	// Held from before the job can finish: its cleanup may start the
+	// moment it is recorded, before a test that waited for the end could
+	// name the job to the hold.
+	first := s.waitJob(3*time.Minute, "the first job to be created", nil, func(*eraserv1.ImageJob) bool { return true })
 	hold.job.Store(first.Name)
+	first = s.waitJob(3*time.Minute, "the first job to finish", func() { s.kubelet(nil) }, finished)
 	// The pods of a finished job are deleted once the ImageList recorded
 	// it and the report was read: wait until the first delete is held.
 	select {
