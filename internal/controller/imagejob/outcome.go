@@ -24,7 +24,7 @@ const (
 
 // Failure reasons reported in status.failedNodes.
 const (
-	ReasonPodFailed    = "PodFailed"
+	ReasonPodFailed    = podspec.ReasonPodFailed
 	ReasonStartTimeout = "StartTimeout"
 	ReasonRunTimeout   = "RunTimeout"
 	ReasonNodeDeleted  = "NodeDeleted"
@@ -35,7 +35,7 @@ const (
 	ReasonCreateFailed = "CreateFailed"
 	// ReasonRemovalsFailed: the remover ran, but removals it was asked for
 	// failed (the runtime erred or restarted); the message counts them.
-	ReasonRemovalsFailed = "RemovalsFailed"
+	ReasonRemovalsFailed = podspec.ReasonRemovalsFailed
 	// ReasonPodsRefused fails a whole job whose every pod was refused.
 	ReasonPodsRefused = "PodsRefused"
 )
@@ -160,17 +160,10 @@ func waiting(pod *corev1.Pod) string {
 
 // exitRemovalsFailed is the remover's exit code for a run that completed
 // with failed removals (worker.ExitNodeFailed; a test keeps them equal).
-const exitRemovalsFailed = 2
+const exitRemovalsFailed = podspec.ExitRemovalsFailed
 
-// failureReason tells failed removals from a pod that failed otherwise.
-func failureReason(pod *corev1.Pod) string {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if term := cs.State.Terminated; cs.Name == podspec.RemoverContainer && term != nil && term.ExitCode == exitRemovalsFailed {
-			return ReasonRemovalsFailed
-		}
-	}
-	return ReasonPodFailed
-}
+// failureReason is podspec's, which the per-node report shares.
+func failureReason(pod *corev1.Pod) string { return podspec.FailureReason(pod) }
 
 // failureMessage names the failed container and, when it left a summary
 // with an error (a worker that could not run), that error.

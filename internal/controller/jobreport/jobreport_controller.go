@@ -367,7 +367,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			continue
 		}
 		if term.ExitCode != 0 && !n.Failed {
-			n.Failed, n.Reason = true, "PodFailed"
+			n.Failed, n.Reason = true, podspec.FailureReason(pod)
 			n.Message = fmt.Sprintf("container %s exited with code %d", cs.Name, term.ExitCode)
 		}
 		if term.Message == "" || (cs.Name != podspec.CollectorContainer && cs.Name != podspec.RemoverContainer) {
@@ -394,7 +394,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {
-		n.Failed, n.Reason, n.Message = true, "PodFailed", truncate(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message))
+		n.Failed, n.Reason, n.Message = true, podspec.FailureReason(pod), truncate(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message))
 	}
 	return n
 }

@@ -157,7 +157,7 @@ func TestReportFromLogs(t *testing.T) {
 			{Image: "docker.io/library/redis:7", ID: "sha256:bb", Outcome: "in use", Detail: "container web"},
 			{Image: "docker.io/library/busybox:1", ID: "sha256:cc", Outcome: "too young", Detail: "pulled 2m ago"},
 		}},
-		{Name: "n2", Failed: true, Reason: "PodFailed", Message: "container remover exited with code 2: 1 of 2 removals failed",
+		{Name: "n2", Failed: true, Reason: "RemovalsFailed", Message: "container remover exited with code 2: 1 of 2 removals failed",
 			Counts: map[string]int{"removed": 1, "failed": 1}, Entries: []nodereport.Entry{
 				{Image: "docker.io/library/nginx:1.25", ID: "sha256:aa", Outcome: "removed", Policy: "Unused", Bytes: 100},
 				{Image: "docker.io/library/alpine:3", ID: "sha256:dd", Outcome: "failed", Policy: "Unused", Detail: "rpc error: image is in use by a container"},
