@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -75,6 +74,7 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 		c.errs = append(c.errs, err)
 	}
 	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components)
+	c.scannerVolumes(field.NewPath("components", "scanner", "volumes"), c.cfg.Components.Scanner.Volumes)
 	c.runTimeout()
 	return c.cfg, c.warnings, c.errs
 }
@@ -377,23 +377,6 @@ func (c *converter) component(p *field.Path, d componentDoc) Component {
 		}
 		out.Windows.Command = w.Command
 	}
-	names := sets.New[string]()
-	for i, v := range d.Volumes {
-		vp := p.Child("volumes").Index(i)
-		switch {
-		case v.Name == "":
-			c.errs = append(c.errs, field.Required(vp.Child("name"), ""))
-		case names.Has(v.Name):
-			c.errs = append(c.errs, field.Duplicate(vp.Child("name"), v.Name))
-		default:
-			for _, msg := range validation.IsDNS1123Label(v.Name) {
-				c.errs = append(c.errs, field.Invalid(vp.Child("name"), v.Name, msg))
-			}
-		}
-		names.Insert(v.Name)
-		if v.HostPath == nil {
-			c.warn(vp, "only hostPath volumes are mounted into the scanner; this one is ignored")
-		}
-	}
+	c.volumes(p.Child("volumes"), d.Volumes)
 	return out
 }

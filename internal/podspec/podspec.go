@@ -56,18 +56,17 @@ const (
 	RemoverContainer   = "remover"
 )
 
-// Volume names.
+// Volume names, from paths: the configuration refuses scanner volumes that
+// take one of them.
 const (
-	volRuntime   = "runtime-sock-volume"
-	volShared    = "shared-data"
-	volImageList = "imagelist"
-	volConfig    = "eraser-config"
-	// The scanner's writable places on its read-only root: the default
-	// cacheDir (the vulnerability DB is downloaded there) and /tmp.
-	volScanCache = "scanner-cache"
-	volScanTmp   = "scanner-tmp"
-	volState     = "eraser-state"
-	volImageFs   = "imagefs"
+	volRuntime   = paths.VolumeRuntime
+	volShared    = paths.VolumeShared
+	volImageList = paths.VolumeImageList
+	volConfig    = paths.VolumeConfig
+	volScanCache = paths.VolumeScanCache
+	volScanTmp   = paths.VolumeScanTmp
+	volState     = paths.VolumeState
+	volImageFs   = paths.VolumeImageFs
 )
 
 // ScannerCacheDir is the Trivy scanner's default cacheDir; an emptyDir is
@@ -162,7 +161,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		windowsPod(pod)
 	}
 	for _, cm := range p.Exclusions {
-		vol := "exclude-" + cm
+		vol := paths.ExclusionVolumePrefix + cm
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volumeName(vol), VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
 		}})
