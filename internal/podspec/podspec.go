@@ -200,7 +200,9 @@ func Build(p Params) (*corev1.Pod, error) {
 		// the remover waits for the scanner's list through the whole scan.
 		handoff := "--handoff-timeout=" + cfg.Waits(true).Handoff.String()
 		collectorArgs := append(append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan), handoff}, base...), pprof...), ret.args...)
-		removerArgs := append(append(append([]string{handoff}, base...), pprof...), ret.args...)
+		// The remover is told whether a scanner runs, never left to infer it
+		// from the shared directory, which a custom scanner may tidy early.
+		removerArgs := append(append(append([]string{scannerFlag(scan), handoff}, base...), pprof...), ret.args...)
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}

@@ -93,7 +93,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
@@ -113,7 +113,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
@@ -133,7 +133,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1"},
 				Args: map[string]string{
 					"collector": "--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":   "--handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":   "--scanner=disabled --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
 				},
 				Mounts: map[string][]string{
 					"collector": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},

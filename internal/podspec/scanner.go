@@ -38,3 +38,13 @@ func hostPathAt(cfg *config.Config, path string) bool {
 	}
 	return false
 }
+
+// scannerFlag is the remover's --scanner (remover.Sender): the values are
+// spelled here too, as podspec is the manager's and does not import the
+// remover.
+func scannerFlag(enabled bool) string {
+	if enabled {
+		return "--scanner=enabled"
+	}
+	return "--scanner=disabled"
+}

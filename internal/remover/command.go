@@ -31,7 +31,9 @@ type Command struct {
 	DryRun      bool
 	Concurrency int
 	SummaryFile string
-	Retention   retention.Flags
+	// Scanner is --scanner: whether the pod runs a scanner (see Sender).
+	Scanner   string
+	Retention retention.Flags
 }
 
 // Bind registers the remover's flags.
@@ -40,6 +42,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ImageList, "imagelist", "", "JSON array of images to remove; empty: receive them from the collector or scanner")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "report what would be removed, remove nothing")
 	fs.IntVar(&c.Concurrency, "concurrency", 0, "removals issued at once; 0: as many as the container's memory limit allows, at most 4096")
+	fs.StringVar(&c.Scanner, "scanner", "", "whether the pod runs a scanner, whose list is then the only one taken: enabled or disabled; required without --imagelist")
 	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
 	c.Retention.Bind(fs, paths.StateDir(worker.NodeOS))
 }
@@ -61,6 +64,13 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		// or they would hang when the remover fails.
 		defer c.signalDone(log)
 	}
+	sender := ""
+	if pipeline {
+		var err error
+		if sender, err = Sender(c.Scanner); err != nil {
+			return empty, err
+		}
+	}
 	if err := c.Retention.Validate(); err != nil {
 		return empty, err
 	}
@@ -75,8 +85,8 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	var targets Targets
 	var invalid []Result
 	if pipeline {
-		targets, err = c.receive(ctx)
-		targets.Scanned = c.sender() == "scanner"
+		targets, err = c.receive(ctx, sender)
+		targets.Scanned = sender == "scanner"
 	} else {
 		var entries []string
 		if entries, err = readImageList(c.ImageList); err == nil {
@@ -123,9 +133,11 @@ func readImageList(path string) ([]string, error) {
 // receive takes the images handed on by the scanner or the collector and
 // checks them against the collector's record: the whole hand-off is
 // refused, and nothing removed, if any entry is not one it listed.
-func (c *Command) receive(ctx context.Context) (Targets, error) {
+// When sender is the scanner, a list that never comes removes nothing: the
+// collector's list on the same endpoint is never taken in its place.
+func (c *Command) receive(ctx context.Context, sender string) (Targets, error) {
 	var images []handoff.Image
-	err := c.WaitFor(ctx, c.sender(), "no images from the", func(ctx context.Context) (err error) {
+	err := c.WaitFor(ctx, sender, "no images from the", func(ctx context.Context) (err error) {
 		images, err = c.Transport.ReceiveImages(ctx, handoff.Path(c.SharedDir, handoff.ScanErase))
 		return err
 	})
@@ -137,16 +149,6 @@ func (c *Command) receive(ctx context.Context) (Targets, error) {
 		return Targets{}, err
 	}
 	return HandoffTargets(images, collected)
-}
-
-// sender is the peer that hands the remover its images: the scanner when
-// one runs (it publishes its completion endpoint at start), else the
-// collector.
-func (c *Command) sender() string {
-	if _, err := os.Stat(handoff.Path(c.SharedDir, handoff.EraseCompleteScan)); err == nil {
-		return "scanner"
-	}
-	return "collector"
 }
 
 // HandoffTargets turns a hand-off into a scheduled run's targets: each
@@ -185,7 +187,9 @@ func HandoffTargets(received, collected []handoff.Image) (Targets, error) {
 }
 
 // signalDone tells the collector, then the scanner if there is one, that
-// removal is over. The scanner's endpoint exists only when a scanner runs.
+// removal is over. The scanner is signalled only when --scanner says one
+// runs; its endpoint may already be gone (a custom scanner that removed it
+// early), which is not an error.
 func (c *Command) signalDone(log *slog.Logger) {
 	// A peer that waits reads at once; one that died must not keep the
 	// remover from exiting.
@@ -198,10 +202,13 @@ func (c *Command) signalDone(log *slog.Logger) {
 	if err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteCollect)); err != nil {
 		log.Error("could not tell the collector that removal finished", "error", err)
 	}
+	if c.Scanner != ScannerEnabled {
+		return
+	}
 	err := c.Transport.SignalCompletion(ctx, handoff.Path(c.SharedDir, handoff.EraseCompleteScan))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		log.Debug("no scanner to signal")
+		log.Info("the scanner's completion endpoint is gone; nothing to signal")
 	case err != nil:
 		log.Error("could not tell the scanner that removal finished", "error", err)
 	}

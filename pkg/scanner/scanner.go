@@ -77,9 +77,9 @@ type provider struct {
 	deleteEOL    bool
 }
 
-// NewImageProvider publishes the scanner's completion endpoint at once: its
-// presence tells the remover that a scanner runs and must be told when
-// removal is over.
+// NewImageProvider publishes the scanner's completion endpoint at once, so
+// that it exists before the remover can finish and signal it. (The remover
+// learns that a scanner runs from the manager's --scanner, not from it.)
 func NewImageProvider(opts ...Option) (ImageProvider, error) {
 	p := &provider{ctx: context.Background(), log: slog.Default(), dir: paths.SharedData(paths.OS(runtime.GOOS)), transport: handoff.Default()}
 	for _, o := range opts {

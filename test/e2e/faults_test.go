@@ -25,21 +25,20 @@ func TestHandoffTimeout(t *testing.T) {
 		scanner bool
 		want    string
 	}{
-		"remover, no scanner":  {worker: "remover", want: "no images from the collector"},
-		"remover, scanner ran": {worker: "remover", scanner: true, want: "no images from the scanner"},
-		"collector":            {worker: "collector", want: "nobody took the images"},
+		"remover, no scanner": {worker: "remover", want: "no images from the collector"},
+		// Told that a scanner runs, the remover waits for the scanner alone,
+		// though no scanner endpoint exists: a scanner that never sends
+		// removes nothing.
+		"remover, scanner enabled": {worker: "remover", scanner: true, want: "no images from the scanner"},
+		"collector":                {worker: "collector", want: "nobody took the images"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			shared := workertest.SharedDir(t)
-			if tc.scanner {
-				c, err := handoff.FIFO{}.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-			}
 			args := []string{"--shared-dir=" + shared, "--handoff-timeout=1s"}
+			if tc.worker == "remover" {
+				args = append(args, "--scanner="+map[bool]string{true: "enabled", false: "disabled"}[tc.scanner])
+			}
 			if tc.worker == "collector" {
 				n := seed(t)
 				args = append(args, "--runtime-endpoint="+n.Endpoint)
@@ -114,7 +113,7 @@ func TestHandoffPeerFaults(t *testing.T) {
 				}
 				writers = append(writers, w)
 			}
-			r := runWorker(t, ctx, "remover", "--shared-dir="+shared, "--runtime-endpoint="+n.Endpoint, "--handoff-timeout=20s")
+			r := runWorker(t, ctx, "remover", "--shared-dir="+shared, "--runtime-endpoint="+n.Endpoint, "--handoff-timeout=20s", "--scanner=enabled")
 			for _, w := range writers {
 				_ = w.Wait()
 			}

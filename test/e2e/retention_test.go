@@ -22,7 +22,9 @@ func scheduled(t *testing.T, ctx context.Context, endpoint string, args []string
 	common := append([]string{"--runtime-endpoint=" + endpoint, "--shared-dir=" + t.TempDir(), "--handoff-timeout=1m"}, args...)
 	var wg sync.WaitGroup
 	wg.Go(func() { collector = runWorker(t, ctx, "collector", append(common, "--scan-disabled")...) })
-	remover = runWorker(t, ctx, "remover", append(common, removerArgs...)...)
+	// A fresh slice: appending to common in place would race with the
+	// collector's arguments, which share its backing array.
+	remover = runWorker(t, ctx, "remover", append(append(append([]string{}, common...), "--scanner=disabled"), removerArgs...)...)
 	wg.Wait()
 	if collector.Code != 0 || remover.Code != 0 {
 		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.Code, remover.Code, collector.Stderr, remover.Stderr)

@@ -121,12 +121,15 @@ func pipelineRun(t *testing.T, ctx context.Context, n *node, dir, exclusionDir s
 		args = append(args, "--exclusion-dir="+exclusionDir)
 	}
 	collectorArgs := args
+	// The pod spec tells the remover what it tells the collector.
+	removerArgs := append(append([]string{}, args...), "--scanner=enabled")
 	if scanDisabled {
 		collectorArgs = append(append([]string{}, args...), "--scan-disabled")
+		removerArgs = append(append([]string{}, args...), "--scanner=disabled")
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { collector = runWorker(t, ctx, "collector", collectorArgs...) })
-	remover = runWorker(t, ctx, "remover", append(args, extra...)...)
+	remover = runWorker(t, ctx, "remover", append(removerArgs, extra...)...)
 	wg.Wait()
 	return collector, remover
 }

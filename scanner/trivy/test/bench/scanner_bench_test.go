@@ -149,7 +149,7 @@ func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile str
 		cmd.Stderr = &scanLog
 		scanErr = cmd.Run()
 	})
-	if err := exec.CommandContext(ctx, filepath.Join(bin, "remover"), append([]string{"--dry-run"}, common...)...).Run(); err != nil {
+	if err := exec.CommandContext(ctx, filepath.Join(bin, "remover"), append([]string{"--dry-run", "--scanner=enabled"}, common...)...).Run(); err != nil {
 		t.Fatalf("remover: %v", err)
 	}
 	wg.Wait()

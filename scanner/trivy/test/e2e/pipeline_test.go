@@ -160,7 +160,7 @@ func pod(t *testing.T, c *testcontainerd.Containerd, configFile, exclusions stri
 	wg.Go(func() {
 		scanner = runWorker(t, ctx, "trivy-scanner", append([]string{"--config=" + configFile, "--now=" + now}, common...)...)
 	})
-	remover = runWorker(t, ctx, "remover", common...)
+	remover = runWorker(t, ctx, "remover", append([]string{"--scanner=enabled"}, common...)...)
 	wg.Wait()
 	return collector, scanner, remover
 }
