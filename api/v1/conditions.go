@@ -15,6 +15,9 @@ const (
 	ReasonFailed = "Failed"
 	// ReasonPending: a run is waiting for an earlier one to finish.
 	ReasonPending = "Pending"
+	// ReasonQueued: the run is going, and some of its nodes wait for
+	// another run's worker on them to finish (one worker per node).
+	ReasonQueued = "Queued"
 	// ReasonTooLarge: the ImageList's entries and the configuration do not
 	// fit in the job's ConfigMap; no job was created for this generation.
 	ReasonTooLarge = "TooLarge"

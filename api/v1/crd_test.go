@@ -283,8 +283,8 @@ func TestPrinterColumns(t *testing.T) {
 		path string
 		want []string
 	}{
-		"imagelists": {"/apis/eraser.sh/v1/imagelists", []string{"Name", "Status", "Success", "Failed", "Skipped", "Removed", "Freed", "Dry-Run", "Last-Run", "Age"}},
-		"imagejobs":  {"/apis/eraser.sh/v1/imagejobs", []string{"Name", "Phase", "Started", "Desired", "Succeeded", "Failed", "Skipped", "Trigger", "ImageList", "Removed", "Delete-After", "Age"}},
+		"imagelists": {"/apis/eraser.sh/v1/imagelists", []string{"Name", "Status", "Behind", "Success", "Failed", "Skipped", "Removed", "Freed", "Dry-Run", "Last-Run", "Age"}},
+		"imagejobs":  {"/apis/eraser.sh/v1/imagejobs", []string{"Name", "Phase", "Started", "Waiting", "Behind", "Desired", "Succeeded", "Failed", "Skipped", "Trigger", "ImageList", "Removed", "Delete-After", "Age"}},
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {

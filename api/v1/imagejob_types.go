@@ -45,10 +45,29 @@ type ImageJobStatus struct {
 	// +optional
 	Skipped int `json:"skipped"`
 
-	// Started is the number of eligible nodes whose worker pod has been
-	// created; with waves it grows as earlier pods finish.
+	// Started is the number of eligible nodes the waves reached: their
+	// worker pod has been created, or it waits for another run's worker on
+	// the node to finish (Waiting). With waves it grows as earlier pods
+	// finish.
 	// +optional
 	Started int `json:"started,omitempty"`
+
+	// Waiting is the number of reached nodes whose worker pod is not
+	// created yet because another run's worker is on the node (one worker
+	// per node, cluster-wide) or is queued for it first.
+	// +optional
+	Waiting int `json:"waiting,omitempty"`
+
+	// WaitingIndexes are those nodes, as ranges of indexes into the job's
+	// node list ("0-3,7"), so that a restarted manager knows them.
+	// +optional
+	WaitingIndexes string `json:"waitingIndexes,omitempty"`
+
+	// QueuedBehind is the run (an ImageJob's name) the first waiting node
+	// waits for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	QueuedBehind string `json:"queuedBehind,omitempty"`
 
 	// Phase is Running until every node finished, then Completed or Failed.
 	// +optional
@@ -264,6 +283,8 @@ type PolicyResult struct {
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Started",type=integer,JSONPath=`.status.started`
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`
+// +kubebuilder:printcolumn:name="Behind",type=string,JSONPath=`.status.queuedBehind`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desired`
 // +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`

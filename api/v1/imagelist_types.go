@@ -80,6 +80,12 @@ type ImageListStatus struct {
 	// eraser.sh/run-now request starts the next.
 	// +optional
 	StartedGeneration int64 `json:"startedGeneration,omitempty"`
+
+	// QueuedBehind is the run (an ImageJob's name) that this list's run
+	// waits for on some nodes (Ready's reason is then Queued).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	QueuedBehind string `json:"queuedBehind,omitempty"`
 }
 
 // ImageList is the set of images to remove from the cluster's nodes now.
@@ -90,6 +96,7 @@ type ImageListStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Behind",type=string,JSONPath=`.status.queuedBehind`
 // +kubebuilder:printcolumn:name="Success",type=integer,JSONPath=`.status.success`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skipped`

@@ -28,8 +28,12 @@ type Stores struct {
 	nodes toolscache.SharedIndexInformer
 }
 
-// indexJob indexes worker pods by their job's name.
-const indexJob = "job"
+// indexJob indexes worker pods by their job's name; indexBusy indexes the
+// unfinished ones by their node (one worker per node across runs).
+const (
+	indexJob  = "job"
+	indexBusy = "busy"
+)
 
 // ErrNotSynced is returned until the informer a read needs has been created
 // and has synced: a reconciler retries (the controller starts its workers
@@ -47,6 +51,7 @@ func (s *Stores) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, re
 			indexers = toolscache.Indexers{}
 		}
 		indexers[indexJob] = jobIndex
+		indexers[indexBusy] = busyIndex
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	s.mu.Lock()
@@ -72,20 +77,45 @@ func jobIndex(obj any) ([]string, error) {
 	return nil, nil
 }
 
+// busyIndex keys an unfinished worker pod by its node. A pod being deleted
+// still holds its node until it has finished or is gone.
+func busyIndex(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Labels[podspec.LabelJob] == "" || pod.Spec.NodeName == "" || podspec.Finished(pod) {
+		return nil, nil
+	}
+	return []string{pod.Spec.NodeName}, nil
+}
+
 // JobPods returns the cached worker pods of a job, read-only.
 func (s *Stores) JobPods(job string) ([]*corev1.Pod, error) {
+	return s.podsByIndex(indexJob, job)
+}
+
+// syncedPods returns the pod informers once every one has synced.
+func (s *Stores) syncedPods() ([]toolscache.SharedIndexInformer, error) {
 	s.mu.RLock()
 	informers := s.pods
 	s.mu.RUnlock()
 	if len(informers) == 0 {
 		return nil, ErrNotSynced
 	}
-	var out []*corev1.Pod
 	for _, inf := range informers {
 		if !inf.HasSynced() {
 			return nil, ErrNotSynced
 		}
-		objs, err := inf.GetIndexer().ByIndex(indexJob, job)
+	}
+	return informers, nil
+}
+
+func (s *Stores) podsByIndex(index, key string) ([]*corev1.Pod, error) {
+	informers, err := s.syncedPods()
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, inf := range informers {
+		objs, err := inf.GetIndexer().ByIndex(index, key)
 		if err != nil {
 			return nil, err
 		}
@@ -96,6 +126,31 @@ func (s *Stores) JobPods(job string) ([]*corev1.Pod, error) {
 		}
 	}
 	return out, nil
+}
+
+// BusyOn returns the cached unfinished worker pods on a node, of every job,
+// read-only.
+func (s *Stores) BusyOn(node string) ([]*corev1.Pod, error) {
+	return s.podsByIndex(indexBusy, node)
+}
+
+// Busy counts the cached unfinished worker pods of every job.
+func (s *Stores) Busy() (int, error) {
+	informers, err := s.syncedPods()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, inf := range informers {
+		for _, node := range inf.GetIndexer().ListIndexFuncValues(indexBusy) {
+			objs, err := inf.GetIndexer().ByIndex(indexBusy, node)
+			if err != nil {
+				return 0, err
+			}
+			n += len(objs)
+		}
+	}
+	return n, nil
 }
 
 // NodeExists reports whether the cache holds the node.

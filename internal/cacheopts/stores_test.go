@@ -41,6 +41,9 @@ func TestStoresReadTheInformers(t *testing.T) {
 	pods.Add(pod("a2", "a"))
 	pods.Add(pod("b1", "b"))
 	pods.Add(pod("other", ""))
+	done := pod("c1", "c")
+	done.Spec.NodeName, done.Status.Phase = "b1-node", corev1.PodSucceeded
+	pods.Add(done)
 	nodes.Add(builder.MakeNode("n1").Obj())
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,6 +82,27 @@ func TestStoresReadTheInformers(t *testing.T) {
 	if got := names("none"); len(got) != 0 {
 		t.Errorf("a job without pods: %v", got)
 	}
+	busy := func(node string) []string {
+		t.Helper()
+		ps, err := stores.BusyOn(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	// A finished pod does not hold its node; a pod without a job label is
+	// not a worker.
+	if diff := cmp.Diff(map[string][]string{"a1-node": {"a1"}, "b1-node": {"b1"}, "other-node": nil},
+		map[string][]string{"a1-node": busy("a1-node"), "b1-node": busy("b1-node"), "other-node": busy("other-node")}); diff != "" {
+		t.Errorf("busy nodes (-want +got):\n%s", diff)
+	}
+	if n, err := stores.Busy(); err != nil || n != 3 {
+		t.Errorf("Busy() = %d, %v; want 3 (a1, a2, b1)", n, err)
+	}
 	if ok, err := stores.NodeExists("n1"); err != nil || !ok {
 		t.Errorf("NodeExists(n1) = %v, %v", ok, err)
 	}
@@ -94,7 +118,11 @@ func TestStoresReadTheInformers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !gone && slices.Equal(names("a"), []string{"a2"}) {
+		n, err := stores.Busy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gone && slices.Equal(names("a"), []string{"a2"}) && n == 2 && len(busy("a1-node")) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

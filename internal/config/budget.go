@@ -41,3 +41,9 @@ func (c *converter) maxFailed(p *field.Path, s scalar) *MaxConcurrent {
 	}
 	return &MaxConcurrent{Count: n}
 }
+
+// DefaultMaxWorkerPods is manager.imageJob.maxWorkerPods when unset: enough
+// for a 1,000-node run to fan out at once (make bench-manager), while eight
+// runs arriving together on 5,000 nodes create pods as others finish
+// instead of 40,000 at once.
+const DefaultMaxWorkerPods = 1000

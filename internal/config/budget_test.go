@@ -99,3 +99,40 @@ func TestBudget(t *testing.T) {
 		t.Errorf("budget (-want +got):\n%s", diff)
 	}
 }
+
+// TestMaxWorkerPods: the cluster-wide bound on worker pods is read in every
+// version; unset is the default, 0 no bound, a negative count refused.
+func TestMaxWorkerPods(t *testing.T) {
+	cases := map[string]struct {
+		doc     string
+		want    int
+		invalid bool
+	}{
+		"unset: the default": {doc: "apiVersion: eraser.sh/v1alpha3\n", want: DefaultMaxWorkerPods},
+		"null: the default":  {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxWorkerPods: null}}", want: DefaultMaxWorkerPods},
+		"a count":            {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxWorkerPods: 200}}", want: 200},
+		"zero: no bound":     {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxWorkerPods: 0}}", want: 0},
+		"v1alpha1 as well":   {doc: "apiVersion: eraser.sh/v1alpha1\nmanager: {imageJob: {maxWorkerPods: 7}}", want: 7},
+		"negative":           {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {imageJob: {maxWorkerPods: -1}}", invalid: true},
+	}
+	type result struct {
+		Pods    int
+		Invalid bool
+	}
+	got, want := map[string]result{}, map[string]result{}
+	for name, tc := range cases {
+		want[name] = result{Pods: tc.want, Invalid: tc.invalid}
+		cfg, _, err := Parse([]byte(tc.doc))
+		switch {
+		case err != nil && strings.Contains(err.Error(), "manager.imageJob.maxWorkerPods"):
+			got[name] = result{Invalid: true}
+		case err != nil:
+			t.Errorf("%s: %v", name, err)
+		default:
+			got[name] = result{Pods: cfg.Manager.ImageJob.MaxWorkerPods}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("maxWorkerPods (-want +got):\n%s", diff)
+	}
+}

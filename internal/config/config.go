@@ -141,6 +141,10 @@ type ImageJob struct {
 	// Nil is no budget, as upstream; a zero count stops at the first
 	// failure.
 	MaxFailedNodes *MaxConcurrent
+	// MaxWorkerPods bounds the unfinished worker pods of all runs together,
+	// cluster-wide: many runs arriving at once create pods only as others
+	// finish, so the API server's load stays flat. Zero is no bound.
+	MaxWorkerPods int
 	// PodStartTimeout fails a node whose pod has not started running
 	// (stuck Pending, pulling, ContainerCreating) in this time.
 	PodStartTimeout time.Duration

@@ -33,7 +33,7 @@ func fullConfig(apiVersion string) *Config {
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
 				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour,
-			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
+			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, MaxWorkerPods: DefaultMaxWorkerPods},
 			PullSecrets:       []string{"regcred", "other-cred"},
 			PriorityClassName: "system-node-critical",
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
@@ -89,7 +89,7 @@ func defaults(apiVersion string) *Config {
 			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true},
 			Profile:    Profile{Port: 6060},
 			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour},
-				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour},
+				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, MaxWorkerPods: DefaultMaxWorkerPods},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
 			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
 		},

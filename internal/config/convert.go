@@ -136,6 +136,13 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)
 	out.ImageJob.MaxFailedNodes = c.maxFailed(job.Child("maxFailedNodes"), m.ImageJob.MaxFailedNodes)
+	out.ImageJob.MaxWorkerPods = DefaultMaxWorkerPods
+	if n := m.ImageJob.MaxWorkerPods; n != nil {
+		if *n < 0 {
+			c.errs = append(c.errs, field.Invalid(job.Child("maxWorkerPods"), *n, "must be a number of pods, 0 for no bound"))
+		}
+		out.ImageJob.MaxWorkerPods = *n
+	}
 	c.nodeSelector(job.Child("nodeSelector"), m.ImageJob.NodeSelector)
 	out.ImageJob.NodeSelector = m.ImageJob.NodeSelector
 	c.tolerations(job.Child("tolerations"), m.ImageJob.Tolerations)

@@ -117,6 +117,7 @@ type imageJobDoc struct {
 	// nodes get a worker.
 	MaxConcurrentNodes scalar            `json:"maxConcurrentNodes"`
 	MaxFailedNodes     scalar            `json:"maxFailedNodes"`
+	MaxWorkerPods      *int              `json:"maxWorkerPods"`
 	PodStartTimeout    scalar            `json:"podStartTimeout"`
 	PodRunTimeout      scalar            `json:"podRunTimeout"`
 	NodeSelector       map[string]string `json:"nodeSelector"`

@@ -27,7 +27,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/metrics"
-	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
 // Options are the reconciler's settings that do not change at run time.
@@ -55,6 +54,8 @@ type Reconciler struct {
 	jobs sync.Map
 	// skew is measured on the pods this process creates (clock.go).
 	skew skewMeter
+	// queue shares the nodes among every job's passes (queue.go).
+	queue *nodeQueue
 }
 
 // passInterval is the least time between two passes over a running job.
@@ -76,7 +77,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // NewReconciler builds the reconciler with its dependencies.
 // The Stores must be those of the cache the client reads through.
 func NewReconciler(c client.Client, apiReader client.Reader, cached *cacheopts.Stores, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts}
+	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts, queue: newNodeQueue()}
 }
 
 // SetupWithManager watches jobs, their pods, and node deletions (a deleted
@@ -87,8 +88,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&eraserv1.ImageJob{}).
 		// By the job label, not the owner reference: thousands of pod
 		// events per run, and resolving each owner's kind costs a REST
-		// mapping per event.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podspec.JobRequest)).
+		// mapping per event. A worker that ends also wakes the jobs
+		// queued for a node or for room (queue.go).
+		Watches(&corev1.Pod{}, podEvents{r.queue}).
 		// The job's ConfigMap is created right after the job: its arrival
 		// starts the job without waiting for a requeue.
 		Owns(&corev1.ConfigMap{}).

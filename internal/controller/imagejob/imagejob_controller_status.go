@@ -31,7 +31,13 @@ func readyCondition(job *eraserv1.ImageJob) metav1.Condition {
 // setRunning says how far the job is.
 func setRunning(job *eraserv1.ImageJob, eligible int, skipped []nodefilter.Skipped) {
 	msg := fmt.Sprintf("%d of %d nodes done (%d succeeded, %d failed), %d started%s",
-		job.Status.Succeeded+job.Status.Failed, eligible, job.Status.Succeeded, job.Status.Failed, job.Status.Started, skippedText(skipped))
+		job.Status.Succeeded+job.Status.Failed, eligible, job.Status.Succeeded, job.Status.Failed, job.Status.Started-job.Status.Waiting, skippedText(skipped))
+	if n := job.Status.Waiting; n > 0 {
+		msg += fmt.Sprintf("; %d queued (one worker per node)", n)
+		if job.Status.QueuedBehind != "" {
+			msg += ", first behind run " + job.Status.QueuedBehind
+		}
+	}
 	setCondition(job, metav1.ConditionUnknown, eraserv1.ReasonRunning, msg)
 }
 

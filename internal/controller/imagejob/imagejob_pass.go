@@ -61,7 +61,11 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	}
 	o := observe(w)
 	budget := data.Config.Manager.ImageJob.MaxFailedNodes
-	p := plan(within(w, reach(o.progress, w.limit, budget)), o)
+	w.halted = overBudget(o.failed, budget, o.eligible)
+	p, err := r.admit(job, data, w, o, budget)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	if len(p.create) > 0 {
 		// Exclusion lists are read as each wave is created, not when the
 		// job was: a list added during a long rolling job protects the
@@ -80,6 +84,11 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		}
 	}
 	errs := r.createPods(ctx, w.targets, p.create, build)
+	for k, i := range p.create {
+		if errs[k] != nil {
+			r.queue.release(job.Name, w.targets[i].Name)
+		}
+	}
 	if msg, all := refusedAll(errs); all && len(w.pods) == 0 && len(st.created) == 0 {
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
@@ -87,17 +96,22 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
 	}
 	r.recordCreates(job, st, w, p, errs)
-	if len(p.create) > 0 || len(p.failed) > 0 {
+	changed := len(p.create) > 0 || len(p.failed) > 0 || p.started != o.started || len(p.waiting) != o.waiting
+	w = advance(w, p, errs)
+	if changed {
 		// Judged again with the wave in place: one set of rules counts
 		// every node, whether it was reached by this wave or an earlier one.
-		w = advance(w, p, errs)
 		o = observe(w)
 	}
 	maps.Copy(st.failures, w.failures)
 	maps.Copy(st.failures, o.newFailures)
 	before := job.Status.DeepCopy()
 	halted := overBudget(o.failed, budget, o.eligible)
+	recordWaiting(job, w, p.waiting)
 	finished := r.compose(job, data.Config, nodes, o.progress, st.failures, halted)
+	if finished {
+		r.queue.leave(job.Name)
+	}
 	// A pass that changed nothing writes nothing: on a long run most passes
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
@@ -129,12 +143,18 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		// A scanning run's pods may outlive podRunTimeout: config.Waits.
 		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
+		waiting:  map[string]bool{},
+	}
+	for _, i := range parseRanges(job.Status.WaitingIndexes, w.started) {
+		w.waiting[nodes.Targets[i].Name] = true
 	}
 	// Read in place: the cache's own pods, never modified here.
 	pods, err := r.cached.JobPods(job.Name)
 	if err != nil {
 		return w, fmt.Errorf("reading job %s's pods from the cache: %w", job.Name, err)
 	}
+	var shown []string
+	defer func() { r.queue.release(job.Name, shown...) }()
 	for _, pod := range pods {
 		// A pod labelled with this job's name that another job of that
 		// name controls is a leftover of an earlier run, deleted by the
@@ -144,7 +164,11 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		}
 		node := pod.Spec.NodeName
 		w.pods[node] = pod
-		createdAt := st.created[node]
+		createdAt, claimed := st.created[node]
+		if claimed {
+			// The cache shows it: the cache holds the node from now on.
+			shown = append(shown, node)
+		}
 		delete(st.created, node)
 		if podspec.Finished(pod) {
 			// A finished pod's outcome depends on the pod alone: judged
@@ -173,6 +197,8 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 	for node := range st.created {
 		if st.expected(node, now) {
 			w.pending[node] = true
+		} else {
+			shown = append(shown, node)
 		}
 	}
 	for _, node := range unconfirmed(w) {
@@ -215,17 +241,27 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world
 
 // advance is the world once the wave's creations are known: the cursor
 // stops at the first node whose pod could not be created, so that it is
-// retried; created pods are pending until the cache shows them, and nodes
-// ended without a pod are failures on record.
+// retried, and a node that waited and could not be created waits on;
+// created pods are pending until the cache shows them, nodes ended without
+// a pod are failures on record, and the wave's waiting nodes wait.
 func advance(w world, p wave, errs []error) world {
 	end := p.started
-	for k, i := range p.create {
-		if errs[k] != nil {
-			end = i
-			break
-		}
-	}
 	next := w
+	next.waiting = map[string]bool{}
+	for node := range p.waiting {
+		next.waiting[node] = true
+	}
+	for k, i := range p.create {
+		if errs[k] == nil {
+			continue
+		}
+		if i < p.from {
+			next.waiting[w.targets[i].Name] = true
+			continue
+		}
+		end = i
+		break
+	}
 	next.started = end
 	next.failures = maps.Clone(w.failures)
 	maps.Copy(next.failures, p.failed)
@@ -249,13 +285,13 @@ func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes j
 	job.Status.FailedNodes = boundedFailures(failures)
 	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)
 	job.Status.ObservedGeneration = job.Generation
-	finished := (p.started == p.eligible || halted) && p.active == 0
+	finished := (p.started == p.eligible && p.waiting == 0 || halted) && p.active == 0
 	budget := cfg.Manager.ImageJob.MaxFailedNodes
 	switch {
 	case finished && halted:
 		// The nodes never reached are untouched: neither succeeded nor
 		// failed, they count with those the filter left out.
-		job.Status.Skipped = len(nodes.Skipped) + p.eligible - p.started
+		job.Status.Skipped = len(nodes.Skipped) + p.eligible - p.started + p.waiting
 		r.finish(job, p, cfg, true)
 		setOverrun(job, p, budget)
 	case finished:
@@ -331,6 +367,11 @@ func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
 	for _, cf := range st.creating {
 		earliest(cf.next)
 	}
+	if len(p.waiting) > 0 || p.starved {
+		// A worker that ends wakes the queued jobs (podEvents); this bounds
+		// the wait should its event have come before this job queued.
+		earliest(w.now.Add(queueRecheck))
+	}
 	if len(p.create) > 0 && w.timeouts.start > 0 {
 		earliest(w.now.Add(w.timeouts.start))
 	}
@@ -340,8 +381,12 @@ func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
 	return max(next.Sub(w.now), time.Second)
 }
 
+// queueRecheck is the longest a queued job waits between passes.
+const queueRecheck = 10 * time.Second
+
 // progress tallies a job's nodes.
 type progress struct {
-	eligible, started, active, succeeded, failed int
-	results                                      eraserv1.ImageResults
+	// started counts the reached nodes, waiting included.
+	eligible, started, active, succeeded, failed, waiting int
+	results                                               eraserv1.ImageResults
 }

@@ -41,6 +41,17 @@ type world struct {
 	timeouts timeouts
 	// limit is the most nodes with a live pod at once (maxConcurrentNodes).
 	limit int
+	// waiting are reached nodes that were left waiting for another run
+	// (status.waitingIndexes, then each plan's).
+	waiting map[string]bool
+	// holder says which run a node must wait for; nil holds none.
+	holder holderFunc
+	// room is how many pods the bound on pods in flight lets this pass
+	// create, when bounded.
+	room    int
+	bounded bool
+	// halted is whether the run is over its failure budget.
+	halted bool
 }
 
 // observation is the state of a job's nodes at one pass.
@@ -70,6 +81,10 @@ func observe(w world) observation {
 		o.started++
 	}
 	for _, target := range w.targets[:o.started] {
+		if waits(w, target.Name) {
+			o.waiting++
+			continue
+		}
 		o.judge(w, target.Name)
 	}
 	return o
@@ -143,7 +158,7 @@ func unconfirmed(w world) []string {
 	var out []string
 	for _, target := range w.targets[:w.started] {
 		n := target.Name
-		if w.pods[n] == nil && !w.pending[n] {
+		if w.pods[n] == nil && !w.pending[n] && !w.waiting[n] {
 			if _, recorded := w.failures[n]; !recorded {
 				out = append(out, n)
 			}

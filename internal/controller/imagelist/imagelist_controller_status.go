@@ -17,13 +17,25 @@ func jobMessage(job *eraserv1.ImageJob) string {
 	return string(job.Status.Phase)
 }
 
-// setRunning: Running while the current generation's job runs, Pending
-// while an older generation's job must finish first.
+// setRunning: Running while the current generation's job runs, Queued
+// while some of its nodes wait for another run's worker, Pending while an
+// older generation's job must finish first.
 func setRunning(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
 	reason, msg := eraserv1.ReasonRunning, fmt.Sprintf("ImageJob %s is running: %s", job.Name, jobMessage(job))
-	if generationOf(job) != list.Generation {
+	list.Status.QueuedBehind = ""
+	switch {
+	case generationOf(job) != list.Generation:
 		reason = eraserv1.ReasonPending
 		msg = fmt.Sprintf("the edit (generation %d) runs after ImageJob %s (generation %d) finishes", list.Generation, job.Name, generationOf(job))
+	case job.Status.Waiting > 0:
+		reason = eraserv1.ReasonQueued
+		list.Status.QueuedBehind = job.Status.QueuedBehind
+		msg = fmt.Sprintf("ImageJob %s: %d of %d nodes wait for another run's worker to finish on them (one worker per node)",
+			job.Name, job.Status.Waiting, job.Status.Desired-job.Status.Skipped)
+		if b := job.Status.QueuedBehind; b != "" {
+			msg += ", the first behind " + b
+		}
+		msg += ": " + jobMessage(job)
 	}
 	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
 		Type: eraserv1.ConditionReady, Status: metav1.ConditionUnknown, Reason: reason, Message: msg,
@@ -32,6 +44,7 @@ func setRunning(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
 }
 
 func setFinished(list *eraserv1.ImageList, job *eraserv1.ImageJob) {
+	list.Status.QueuedBehind = ""
 	c := metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionTrue, Reason: eraserv1.ReasonSucceeded,
 		Message: jobMessage(job), ObservedGeneration: generationOf(job)}
 	if job.Status.Phase == eraserv1.PhaseFailed {
