@@ -118,6 +118,13 @@ func (w *ImageJobWrapper) Counts(desired, succeeded, failed, skipped int) *Image
 	return w
 }
 
+// Waiting sets the nodes that wait for another run's worker and the run
+// the first of them waits behind.
+func (w *ImageJobWrapper) Waiting(n int, behind string) *ImageJobWrapper {
+	w.Status.Waiting, w.Status.QueuedBehind = n, behind
+	return w
+}
+
 // DeleteAfter sets status.deleteAfter.
 func (w *ImageJobWrapper) DeleteAfter(t metav1.Time) *ImageJobWrapper {
 	w.Status.DeleteAfter = &t

@@ -3,8 +3,10 @@ package imagelist
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,5 +200,38 @@ func TestSetFinishedReason(t *testing.T) {
 				t.Errorf("Ready %+v, want reason %s", c, tc.want)
 			}
 		})
+	}
+}
+
+// TestSetRunningQueued: a running job with nodes that wait for another
+// run's worker shows on the list as Queued, behind that run; without
+// waiting nodes, or for an older generation's job, as before.
+func TestSetRunningQueued(t *testing.T) {
+	gen := func(g string) *builder.ImageJobWrapper {
+		return builder.MakeImageJob("j").Annotation(eraserv1.AnnotationGeneration, g).Phase(eraserv1.PhaseRunning).Counts(5, 0, 0, 1)
+	}
+	type result struct{ Reason, Behind string }
+	cases := map[string]struct {
+		job  *eraserv1.ImageJob
+		want result
+	}{
+		"running":          {job: gen("1").Obj(), want: result{Reason: eraserv1.ReasonRunning}},
+		"queued":           {job: gen("1").Waiting(3, "imagejob-scheduled-1").Obj(), want: result{Reason: eraserv1.ReasonQueued, Behind: "imagejob-scheduled-1"}},
+		"older and queued": {job: gen("0").Waiting(3, "x").Obj(), want: result{Reason: eraserv1.ReasonPending}},
+	}
+	got, want := map[string]result{}, map[string]result{}
+	for name, tc := range cases {
+		list := builder.MakeImageList("l").Obj()
+		list.Generation = 1
+		list.Status.QueuedBehind = "stale"
+		setRunning(list, tc.job)
+		c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady)
+		got[name], want[name] = result{Reason: c.Reason, Behind: list.Status.QueuedBehind}, tc.want
+		if name == "queued" && !strings.Contains(c.Message, "3 of 4 nodes wait") {
+			t.Errorf("queued message %q does not count the waiting nodes", c.Message)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("setRunning (-want +got):\n%s", diff)
 	}
 }
