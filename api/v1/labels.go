@@ -19,6 +19,9 @@ const (
 	// AnnotationRecorded is set once the ImageList has recorded the job's
 	// results; only then may the finished job be deleted.
 	AnnotationRecorded = "eraser.sh/results-recorded"
+	// AnnotationCatchUp marks a scheduled job that runs only on the nodes
+	// the last scheduled run missed; it does not move the schedule's rhythm.
+	AnnotationCatchUp = "eraser.sh/catch-up"
 
 	// LabelReport marks a ConfigMap shard of a job's per-node report with
 	// the job's name (shortened like any label value).

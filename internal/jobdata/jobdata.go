@@ -32,8 +32,10 @@ const (
 	keyDryRun       = "dryRun"
 	keyExclusions   = "exclusions"
 	keyRemoverImage = "removerImage"
-	keyNodes        = "nodes"
-	keySkipped      = "skipped"
+	// keyOnly confines a job to some nodes (Data.Nodes).
+	keyOnly    = "onlyNodes"
+	keyNodes   = "nodes"
+	keySkipped = "skipped"
 )
 
 // LabelExclusionList marks exclusion-list ConfigMaps, as upstream.
@@ -64,6 +66,9 @@ type Data struct {
 	// was created: a record. Pods mount the lists there are when each is
 	// created, so a list added during the job is never left out.
 	Exclusions []string
+	// Nodes, when not nil, confine the job to these nodes (a scheduled
+	// run's catch-up of the nodes it missed); the node filter still applies.
+	Nodes []string
 }
 
 // NodesName is the name of the ConfigMap listing a job's nodes.
@@ -139,6 +144,13 @@ func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.Config
 		return nil, err
 	}
 	cm.Data[keyExclusions] = string(excl)
+	if d.Nodes != nil {
+		nodes, err := json.Marshal(d.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		cm.Data[keyOnly] = string(nodes)
+	}
 	size := 0
 	for _, v := range cm.Data {
 		size += len(v)
@@ -230,6 +242,11 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 	if s := cm.Data[keyExclusions]; s != "" {
 		if err := json.Unmarshal([]byte(s), &d.Exclusions); err != nil {
 			return nil, fmt.Errorf("%w: job ConfigMap %s: exclusions: %w", ErrInvalid, job, err)
+		}
+	}
+	if s, ok := cm.Data[keyOnly]; ok {
+		if err := json.Unmarshal([]byte(s), &d.Nodes); err != nil || d.Nodes == nil {
+			return nil, fmt.Errorf("%w: job ConfigMap %s: nodes: want a JSON list of node names, got %.40q", ErrInvalid, job, s)
 		}
 	}
 	return d, nil

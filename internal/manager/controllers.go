@@ -53,7 +53,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 			return imagelist.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"schedule", func() error {
-			return schedule.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
+			return schedule.NewReconciler(mgr.GetClient(), recorder, clk, store, rec, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 	}
 	for _, s := range setups {

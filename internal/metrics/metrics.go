@@ -51,6 +51,8 @@ type Recorder struct {
 	// lastSuccess is, per trigger ("imagelist", "schedule"), when a job
 	// of it last completed, in unix seconds.
 	lastSuccess map[string]int64
+	// coverage is the schedule's per-node record (coverage.go).
+	coverage coverage
 }
 
 // NodeCounts are one node's figures in one job.
@@ -212,6 +214,9 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	}, removed, refused, vulnerable, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
 		return nil, err
 	}
+	if err := r.registerCoverage(m); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -273,6 +278,7 @@ func (r *Recorder) ForgetNode(node string) {
 	delete(r.vulnerable, node)
 	delete(r.imageFs, node)
 	delete(r.failedRuns, node)
+	delete(r.coverage.nodes, node)
 }
 
 // TriggerAttribute is what started a job: "imagelist" or "schedule".

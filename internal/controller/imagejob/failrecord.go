@@ -1,11 +1,6 @@
 package imagejob
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
@@ -37,7 +32,7 @@ func encodeFailures(targets []nodefilter.Target, failures map[string]eraserv1.No
 	}
 	out := make(map[string]string, len(byReason))
 	for reason, idx := range byReason {
-		out[reason] = formatRanges(idx)
+		out[reason] = jobdata.FormatIndexes(idx)
 	}
 	return out
 }
@@ -48,58 +43,12 @@ func encodeFailures(targets []nodefilter.Target, failures map[string]eraserv1.No
 func decodeFailures(targets []nodefilter.Target, rec map[string]string) map[string]eraserv1.NodeFailure {
 	out := map[string]eraserv1.NodeFailure{}
 	for reason, ranges := range rec {
-		for _, i := range parseRanges(ranges, len(targets)) {
+		for _, i := range jobdata.ParseIndexes(ranges, len(targets)) {
 			name := targets[i].Name
 			out[name] = eraserv1.NodeFailure{Node: name, Reason: reason, Message: restoredMessage}
 		}
 	}
 	return out
-}
-
-// formatRanges writes ascending indexes as "0-3,7".
-func formatRanges(idx []int) string {
-	var b strings.Builder
-	for k := 0; k < len(idx); {
-		end := k
-		for end+1 < len(idx) && idx[end+1] == idx[end]+1 {
-			end++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if end == k {
-			fmt.Fprintf(&b, "%d", idx[k])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", idx[k], idx[end])
-		}
-		k = end + 1
-	}
-	return b.String()
-}
-
-// parseRanges reads formatRanges's output, the indexes below n only,
-// skipping what it cannot read.
-func parseRanges(s string, n int) []int {
-	var out []int
-	for part := range strings.SplitSeq(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		first, err := strconv.Atoi(lo)
-		if err != nil || first < 0 || first >= n {
-			continue
-		}
-		last := first
-		if isRange {
-			if last, err = strconv.Atoi(hi); err != nil || last < first {
-				continue
-			}
-			last = min(last, n-1)
-		}
-		for i := first; i <= last; i++ {
-			out = append(out, i)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // loaded keeps the job's parsed ConfigMaps and adds to its memory the

@@ -73,29 +73,6 @@ func TestFailureRecord(t *testing.T) {
 	}
 }
 
-// TestParseRanges: a record edited by hand, or one of a longer node list,
-// restores what it can and never indexes past the list.
-func TestParseRanges(t *testing.T) {
-	cases := map[string]struct {
-		in   string
-		want []int
-	}{
-		"empty":                    {in: ""},
-		"ranges and singles":       {in: "0-2,4,6-7", want: []int{0, 1, 2, 4, 6, 7}},
-		"past the list: clamped":   {in: "8-1000000000,99", want: []int{8, 9}},
-		"malformed parts skipped":  {in: "x,3-1,-2,5-y,1", want: []int{1}},
-		"overlaps counted once":    {in: "1-3,2-4", want: []int{1, 2, 3, 4}},
-		"negative and huge starts": {in: "-5-2,10000000000", want: nil},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, parseRanges(tc.in, 10)); diff != "" {
-				t.Errorf("parseRanges(%q) (-want +got):\n%s", tc.in, diff)
-			}
-		})
-	}
-}
-
 // TestRestartKeepsFailuresBeyondTheNamed: 36 of 40 nodes time out (their
 // pods deleted), more than the 32 the status names; the manager restarts
 // while 4 nodes still run. The restarted manager keeps every failure's

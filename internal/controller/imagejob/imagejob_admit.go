@@ -50,6 +50,6 @@ func recordWaiting(job *eraserv1.ImageJob, w world, holders map[string]string) {
 		}
 	}
 	job.Status.Waiting = len(idx)
-	job.Status.WaitingIndexes = formatRanges(idx)
+	job.Status.WaitingIndexes = jobdata.FormatIndexes(idx)
 	job.Status.QueuedBehind = behind
 }

@@ -145,7 +145,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
 		waiting:  map[string]bool{},
 	}
-	for _, i := range parseRanges(job.Status.WaitingIndexes, w.started) {
+	for _, i := range jobdata.ParseIndexes(job.Status.WaitingIndexes, w.started) {
 		w.waiting[nodes.Targets[i].Name] = true
 	}
 	// Read in place: the cache's own pods, never modified here.

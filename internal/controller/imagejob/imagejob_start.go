@@ -47,7 +47,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
 		}
-		nodes = jobdata.Nodes{Targets: targets, Skipped: skipped}
+		nodes = confine(jobdata.Nodes{Targets: targets, Skipped: skipped}, data.Nodes)
 		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, err
 		}
@@ -81,4 +81,28 @@ func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
 		st.seen = r.clock.Now()
 	}
 	return r.clock.Since(st.seen)
+}
+
+// confine keeps of the nodes those the job is confined to (a catch-up run's),
+// in their order; nil confines to none. It is pure.
+func confine(n jobdata.Nodes, only []string) jobdata.Nodes {
+	if only == nil {
+		return n
+	}
+	keep := make(map[string]bool, len(only))
+	for _, name := range only {
+		keep[name] = true
+	}
+	out := jobdata.Nodes{Targets: []nodefilter.Target{}, Skipped: []nodefilter.Skipped{}}
+	for _, t := range n.Targets {
+		if keep[t.Name] {
+			out.Targets = append(out.Targets, t)
+		}
+	}
+	for _, s := range n.Skipped {
+		if keep[s.Name] {
+			out.Skipped = append(out.Skipped, s)
+		}
+	}
+	return out
 }

@@ -40,7 +40,7 @@ func TestRunNow(t *testing.T) {
 	const on = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 24h, beginImmediately: false}}\ncomponents: {collector: {enabled: true}}\n"
 	s := store(t, on)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	r := NewReconciler(env.Client, env.Recorder(t), clk, s, ns, "")
+	r := NewReconciler(env.Client, env.Recorder(t), clk, s, nil, ns, "")
 	reconcileOnce := reconciler(t, ctx, r)
 	stateKey := client.ObjectKey{Namespace: ns, Name: StateName}
 	request := func() {

@@ -17,6 +17,8 @@ type State struct {
 	LastStart time.Time
 	// LastEnd is when the last scheduled job finished.
 	LastEnd time.Time
+	// Coverage is what each node's workers last achieved.
+	Coverage Coverage
 }
 
 // NextRun is when the next scheduled job should start. managerStart stands

@@ -12,6 +12,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -34,6 +36,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/configstore"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/runnow"
 )
@@ -58,13 +61,17 @@ type Reconciler struct {
 	namespace    string
 	removerImage string
 	started      time.Time
+	metrics      *metrics.Recorder
+	// pendingSince is when a node was first seen due for a catch-up that
+	// has not started yet (schedule_catchup.go); this process's memory.
+	pendingSince time.Time
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler; started is when the manager started.
-func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, namespace, removerImage string) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, namespace: namespace, removerImage: removerImage, started: clk.Now()}
+func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, m *metrics.Recorder, namespace, removerImage string) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, metrics: m, namespace: namespace, removerImage: removerImage, started: clk.Now()}
 }
 
 // SetupWithManager wakes the schedule when a scheduled job changes, when the
@@ -96,6 +103,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, toKey, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == r.namespace && o.GetName() == StateName && runnow.Requested(o)
 		}))).
+		// A node that joins or becomes Ready may be due for a catch-up.
+		Watches(&corev1.Node{}, toKey, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc:  func(e event.UpdateEvent) bool { return nodeReadyChanged(e.ObjectOld, e.ObjectNew) },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		Complete(r)
 }
 
@@ -103,6 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // updated (which also consumes its run-now requests); jobs are created and
 // patched to mark them recorded.
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -134,13 +148,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			// Skip while a run is going; its end wakes us.
 			return reconcile.Result{}, nil
 		}
-		if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastEnd) {
+		// A catch-up's end does not move the rhythm: the next scheduled
+		// run is still one interval after the last scheduled one.
+		if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastEnd) && !catchUpOf(j) {
 			st.LastEnd = ct.Time
 			changed = true
 		}
 		if j.Annotations[eraserv1.AnnotationRecorded] == "" {
 			finished = append(finished, j)
 		}
+	}
+	if len(finished) > 0 {
+		if err := r.recordCoverage(ctx, &st, finished); err != nil {
+			return reconcile.Result{}, err
+		}
+		changed = true
 	}
 	if changed {
 		if err := r.saveState(ctx, cm, st); err != nil {
@@ -164,13 +186,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	now := r.clock.Now()
 	next := NextRun(cfg.Manager.Scheduling, st, r.started)
+	eligible, exists, err := r.eligible(ctx, cfg)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st.Coverage = st.Coverage.prune(exists)
+	r.observeCoverage(st.Coverage, eligible, interval(cfg.Manager.Scheduling, st.LastStart))
 	if next.After(now) {
-		// Nothing else will wake us when the time comes.
-		return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
+		// The slot's time or a catch-up's batch, whichever comes first:
+		// nothing else wakes us for them.
+		return r.catchUp(ctx, cfg, raw, cm, &st, eligible, next)
 	}
 
 	// Named after the slot, so two replicas or a restart cannot start it twice.
-	if err := r.createJob(ctx, fmt.Sprintf("imagejob-scheduled-%d", next.Unix()), cfg, raw, "scheduled run started"); err != nil {
+	if err := r.createJob(ctx, fmt.Sprintf("imagejob-scheduled-%d", next.Unix()), cfg, raw, "scheduled run started", nil); err != nil {
 		return reconcile.Result{}, err
 	}
 	st.LastStart = now
@@ -192,7 +221,7 @@ func RunNowJobName(cm *corev1.ConfigMap) string {
 func (r *Reconciler) runNow(ctx context.Context, cfg *config.Config, raw []byte, cm *corev1.ConfigMap, st *State, jobs []eraserv1.ImageJob) (bool, error) {
 	v, refusal := decideRunNow(cfg.Components.Collector.Enabled, RunNowJobName(cm), jobs)
 	if v.Action == runnow.Start {
-		if err := r.createJob(ctx, v.Job, cfg, raw, "run started now on "+eraserv1.AnnotationRunNow); err != nil {
+		if err := r.createJob(ctx, v.Job, cfg, raw, "run started now on "+eraserv1.AnnotationRunNow, nil); err != nil {
 			return false, err
 		}
 		st.LastStart = r.clock.Now()
@@ -214,19 +243,23 @@ func (r *Reconciler) runNow(ctx context.Context, cfg *config.Config, raw []byte,
 }
 
 // createJob creates a scheduled job named name with the configuration in
-// force, and its data.
-func (r *Reconciler) createJob(ctx context.Context, name string, cfg *config.Config, raw []byte, what string) error {
+// force, and its data; nodes, when not nil, confine it (a catch-up).
+func (r *Reconciler) createJob(ctx context.Context, name string, cfg *config.Config, raw []byte, what string, nodes []string) error {
 	dryRun := cfg.Manager.Scheduling.DryRun
 	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,
 		Labels: map[string]string{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector},
 	}}
+	job.Annotations = map[string]string{}
 	if dryRun {
 		// Marked as an ImageList's dry-run job is: the job alone says what it did.
-		job.Annotations = map[string]string{eraserv1.AnnotationDryRun: "true"}
+		job.Annotations[eraserv1.AnnotationDryRun] = "true"
+	}
+	if nodes != nil {
+		job.Annotations[eraserv1.AnnotationCatchUp] = "true"
 	}
 	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindCollector, DryRun: dryRun, Raw: raw, RemoverImage: r.removerImage,
+		Kind: podspec.KindCollector, DryRun: dryRun, Raw: raw, RemoverImage: r.removerImage, Nodes: nodes,
 	})
 	if err != nil {
 		return err
@@ -255,6 +288,18 @@ func (r *Reconciler) state(ctx context.Context) (State, *corev1.ConfigMap, error
 	var st State
 	st.LastStart, _ = time.Parse(time.RFC3339, cm.Data[keyLastStart])
 	st.LastEnd, _ = time.Parse(time.RFC3339, cm.Data[keyLastEnd])
+	st.Coverage.Since, _ = time.Parse(time.RFC3339, cm.Data[keySince])
+	st.Coverage.LastRun, _ = time.Parse(time.RFC3339, cm.Data[keyLastRun])
+	// A record that cannot be read is started again (with Since reset, so
+	// that no node counts as having missed a run): coverage is a
+	// convenience, never a reason to stop the schedule.
+	var errC, errT error
+	st.Coverage.Cleaned, errC = decodeTimes(cm.Data[keyCleaned])
+	st.Coverage.Tried, errT = decodeTimes(cm.Data[keyTried])
+	if err := errors.Join(errC, errT); err != nil {
+		log.FromContext(ctx).Error(err, "the schedule's per-node record is unreadable; starting it again", "configMap", StateName)
+		st.Coverage = Coverage{}
+	}
 	return st, cm, nil
 }
 
@@ -265,6 +310,19 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 	}
 	if !st.LastEnd.IsZero() {
 		data[keyLastEnd] = st.LastEnd.UTC().Format(time.RFC3339)
+	}
+	if c := st.Coverage; c.Known() {
+		data[keySince] = c.Since.UTC().Format(time.RFC3339)
+		if !c.LastRun.IsZero() {
+			data[keyLastRun] = c.LastRun.UTC().Format(time.RFC3339)
+		}
+		var err error
+		if data[keyCleaned], err = encodeTimes(c.Cleaned); err != nil {
+			return err
+		}
+		if data[keyTried], err = encodeTimes(c.Tried); err != nil {
+			return err
+		}
 	}
 	cm.Data = data
 	return r.client.Update(ctx, cm)

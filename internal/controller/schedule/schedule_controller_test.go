@@ -55,7 +55,7 @@ func TestScheduledRuns(t *testing.T) {
 	const on = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, beginImmediately: true}}\ncomponents: {collector: {enabled: true}}\n"
 	s := store(t, on)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, s, ns, "")
+	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, s, nil, ns, "")
 	reconcileOnce := reconciler(t, ctx, r)
 
 	reconcileOnce()
@@ -88,7 +88,7 @@ func TestScheduledRuns(t *testing.T) {
 	}
 
 	// A restarted manager keeps the rhythm instead of running at once.
-	r = NewReconciler(env.Client, record.NewFakeRecorder(100), clk, s, ns, "")
+	r = NewReconciler(env.Client, record.NewFakeRecorder(100), clk, s, nil, ns, "")
 	if wait := reconcileOnce(); wait != 6*time.Hour || len(scheduledJobs(t, ctx)) != 0 {
 		t.Errorf("after a restart: next in %v with %d jobs; want 6h and none", wait, len(scheduledJobs(t, ctx)))
 	}
