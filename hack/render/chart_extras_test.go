@@ -310,6 +310,8 @@ var servedMetrics = map[string]bool{
 	"eraser_imagefs_used_after_bytes":              true,
 	"eraser_last_successful_run_timestamp_seconds": true,
 	"eraser_node_consecutive_failed_runs":          true,
+	"eraser_node_last_cleaned_timestamp_seconds":   true,
+	"eraser_nodes_not_cleaned":                     true,
 }
 
 var (
