@@ -1,0 +1,164 @@
+// The read phase: finished pods' workers are read, from their logs and
+// termination messages, into report nodes.
+
+package jobreport
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/report"
+)
+
+// Todo lists the pods that finished and are not in the report yet, by
+// node name.
+func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if !podspec.Finished(p) {
+			continue
+		}
+		if n := p.Spec.NodeName; !written[n] && !pending[n] {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Spec.NodeName, b.Spec.NodeName) })
+	return out
+}
+
+// fetch reads the nodes' result lines in parallel; after a streak of
+// failures, only the first pod's as a probe.
+func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod, st *jobState) []nodereport.Node {
+	out := make([]nodereport.Node, len(pods))
+	if st.failStreak >= maxFailStreak && len(pods) > 0 {
+		out[0] = r.node(ctx, pods[0], newInterner())
+		if out[0].Unavailable != "" {
+			st.failStreak++
+			st.lastErr = out[0].Unavailable
+			// One message for every node of the batch.
+			msg := truncate(fmt.Sprintf("not read: %d log reads failed in a row, the last: %s", st.failStreak, st.lastErr))
+			for i := 1; i < len(pods); i++ {
+				out[i] = NodeOf(pods[i])
+				out[i].Unavailable = msg
+			}
+			return out
+		}
+		st.failStreak = 0
+		rest := r.fetch(ctx, pods[1:], st)
+		return append(out[:1], rest...)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	intern := newInterner()
+	for range min(fetchWorkers, len(pods)) {
+		wg.Go(func() {
+			for i := range work {
+				out[i] = r.node(ctx, pods[i], intern)
+			}
+		})
+	}
+	for i := range pods {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for _, n := range out {
+		if n.Unavailable != "" {
+			st.failStreak++
+			st.lastErr = n.Unavailable
+		} else {
+			st.failStreak = 0
+		}
+	}
+	return out
+}
+
+// node is one finished pod's part of the report: the counts from the
+// termination messages, the entries from the logs.
+func (r *Reconciler) node(ctx context.Context, pod *corev1.Pod, intern *interner) nodereport.Node {
+	n := NodeOf(pod)
+	var problems []string
+	// The manager's cache keeps container statuses, not the spec.
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name != podspec.CollectorContainer && c.Name != podspec.RemoverContainer {
+			continue
+		}
+		entries, more, err := r.read(ctx, pod, c.Name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", c.Name, err))
+		}
+		for _, e := range entries {
+			e.Image, e.ID = intern.get(e.Image), intern.get(e.ID)
+			n.Entries = append(n.Entries, e)
+		}
+		n.Omitted += more
+	}
+	if len(problems) > 0 {
+		n.Unavailable = truncate("reading the log: " + strings.Join(problems, "; "))
+		log.FromContext(ctx).V(1).Info("report: a node's log could not be read", "node", n.Name, "error", n.Unavailable)
+	}
+	return n
+}
+
+func (r *Reconciler) read(ctx context.Context, pod *corev1.Pod, container string) ([]nodereport.Entry, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := r.logs.Log(ctx, pod.Namespace, pod.Name, container, logLimit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rc.Close()
+	return nodereport.ParseLog(rc, maxEntries)
+}
+
+// NodeOf is a finished pod's node with the totals its workers left in
+// their termination messages, and its failure if it failed.
+func NodeOf(pod *corev1.Pod) nodereport.Node {
+	n := nodereport.Node{Name: pod.Spec.NodeName}
+	for _, cs := range pod.Status.ContainerStatuses {
+		term := cs.State.Terminated
+		if term == nil {
+			continue
+		}
+		if term.ExitCode != 0 && !n.Failed {
+			n.Failed, n.Reason = true, podspec.FailureReason(pod)
+			n.Message = fmt.Sprintf("container %s exited with code %d", cs.Name, term.ExitCode)
+		}
+		if term.Message == "" || (cs.Name != podspec.CollectorContainer && cs.Name != podspec.RemoverContainer) {
+			continue
+		}
+		s, err := report.Decode([]byte(term.Message))
+		if err != nil {
+			continue
+		}
+		if s.Error != "" && term.ExitCode != 0 {
+			n.Message += ": " + truncate(s.Error)
+		}
+		for k, v := range s.Counts {
+			if k == "candidates" {
+				continue
+			}
+			if n.Counts == nil {
+				n.Counts = map[string]int{}
+			}
+			n.Counts[k] += v
+		}
+		if cs.Name == podspec.RemoverContainer {
+			n.BytesFreed, n.DryRun = s.BytesFreed, s.DryRun
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed && !n.Failed {
+		n.Failed, n.Reason, n.Message = true, podspec.FailureReason(pod), truncate(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message))
+	}
+	return n
+}

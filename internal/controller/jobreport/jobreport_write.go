@@ -1,0 +1,93 @@
+// The write phase: read nodes are flushed into the report's shards, and
+// the job is pointed at its report.
+
+package jobreport
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/nodereport"
+)
+
+// flush stores the pending nodes as new shards and points the job at them.
+func (r *Reconciler) flush(ctx context.Context, job *eraserv1.ImageJob, st *jobState, complete bool) error {
+	shards, err := nodereport.Split(st.pending, nodereport.ShardBudget)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		if st.next >= eraserv1.MaxReportConfigMaps {
+			st.omitted += len(s.Nodes)
+			continue
+		}
+		cm := nodereport.ConfigMap(job, r.opts.Namespace, st.next, s)
+		if err := r.client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("writing report shard %s: %w", cm.Name, err)
+		}
+		// An existing shard of this index was written by this job before a
+		// restart lost track of it; its nodes are read again on load, and
+		// this write's nodes go to the next index.
+		st.next++
+		st.shards = append(st.shards, cm.Name)
+		for _, n := range s.Nodes {
+			st.written[n] = true
+		}
+	}
+	st.pending, st.pendingSet, st.pendingEntries = nil, map[string]bool{}, 0
+	return r.point(ctx, job, st, complete)
+}
+
+// point records where the report is in the job's status, touching only
+// status.report's own fields (the ImageJob controller owns the rest and
+// report.deleteAfter).
+func (r *Reconciler) point(ctx context.Context, job *eraserv1.ImageJob, st *jobState, complete bool) error {
+	patch := client.MergeFrom(job.DeepCopy())
+	ref := job.Status.Report
+	if ref == nil {
+		ref = &eraserv1.ReportRef{}
+	}
+	ref.Namespace = r.opts.Namespace
+	ref.Selector = nodereport.Selector(job.Name)
+	ref.ConfigMaps = slices.Clone(st.shards)
+	ref.Nodes = len(st.written)
+	ref.OmittedNodes = st.omitted
+	ref.Complete = complete
+	job.Status.Report = ref
+	if err := r.client.Status().Patch(ctx, job, patch); err != nil {
+		return fmt.Errorf("pointing job %s at its report: %w", job.Name, err)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 1000 {
+		return s[:997] + "..."
+	}
+	return s
+}
+
+// interner shares the strings of one pass's entries: nodes of one pool
+// name the same images, and 100 nodes' entries are held until written.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) get(s string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	in.m[s] = s
+	return s
+}
