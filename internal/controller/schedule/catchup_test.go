@@ -20,6 +20,20 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
+// jobsIn are the scheduled jobs whose data is in the test's namespace, and
+// deletes them when the test ends.
+func jobsIn(t *testing.T, ctx context.Context, ns string) []eraserv1.ImageJob {
+	t.Helper()
+	var out []eraserv1.ImageJob
+	for _, j := range scheduledJobs(t, ctx) {
+		if _, err := jobdata.Get(ctx, env.Client, ns, &j); err == nil {
+			out = append(out, j)
+			t.Cleanup(func() { _ = env.Client.Delete(ctx, &j) })
+		}
+	}
+	return out
+}
+
 // setReady writes the node's Ready condition, as its kubelet would.
 func setReady(t *testing.T, ctx context.Context, name string, ready bool) {
 	t.Helper()
@@ -77,12 +91,13 @@ func TestCatchUp(t *testing.T) {
 	}
 	setReady(t, ctx, "cu-late", false)
 	const doc = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, beginImmediately: true}}\ncomponents: {collector: {enabled: true}}\n"
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	// Another day than the other tests': slot job names are cluster-wide.
+	clk := clocktesting.NewFakeClock(time.Date(2026, 10, 1, 10, 0, 0, 0, time.UTC))
 	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, store(t, doc), nil, ns, "")
 	reconcileOnce := reconciler(t, ctx, r)
 	jobsNamed := func(prefix string) []eraserv1.ImageJob {
 		var out []eraserv1.ImageJob
-		for _, j := range scheduledJobs(t, ctx) {
+		for _, j := range jobsIn(t, ctx, ns) {
 			if strings.HasPrefix(j.Name, prefix) {
 				out = append(out, j)
 			}

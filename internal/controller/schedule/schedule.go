@@ -17,6 +17,9 @@ type State struct {
 	LastStart time.Time
 	// LastEnd is when the last scheduled job finished.
 	LastEnd time.Time
+	// LastSuccess is when the last scheduled job (or catch-up) completed:
+	// the scheduled-runs alert's metric, kept across manager restarts.
+	LastSuccess time.Time
 	// Coverage is what each node's workers last achieved.
 	Coverage Coverage
 }

@@ -47,6 +47,8 @@ const StateName = "eraser-schedule-state"
 const (
 	keyLastStart = "lastStart"
 	keyLastEnd   = "lastEnd"
+	// keyLastSuccess is when a scheduled job last completed.
+	keyLastSuccess = "lastSuccess"
 )
 
 // key is the one request this controller handles.
@@ -132,6 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.publishLastSuccess(st)
 	if runnow.Requested(cm) {
 		started, err := r.runNow(ctx, cfg, raw, cm, &st, jobs.Items)
 		if err != nil || started {
@@ -154,6 +157,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			st.LastEnd = ct.Time
 			changed = true
 		}
+		if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastSuccess) && j.Status.Phase == eraserv1.PhaseCompleted {
+			st.LastSuccess = ct.Time
+			changed = true
+		}
 		if j.Annotations[eraserv1.AnnotationRecorded] == "" {
 			finished = append(finished, j)
 		}
@@ -168,6 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		if err := r.saveState(ctx, cm, st); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.publishLastSuccess(st)
 	}
 	// Only now may the finished jobs be cleaned up.
 	for _, j := range finished {
@@ -288,6 +296,7 @@ func (r *Reconciler) state(ctx context.Context) (State, *corev1.ConfigMap, error
 	var st State
 	st.LastStart, _ = time.Parse(time.RFC3339, cm.Data[keyLastStart])
 	st.LastEnd, _ = time.Parse(time.RFC3339, cm.Data[keyLastEnd])
+	st.LastSuccess, _ = time.Parse(time.RFC3339, cm.Data[keyLastSuccess])
 	st.Coverage.Since, _ = time.Parse(time.RFC3339, cm.Data[keySince])
 	st.Coverage.LastRun, _ = time.Parse(time.RFC3339, cm.Data[keyLastRun])
 	// A record that cannot be read is started again (with Since reset, so
@@ -311,6 +320,9 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 	if !st.LastEnd.IsZero() {
 		data[keyLastEnd] = st.LastEnd.UTC().Format(time.RFC3339)
 	}
+	if !st.LastSuccess.IsZero() {
+		data[keyLastSuccess] = st.LastSuccess.UTC().Format(time.RFC3339)
+	}
 	if c := st.Coverage; c.Known() {
 		data[keySince] = c.Since.UTC().Format(time.RFC3339)
 		if !c.LastRun.IsZero() {
@@ -326,4 +338,13 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 	}
 	cm.Data = data
 	return r.client.Update(ctx, cm)
+}
+
+// publishLastSuccess gives the metrics the last scheduled success from the
+// state: a restarted manager serves it at once, so that the scheduled-runs
+// alert still fires when runs keep failing after a restart.
+func (r *Reconciler) publishLastSuccess(st State) {
+	if !st.LastSuccess.IsZero() {
+		r.metrics.JobCompleted("schedule", st.LastSuccess)
+	}
 }
