@@ -84,38 +84,3 @@ func normalisePath(prefix string) (string, error) {
 
 // String is the pattern as written.
 func (p Pattern) String() string { return p.raw }
-
-// Matches reports whether the pattern protects the image.
-func (p Pattern) Matches(img Image) bool {
-	switch {
-	case p.all:
-		return true
-	case p.ref != nil:
-		return p.ref.Matches(img)
-	}
-	for _, repo := range repositories(img) {
-		if p.repo != "" && repo == p.repo {
-			return true
-		}
-		if p.under != "" && strings.HasPrefix(repo, p.under) {
-			return true
-		}
-	}
-	return false
-}
-
-// repositories lists the normalised repositories an image is known by.
-func repositories(img Image) []string {
-	var out []string
-	for _, t := range img.Tags {
-		if repo, _, ok := splitTagged(t); ok {
-			out = append(out, repo)
-		}
-	}
-	for _, d := range img.Digests {
-		if repo, _, ok := splitDigested(d); ok {
-			out = append(out, repo)
-		}
-	}
-	return out
-}

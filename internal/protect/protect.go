@@ -96,6 +96,8 @@ func (c Containers) UseAny(keys []string) bool {
 type Policy struct {
 	// Exclusions come from the exclusion lists.
 	Exclusions []imageref.Pattern
+	// excluded indexes Exclusions (Prepare).
+	excluded *imageref.Exclusions
 	// SandboxImage is the runtime's pause image, as its status reports it.
 	SandboxImage string
 	// SandboxImages are the images of the node's pod sandboxes, as the
@@ -110,6 +112,14 @@ type Policy struct {
 
 // guessDetail explains a guessed sandbox image.
 const guessDetail = "looks like a pause image (the runtime named no sandbox image)"
+
+// Prepare indexes the exclusions for judging many images: call it once per
+// run, before the Checks. Exclusions must not change afterwards; a Check
+// that finds them changed indexes them again.
+func (p Policy) Prepare() Policy {
+	p.excluded = imageref.NewExclusions(p.Exclusions)
+	return p
+}
 
 // Check decides for one image, given its Keys.
 func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
@@ -136,11 +146,16 @@ func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
 	if p.GuessPause && LooksLikePause(img) {
 		return Verdict{Reason: Pinned, Detail: guessDetail}
 	}
-	ref := imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}
-	for _, pat := range p.Exclusions {
-		if pat.Matches(ref) {
-			return Verdict{Reason: Excluded, Detail: "exclusion " + pat.String()}
-		}
+	if len(p.Exclusions) == 0 {
+		return Verdict{}
+	}
+	excluded := p.excluded
+	if !excluded.Indexes(p.Exclusions) {
+		// Not prepared, or changed since: correct, but indexed per call.
+		excluded = imageref.NewExclusions(p.Exclusions)
+	}
+	if pat, ok := excluded.Match(imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}); ok {
+		return Verdict{Reason: Excluded, Detail: "exclusion " + pat.String()}
 	}
 	return Verdict{}
 }

@@ -59,3 +59,38 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckExclusions: a prepared policy and an unprepared one decide
+// alike and name the first matching pattern; a policy whose exclusions were
+// replaced after Prepare judges by the new ones, never by a stale index.
+func TestCheckExclusions(t *testing.T) {
+	pats := func(in ...string) []imageref.Pattern {
+		var out []imageref.Pattern
+		for _, s := range in {
+			p, err := imageref.ParsePattern(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	alpine := cri.Image{ID: "sha256:" + strings.Repeat("a", 64), Tags: []string{"docker.io/library/alpine:3.19"}}
+	quay := cri.Image{ID: "sha256:" + strings.Repeat("c", 64), Tags: []string{"quay.io/team/app:1"}}
+	list := pats("nginx:*", "quay.io/*", "library/*", "alpine:3.19")
+	stale := Policy{Exclusions: pats("nginx:*")}.Prepare()
+	stale.Exclusions = list
+	cases := map[string]Policy{"prepared": Policy{Exclusions: list}.Prepare(), "unprepared": {Exclusions: list}, "replaced after Prepare": stale}
+	for name, policy := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]Verdict{}
+			for _, img := range []cri.Image{alpine, quay, {ID: "sha256:" + strings.Repeat("d", 64), Tags: []string{"docker.io/team/x:1"}}} {
+				got[img.ID[7:8]] = policy.Check(img, Keys(img), nil)
+			}
+			want := map[string]Verdict{"a": {Excluded, "exclusion library/*"}, "c": {Excluded, "exclusion quay.io/*"}, "d": {}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -139,6 +139,7 @@ type Snapshot struct {
 
 // NewSnapshot indexes the node's images and decides, once, which are protected.
 func NewSnapshot(images []cri.Image, containers []cri.Container, policy protect.Policy) *Snapshot {
+	policy = policy.Prepare()
 	s := &Snapshot{Images: images, byKey: make(map[string]int32, 4*len(images)), shared: map[string][]int{},
 		used: protect.NewContainers(containers), policy: policy}
 	s.verdicts = make([]protect.Verdict, len(images))

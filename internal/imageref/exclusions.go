@@ -1,0 +1,128 @@
+package imageref
+
+// Exclusions is a list of patterns indexed for judging many images: a map
+// per pattern form, so that an image costs one parse of each of its names
+// and a few map look-ups, whatever the number of patterns. Build it once per
+// run; it is read-only afterwards and safe for concurrent use.
+//
+// It decides exactly as trying every pattern in list order would, and names
+// the same pattern: the first in the list that matches.
+type Exclusions struct {
+	pats []Pattern
+	// all is the position of the first "*", or -1.
+	all int
+	// exact maps a reference's normal form (Ref.String) to the first
+	// pattern naming it: it matches an image with that key (Image.Keys).
+	exact map[string]int
+	// repos maps a repository to the first "repository:*" of it.
+	repos map[string]int
+	// under maps a path prefix ending in "/" to the first "path/*" of it: it
+	// matches every repository that starts with it, so a repository is
+	// looked up by each of its prefixes that end in "/".
+	under map[string]int
+}
+
+// NewExclusions indexes the patterns; they are not copied and must not be
+// changed afterwards.
+func NewExclusions(pats []Pattern) *Exclusions {
+	x := &Exclusions{pats: pats, all: -1, exact: map[string]int{}, repos: map[string]int{}, under: map[string]int{}}
+	first := func(m map[string]int, k string, i int) {
+		if _, ok := m[k]; !ok {
+			m[k] = i
+		}
+	}
+	for i, p := range pats {
+		switch {
+		case p.all:
+			if x.all < 0 {
+				x.all = i
+			}
+		case p.ref != nil:
+			first(x.exact, p.ref.String(), i)
+		default:
+			// A pattern with neither matches nothing, as Matches does.
+			if p.repo != "" {
+				first(x.repos, p.repo, i)
+			}
+			if p.under != "" {
+				first(x.under, p.under, i)
+			}
+		}
+	}
+	return x
+}
+
+// Len is the number of patterns indexed.
+func (x *Exclusions) Len() int {
+	if x == nil {
+		return 0
+	}
+	return len(x.pats)
+}
+
+// Indexes reports whether x was built from exactly this slice (the same
+// array and length), so that a caller can tell a stale index.
+func (x *Exclusions) Indexes(pats []Pattern) bool {
+	if x.Len() != len(pats) {
+		return false
+	}
+	return len(pats) == 0 || &x.pats[0] == &pats[0]
+}
+
+// Match returns the first pattern, in list order, that protects the image.
+func (x *Exclusions) Match(img Image) (Pattern, bool) {
+	if x.Len() == 0 {
+		return Pattern{}, false
+	}
+	best := len(x.pats)
+	if x.all >= 0 {
+		best = x.all
+	}
+	if best == 0 {
+		return x.pats[0], true
+	}
+	hit := func(m map[string]int, k string) {
+		if i, ok := m[k]; ok && i < best {
+			best = i
+		}
+	}
+	keys, repos := names(img)
+	for _, k := range keys {
+		hit(x.exact, k)
+	}
+	for _, r := range repos {
+		hit(x.repos, r)
+		if len(x.under) == 0 {
+			continue
+		}
+		for i := range len(r) {
+			if r[i] == '/' {
+				hit(x.under, r[:i+1])
+			}
+		}
+	}
+	if best == len(x.pats) {
+		return Pattern{}, false
+	}
+	return x.pats[best], true
+}
+
+// names parses each of the image's names once into what the patterns look
+// at: its keys (as Image.Keys), for exact patterns, and the normalised
+// repositories it is known by, for the wildcards.
+func names(img Image) (keys, repos []string) {
+	if id, ok := parseDigest(img.ID); ok {
+		keys = append(keys, id)
+	}
+	for _, t := range img.Tags {
+		if r, tag, ok := splitTagged(t); ok {
+			keys, repos = append(keys, r+":"+tag), append(repos, r)
+		}
+	}
+	for _, d := range img.Digests {
+		if r, dig, ok := splitDigested(d); ok {
+			keys, repos = append(keys, r+"@"+dig, dig), append(repos, r)
+		}
+	}
+	return keys, repos
+}
