@@ -6,12 +6,14 @@ package collector
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/nodestate"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/remover"
@@ -75,6 +77,13 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		}
 	}
 	_ = client.Close()
+	retry := false
+	if nodestate.DiskFull(err) {
+		// Stopping here would remove nothing exactly when the disk needs
+		// it: the removals go first, and this reading is saved after them.
+		log.Warn("the node's disk is full: its state is saved after the removals", "error", err)
+		retry, err = true, nil
+	}
 	if err != nil {
 		return summary, err
 	}
@@ -121,6 +130,12 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 		return summary, err
 	}
 	log.Info("removal finished")
+	if retry {
+		if err := remover.Reobserve(snap, c.Retention.StateDir, c.Retention.StateLockWait, now); err != nil {
+			return summary, fmt.Errorf("saving the node's state after the removals (the disk was full before them): %w", err)
+		}
+		log.Info("the node's state was saved after the removals")
+	}
 	return summary, nil
 }
 

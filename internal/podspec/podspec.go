@@ -188,7 +188,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		mounts := append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 	case KindCollector:
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: sharedData(p.OS)}})
 		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: paths.SharedData(p.OS)})
 		scan := cfg.Components.Scanner.Enabled
 		ret := retention(p)
@@ -356,4 +356,18 @@ func JobRequest(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: job}}}
 	}
 	return nil
+}
+
+// sharedDataLimit bounds the hand-off directory in memory: the candidates'
+// record (a few MiB for 10,000 images) and the FIFOs, which hold nothing.
+var sharedDataLimit = resource.MustParse("64Mi")
+
+// sharedData is the hand-off directory between the workers. On Linux it is
+// in memory, so that a full disk, which most needs the removals, cannot
+// refuse the hand-off before them; Windows has no memory-backed volumes.
+func sharedData(os paths.OS) *corev1.EmptyDirVolumeSource {
+	if os != paths.Linux {
+		return &corev1.EmptyDirVolumeSource{}
+	}
+	return &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &sharedDataLimit}
 }

@@ -118,3 +118,18 @@ func newestRecord(recorded map[string]time.Time, img cri.Image) time.Time {
 	}
 	return newest
 }
+
+// Reobserve merges this reading of the node into its state again, under
+// the lock: the retry of a save the full disk refused, once the removals
+// have freed room. Another worker's update since is kept, as any merge
+// keeps it.
+func Reobserve(s *Snapshot, stateDir string, lockWait time.Duration, now time.Time) error {
+	if stateDir == "" {
+		return nil
+	}
+	ids := make([]string, len(s.Images))
+	for i, img := range s.Images {
+		ids[i] = img.ID
+	}
+	return nodestate.Update(stateDir, lockWait, func(st *nodestate.State) { st.Observe(now, ids, s.InUse) })
+}

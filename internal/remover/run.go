@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/nodestate"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/retention"
@@ -168,7 +169,18 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	// for it before it returns.
 	saved := make(chan error, 1)
 	go func() { saved <- save() }()
-	defer func() { info.StateErr = <-saved }()
+	defer func() {
+		err := <-saved
+		if nodestate.DiskFull(err) {
+			// A full disk is when removals matter most: they went first,
+			// and the state is saved again now that they freed room.
+			opts.Log.Warn("the node's disk was full when its state was saved; saved again after the removals", "error", err)
+			if err = Reobserve(snap, opts.StateDir, opts.StateLockWait, opts.Now); err != nil {
+				err = fmt.Errorf("saving the node's state after the removals (the disk was full before them): %w", err)
+			}
+		}
+		info.StateErr = err
+	}()
 	r.AgeSource = info.AgeSource
 	if info.AgeSource == AgeFirstSeen {
 		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
