@@ -291,7 +291,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	if err != nil {
 		return fail(err)
 	}
-	if err := errors.Join(remover.NodeOutcome(s), info.StateErr); err != nil {
+	if err := errors.Join(remover.NodeOutcome(s), info.StateErr, info.DiskErr); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
 		if s.Counts[string(remover.Failed)] > 0 {
 			return ExitRemovalsFail

@@ -115,7 +115,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	}
 	summary := Summarize(append(invalid, results...), c.DryRun)
 	info.Apply(&summary)
-	return summary, errors.Join(NodeOutcome(summary), info.StateErr)
+	return summary, errors.Join(NodeOutcome(summary), info.StateErr, info.DiskErr)
 }
 
 func readImageList(path string) ([]string, error) {

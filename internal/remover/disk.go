@@ -11,6 +11,11 @@ import (
 	"github.com/eraser-oss/eraser/internal/retention"
 )
 
+// ErrImageFsElsewhere is wrapped by the error of a measurement that could
+// only be taken on another filesystem than the runtime's image filesystem:
+// the node fails, rather than a disk policy judged by the wrong disk.
+var ErrImageFsElsewhere = errors.New("the disk that would be measured is not the image filesystem")
+
 // mountpointer is a runtime that names its image filesystems (cri.Client).
 type mountpointer interface {
 	ImageFsMountpoints(ctx context.Context) ([]string, error)
@@ -33,6 +38,13 @@ func ImageFsMeter(rt mountpointer, path string) func(context.Context) (retention
 		at := path
 		if len(mounts) > 0 && (path == "" || within(mounts[0], path)) {
 			at = mounts[0]
+		}
+		if len(mounts) > 0 && at != mounts[0] {
+			// What this pod sees at path is another filesystem than the
+			// one the removals free: above the threshold every candidate
+			// would be drained, below it nothing ever removed.
+			return retention.Disk{}, fmt.Errorf("%w: the runtime's image filesystem is at %s, outside retention.imageFsPath %s; set imageFsPath to it or a directory above it",
+				ErrImageFsElsewhere, mounts[0], path)
 		}
 		if at == "" {
 			return retention.Disk{}, errors.New("the runtime names no image filesystem (CRI ImageFsInfo)")

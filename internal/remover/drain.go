@@ -2,6 +2,7 @@ package remover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -55,6 +56,7 @@ func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, que
 	target := r.Settings.Target(*r.Disk)
 	var ratio *float64
 	previous := 0
+	stalled := false
 	for len(queue) > 0 && disk != nil && disk.Used() >= target {
 		sizes := make([]uint64, len(queue))
 		for i, idx := range queue {
@@ -79,11 +81,21 @@ func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, que
 		ratio = new(float64)
 		*ratio = max(freed, 0) / float64(max(estimate, 1))
 		disk = after
+		if freed <= 0 && removedAny(out[len(out)-k:]) {
+			// The measured disk did not move: it is not the one the
+			// removals free (or the runtime frees nothing yet). Batches
+			// would double until every candidate is gone.
+			stalled = true
+			break
+		}
 	}
 	for _, idx := range queue {
 		img := snap.Images[idx]
 		detail := "the image filesystem could not be measured again: no more removed for disk pressure"
-		if disk != nil {
+		switch {
+		case stalled:
+			detail = fmt.Sprintf("the last batch of removals freed nothing measurable on the image filesystem (at %.1f%%): no more removed for disk pressure", disk.Percent())
+		case disk != nil:
 			detail = fmt.Sprintf("enough space freed: image filesystem at %.1f%%, below the low threshold %d%%", disk.Percent(), r.Settings.LowThresholdPercent)
 		}
 		res := Result{Target: img.ID, ImageID: img.ID, Names: img.Tags, Outcome: NotNeeded, Bytes: img.Size, Detail: detail}
@@ -105,7 +117,20 @@ func measure(ctx context.Context, opts Options) *retention.Disk {
 	d, err := opts.MeasureDisk(ctx)
 	if err != nil {
 		opts.Log.Error("measuring the image filesystem failed: the disk-pressure policy removes nothing", "error", err)
+		if errors.Is(err, ErrImageFsElsewhere) && opts.Info != nil && opts.Info.DiskErr == nil {
+			opts.Info.DiskErr = err
+		}
 		return nil
 	}
 	return &d
+}
+
+// removedAny is whether any of the results removed an image.
+func removedAny(results []Result) bool {
+	for _, r := range results {
+		if r.Outcome == Removed {
+			return true
+		}
+	}
+	return false
 }

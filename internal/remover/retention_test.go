@@ -2,7 +2,9 @@ package remover
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,10 +180,15 @@ type shrinkingDisk struct {
 	used     uint64
 	sizes    map[string]uint64
 	measured int
+	// stuck, when set, is the usage measured whatever is removed.
+	stuck func(*shrinkingDisk) uint64
 }
 
 func (d *shrinkingDisk) measure(context.Context) (retention.Disk, error) {
 	d.measured++
+	if d.stuck != nil {
+		return retention.Disk{Capacity: d.capacity, Available: d.capacity - d.stuck(d)}, nil
+	}
 	used := d.used
 	d.rt.mu.Lock()
 	for _, id := range d.rt.removed {
@@ -195,6 +202,17 @@ func (d *shrinkingDisk) measure(context.Context) (retention.Disk, error) {
 // bytes, oldest first, on a shrinkingDisk of 1000 bytes with used in use.
 func diskRun(t *testing.T, size, used uint64) (report.Summary, *fakeRuntime) {
 	t.Helper()
+	return diskRunWith(t, size, used, nil)
+}
+
+// diskRunOn is diskRun on a disk whose usage stuck gives.
+func diskRunOn(t *testing.T, size uint64, stuck func(*shrinkingDisk) uint64) (report.Summary, *fakeRuntime) {
+	t.Helper()
+	return diskRunWith(t, size, stuck(nil), stuck)
+}
+
+func diskRunWith(t *testing.T, size, used uint64, stuck func(*shrinkingDisk) uint64) (report.Summary, *fakeRuntime) {
+	t.Helper()
 	times := map[string]time.Time{}
 	sizes := map[string]uint64{}
 	fake := &fakeRuntime{}
@@ -206,7 +224,7 @@ func diskRun(t *testing.T, size, used uint64) (report.Summary, *fakeRuntime) {
 		sizes[img.ID] = size
 		collected = append(collected, img.ID)
 	}
-	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: used, sizes: sizes}
+	disk := &shrinkingDisk{rt: fake, capacity: 1000, used: used, sizes: sizes, stuck: stuck}
 	info := &RunInfo{}
 	results, err := Run(context.Background(), timedRuntime{fakeRuntime: fake, times: times}, Targets{Scheduled: true, Collected: collected}, Options{
 		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
@@ -304,17 +322,57 @@ func TestImageFsMeter(t *testing.T) {
 		path string
 		ok   bool
 	}{
-		"reported, no path":         {rt: mounts{sub}, ok: true},
-		"reported under the path":   {rt: mounts{sub}, path: dir, ok: true},
-		"reported elsewhere":        {rt: mounts{"/nowhere/at/all"}, path: dir, ok: true},
-		"reported missing, no path": {rt: mounts{"/nowhere/at/all"}},
-		"none reported, no path":    {rt: mounts{}},
+		"reported, no path":           {rt: mounts{sub}, ok: true},
+		"reported under the path":     {rt: mounts{sub}, path: dir, ok: true},
+		"reported elsewhere: refused": {rt: mounts{"/nowhere/at/all"}, path: dir},
+		"none reported, the path":     {rt: mounts{}, path: dir, ok: true},
+		"reported missing, no path":   {rt: mounts{"/nowhere/at/all"}},
+		"none reported, no path":      {rt: mounts{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, err := ImageFsMeter(tc.rt, tc.path)(context.Background())
 			if tc.ok != (err == nil) || (err == nil && d.Capacity == 0) {
 				t.Fatalf("got %+v, %v; want ok=%v", d, err, tc.ok)
 			}
+			if elsewhere := errors.Is(err, ErrImageFsElsewhere); elsewhere != (tc.path != "" && !tc.ok) {
+				t.Errorf("error %v: ErrImageFsElsewhere %v", err, elsewhere)
+			}
 		})
+	}
+}
+
+// TestDiskPressureStopsWhenNothingFreed: a measured disk that never moves
+// (not the one the removals free) stops the drain after one batch, instead
+// of batches doubling until every candidate is gone.
+func TestDiskPressureStopsWhenNothingFreed(t *testing.T) {
+	// 900 of 1000 used, whatever is removed.
+	s, fake := diskRunOn(t, 10, func(*shrinkingDisk) uint64 { return 900 })
+	if removed := len(fake.removed); removed == 0 || removed >= 10 {
+		t.Fatalf("removed %d of 10 on a disk that never moves, want the first batches only", removed)
+	}
+	if s.Counts["not needed"] == 0 {
+		t.Errorf("counts %v: the rest should be kept as not needed", s.Counts)
+	}
+}
+
+// TestImageFsElsewhereFailsTheNode: a runtime whose image filesystem is
+// outside imageFsPath fails the node with the reason, and the disk policy
+// removes nothing.
+func TestImageFsElsewhereFailsTheNode(t *testing.T) {
+	fake := &fakeRuntime{images: []cri.Image{alpine, nginx}}
+	rt := timedRuntime{fakeRuntime: fake, times: map[string]time.Time{alpine.ID: t0.Add(-time.Hour), nginx.ID: t0.Add(-2 * time.Hour)}}
+	info := &RunInfo{}
+	_, err := Run(context.Background(), rt, Targets{Scheduled: true, Collected: []string{alpine.ID, nginx.ID}}, Options{
+		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
+		Now:       t0, Info: info, MeasureDisk: ImageFsMeter(mounts{"/var/lib/elsewhere"}, stateDir(t)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(info.DiskErr, ErrImageFsElsewhere) || !strings.Contains(info.DiskErr.Error(), "/var/lib/elsewhere") {
+		t.Errorf("DiskErr %v, want ErrImageFsElsewhere naming the runtime's mount", info.DiskErr)
+	}
+	if len(fake.removed) > 0 {
+		t.Errorf("removed %v by a disk that was not measured", fake.removed)
 	}
 }

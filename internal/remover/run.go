@@ -118,6 +118,9 @@ type RunInfo struct {
 	// StateErr is why the node's state file could not be written: the
 	// run's removals stand, but its observations are lost.
 	StateErr error
+	// DiskErr is why the disk policy could not judge this node: it
+	// would have measured another filesystem than the image filesystem.
+	DiskErr error
 	// DiskBefore and DiskAfter are the image filesystem around the
 	// removals, when the disk policy measured it.
 	DiskBefore, DiskAfter *retention.Disk
