@@ -175,9 +175,18 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loo
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
 	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-scanner
+	$(MAKE) --no-print-directory test-promrules
 	$(MAKE) --no-print-directory test-deploy
 	$(MAKE) --no-print-directory test-windows
 	$(MAKE) --no-print-directory test-e2e-kubelet
+
+# The alert rules' unit tests: promtool, built from the module proxy once
+# (hack/build-promtool.sh), runs hack/render/promrules/testdata against the
+# chart's PrometheusRule as rendered. Before test-deploy, whose ./... runs
+# them again with the cached promtool.
+.PHONY: test-promrules
+test-promrules: ## promtool unit tests of every alert of the chart's PrometheusRule (promtool built once from the module proxy, cached under ~/.cache/eraser).
+	promtool="$$(hack/build-promtool.sh)"; PROMTOOL="$$promtool" go -C hack/render test -count=1 ./promrules
 
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
