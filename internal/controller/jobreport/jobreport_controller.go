@@ -55,14 +55,16 @@ type Reconciler struct {
 	logs      LogSource
 	clock     clock.Clock
 	opts      Options
-	jobs      sync.Map // job name -> *jobState
+	// openTimeout is the constant's, but for tests.
+	openTimeout time.Duration
+	jobs        sync.Map // job name -> *jobState
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler with its dependencies.
 func NewReconciler(c client.Client, apiReader client.Reader, logs LogSource, clk clock.Clock, opts Options) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, logs: logs, clock: clk, opts: opts}
+	return &Reconciler{client: c, apiReader: apiReader, logs: logs, clock: clk, opts: opts, openTimeout: openTimeout}
 }
 
 // SetupWithManager watches jobs and their pods. Pod events of a big job
@@ -96,6 +98,9 @@ const (
 	// fetchBatch is the most nodes read per pass, so that a pass (and the
 	// memory it holds) stays bounded on a 10,000-node job.
 	fetchBatch = 256
+	// openTimeout is the time a log has to start; readTimeout to be read.
+	openTimeout = 10 * time.Second
+	readTimeout = 30 * time.Second
 	// logLimit bounds the bytes read from one container's log.
 	logLimit = 32 << 20
 	// maxEntries bounds one container's result lines kept in memory.
@@ -125,17 +130,14 @@ type jobState struct {
 	pendingEntries int
 	// omitted counts nodes left out once the shard cap was reached.
 	omitted int
-	// failStreak counts log reads failed in a row, and lastErr is the last
-	// one's error: past maxFailStreak, a pass reads one log as a probe and
-	// records the others without entries, so that nodes whose logs nobody
-	// can serve (simulated nodes, a kubelet port firewalled from the
-	// control plane) cost one request per pass, not one per node.
+	// failStreak counts log reads failed in a row, failed all the failed
+	// reads of the job, lastErr the last one's error; cursor is the node
+	// of the last probe that succeeded (gather).
 	failStreak int
+	failed     int
 	lastErr    string
+	cursor     string
 }
-
-// maxFailStreak is the failed reads in a row after which logs are probed.
-const maxFailStreak = 32
 
 // The report's shards are created and deleted; pods' logs are read.
 // +kubebuilder:rbac:groups=eraser.sh,resources=imagejobs,verbs=get;list;watch
@@ -184,17 +186,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	todo := Todo(pods.Items, st.written, st.pendingSet)
-	batch := todo[:min(len(todo), fetchBatch)]
-	if st.failStreak >= maxFailStreak {
-		// Probing: one read whatever the batch, so take every node.
-		batch = todo
-	}
-	for _, n := range r.fetch(ctx, batch, st) {
+	read := r.gather(ctx, todo, st)
+	for _, n := range read {
 		st.pending = append(st.pending, n)
 		st.pendingSet[n.Name] = true
 		st.pendingEntries += len(n.Entries)
 	}
-	more := len(todo) > len(batch)
+	more := len(todo) > len(read)
 	complete := !more
 	if complete {
 		// Nodes that failed without a finished pod (timed out, deleted)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,46 +320,13 @@ func TestReportBoundAt5000Nodes(t *testing.T) {
 // counting is a LogSource that counts its reads.
 type counting struct {
 	logs
+	mu    sync.Mutex
 	reads int
 }
 
 func (c *counting) Log(ctx context.Context, ns, pod, container string, limit int64) (io.ReadCloser, error) {
+	c.mu.Lock()
 	c.reads++
+	c.mu.Unlock()
 	return c.logs.Log(ctx, ns, pod, container, limit)
-}
-
-// TestProbeAfterFailedReads: once maxFailStreak reads failed in a row, a
-// batch costs one read (a probe); the probe's success resumes reading.
-func TestProbeAfterFailedReads(t *testing.T) {
-	pods := func(from, to int) []*corev1.Pod {
-		var out []*corev1.Pod
-		for i := from; i < to; i++ {
-			out = append(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)}, Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i)},
-				Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: podspec.RemoverContainer,
-					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}}})
-		}
-		return out
-	}
-	src := &counting{logs: logs{}}
-	r := NewReconciler(nil, nil, src, clocktesting.NewFakeClock(time.Now()), Options{})
-	st := &jobState{}
-	r.fetch(context.Background(), pods(0, 40), st)
-	if src.reads != 40 || st.failStreak != 40 {
-		t.Fatalf("%d reads, streak %d; want 40, 40", src.reads, st.failStreak)
-	}
-	got := r.fetch(context.Background(), pods(40, 50), st)
-	if src.reads != 41 {
-		t.Errorf("%d reads after the streak; want one probe", src.reads-40)
-	}
-	for _, n := range got[1:] {
-		if !strings.Contains(n.Unavailable, "not read: 41 log reads failed in a row") {
-			t.Errorf("node %s: %q", n.Name, n.Unavailable)
-		}
-	}
-	src.logs["p50/remover"] = line("removed", "a:1", "sha256:a", "Unused", 1, "")
-	src.logs["p51/remover"] = line("removed", "a:1", "sha256:a", "Unused", 1, "")
-	got = r.fetch(context.Background(), pods(50, 52), st)
-	if src.reads != 43 || st.failStreak != 0 || len(got) != 2 || got[1].Unavailable != "" || len(got[1].Entries) != 1 {
-		t.Errorf("after a good probe: %d reads, streak %d, nodes %+v", src.reads-41, st.failStreak, got)
-	}
 }

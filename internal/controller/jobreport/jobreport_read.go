@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,53 +32,6 @@ func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
 		}
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Spec.NodeName, b.Spec.NodeName) })
-	return out
-}
-
-// fetch reads the nodes' result lines in parallel; after a streak of
-// failures, only the first pod's as a probe.
-func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod, st *jobState) []nodereport.Node {
-	out := make([]nodereport.Node, len(pods))
-	if st.failStreak >= maxFailStreak && len(pods) > 0 {
-		out[0] = r.node(ctx, pods[0], newInterner())
-		if out[0].Unavailable != "" {
-			st.failStreak++
-			st.lastErr = out[0].Unavailable
-			// One message for every node of the batch.
-			msg := truncate(fmt.Sprintf("not read: %d log reads failed in a row, the last: %s", st.failStreak, st.lastErr))
-			for i := 1; i < len(pods); i++ {
-				out[i] = NodeOf(pods[i])
-				out[i].Unavailable = msg
-			}
-			return out
-		}
-		st.failStreak = 0
-		rest := r.fetch(ctx, pods[1:], st)
-		return append(out[:1], rest...)
-	}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	intern := newInterner()
-	for range min(fetchWorkers, len(pods)) {
-		wg.Go(func() {
-			for i := range work {
-				out[i] = r.node(ctx, pods[i], intern)
-			}
-		})
-	}
-	for i := range pods {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	for _, n := range out {
-		if n.Unavailable != "" {
-			st.failStreak++
-			st.lastErr = n.Unavailable
-		} else {
-			st.failStreak = 0
-		}
-	}
 	return out
 }
 
@@ -110,10 +62,20 @@ func (r *Reconciler) node(ctx context.Context, pod *corev1.Pod, intern *interner
 	return n
 }
 
+// read reads one container's result lines. The log has r.openTimeout to
+// start (a kubelet that cannot be reached fails there) and readTimeout in
+// all.
 func (r *Reconciler) read(ctx context.Context, pod *corev1.Pod, container string) ([]nodereport.Entry, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
+	open := time.AfterFunc(r.openTimeout, cancel)
 	rc, err := r.logs.Log(ctx, pod.Namespace, pod.Name, container, logLimit)
+	if !open.Stop() {
+		if err == nil {
+			rc.Close()
+		}
+		return nil, 0, fmt.Errorf("the log did not start within %s", r.openTimeout)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
