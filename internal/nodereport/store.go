@@ -71,15 +71,22 @@ func Shards(ctx context.Context, c client.Reader, namespace string, job *eraserv
 	}
 	out := list.Items[:0]
 	for _, cm := range list.Items {
-		if cm.Data[KeyJob] == job.Name && ownedBy(&cm, job) {
+		if Ours(&cm, job) {
 			out = append(out, cm)
 		}
 	}
-	slices.SortFunc(out, func(a, b corev1.ConfigMap) int { return shardIndex(a.Name) - shardIndex(b.Name) })
+	slices.SortFunc(out, func(a, b corev1.ConfigMap) int { return ShardIndex(a.Name) - ShardIndex(b.Name) })
 	return out, nil
 }
 
-func ownedBy(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
+// Ours says whether cm is a shard of this run of job: it names the job and
+// is owned by the job's UID (an owner reference, not a controller one, so
+// jobdata.SameRun does not apply). A shard of an earlier job of the same
+// name, not yet deleted by the garbage collector, is not.
+func Ours(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
+	if cm.Data[KeyJob] != job.Name {
+		return false
+	}
 	for _, ref := range cm.OwnerReferences {
 		if ref.UID == job.UID {
 			return true
@@ -88,7 +95,8 @@ func ownedBy(cm *corev1.ConfigMap, job *eraserv1.ImageJob) bool {
 	return false
 }
 
-func shardIndex(name string) int {
+// ShardIndex is the index in a shard's name (ShardName).
+func ShardIndex(name string) int {
 	for i := len(name) - 1; i >= 0; i-- {
 		if name[i] == '-' {
 			n, _ := strconv.Atoi(name[i+1:])

@@ -242,7 +242,8 @@ func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob, st *jobSt
 			st.written[n] = true
 		}
 		st.shards = append(st.shards, cm.Name)
-		st.next++
+		// An index create passed by leaves a gap: next follows the last.
+		st.next = nodereport.ShardIndex(cm.Name) + 1
 	}
 	st.loaded = true
 	return nil

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -17,31 +16,57 @@ import (
 )
 
 // flush stores the pending nodes as new shards and points the job at them.
+// A node leaves pending once a shard of this job holds it, so a flush that
+// fails part way is retried with only the nodes not written yet.
 func (r *Reconciler) flush(ctx context.Context, job *eraserv1.ImageJob, st *jobState, complete bool) error {
-	shards, err := nodereport.Split(st.pending, nodereport.ShardBudget)
-	if err != nil {
-		return err
-	}
-	for _, s := range shards {
-		if st.next >= eraserv1.MaxReportConfigMaps {
-			st.omitted += len(s.Nodes)
-			continue
+	for len(st.pending) > 0 {
+		shards, err := nodereport.Split(st.pending, nodereport.ShardBudget)
+		if err != nil {
+			return err
 		}
-		cm := nodereport.ConfigMap(job, r.opts.Namespace, st.next, s)
-		if err := r.client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("writing report shard %s: %w", cm.Name, err)
+		again := false
+		for _, s := range shards {
+			if st.next >= eraserv1.MaxReportConfigMaps {
+				st.omitted += len(s.Nodes)
+				st.unpend(s.Nodes)
+				continue
+			}
+			stored, err := r.create(ctx, job, st, s)
+			if err != nil {
+				return err
+			}
+			for _, n := range stored {
+				st.written[n] = true
+			}
+			st.unpend(stored)
+			if !slices.Equal(stored, s.Nodes) {
+				// The shard of this index was there already (a create that
+				// timed out had succeeded): it holds other nodes than this
+				// split's; split what is left again.
+				again = true
+				break
+			}
 		}
-		// An existing shard of this index was written by this job before a
-		// restart lost track of it; its nodes are read again on load, and
-		// this write's nodes go to the next index.
-		st.next++
-		st.shards = append(st.shards, cm.Name)
-		for _, n := range s.Nodes {
-			st.written[n] = true
+		if !again {
+			break
 		}
 	}
 	st.pending, st.pendingSet, st.pendingEntries = nil, map[string]bool{}, 0
 	return r.point(ctx, job, st, complete)
+}
+
+// unpend takes nodes out of pending (not out of pendingSet: a node read is
+// not read again).
+func (st *jobState) unpend(nodes []string) {
+	gone := map[string]bool{}
+	for _, n := range nodes {
+		gone[n] = true
+	}
+	st.pending = slices.DeleteFunc(st.pending, func(n nodereport.Node) bool { return gone[n.Name] })
+	st.pendingEntries = 0
+	for _, n := range st.pending {
+		st.pendingEntries += len(n.Entries)
+	}
 }
 
 // point records where the report is in the job's status, touching only
