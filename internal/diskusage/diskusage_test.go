@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Not t.TempDir: this package runs under Wine too, where t.TempDir's
@@ -74,5 +76,25 @@ func TestUsageArithmetic(t *testing.T) {
 				t.Errorf("Percent() = %v, want %v", got, tc.percent)
 			}
 		})
+	}
+}
+
+// TestSameFilesystem: a directory and one inside it are on one filesystem;
+// a path that cannot be read cannot be told.
+func TestSameFilesystem(t *testing.T) {
+	dir := tempDir(t)
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct{ Same, Known bool }
+	got := map[string]answer{}
+	for name, p := range map[string][2]string{"nested": {dir, sub}, "itself": {dir, dir}, "missing": {dir, filepath.Join(dir, "none")}} {
+		same, known := SameFilesystem(p[0], p[1])
+		got[name] = answer{same, known}
+	}
+	want := map[string]answer{"nested": {true, true}, "itself": {true, true}, "missing": {false, false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SameFilesystem (-want +got):\n%s", diff)
 	}
 }

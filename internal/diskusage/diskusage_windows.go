@@ -4,6 +4,9 @@ package diskusage
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/windows"
 )
@@ -22,4 +25,17 @@ func Stat(path string) (Usage, error) {
 		return Usage{}, fmt.Errorf("disk usage of %s: %w", path, err)
 	}
 	return Usage{Capacity: total, Available: avail}, nil
+}
+
+// SameFilesystem reports whether a and b lie on one volume, and whether
+// that could be told: false when either cannot be read here.
+func SameFilesystem(a, b string) (same, known bool) {
+	va, vb := filepath.VolumeName(a), filepath.VolumeName(b)
+	if _, err := os.Stat(a); err != nil || va == "" {
+		return false, false
+	}
+	if _, err := os.Stat(b); err != nil || vb == "" {
+		return false, false
+	}
+	return strings.EqualFold(va, vb), true
 }

@@ -40,11 +40,17 @@ func ImageFsMeter(rt mountpointer, path string) func(context.Context) (retention
 			at = mounts[0]
 		}
 		if len(mounts) > 0 && at != mounts[0] {
-			// What this pod sees at path is another filesystem than the
-			// one the removals free: above the threshold every candidate
-			// would be drained, below it nothing ever removed.
-			return retention.Disk{}, fmt.Errorf("%w: the runtime's image filesystem is at %s, outside retention.imageFsPath %s; set imageFsPath to it or a directory above it",
-				ErrImageFsElsewhere, mounts[0], path)
+			// The runtime names a mount outside path. Where this process
+			// sees it and it is another filesystem than path's, the disk
+			// measured would not be the disk freed: above the threshold
+			// every candidate would be drained, below it nothing ever
+			// removed. Where it cannot be seen (a pod whose host paths
+			// are mapped), path is measured, and a drain that frees
+			// nothing measurable stops (drainDisk).
+			if same, known := diskusage.SameFilesystem(mounts[0], path); known && !same {
+				return retention.Disk{}, fmt.Errorf("%w: the runtime's image filesystem is at %s, on another filesystem than retention.imageFsPath %s; set imageFsPath to it or a directory above it",
+					ErrImageFsElsewhere, mounts[0], path)
+			}
 		}
 		if at == "" {
 			return retention.Disk{}, errors.New("the runtime names no image filesystem (CRI ImageFsInfo)")

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/diskusage"
 	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/retention"
@@ -322,12 +323,13 @@ func TestImageFsMeter(t *testing.T) {
 		path string
 		ok   bool
 	}{
-		"reported, no path":           {rt: mounts{sub}, ok: true},
-		"reported under the path":     {rt: mounts{sub}, path: dir, ok: true},
-		"reported elsewhere: refused": {rt: mounts{"/nowhere/at/all"}, path: dir},
-		"none reported, the path":     {rt: mounts{}, path: dir, ok: true},
-		"reported missing, no path":   {rt: mounts{"/nowhere/at/all"}},
-		"none reported, no path":      {rt: mounts{}},
+		"reported, no path":                       {rt: mounts{sub}, ok: true},
+		"reported under the path":                 {rt: mounts{sub}, path: dir, ok: true},
+		"reported elsewhere, unseen: the path":    {rt: mounts{"/nowhere/at/all"}, path: dir, ok: true},
+		"reported on another filesystem: refused": {rt: mounts{otherFs(t, dir)}, path: dir},
+		"none reported, the path":                 {rt: mounts{}, path: dir, ok: true},
+		"reported missing, no path":               {rt: mounts{"/nowhere/at/all"}},
+		"none reported, no path":                  {rt: mounts{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, err := ImageFsMeter(tc.rt, tc.path)(context.Background())
@@ -359,20 +361,38 @@ func TestDiskPressureStopsWhenNothingFreed(t *testing.T) {
 // outside imageFsPath fails the node with the reason, and the disk policy
 // removes nothing.
 func TestImageFsElsewhereFailsTheNode(t *testing.T) {
+	dir := stateDir(t)
+	elsewhere := otherFs(t, dir)
 	fake := &fakeRuntime{images: []cri.Image{alpine, nginx}}
 	rt := timedRuntime{fakeRuntime: fake, times: map[string]time.Time{alpine.ID: t0.Add(-time.Hour), nginx.ID: t0.Add(-2 * time.Hour)}}
 	info := &RunInfo{}
 	_, err := Run(context.Background(), rt, Targets{Scheduled: true, Collected: []string{alpine.ID, nginx.ID}}, Options{
 		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80},
-		Now:       t0, Info: info, MeasureDisk: ImageFsMeter(mounts{"/var/lib/elsewhere"}, stateDir(t)),
+		Now:       t0, Info: info, MeasureDisk: ImageFsMeter(mounts{elsewhere}, dir),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(info.DiskErr, ErrImageFsElsewhere) || !strings.Contains(info.DiskErr.Error(), "/var/lib/elsewhere") {
+	if !errors.Is(info.DiskErr, ErrImageFsElsewhere) || !strings.Contains(info.DiskErr.Error(), elsewhere) {
 		t.Errorf("DiskErr %v, want ErrImageFsElsewhere naming the runtime's mount", info.DiskErr)
 	}
 	if len(fake.removed) > 0 {
 		t.Errorf("removed %v by a disk that was not measured", fake.removed)
 	}
+}
+
+// otherFs is a directory on another filesystem than dir's: /dev (a devtmpfs
+// on Linux) or /proc, whichever differs; the test is skipped where none does.
+func otherFs(t *testing.T, dir string) string {
+	t.Helper()
+	for _, p := range []string{"/dev", "/proc", "/sys", "/run"} {
+		if same, known := diskusage.SameFilesystem(p, dir); known && !same {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no directory on another filesystem than the test's to compare with")
+	}
+	t.Skip("no directory on another filesystem than the test's here")
+	return ""
 }
