@@ -144,7 +144,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 		_ = second.Release()
 		t.Fatal("a second holder got the lock")
 	}
-	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), LockPath(dir)) || !strings.Contains(err.Error(), "waited 3") {
+	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), LockPath(dir)) || !strings.Contains(err.Error(), "waited ") {
 		t.Errorf("error %q: want ErrLockTimeout naming %s and the wait", err, LockPath(dir))
 	}
 	if took < wait || took > wait+5*time.Second {
