@@ -173,7 +173,7 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loo
 # beside the API server (the kubelet tier's build; the same cache).
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
-	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 $(GO_PACKAGES)
+	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 -timeout 40m $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-scanner
 	$(MAKE) --no-print-directory test-promrules
 	$(MAKE) --no-print-directory test-deploy
