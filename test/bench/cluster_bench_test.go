@@ -1,0 +1,207 @@
+//go:build linux && bench
+
+package bench
+
+// The simulated cluster the manager benchmarks run on: a real API server
+// and etcd, KWOK managing n Ready nodes, and the manager binary as a
+// process against it.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/paths"
+	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/testenv"
+)
+
+// buildKwok builds KWOK once (hack/build-kwok.sh caches it) and returns
+// its path.
+func buildKwok(t *testing.T) string {
+	out, err := exec.Command("../../hack/build-kwok.sh").Output()
+	if err != nil {
+		t.Fatalf("building kwok: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// buildManager builds the manager binary as released (stripped) into a
+// temporary directory and returns its path.
+func buildManager(t *testing.T) string {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "../../cmd/manager")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "manager")
+}
+
+// simCluster is a control plane with n KWOK nodes, all Ready, and the
+// namespaces "bare" (the bare client's) and "eraser-system" (the manager's).
+type simCluster struct {
+	env *testenv.Env
+	c   client.Client
+	// cs watches pods in protobuf, as kubelets do. KWOK, standing in for
+	// the kubelets, watches in JSON: with a JSON harness too, the
+	// manager's protobuf watch was the one watch that had the API server
+	// encode every pod event a second time, which on a real cluster the
+	// kubelet's own watch has already paid for.
+	cs     kubernetes.Interface
+	podCfg *config.Config
+	n      int
+}
+
+// startCluster starts the control plane and KWOK and creates the nodes;
+// call the returned function to stop them.
+func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := env.Client
+	stages, _ := filepath.Abs("testdata/kwok-stages.yaml")
+	kw := exec.Command(kwok, "--kubeconfig="+env.KubeconfigPath, "--manage-all-nodes", "--config="+stages)
+	kw.Stdout, kw.Stderr = nil, nil
+	if err := kw.Start(); err != nil {
+		_ = env.Stop()
+		t.Fatal(err)
+	}
+	stop := func() {
+		_ = kw.Process.Kill()
+		_ = kw.Wait()
+		_ = env.Stop()
+	}
+	parallel(16, n, func(i int) {
+		if err := c.Create(ctx, builder.MakeNode(fmt.Sprintf("node-%05d", i)).Obj()); err != nil {
+			t.Error(err)
+		}
+	})
+	waitCount(t, 5*time.Minute, func() int {
+		var nodes corev1.NodeList
+		_ = c.List(ctx, &nodes)
+		ready := 0
+		for _, nd := range nodes.Items {
+			for _, cond := range nd.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready
+	}, n)
+	for _, ns := range []string{"bare", "eraser-system"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	protoCfg := rest.CopyConfig(env.Config)
+	protoCfg.ContentType = runtime.ContentTypeProtobuf
+	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(protoCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podCfg, _, err := config.Parse([]byte("apiVersion: eraser.sh/v1alpha3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &simCluster{env: env, c: c, cs: cs, podCfg: podCfg, n: n}, stop
+}
+
+// barePod is the pod the manager would create for a job on node i (same
+// spec, mounts and security context, built by podspec.Build), so that the
+// ratios measure the manager, not the size of its pods.
+func (s *simCluster) barePod(t *testing.T, job string, i int) *corev1.Pod {
+	node := fmt.Sprintf("node-%05d", i)
+	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: paths.Linux,
+		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.OwnerReferences = nil
+	return pod
+}
+
+// clearBare deletes the bare client's pods in pages, as the manager deletes
+// its own, and waits until they are gone, so that the next phase starts on
+// a quiet API server.
+func (s *simCluster) clearBare(t *testing.T, pods int) {
+	ctx := context.Background()
+	for i := 0; i < pods; i += 500 {
+		_ = s.cs.CoreV1().Pods("bare").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: 500})
+	}
+	waitCount(t, 5*time.Minute, func() int {
+		var list metav1.PartialObjectMetadataList
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := s.c.List(ctx, &list, client.InNamespace("bare")); err != nil {
+			return 0
+		}
+		return pods - len(list.Items)
+	}, pods)
+}
+
+// benchManager is the manager binary running against the cluster.
+type benchManager struct {
+	cmd                    *exec.Cmd
+	metricsAddr, pprofAddr string
+}
+
+// startManager runs the manager with the given EraserConfig document;
+// call stop to end it. pprof serves profiles too (BENCH_PPROF).
+func (s *simCluster) startManager(t *testing.T, bin, cfgDoc string, pprof bool) (m *benchManager, stop func()) {
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfgDoc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = &benchManager{metricsAddr: freeAddr(t)}
+	args := []string{"--kubeconfig=" + s.env.KubeconfigPath, "--config=" + cfgFile, "--leader-elect=false",
+		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--log-level=error"}
+	if pprof {
+		m.pprofAddr = freeAddr(t)
+		args = append(args, "--pprof-bind-address="+m.pprofAddr)
+	}
+	m.cmd = exec.Command(bin, args...)
+	m.cmd.Env = append(os.Environ(), "POD_NAMESPACE=eraser-system")
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return m, func() { _ = m.cmd.Process.Kill(); _ = m.cmd.Wait() }
+}
+
+// pid is the manager's process id.
+func (m *benchManager) pid() int { return m.cmd.Process.Pid }
+
+// waitNoPods polls (metadata only, once a second) until the namespace has
+// no pods: a watch held this long may be ended by the server.
+func (s *simCluster) waitNoPods(t *testing.T, ns string, timeout time.Duration) {
+	start := time.Now()
+	for {
+		var pods metav1.PartialObjectMetadataList
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		err := s.c.List(context.Background(), &pods, client.InNamespace(ns))
+		if err == nil && len(pods.Items) == 0 {
+			return
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%d pods left in %s after %v", len(pods.Items), ns, timeout)
+		}
+		time.Sleep(time.Second)
+	}
+}
