@@ -8,6 +8,7 @@ package schedule
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -70,7 +71,13 @@ func succeededNodes(targets []string, st eraserv1.ImageJobStatus) []string {
 
 // record adds a finished run's successes. It is pure.
 func (c Coverage) record(run time.Time, catchUp bool, succeeded []string, now time.Time) Coverage {
-	out := Coverage{Since: c.Since, LastRun: c.LastRun, Cleaned: clone(c.Cleaned), Tried: clone(c.Tried)}
+	out := Coverage{Since: c.Since, LastRun: c.LastRun, Cleaned: maps.Clone(c.Cleaned), Tried: maps.Clone(c.Tried)}
+	if out.Cleaned == nil {
+		out.Cleaned = map[string]time.Time{}
+	}
+	if out.Tried == nil {
+		out.Tried = map[string]time.Time{}
+	}
 	if !out.Known() {
 		out.Since = now
 	}
@@ -137,13 +144,6 @@ func (c Coverage) prune(exists func(string) bool) Coverage {
 	return out
 }
 
-func clone(m map[string]time.Time) map[string]time.Time {
-	out := make(map[string]time.Time, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
 
 // State ConfigMap keys of the coverage. Times per node are unix seconds, so
 // that 10,000 nodes take about 300 KiB.
