@@ -144,7 +144,6 @@ func (c Coverage) prune(exists func(string) bool) Coverage {
 	return out
 }
 
-
 // State ConfigMap keys of the coverage. Times per node are unix seconds, so
 // that 10,000 nodes take about 300 KiB.
 const (
