@@ -382,10 +382,12 @@ func TestImageFsElsewhereFailsTheNode(t *testing.T) {
 }
 
 // otherFs is a directory on another filesystem than dir's: /dev (a devtmpfs
-// on Linux) or /proc, whichever differs; the test is skipped where none does.
+// on Linux) or /proc, whichever differs; on Windows another drive (under
+// Wine, C: is the prefix and Z: the host's root). The test fails under CI
+// where none does, so that the refusal is never left untested.
 func otherFs(t *testing.T, dir string) string {
 	t.Helper()
-	for _, p := range []string{"/dev", "/proc", "/sys", "/run"} {
+	for _, p := range []string{"/dev", "/proc", "/sys", "/run", `C:\`, `Z:\`} {
 		if same, known := diskusage.SameFilesystem(p, dir); known && !same {
 			return p
 		}
