@@ -64,6 +64,22 @@ func (w *ImageListWrapper) Condition(c metav1.Condition) *ImageListWrapper {
 	return w
 }
 
+// Started sets the nodes the run's waves reached.
+func (w *ImageJobWrapper) Started(n int) *ImageJobWrapper {
+	w.Status.Started = n
+	return w
+}
+
+// FailedIndexes records the failed nodes of a reason, as ranges of indexes
+// into the job's node list ("0-3,7").
+func (w *ImageJobWrapper) FailedIndexes(reason, ranges string) *ImageJobWrapper {
+	if w.Status.FailedIndexes == nil {
+		w.Status.FailedIndexes = map[string]string{}
+	}
+	w.Status.FailedIndexes[reason] = ranges
+	return w
+}
+
 // Results sets status.results.
 func (w *ImageListWrapper) Results(r eraserv1.ImageResults) *ImageListWrapper {
 	w.Status.Results = &r

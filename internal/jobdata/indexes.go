@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/eraser-oss/eraser/internal/nodefilter"
 )
 
 // Indexes into a job's node list, written compactly in its status
@@ -54,4 +56,17 @@ func ParseIndexes(s string, n int) []int {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// FailedReasons is the reason status.failedIndexes records for each failed
+// node of targets, by node name. An index past the list or a malformed
+// range (an edit by hand) is left out.
+func FailedReasons(targets []nodefilter.Target, failedIndexes map[string]string) map[string]string {
+	out := map[string]string{}
+	for reason, ranges := range failedIndexes {
+		for _, i := range ParseIndexes(ranges, len(targets)) {
+			out[targets[i].Name] = reason
+		}
+	}
+	return out
 }

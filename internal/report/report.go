@@ -40,6 +40,8 @@ type Summary struct {
 	Verdicts []Verdict `json:"verdicts,omitempty"`
 	// VerdictsOmitted counts the verdicts left out to stay under MaxSize.
 	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
+	// ScanDB is the vulnerability DB the scanner judged with.
+	ScanDB *ScanDB `json:"scanDB,omitempty"`
 	// SandboxImageGuessed is set when neither the runtime's status nor its
 	// pod sandboxes named a sandbox image, so every image that looks like a
 	// pause image was kept (counted as "pinned").

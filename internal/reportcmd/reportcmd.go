@@ -246,11 +246,19 @@ func Print(w io.Writer, out Output) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
-		if n.Failed {
+		switch {
+		case n.Failed:
 			fmt.Fprintf(tw, "%s\t(node failed)\t\t%s\t\t%s\n", n.Name, n.Reason, oneLine(n.Message))
+		case n.Reason != "":
+			// Skipped, or never reached: the worker did not run there.
+			fmt.Fprintf(tw, "%s\t(not run)\t\t%s\t\t%s\n", n.Name, n.Reason, oneLine(n.Message))
 		}
 		if n.Unavailable != "" {
-			fmt.Fprintf(tw, "%s\t(no entries)\t\t\t\t%s; counts: %s\n", n.Name, oneLine(n.Unavailable), counts(n.Counts))
+			detail := oneLine(n.Unavailable)
+			if len(n.Counts) > 0 {
+				detail += "; counts: " + counts(n.Counts)
+			}
+			fmt.Fprintf(tw, "%s\t(no entries)\t\t\t\t%s\n", n.Name, detail)
 		}
 		for _, e := range n.Entries {
 			size := ""

@@ -42,11 +42,8 @@ func encodeFailures(targets []nodefilter.Target, failures map[string]eraserv1.No
 // that node is judged anew, as before the record existed.
 func decodeFailures(targets []nodefilter.Target, rec map[string]string) map[string]eraserv1.NodeFailure {
 	out := map[string]eraserv1.NodeFailure{}
-	for reason, ranges := range rec {
-		for _, i := range jobdata.ParseIndexes(ranges, len(targets)) {
-			name := targets[i].Name
-			out[name] = eraserv1.NodeFailure{Node: name, Reason: reason, Message: restoredMessage}
-		}
+	for name, reason := range jobdata.FailedReasons(targets, rec) {
+		out[name] = eraserv1.NodeFailure{Node: name, Reason: reason, Message: restoredMessage}
 	}
 	return out
 }

@@ -38,22 +38,28 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 		return reconcile.Result{}, nil
 	}
 	rep := job.Status.Report
-	if rep != nil && !rep.Complete && job.Status.CompletionTime != nil {
-		if wait := job.Status.CompletionTime.Add(reportWait).Sub(r.clock.Now()); wait > 0 {
-			// The pods' logs are the report's only source: keep them until
-			// the collector has read them. Its status patch brings the job
-			// back; the requeue bounds the wait should it never come.
+	if (rep == nil || !rep.Complete) && job.Status.CompletionTime != nil {
+		// The pods' logs are the report's only source: keep them until
+		// the collector has read them. The wait counts from when this
+		// process first saw the job finished, if later than its end, so
+		// that a manager down across the job's end still gives the
+		// collector its time. Its status patch brings the job back; the
+		// requeue bounds the wait should it never come.
+		since := job.Status.CompletionTime.Time
+		if seen := r.finishedSeen(job); seen.After(since) {
+			since = seen
+		}
+		if wait := since.Add(reportWait).Sub(r.clock.Now()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
 	if err := r.deletePods(ctx, job); err != nil {
 		return reconcile.Result{}, err
 	}
-	for _, name := range []string{job.Name, jobdata.NodesName(job.Name)} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name}}
-		if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, err
-		}
+	// The node list stays with the job: the report names every node of
+	// it, and a report not complete yet still reads it.
+	if err := r.deleteConfigMap(ctx, job.Name); err != nil {
+		return reconcile.Result{}, err
 	}
 	if rep != nil && rep.DeleteAfter != nil {
 		if wait := rep.DeleteAfter.Sub(r.clock.Now()); wait > 0 {
@@ -65,9 +71,34 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 	if err := r.deleteReport(ctx, job); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.deleteConfigMap(ctx, jobdata.NodesName(job.Name)); err != nil {
+		return reconcile.Result{}, err
+	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 	r.forget(job.Name)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// deleteConfigMap deletes one of the job's ConfigMaps. The owner reference
+// would have the garbage collector do it too, but not on clusters (and test
+// servers) without one.
+func (r *Reconciler) deleteConfigMap(ctx context.Context, name string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name}}
+	if err := r.client.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting ConfigMap %s: %w", name, err)
+	}
+	return nil
+}
+
+// finishedSeen is when this process first saw the finished job.
+func (r *Reconciler) finishedSeen(job *eraserv1.ImageJob) time.Time {
+	st := r.state(job)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finishedSeen.IsZero() {
+		st.finishedSeen = r.clock.Now()
+	}
+	return st.finishedSeen
 }
 
 // cleanupBatch is the most pods one deletecollection request deletes: the

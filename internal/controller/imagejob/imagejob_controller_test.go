@@ -115,15 +115,16 @@ func TestJobLifecycle(t *testing.T) {
 	if n := len(f.pods("life")); n != 0 {
 		t.Errorf("%d pods left", n)
 	}
-	for _, name := range []string{"life", jobdata.NodesName("life")} {
-		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-			t.Errorf("ConfigMap %s left: %v", name, err)
-		}
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "life"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the job's data left with its pods gone: %v", err)
 	}
-	// The job and its report outlive the pods by keepReportFor...
+	// The job, its report and its node list (which the report names
+	// every node of) outlive the pods by keepReportFor...
 	f.get("life")
-	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(shard), &corev1.ConfigMap{}); err != nil {
-		t.Errorf("report shard gone with the pods: %v", err)
+	for _, cm := range []client.ObjectKey{client.ObjectKeyFromObject(shard), {Namespace: f.ns, Name: jobdata.NodesName("life")}} {
+		if err := env.Client.Get(f.ctx, cm, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("ConfigMap %s gone with the pods: %v", cm.Name, err)
+		}
 	}
 	// ...and then go together.
 	f.clock.Step(24 * time.Hour)
@@ -131,8 +132,10 @@ func TestJobLifecycle(t *testing.T) {
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "life"}, job); !apierrors.IsNotFound(err) {
 		t.Errorf("job not deleted: %v", err)
 	}
-	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(shard), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("report shard left after the job: %v", err)
+	for _, cm := range []client.ObjectKey{client.ObjectKeyFromObject(shard), {Namespace: f.ns, Name: jobdata.NodesName("life")}} {
+		if err := env.Client.Get(f.ctx, cm, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s left after the job: %v", cm.Name, err)
+		}
 	}
 }
 

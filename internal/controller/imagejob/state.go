@@ -49,6 +49,9 @@ type jobState struct {
 	// seen is when this process first saw the job, for the wait for its
 	// data: the job's creationTimestamp is the API server's clock.
 	seen time.Time
+	// finishedSeen is when this process first saw the job finished, for
+	// the pods' wait for the report (cleanup).
+	finishedSeen time.Time
 }
 
 // judged is a finished pod's outcome as of a resource version.

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
@@ -137,6 +138,9 @@ type jobState struct {
 	failed     int
 	lastErr    string
 	cursor     string
+	// nodes is the job's node list, nil when it is gone (nodesRead).
+	nodes     *jobdata.Nodes
+	nodesRead bool
 }
 
 // The report's shards are created and deleted; pods' logs are read.
@@ -180,28 +184,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
+	if err := r.nodes(ctx, job, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	todo := Todo(pods.Items, st.written, st.pendingSet)
+	pods := ours(list.Items, job.UID)
+	// Finished pods first; those the job judged before they finished (a
+	// failed worker's siblings wait on) last, once no finished one is left.
+	todo, final := Todo(pods, st.written, st.pendingSet), false
+	if len(todo) == 0 {
+		todo, final = Unfinished(pods, st.written, st.pendingSet), true
+	}
 	read := r.gather(ctx, todo, st)
+	failure := failures(job, st.nodes)
 	for _, n := range read {
+		if final {
+			unfinished(&n, failure)
+		}
 		st.pending = append(st.pending, n)
 		st.pendingSet[n.Name] = true
 		st.pendingEntries += len(n.Entries)
 	}
-	more := len(todo) > len(read)
+	more := len(todo) > len(read) || !final && len(Unfinished(pods, st.written, st.pendingSet)) > 0
 	complete := !more
 	if complete {
-		// Nodes that failed without a finished pod (timed out, deleted)
-		// left no log; the status names some of them.
-		for _, f := range job.Status.FailedNodes {
-			if !st.written[f.Node] && !st.pendingSet[f.Node] {
-				st.pending = append(st.pending, nodereport.Node{Name: f.Node, Failed: true, Reason: f.Reason, Message: f.Message})
-				st.pendingSet[f.Node] = true
-			}
+		// Every node of the job is in the report: those without a log
+		// (failed without a pod, never reached, skipped, pod gone) with
+		// the reason.
+		for _, n := range Missing(job, st.nodes, st.written, st.pendingSet) {
+			st.pending = append(st.pending, n)
+			st.pendingSet[n.Name] = true
 		}
 	}
 	if complete || st.pendingEntries >= flushEntries || len(st.pending) >= flushNodes(job) {

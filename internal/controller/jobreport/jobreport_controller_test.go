@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -69,14 +70,21 @@ func setup(t *testing.T) context.Context {
 	return ctx
 }
 
+// jobPod is the job's worker pod on node, controlled by the job as the
+// manager's are.
+func jobPod(job *eraserv1.ImageJob, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podspec.PodName(job.Name, node), Labels: map[string]string{podspec.LabelJob: job.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: podspec.RemoverContainer, Image: "remover"}}},
+	}
+}
+
 // finishedPod is a pod of the job on node, finished with the remover's
 // exit code and summary.
 func finishedPod(t *testing.T, ctx context.Context, job *eraserv1.ImageJob, node string, exit int32, s report.Summary) {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podspec.PodName(job.Name, node), Labels: map[string]string{podspec.LabelJob: job.Name}},
-		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: podspec.RemoverContainer, Image: "remover"}}},
-	}
+	pod := jobPod(job, node)
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +173,7 @@ func TestReportFromLogs(t *testing.T) {
 			}},
 		{Name: "n3", Counts: map[string]int{"removed": 4}, Entries: []nodereport.Entry{},
 			Unavailable: "reading the log: remover: no preferred addresses found"},
-		{Name: "n4", Failed: true, Reason: "StartTimeout", Message: "did not start within 10m", Entries: []nodereport.Entry{}},
+		{Name: "n4", Failed: true, Reason: "StartTimeout", Message: "did not start within 10m", Entries: []nodereport.Entry{}, Unavailable: noPodFailed},
 	}
 	if diff := cmp.Diff(want, nodes); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)

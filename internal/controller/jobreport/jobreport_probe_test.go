@@ -32,10 +32,7 @@ func finishedPods(t *testing.T, ctx context.Context, job *eraserv1.ImageJob, nod
 	for range 16 {
 		wg.Go(func() {
 			for node := range work {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podspec.PodName(job.Name, node), Labels: map[string]string{podspec.LabelJob: job.Name}},
-					Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: podspec.RemoverContainer, Image: "remover"}}},
-				}
+				pod := jobPod(job, node)
 				if err := env.Client.Create(ctx, pod); err != nil {
 					errs <- err
 					continue

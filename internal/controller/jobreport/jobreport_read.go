@@ -42,7 +42,7 @@ func (r *Reconciler) node(ctx context.Context, pod *corev1.Pod, intern *interner
 	var problems []string
 	// The manager's cache keeps container statuses, not the spec.
 	for _, c := range pod.Status.ContainerStatuses {
-		if c.Name != podspec.CollectorContainer && c.Name != podspec.RemoverContainer {
+		if !worker(c.Name) {
 			continue
 		}
 		entries, more, err := r.read(ctx, pod, c.Name)
@@ -83,6 +83,16 @@ func (r *Reconciler) read(ctx context.Context, pod *corev1.Pod, container string
 	return nodereport.ParseLog(rc, maxEntries)
 }
 
+// worker says whether a container is one of the node workers, whose logs
+// and termination messages the report reads.
+func worker(container string) bool {
+	switch container {
+	case podspec.CollectorContainer, podspec.ScannerContainer, podspec.RemoverContainer:
+		return true
+	}
+	return false
+}
+
 // NodeOf is a finished pod's node with the totals its workers left in
 // their termination messages, and its failure if it failed.
 func NodeOf(pod *corev1.Pod) nodereport.Node {
@@ -96,7 +106,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			n.Failed, n.Reason = true, podspec.FailureReason(pod)
 			n.Message = fmt.Sprintf("container %s exited with code %d", cs.Name, term.ExitCode)
 		}
-		if term.Message == "" || (cs.Name != podspec.CollectorContainer && cs.Name != podspec.RemoverContainer) {
+		if term.Message == "" || !worker(cs.Name) {
 			continue
 		}
 		s, err := report.Decode([]byte(term.Message))
@@ -106,14 +116,22 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 		if s.Error != "" && term.ExitCode != 0 {
 			n.Message += ": " + truncate(s.Error)
 		}
+		scanner := cs.Name == podspec.ScannerContainer
 		for k, v := range s.Counts {
-			if k == "candidates" {
+			if k == "candidates" || scanner && k == report.CountToRemove {
 				continue
+			}
+			if scanner {
+				// Its verdicts, as its result lines name them.
+				k = report.ScanOutcome(k)
 			}
 			if n.Counts == nil {
 				n.Counts = map[string]int{}
 			}
 			n.Counts[k] += v
+		}
+		if scanner {
+			n.ScanDB = s.ScanDB
 		}
 		if cs.Name == podspec.RemoverContainer {
 			n.BytesFreed, n.DryRun = s.BytesFreed, s.DryRun

@@ -1,0 +1,158 @@
+package jobreport
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/podspec"
+)
+
+func targets(names ...string) []nodefilter.Target {
+	out := make([]nodefilter.Target, len(names))
+	for i, n := range names {
+		out[i] = nodefilter.Target{Name: n, OS: "linux"}
+	}
+	return out
+}
+
+// TestMissing: every node of the job that has no log is named, with why.
+func TestMissing(t *testing.T) {
+	restored := fmt.Sprintf("status.failedIndexes records the reason; status.failedNodes names only the first %d", eraserv1.MaxReportedNodes)
+	nodes := &jobdata.Nodes{Targets: targets("a", "b", "c", "d", "e", "f"),
+		Skipped: []nodefilter.Skipped{{Name: "s1", Reason: nodefilter.ReasonNotReady}, {Name: "s2", Reason: nodefilter.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
+	for name, tc := range map[string]struct {
+		job     *eraserv1.ImageJob
+		nodes   *jobdata.Nodes
+		written map[string]bool
+		want    []nodereport.Node
+	}{
+		"every kind of node without a log": {
+			// a written; b named in failedNodes; c only in failedIndexes;
+			// d reached, no pod, not failed; e and f never reached.
+			job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(4).
+				FailedNode("b", "StartTimeout", "did not start within 10m").FailedIndexes("StartTimeout", "1").FailedIndexes("RunTimeout", "2").Obj(),
+			nodes: nodes, written: map[string]bool{"a": true},
+			want: []nodereport.Node{
+				{Name: "b", Failed: true, Reason: "StartTimeout", Message: "did not start within 10m", Unavailable: noPodFailed},
+				{Name: "c", Failed: true, Reason: "RunTimeout", Message: restored, Unavailable: noPodFailed},
+				{Name: "d", Unavailable: noPodSucceeded},
+				{Name: "e", Reason: ReasonNotStarted, Message: "the run ended before it reached this node"},
+				{Name: "f", Reason: ReasonNotStarted, Message: "the run ended before it reached this node"},
+				{Name: "s1", Reason: "Skipped/NotReady", Message: "the job left this node out"},
+				{Name: "s2", Reason: "Skipped/Tainted", Message: "the job left this node out: gpu=true:NoSchedule"},
+			},
+		},
+		"all written": {
+			job:     builder.MakeImageJob("j").Phase(eraserv1.PhaseCompleted).Started(6).Obj(),
+			nodes:   &jobdata.Nodes{Targets: targets("a", "b")},
+			written: map[string]bool{"a": true, "b": true},
+		},
+		"an index past the list is ignored": {
+			job:   builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(1).FailedIndexes("PodFailed", "0,9").Obj(),
+			nodes: &jobdata.Nodes{Targets: targets("a")},
+			want:  []nodereport.Node{{Name: "a", Failed: true, Reason: "PodFailed", Message: restored, Unavailable: noPodFailed}},
+		},
+		"no node list: the named failures only": {
+			job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(3).
+				FailedNode("x", "PodMissing", "gone").FailedNode("y", "PodFailed", "exit 1").FailedIndexes("PodFailed", "0-40").Obj(),
+			written: map[string]bool{"y": true},
+			want:    []nodereport.Node{{Name: "x", Failed: true, Reason: "PodMissing", Message: "gone", Unavailable: noPodFailed}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := Missing(tc.job, tc.nodes, tc.written, map[string]bool{})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReportNamesEveryNode (issue 23, item 8): a job of 100 nodes and 2
+// skipped whose report could read only some pods: 20 finished, one still
+// running when the job ended (its collector failed, the remover waited),
+// 40 failed nodes without pods (more than status.failedNodes names: the
+// rest are in failedIndexes), the others' pods deleted before the report
+// read them. The complete report names all 102, each with its counts or
+// the reason it has none.
+func TestReportNamesEveryNode(t *testing.T) {
+	ctx := setup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	job := builder.MakeImageJob("every-node").Obj()
+	if err := env.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range 100 {
+		names = append(names, fmt.Sprintf("n-%03d", i))
+	}
+	list := jobdata.Nodes{Targets: targets(names...), Skipped: []nodefilter.Skipped{{Name: "cordoned", Reason: nodefilter.ReasonNotReady}, {Name: "gpu", Reason: nodefilter.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
+	if err := jobdata.CreateNodes(ctx, env.Client, ns, job, list); err != nil {
+		t.Fatal(err)
+	}
+	finishedPods(t, ctx, job, names[:20])
+	src := logs{}
+	for _, n := range names[:20] {
+		src[podspec.PodName(job.Name, n)+"/remover"] = line("removed", "docker.io/library/nginx:1.25", "sha256:aa", "Unused", 100, "")
+	}
+	// n-020: the collector exited 1, the remover still waits for its list.
+	running := jobPod(job, "n-020")
+	running.Spec.Containers = append(running.Spec.Containers, corev1.Container{Name: podspec.CollectorContainer, Image: "collector"})
+	if err := env.Client.Create(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	running.Status.Phase = corev1.PodRunning
+	running.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: podspec.CollectorContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+		{Name: podspec.RemoverContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+	}
+	if err := env.Client.Status().Update(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	src[podspec.PodName(job.Name, "n-020")+"/collector"] = line("in use", "docker.io/library/redis:7", "sha256:bb", "", 0, "container cache")
+	// n-021..n-060 failed without pods: StartTimeout, 32 of them named.
+	job.Status.Phase, job.Status.Desired, job.Status.Started = eraserv1.PhaseFailed, 100, 100
+	job.Status.FailedIndexes = map[string]string{"StartTimeout": "21-60", "PodFailed": "20"}
+	job.Status.FailedNodes = []eraserv1.NodeFailure{{Node: "n-020", Reason: "PodFailed", Message: "container collector: Error (exit code 1)"}}
+	for _, n := range names[21:52] {
+		job.Status.FailedNodes = append(job.Status.FailedNodes, eraserv1.NodeFailure{Node: n, Reason: "StartTimeout", Message: "did not start within 10m"})
+	}
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+
+	got := collect(t, ctx, NewReconciler(env.Client, env.Client, src, clk, Options{Namespace: ns}), clk, job, 20)
+	if job.Status.Report.Nodes != 102 || len(got) != 102 {
+		t.Fatalf("the report has %d nodes (status says %d), want all 102 of the job", len(got), job.Status.Report.Nodes)
+	}
+	for name, n := range got {
+		var ok bool
+		switch i := slices.Index(names, name); {
+		case i < 0:
+			ok = strings.HasPrefix(n.Reason, ReasonSkipped) && !n.Failed
+		case i < 20:
+			ok = len(n.Entries) == 1 && n.Counts["removed"] == 1 && !n.Failed
+		case i == 20:
+			ok = n.Failed && n.Reason == "PodFailed" && strings.Contains(n.Message, unfinishedPod) && len(n.Entries) == 1 && n.Entries[0].Outcome == "in use"
+		case i <= 60:
+			ok = n.Failed && n.Reason == "StartTimeout" && n.Unavailable == noPodFailed
+		default:
+			ok = !n.Failed && n.Unavailable == noPodSucceeded
+		}
+		if !ok {
+			t.Errorf("node %s: %+v", name, n)
+		}
+	}
+}
