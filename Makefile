@@ -232,7 +232,7 @@ demo: ## Root: a local cluster of real kubelets, Eraser installed in it, an Imag
 bench: bench-remover bench-manager bench-scanner ## Run every benchmark; figures are printed and written under bench/results.
 
 .PHONY: bench-manager
-bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10,000 KWOK nodes vs a bare client; writes per node, CPU per node, peak RSS, the control plane's CPU shares. BENCH_NODES=1000 for one size, BENCH_REPEAT=n runs each size n times (default 3 at 1,000 nodes, 1 above; medians printed), BENCH_PPROF=dir for profiles.
+bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10,000 KWOK nodes vs a bare client, then the queue case (10 ImageLists at once on 1,000 nodes: one worker per node, BENCH_QUEUE_NODES=0 skips it); writes per node, CPU per node, peak RSS, the control plane's CPU shares. BENCH_NODES=1000 for one size, BENCH_REPEAT=n runs each size n times (default 3 at 1,000 nodes, 1 above; medians printed), BENCH_PPROF=dir for profiles.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -tags bench -count=1 -run TestManagerBench -v -timeout 80m ./test/bench
 
 .PHONY: bench-remover
