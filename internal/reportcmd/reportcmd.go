@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,6 +244,9 @@ func Print(w io.Writer, out Output) {
 	if out.OmittedNodes > 0 {
 		fmt.Fprintf(w, "%d nodes left out: the report reached its size cap\n", out.OmittedNodes)
 	}
+	for _, db := range scanDBs(out.Nodes) {
+		fmt.Fprintln(w, db)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
@@ -272,6 +276,31 @@ func Print(w io.Writer, out Output) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// scanDBs says which vulnerability DBs the nodes' scanners judged with:
+// one line per DB, with how many nodes used it (nodes download their own,
+// so a run may span a DB update).
+func scanDBs(nodes []nodereport.Node) []string {
+	seen := map[string]int{}
+	for _, n := range nodes {
+		if db := n.ScanDB; db != nil {
+			line := fmt.Sprintf("vulnerability DB: schema %d", db.Version)
+			if db.UpdatedAt != nil {
+				line += ", built " + db.UpdatedAt.UTC().Format(time.RFC3339)
+			}
+			if db.NextUpdate != nil {
+				line += ", next update " + db.NextUpdate.UTC().Format(time.RFC3339)
+			}
+			seen[line]++
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for line, n := range seen {
+		out = append(out, fmt.Sprintf("%s (%d nodes)", line, n))
+	}
+	slices.Sort(out)
+	return out
 }
 
 func counts(m map[string]int) string {

@@ -71,12 +71,15 @@ type Judgement struct {
 	Verdict  Verdict
 	Remove   bool
 	Findings []Finding
-	Error    string
+	// EndOfLife is the engine's word, whatever the verdict (a vulnerable
+	// image may be end of life too).
+	EndOfLife bool
+	Error     string
 }
 
 // Judge applies the policy to one image's report (or scan error).
 func (p Policy) Judge(img handoff.Image, r Report, err error) Judgement {
-	j := Judgement{Image: img}
+	j := Judgement{Image: img, EndOfLife: err == nil && r.EndOfLife}
 	switch {
 	case err != nil:
 		j.Verdict, j.Error, j.Remove = Failed, err.Error(), p.DeleteFailed

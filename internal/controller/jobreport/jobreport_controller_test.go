@@ -187,16 +187,18 @@ func TestReportFromLogs(t *testing.T) {
 	t.Run("kubectl eraser report", func(t *testing.T) { kubectlEraser(t, job.Name) })
 }
 
-// kubectlEraser runs the plugin through the real kubectl, as an operator
-// would: kubectl finds kubectl-eraser on the PATH.
-func kubectlEraser(t *testing.T, job string) {
+// pluginRunner builds kubectl-eraser and returns a function that runs it
+// through the real kubectl, as an operator would: kubectl finds
+// kubectl-eraser on the PATH.
+func pluginRunner(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
 	kubectl := testenv.Kubectl(t)
 	plugin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	run := func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
 		cmd := exec.Command(kubectl, append([]string{"eraser"}, args...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, "PATH="+filepath.Dir(plugin)+":"+os.Getenv("PATH"))
 		var out, stderr bytes.Buffer
@@ -207,6 +209,12 @@ func kubectlEraser(t *testing.T, job string) {
 		}
 		return out.String(), err
 	}
+}
+
+// kubectlEraser runs the plugin through the real kubectl, as an operator
+// would: kubectl finds kubectl-eraser on the PATH.
+func kubectlEraser(t *testing.T, job string) {
+	run := pluginRunner(t)
 	out, err := run("report", "imagejob/"+job, "--node", "n2", "-o", "json")
 	if err != nil {
 		t.Fatal(err)

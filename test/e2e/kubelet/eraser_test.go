@@ -269,7 +269,8 @@ func TestEraser(t *testing.T) {
 		seeded := time.Now()
 		seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
 		afterMinAge(seeded)
-		setConfig(t, withRetention(scannerConfig(t), removable))
+		// The jobs and their reports are kept, for the scanner's verdicts.
+		setConfig(t, strings.Replace(withRetention(scannerConfig(t), removable), "keepReportFor: 0s", "keepReportFor: 1h", 1))
 		t.Cleanup(func() { setConfig(t, baseConfig) })
 
 		// collector → trivy-scanner → remover in each node's pod; the
@@ -293,6 +294,7 @@ func TestEraser(t *testing.T) {
 			}
 			return len(missing) == 0, fmt.Sprintf("no series for %v", missing)
 		})
+		scanVerdictsInReport(t, vulnerable, fixed)
 		expectJobsCleanedUp(t)
 	})
 

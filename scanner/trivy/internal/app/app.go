@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aquasecurity/trivy/pkg/clock"
@@ -44,6 +43,8 @@ type Command struct {
 	Now string
 
 	closeStore func() error
+	// db is the vulnerability DB the run judges with, for the summary.
+	db *report.ScanDB
 }
 
 // Bind registers the flags (upstream's --config, plus the workers' own).
@@ -145,7 +146,15 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 	if err != nil {
 		return nil, err
 	}
-	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds())
+	// Which DB judged is part of every verdict's why; a DB Trivy accepted
+	// has its metadata, so a failure to read it only loses that.
+	db, err := vulndb.Info(dir)
+	if err != nil {
+		log.Warn("the report will not say which vulnerability DB judged", "error", err)
+	} else {
+		c.db = db
+	}
+	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds(), "db", db)
 	addr, err := socketPath(c.RuntimeEndpoint)
 	if err != nil {
 		return nil, err
@@ -188,25 +197,22 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engin
 	js := scan.Run(ctx, eng, images, policy, cfg.Timeout.PerImage.Duration, cfg.Timeout.Total.Duration)
 	log.Info("scan finished", "images", len(images), "seconds", time.Since(start).Seconds())
 	var send []handoff.Image
+	s.ScanDB = c.db
 	for _, j := range js {
 		name := j.Image.ImageID
 		if len(j.Image.Names) > 0 {
 			name = j.Image.Names[0]
 		}
-		reason := j.Error
-		if len(j.Findings) > 0 {
-			ids := make([]string, 0, 3)
-			for _, f := range j.Findings[:min(3, len(j.Findings))] {
-				ids = append(ids, f.ID+" "+f.Package+" "+f.Severity)
-			}
-			reason = strings.Join(ids, ", ")
-			if len(j.Findings) > 3 {
-				reason += fmt.Sprintf(" (+%d)", len(j.Findings)-3)
-			}
-		}
-		log.Info("verdict", "image", name, "id", j.Image.ImageID, "verdict", string(j.Verdict), "remove", j.Remove, "findings", len(j.Findings), "reason", reason)
+		// One result line per image: the node's report keeps the verdict
+		// and what decided it.
+		why := scan.LogResult(log, j)
 		s.Counts[string(j.Verdict)]++
-		s.Verdicts = append(s.Verdicts, report.Verdict{Image: name, Verdict: string(j.Verdict), Remove: j.Remove, Reason: reason})
+		// The termination message has 4 KiB: only the verdicts that
+		// findings or an error decided carry their reason there.
+		if j.Verdict != scan.Vulnerable && j.Verdict != scan.Failed {
+			why = ""
+		}
+		s.Verdicts = append(s.Verdicts, report.Verdict{Image: name, Verdict: string(j.Verdict), Remove: j.Remove, Reason: why})
 		if j.Verdict == scan.Failed {
 			s.AddFailure(name, j.Error)
 		}

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aquasecurity/trivy-db/pkg/metadata"
 	trivydb "github.com/aquasecurity/trivy/pkg/db"
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
 	xhttp "github.com/aquasecurity/trivy/pkg/x/http"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/scan"
 )
 
@@ -158,4 +160,22 @@ func (b *doneBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.done()
 	return err
+}
+
+// Info reads what the DB in dir says of itself (metadata.json): its schema
+// version, when it was built, downloaded and is due to be replaced. Zero
+// times are left out.
+func Info(dir string) (*report.ScanDB, error) {
+	m, err := metadata.NewClient(dir).Get()
+	if err != nil {
+		return nil, fmt.Errorf("reading the vulnerability DB's metadata in %s: %w", dir, err)
+	}
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	return &report.ScanDB{Version: m.Version, UpdatedAt: at(m.UpdatedAt), DownloadedAt: at(m.DownloadedAt), NextUpdate: at(m.NextUpdate)}, nil
 }

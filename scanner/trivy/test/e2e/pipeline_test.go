@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/eraser-oss/eraser/internal/nodereport"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/workertest"
@@ -204,10 +205,41 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 			if n := scanner.Summary.Counts[report.CountToRemove]; n != wantSent {
 				t.Errorf("scanner handed %d images to the remover, want %d", n, wantSent)
 			}
-			if !strings.Contains(scanner.Stderr, "CVE-2099-0001") {
-				t.Errorf("the scanner's log does not name the finding:\n%s", scanner.Stderr)
-			}
+			reportEntries(t, scanner, tc.verdicts)
 		})
+	}
+}
+
+// reportEntries: the scanner's log, read as the manager's report reads it,
+// has one entry per image judged with its verdict, and the vulnerable one
+// says which finding decided it (ID, severity, package, fixed version); its
+// summary names the DB (issue 23, item 11).
+func reportEntries(t *testing.T, scanner run, want map[string]string) {
+	t.Helper()
+	entries, _, err := nodereport.ParseLog(strings.NewReader(scanner.Stderr), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		if e.Scan == nil {
+			t.Errorf("entry %+v has no verdict", e)
+			continue
+		}
+		got[e.Image] = e.Scan.Verdict
+		if e.Scan.Verdict != "vulnerable" {
+			continue
+		}
+		f := report.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
+		if len(e.Scan.Findings) != 1 || e.Scan.Findings[0] != f || !e.Scan.Remove || !strings.Contains(e.Detail, "CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0)") {
+			t.Errorf("vulnerable entry %+v (%+v): want the finding %+v", e, e.Scan, f)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("report entries' verdicts (-want +got):\n%s", diff)
+	}
+	if db := scanner.Summary.ScanDB; db == nil || db.Version != 2 || db.UpdatedAt == nil {
+		t.Errorf("summary's DB %+v: want the schema version and build time", db)
 	}
 }
 

@@ -1,0 +1,94 @@
+//go:build linux
+
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/report"
+)
+
+// scanVerdictsInReport (issue 23, item 11): the scheduled run's report
+// carries, per node, the scanner's verdict on each image it judged and what
+// decided it, read from the real scanner's log on real nodes: the
+// vulnerable image with the fixture DB's finding, the fixed one clean, and
+// the DB each node judged with; kubectl eraser report shows them. Then it
+// turns the scanned runs off and deletes the jobs the run's keepReportFor keeps.
+func scanVerdictsInReport(t *testing.T, vulnerable, fixed string) {
+	t.Helper()
+	ctx := testCtx(t)
+	want := report.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
+	var job string
+	eventually(t, 2*time.Minute, "a complete report with the scanner's verdicts on every node", func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		if err := kube.List(ctx, &jobs); err != nil {
+			return false, err.Error()
+		}
+		var why []string
+		for i := range jobs.Items {
+			j := &jobs.Items[i]
+			if rep := j.Status.Report; rep == nil || !rep.Complete {
+				why = append(why, j.Name+": report not complete")
+				continue
+			}
+			problem := verdictProblem(ctx, j, vulnerable, fixed, want)
+			if problem == "" {
+				job = j.Name
+				return true, ""
+			}
+			why = append(why, j.Name+": "+problem)
+		}
+		return false, strings.Join(why, "; ")
+	})
+	out := kubectlEraser(t, "report", "imagejob/"+job, "--node", cluster.Nodes[0].Name)
+	for _, s := range []string{"vulnerability DB: schema 2, built", vulnerable, "vulnerable", "CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0)", fixed, "clean"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("kubectl eraser report lacks %q:\n%s", s, out)
+		}
+	}
+	// No more scanned runs, whose reports would be kept too.
+	setConfig(t, baseConfig)
+	if err := kube.DeleteAllOf(ctx, &eraserv1.ImageJob{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verdictProblem says what the job's report lacks, "" for nothing.
+func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, vulnerable, fixed string, want report.Finding) string {
+	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
+	if err != nil {
+		return err.Error()
+	}
+	nodes, err := nodereport.Read(shards, nil)
+	if err != nil {
+		return err.Error()
+	}
+	if len(nodes) != len(cluster.Nodes) {
+		return fmt.Sprintf("%d nodes in the report, want %d", len(nodes), len(cluster.Nodes))
+	}
+	for _, n := range nodes {
+		if n.ScanDB == nil || n.ScanDB.Version != 2 || n.ScanDB.UpdatedAt == nil {
+			return fmt.Sprintf("node %s: DB %+v", n.Name, n.ScanDB)
+		}
+		verdicts := map[string]*report.Scan{}
+		for _, e := range n.Entries {
+			if e.Scan != nil {
+				verdicts[e.Image] = e.Scan
+			}
+		}
+		v, f := verdicts[vulnerable], verdicts[fixed]
+		if v == nil || v.Verdict != "vulnerable" || !v.Remove || len(v.Findings) != 1 || v.Findings[0] != want {
+			return fmt.Sprintf("node %s: verdict on %s %+v", n.Name, vulnerable, v)
+		}
+		if f == nil || f.Verdict != "clean" || f.Remove {
+			return fmt.Sprintf("node %s: verdict on %s %+v", n.Name, fixed, f)
+		}
+	}
+	return ""
+}
