@@ -173,7 +173,7 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loo
 # beside the API server (the kubelet tier's build; the same cache).
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
-	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 -timeout 40m $(GO_PACKAGES)
+	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 40m $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-scanner
 	$(MAKE) --no-print-directory test-promrules
 	$(MAKE) --no-print-directory test-deploy
@@ -194,6 +194,10 @@ test-promrules: ## promtool unit tests of every alert of the chart's PrometheusR
 test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m ./...
+
+.PHONY: test-crio
+test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module proxy once (cold ~5 min, hack/build-crio.sh), started privately by the tests.
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 ./internal/testcrio/
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.
