@@ -269,3 +269,18 @@ func (c *CRIO) ImageIDs(t testing.TB) map[string]string {
 	}
 	return out
 }
+
+// RepoDigest is the repository digest (name@sha256:...) CRI-O recorded for
+// the image tagged tag when it pulled it: what a user lists to name it by
+// digest.
+func (c *CRIO) RepoDigest(t testing.TB, tag string) string {
+	t.Helper()
+	resp, err := c.Images.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: tag}})
+	if err != nil {
+		t.Fatalf("image status of %s: %v", tag, err)
+	}
+	if resp.GetImage() == nil || len(resp.GetImage().GetRepoDigests()) == 0 {
+		t.Fatalf("CRI-O has no repo digest for %s", tag)
+	}
+	return resp.GetImage().GetRepoDigests()[0]
+}

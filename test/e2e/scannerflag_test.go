@@ -47,7 +47,7 @@ func TestScannerEndpointRemovedEarly(t *testing.T) {
 		}
 		scanErr <- fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable)
 	}()
-	_, remover := pipeline(t, ctx, n, shared, "", false)
+	_, remover := pipeline(t, ctx, n.Endpoint, shared, "", false)
 	if err := <-scanErr; err != nil {
 		t.Fatalf("scanner: %v", err)
 	}

@@ -101,12 +101,13 @@ func runWorker(t *testing.T, ctx context.Context, name string, args ...string) r
 	return workertest.Worker(t, ctx, filepath.Join(bin, name), args...)
 }
 
-// pipeline runs the collector and the remover as two processes sharing dir,
-// as in a worker pod, and fails the test unless both exit 0. exclusionDir
-// ("" for none) goes to both, as the pod spec passes it to every worker.
-func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir string, scanDisabled bool) (collector, remover run) {
+// pipeline runs the collector and the remover on the runtime at endpoint as
+// two processes sharing dir, as in a worker pod, and fails the test unless
+// both exit 0. exclusionDir ("" for none) goes to both, as the pod spec
+// passes it to every worker.
+func pipeline(t *testing.T, ctx context.Context, endpoint, dir, exclusionDir string, scanDisabled bool) (collector, remover run) {
 	t.Helper()
-	collector, remover = pipelineRun(t, ctx, n, dir, exclusionDir, scanDisabled)
+	collector, remover = pipelineRun(t, ctx, endpoint, dir, exclusionDir, scanDisabled)
 	if collector.Code != 0 || remover.Code != 0 {
 		t.Fatalf("collector exit %d, remover exit %d\ncollector:\n%s\nremover:\n%s", collector.Code, remover.Code, collector.Stderr, remover.Stderr)
 	}
@@ -114,9 +115,9 @@ func pipeline(t *testing.T, ctx context.Context, n *node, dir, exclusionDir stri
 }
 
 // pipelineRun is pipeline without judging the exit codes.
-func pipelineRun(t *testing.T, ctx context.Context, n *node, dir, exclusionDir string, scanDisabled bool, extra ...string) (collector, remover run) {
+func pipelineRun(t *testing.T, ctx context.Context, endpoint, dir, exclusionDir string, scanDisabled bool, extra ...string) (collector, remover run) {
 	t.Helper()
-	args := []string{"--runtime-endpoint=" + n.Endpoint, "--shared-dir=" + dir}
+	args := []string{"--runtime-endpoint=" + endpoint, "--shared-dir=" + dir}
 	if exclusionDir != "" {
 		args = append(args, "--exclusion-dir="+exclusionDir)
 	}
@@ -268,7 +269,7 @@ func TestPipelineScanDisabled(t *testing.T) {
 	excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	collector, remover := pipeline(t, ctx, n, workertest.SharedDir(t), excl, true)
+	collector, remover := pipeline(t, ctx, n.Endpoint, workertest.SharedDir(t), excl, true)
 	if collector.Summary.Counts["candidates"] != 5 {
 		t.Errorf("collector counts %v, want 5 candidates", collector.Summary.Counts)
 	}
@@ -315,7 +316,7 @@ func TestPipelineWithScanner(t *testing.T) {
 		}
 		scanErr <- done.Wait(ctx)
 	}()
-	pipeline(t, ctx, n, shared, "", false)
+	pipeline(t, ctx, n.Endpoint, shared, "", false)
 	if err := <-scanErr; err != nil {
 		t.Fatalf("scanner: %v", err)
 	}
@@ -442,7 +443,7 @@ func TestCustomScanner(t *testing.T) {
 	if err := scan.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pipeline(t, ctx, n, shared, "", false)
+	pipeline(t, ctx, n.Endpoint, shared, "", false)
 	if err := scan.Wait(); err != nil {
 		t.Fatalf("scanner: %v\n%s", err, scanLog.String())
 	}
@@ -483,7 +484,7 @@ func TestHandoffCannotWiden(t *testing.T) {
 			defer cancel()
 			scanErr := make(chan error, 1)
 			go func() { scanErr <- playScanner(ctx, shared, tc.send) }()
-			collector, remover := pipelineRun(t, ctx, n, shared, "", false)
+			collector, remover := pipelineRun(t, ctx, n.Endpoint, shared, "", false)
 			if err := <-scanErr; err != nil {
 				t.Errorf("scanner: %v", err)
 			}

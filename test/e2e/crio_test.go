@@ -1,0 +1,149 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testcrio"
+	"github.com/eraser-oss/eraser/internal/workertest"
+)
+
+// The worker tier on a real CRI-O (issue 24, item 2): the scenarios the
+// containerd tier runs, against CRI-O's own image store, pinning and pause
+// image. CRI-O has no import: the images are pulled, as on a real node,
+// from a loopback registry (testcrio), so each has a repository digest.
+
+const (
+	crioPinned = "example.com/pinned:1"
+	// crioShort is listed by its short name, as a user writes it.
+	crioShort     = "docker.io/library/shortname:1"
+	crioShortName = "shortname:1"
+)
+
+// crioNode is a CRI-O seeded with the containerd tier's images, plus one
+// pinned by pinned_images and one named by a short name.
+type crioNode struct {
+	*testcrio.CRIO
+	ids map[string]string
+}
+
+func seedCRIO(t *testing.T) *crioNode {
+	t.Helper()
+	testcrio.Require(t)
+	c := testcrio.Start(t, testcrio.WithPinnedImages(crioPinned))
+	pause := testcontainerd.Pause(t)
+	runnable := func(tags ...string) testcontainerd.Image {
+		return testcontainerd.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
+	}
+	junk := func(tag string) testcontainerd.Image {
+		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
+	}
+	c.Import(t, runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
+		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage), junk(crioPinned), junk(crioShort))
+	c.RunContainer(t, "running", runImage)
+	pod, _ := c.RunContainer(t, "exited", exitedImage)
+	c.StopPod(t, pod)
+	return &crioNode{CRIO: c, ids: c.ImageIDs(t)}
+}
+
+// present is the node's tags (not its digests or IDs; CRI-O's IDs are bare
+// hex, without containerd's "sha256:").
+func (n *crioNode) present(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for ref, id := range n.ImageIDs(t) {
+		if ref != id && !strings.Contains(ref, "@") {
+			out[ref] = true
+		}
+	}
+	return out
+}
+
+// crioKept is what every automatic removal leaves on the seeded node:
+// excluded, used by containers (running and exited), pinned by CRI-O's
+// configuration, and its pause image.
+var crioKept = map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, crioPinned: true, testcrio.SandboxImage: true}
+
+// TestCRIORemoverImageList: an ImageList's entries in every form, short
+// names included; protected images stay whatever the list says.
+func TestCRIORemoverImageList(t *testing.T) {
+	n := seedCRIO(t)
+	byRepoDigest := n.RepoDigest(t, junkC)
+	_, bareDigest, _ := strings.Cut(n.RepoDigest(t, junkD), "@")
+	list := imageListFile(t,
+		appImage, byRepoDigest, bareDigest, n.ids[junkA], strings.TrimPrefix(n.ids[junkB], "sha256:"), crioShortName,
+		"example.com/ghost:1", keepExact, keepWildcard, runImage, exitedImage, crioPinned, testcrio.SandboxImage)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runWorker(t, ctx, "remover", "--imagelist="+list, "--runtime-endpoint="+n.Endpoint,
+		"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
+	if r.Code != 0 {
+		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
+	}
+	want := map[string]int{"removed": 6, "not on node": 1, "excluded": 2, "in use": 2, "pinned": 2}
+	if diff := cmp.Diff(want, r.Summary.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.Stderr)
+	}
+	if diff := cmp.Diff(crioKept, n.present(t)); diff != "" {
+		t.Errorf("images left (-want +got):\n%s", diff)
+	}
+}
+
+// TestCRIOPipelinePruneAll: "*" through the collector and the remover as
+// two processes, as in a scheduled worker pod with scanning off.
+func TestCRIOPipelinePruneAll(t *testing.T) {
+	n := seedCRIO(t)
+	excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	collector, remover := pipeline(t, ctx, n.Endpoint, workertest.SharedDir(t), excl, true)
+	if collector.Summary.Counts["candidates"] != 6 || remover.Summary.Counts["removed"] != 6 {
+		t.Errorf("collector counts %v, remover counts %v: want 6 candidates, all removed", collector.Summary.Counts, remover.Summary.Counts)
+	}
+	if diff := cmp.Diff(crioKept, n.present(t)); diff != "" {
+		t.Errorf("images left (-want +got):\n%s", diff)
+	}
+}
+
+// TestCRIONodeCommand: eraser node list -o json on CRI-O explains each
+// image as on containerd, the pinned and pause images included.
+func TestCRIONodeCommand(t *testing.T) {
+	n := seedCRIO(t)
+	cmd := exec.Command(filepath.Join(bin, "eraser"), "node", "list", "-o", "json", "--runtime-endpoint="+n.Endpoint)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("eraser node list: %v", err)
+	}
+	var images []struct {
+		Names   []string `json:"names"`
+		Verdict string   `json:"verdict"`
+		Detail  string   `json:"detail"`
+	}
+	if err := json.Unmarshal(out, &images); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, img := range images {
+		for _, name := range img.Names {
+			if !strings.Contains(name, "@") {
+				got[name] = img.Verdict
+			}
+		}
+	}
+	for name, want := range map[string]string{junkA: "removable", runImage: "in use", exitedImage: "in use",
+		crioPinned: "pinned", testcrio.SandboxImage: "pinned"} {
+		if got[name] != want {
+			t.Errorf("%s: verdict %q, want %q (all: %v)", name, got[name], want, got)
+		}
+	}
+}
