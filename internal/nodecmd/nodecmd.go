@@ -34,7 +34,7 @@ import (
 const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [-o table|json]
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
                          [--min-age D] [--unused-for D] [--high-threshold-percent N --low-threshold-percent M]
-                         [--imagefs-path DIR] [--state-dir DIR] [--now RFC3339] [-o table|json]
+                         [--imagefs-path DIR] [--image-store DIR] [--state-dir DIR] [--now RFC3339] [-o table|json]
 
 list   shows every image on the node and whether it would be kept, and why.
 prune  removes images: --images is a comma-separated list of references,
@@ -275,7 +275,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
-		MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	})
 	if err != nil {
 		return fail(err)

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/paths"
 )
 
@@ -47,6 +48,15 @@ func retention(p Params) retentionParts {
 	out.mounts = append(out.mounts, corev1.VolumeMount{Name: volState, MountPath: state})
 	if diskPressure {
 		out.args = append(out.args, "--imagefs-path="+r.ImageFsPath)
+	}
+	// CRI-O's CRI tells no pull times; its image store (containers/storage,
+	// at imageFsPath) records them, so the first run on a CRI-O node sees an
+	// image pulled a month ago as a month old (internal/imagestore).
+	crio := p.Config.Manager.Runtime.Name == config.RuntimeCrio
+	if crio {
+		out.args = append(out.args, "--image-store="+r.ImageFsPath)
+	}
+	if diskPressure || crio {
 		// Directory, not DirectoryOrCreate: a directory made up on the root
 		// filesystem would be measured in place of the image filesystem.
 		out.volumes = append(out.volumes, corev1.Volume{Name: volImageFs, VolumeSource: corev1.VolumeSource{

@@ -79,14 +79,22 @@ func TestBuildRetention(t *testing.T) {
 			doc: "manager: {runtime: {name: crio}, retention: {highThresholdPercent: 90, lowThresholdPercent: 50, imageFsPath: /data/storage}}",
 			want: retentionShape{
 				Args: map[string][]string{
-					"collector": {"--min-age=10m0s", "--high-threshold-percent=90", "--low-threshold-percent=50", "--imagefs-path=/data/storage"},
-					"remover":   {"--min-age=10m0s", "--high-threshold-percent=90", "--low-threshold-percent=50", "--imagefs-path=/data/storage"},
+					"collector": {"--min-age=10m0s", "--high-threshold-percent=90", "--low-threshold-percent=50", "--imagefs-path=/data/storage", "--image-store=/data/storage"},
+					"remover":   {"--min-age=10m0s", "--high-threshold-percent=90", "--low-threshold-percent=50", "--imagefs-path=/data/storage", "--image-store=/data/storage"},
 				},
 				Mounts: map[string][]string{
 					"collector": {stateMount, "imagefs:/data/storage:ro"},
 					"remover":   {stateMount, "imagefs:/data/storage:ro"},
 				},
 				Volumes: []string{state, "imagefs=/data/storage(Directory)"},
+			},
+		},
+		"ImageList on CRI-O: its image store, read-only, for image ages": {
+			kind: KindManual, os: paths.Linux, doc: "manager: {runtime: {name: crio}}",
+			want: retentionShape{
+				Args:    map[string][]string{"remover": {"--min-age=10m0s", "--image-store=/var/lib/containers/storage"}},
+				Mounts:  map[string][]string{"remover": {stateMount, "imagefs:/var/lib/containers/storage:ro"}},
+				Volumes: []string{state, "imagefs=/var/lib/containers/storage(Directory)"},
 			},
 		},
 		"windows manual": {
@@ -125,7 +133,7 @@ type retentionShape struct {
 	Volumes []string
 }
 
-var retentionFlags = []string{"--min-age=", "--unused-for=", "--high-threshold-percent=", "--low-threshold-percent=", "--imagefs-path="}
+var retentionFlags = []string{"--min-age=", "--unused-for=", "--high-threshold-percent=", "--low-threshold-percent=", "--imagefs-path=", "--image-store="}
 
 func retentionShapeOf(p *corev1.Pod) retentionShape {
 	s := retentionShape{Args: map[string][]string{}, Mounts: map[string][]string{}}

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imagestore"
 	"github.com/eraser-oss/eraser/internal/nodestate"
 )
 
 // Where ages come from (report.Summary.AgeSource).
 const (
-	// AgeRuntime: the runtime's image records (containerd).
+	// AgeRuntime: the runtime's image records (containerd's images API,
+	// CRI-O's image store).
 	AgeRuntime = "runtime"
 	// AgeFirstSeen: when Eraser first saw the image on the node.
 	AgeFirstSeen = "first seen"
@@ -30,9 +32,12 @@ type ImageTimes func() (map[string]time.Time, error)
 
 // StartImageTimes starts reading the runtime's image record times, so that
 // the listing overlaps the node's other listings instead of adding to them.
-func StartImageTimes(ctx context.Context, rt any) ImageTimes {
+// A runtime without containerd's images API (CRI-O) has them in its image
+// store instead: store is its root (--image-store), "" where none is
+// mounted.
+func StartImageTimes(ctx context.Context, rt any, store string) ImageTimes {
 	timer, ok := rt.(imageTimer)
-	if !ok {
+	if !ok && store == "" {
 		return func() (map[string]time.Time, error) { return nil, nil }
 	}
 	type result struct {
@@ -41,7 +46,14 @@ func StartImageTimes(ctx context.Context, rt any) ImageTimes {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		t, err := timer.ImageTimes(ctx)
+		err := cri.ErrNoImageTimes
+		var t map[string]time.Time
+		if ok {
+			t, err = timer.ImageTimes(ctx)
+		}
+		if errors.Is(err, cri.ErrNoImageTimes) && store != "" {
+			t, err = imagestore.Times(store)
+		}
 		ch <- result{t, err}
 	}()
 	return func() (map[string]time.Time, error) {

@@ -107,7 +107,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	var info RunInfo
 	results, err := Run(ctx, client, targets, Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
-		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait,
+		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
 		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
 	})
 	if err != nil {

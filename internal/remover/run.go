@@ -53,6 +53,9 @@ type Options struct {
 	Retention retention.Settings
 	// Now is the time ages are judged at; zero: the clock.
 	Now time.Time
+	// ImageStore is the runtime's image store root, read for image ages
+	// when the runtime serves none (CRI-O); "" for none.
+	ImageStore string
 	// StateDir holds the node's state file; empty: no state is kept (ages
 	// come from the runtime alone).
 	StateDir string
@@ -153,7 +156,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 		info = &RunInfo{}
 		opts.Info = info
 	}
-	times := StartImageTimes(ctx, rt)
+	times := StartImageTimes(ctx, rt, opts.ImageStore)
 	snap, err := ReadNode(ctx, rt, opts.Policy)
 	if err != nil {
 		return nil, err

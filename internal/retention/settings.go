@@ -106,6 +106,9 @@ type Flags struct {
 	// ImageFsPath is where the image filesystem is statted; empty: the
 	// mount point the runtime reports.
 	ImageFsPath string
+	// ImageStore is a containers/storage root (CRI-O's) to read image
+	// ages from when the runtime's API has none; "" for none.
+	ImageStore string
 	// Now pins the clock for ages ("" = the real clock).
 	Now string
 }
@@ -119,6 +122,7 @@ func (f *Flags) Bind(fs *flag.FlagSet, stateDir string) {
 	fs.StringVar(&f.StateDir, "state-dir", stateDir, "directory of the node's image state file (first seen, last used)")
 	fs.DurationVar(&f.StateLockWait, "state-lock-wait", nodestate.DefaultLockWait, "how long to wait for another Eraser worker on the node to release the state file's lock before failing")
 	fs.StringVar(&f.ImageFsPath, "imagefs-path", "", "path on the image filesystem to measure it at (empty: the mount point the runtime reports)")
+	fs.StringVar(&f.ImageStore, "image-store", "", "CRI-O's image store (containers/storage root), read for when each image was pulled; empty: the runtime's API only")
 	fs.StringVar(&f.Now, "now", "", "RFC 3339 time to take as now for ages (tests, what-if runs); empty: the clock")
 }
 

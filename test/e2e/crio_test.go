@@ -147,3 +147,34 @@ func TestCRIONodeCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCRIOImageAgeFromTheStore (issue 24, item 3): CRI-O's CRI tells no pull
+// times, but its image store records them. A month after the pull, the
+// first run on the node (a fresh state directory) with a minimum age of a
+// week removes the unused images when it reads the store, as the pod spec
+// has it on CRI-O; without the store, ages count from first sight and the
+// same run removes nothing.
+func TestCRIOImageAgeFromTheStore(t *testing.T) {
+	n := seedCRIO(t)
+	monthLater := time.Now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
+	run := func(extra ...string) run {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args := append([]string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.Endpoint, "--exclusion-dir=" + excl,
+			"--min-age=168h", "--now=" + monthLater, "--dry-run"}, extra...)
+		r := runWorker(t, ctx, "remover", args...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
+		}
+		return r
+	}
+	firstSight := run()
+	if firstSight.Summary.AgeSource != "first seen" || firstSight.Summary.Counts["removed"] != 0 || firstSight.Summary.Counts["too young"] != 6 {
+		t.Errorf("without the store: age source %q, counts %v; want first seen, 6 too young", firstSight.Summary.AgeSource, firstSight.Summary.Counts)
+	}
+	store := run("--image-store=" + n.RootDir())
+	if store.Summary.AgeSource != "runtime" || store.Summary.Counts["removed"] != 6 {
+		t.Errorf("with the store: age source %q, counts %v; want runtime, 6 removed (a dry run)\n%s", store.Summary.AgeSource, store.Summary.Counts, store.Stderr)
+	}
+}
