@@ -225,6 +225,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
 	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
 	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
 
 ##@ Demo
 
