@@ -162,7 +162,9 @@ func TestImageListFlow(t *testing.T) {
 		rep := job.Status.Report
 		return rep != nil && rep.Complete && len(jobPods(t, ctx)) == 0
 	})
-	if rep := job.Status.Report; rep.Nodes != 2 || len(rep.ConfigMaps) != 1 || rep.Namespace != flowNS {
+	// Every node of the job is in the report: the two that ran, and the
+	// one the cleanup filter skipped, with why.
+	if rep := job.Status.Report; rep.Nodes != 3 || len(rep.ConfigMaps) != 1 || rep.Namespace != flowNS {
 		t.Errorf("status.report %+v", rep)
 	}
 	shards, err := nodereport.Shards(ctx, env.Client, flowNS, &job)
@@ -170,10 +172,16 @@ func TestImageListFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, err := nodereport.Read(shards, nil)
-	if err != nil || len(nodes) != 2 {
+	if err != nil || len(nodes) != 3 {
 		t.Fatalf("report nodes %+v: %v", nodes, err)
 	}
 	for _, n := range nodes {
+		if n.Name == "flow-skip" {
+			if n.Reason != "Skipped/CleanupFilter" || n.Failed {
+				t.Errorf("report of the skipped node: %+v", n)
+			}
+			continue
+		}
 		if n.Counts["removed"] != 2 || !strings.Contains(n.Unavailable, "reading the log") {
 			t.Errorf("report of node %s: %+v", n.Name, n)
 		}

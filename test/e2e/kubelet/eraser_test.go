@@ -820,6 +820,7 @@ func reportOutlivesThePods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodes = ran(nodes)
 	if len(nodes) != len(cluster.Nodes) {
 		t.Fatalf("report of %d nodes, want %d: %+v", len(nodes), len(cluster.Nodes), nodes)
 	}
