@@ -33,6 +33,17 @@ func (c *CRIO) Client(t testing.TB) *cri.Client {
 // pod's and the container's IDs. It stays until the test ends or StopPod.
 func (c *CRIO) RunContainer(t testing.TB, name, image string) (podID, containerID string) {
 	t.Helper()
+	podID, containerID = c.CreateContainer(t, name, image)
+	if _, err := c.Runtime.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: containerID}); err != nil {
+		t.Fatalf("StartContainer: %v\n%s", err, c.logTail(20))
+	}
+	return podID, containerID
+}
+
+// CreateContainer is RunContainer without the start: the container stays
+// created, as one whose pod is still starting.
+func (c *CRIO) CreateContainer(t testing.TB, name, image string) (podID, containerID string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A PID namespace per container, as the kubelet asks for a pod
@@ -69,9 +80,6 @@ func (c *CRIO) RunContainer(t testing.TB, name, image string) (podID, containerI
 	})
 	if err != nil {
 		t.Fatalf("CreateContainer %s: %v\n%s", image, err, c.logTail(20))
-	}
-	if _, err := c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.GetContainerId()}); err != nil {
-		t.Fatalf("StartContainer: %v\n%s", err, c.logTail(20))
 	}
 	return sb.GetPodSandboxId(), ctr.GetContainerId()
 }

@@ -24,7 +24,8 @@ import (
 // from a loopback registry (testcrio), so each has a repository digest.
 
 const (
-	crioPinned = "example.com/pinned:1"
+	crioPinned  = "example.com/pinned:1"
+	crioCreated = "example.com/created:1"
 	// crioShort is listed by its short name, as a user writes it.
 	crioShort     = "docker.io/library/shortname:1"
 	crioShortName = "shortname:1"
@@ -49,8 +50,9 @@ func seedCRIO(t *testing.T) *crioNode {
 		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
 	}
 	c.Import(t, runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
-		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage), junk(crioPinned), junk(crioShort))
+		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage), junk(crioPinned), junk(crioShort), runnable(crioCreated))
 	c.RunContainer(t, "running", runImage)
+	c.CreateContainer(t, "created", crioCreated)
 	pod, _ := c.RunContainer(t, "exited", exitedImage)
 	c.StopPod(t, pod)
 	return &crioNode{CRIO: c, ids: c.ImageIDs(t)}
@@ -70,9 +72,9 @@ func (n *crioNode) present(t *testing.T) map[string]bool {
 }
 
 // crioKept is what every automatic removal leaves on the seeded node:
-// excluded, used by containers (running and exited), pinned by CRI-O's
+// excluded, used by containers (running, exited and created), pinned by CRI-O's
 // configuration, and its pause image.
-var crioKept = map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, crioPinned: true, testcrio.SandboxImage: true}
+var crioKept = map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, crioCreated: true, crioPinned: true, testcrio.SandboxImage: true}
 
 // TestCRIORemoverImageList: an ImageList's entries in every form, short
 // names included; protected images stay whatever the list says.
@@ -82,7 +84,7 @@ func TestCRIORemoverImageList(t *testing.T) {
 	_, bareDigest, _ := strings.Cut(n.RepoDigest(t, junkD), "@")
 	list := imageListFile(t,
 		appImage, byRepoDigest, bareDigest, n.ids[junkA], strings.TrimPrefix(n.ids[junkB], "sha256:"), crioShortName,
-		"example.com/ghost:1", keepExact, keepWildcard, runImage, exitedImage, crioPinned, testcrio.SandboxImage)
+		"example.com/ghost:1", keepExact, keepWildcard, runImage, exitedImage, crioCreated, crioPinned, testcrio.SandboxImage)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := runWorker(t, ctx, "remover", "--imagelist="+list, "--runtime-endpoint="+n.Endpoint,
@@ -90,7 +92,7 @@ func TestCRIORemoverImageList(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 	}
-	want := map[string]int{"removed": 6, "not on node": 1, "excluded": 2, "in use": 2, "pinned": 2}
+	want := map[string]int{"removed": 6, "not on node": 1, "excluded": 2, "in use": 3, "pinned": 2}
 	if diff := cmp.Diff(want, r.Summary.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.Stderr)
 	}
@@ -140,7 +142,7 @@ func TestCRIONodeCommand(t *testing.T) {
 			}
 		}
 	}
-	for name, want := range map[string]string{junkA: "removable", runImage: "in use", exitedImage: "in use",
+	for name, want := range map[string]string{junkA: "removable", runImage: "in use", exitedImage: "in use", crioCreated: "in use",
 		crioPinned: "pinned", testcrio.SandboxImage: "pinned"} {
 		if got[name] != want {
 			t.Errorf("%s: verdict %q, want %q (all: %v)", name, got[name], want, got)
