@@ -118,7 +118,8 @@ func TestCRIOPipelinePruneAll(t *testing.T) {
 }
 
 // TestCRIONodeCommand: eraser node list -o json on CRI-O explains each
-// image as on containerd, the pinned and pause images included.
+// image as on containerd, the pinned and pause images included; prune -o
+// json removes what it may and says why it kept the rest.
 func TestCRIONodeCommand(t *testing.T) {
 	n := seedCRIO(t)
 	cmd := exec.Command(filepath.Join(bin, "eraser"), "node", "list", "-o", "json", "--runtime-endpoint="+n.Endpoint)
@@ -147,6 +148,33 @@ func TestCRIONodeCommand(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s: verdict %q, want %q (all: %v)", name, got[name], want, got)
 		}
+	}
+
+	// prune, as a script would call it.
+	prune := exec.Command(filepath.Join(bin, "eraser"), "node", "prune", "--images="+junkA+","+runImage+","+crioPinned, "-o", "json",
+		"--runtime-endpoint="+n.Endpoint, "--state-dir="+t.TempDir(), "--min-age=0s")
+	out, err = prune.Output()
+	if err != nil {
+		t.Fatalf("eraser node prune: %v\n%s", err, out)
+	}
+	var pruned struct {
+		Results []struct {
+			Target  string `json:"target"`
+			Outcome string `json:"outcome"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out, &pruned); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	outcomes := map[string]string{}
+	for _, r := range pruned.Results {
+		outcomes[r.Target] = r.Outcome
+	}
+	if diff := cmp.Diff(map[string]string{junkA: "removed", runImage: "in use", crioPinned: "pinned"}, outcomes); diff != "" {
+		t.Errorf("prune outcomes (-want +got):\n%s", diff)
+	}
+	if n.present(t)[junkA] {
+		t.Errorf("%s still on the node after prune", junkA)
 	}
 }
 
