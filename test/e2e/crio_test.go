@@ -208,3 +208,36 @@ func TestCRIOImageAgeFromTheStore(t *testing.T) {
 		t.Errorf("with the store: age source %q, counts %v; want runtime, 6 removed (a dry run)\n%s", store.Summary.AgeSource, store.Summary.Counts, store.Stderr)
 	}
 }
+
+// TestCRIOUnusedForAcrossRuns: unusedFor on CRI-O, as on containerd
+// (TestUnusedForAcrossRuns): a use seen at one run outlives its container
+// and is what the policy judges at the next runs.
+func TestCRIOUnusedForAcrossRuns(t *testing.T) {
+	n := seedCRIO(t)
+	ctx := context.Background()
+	pod, _ := n.RunContainer(t, "job", appImage)
+	day0 := time.Now().Add(time.Hour)
+	policy := []string{"--state-dir=" + t.TempDir(), "--min-age=1m", "--unused-for=720h", "--image-store=" + n.RootDir(),
+		"--exclusion-dir=" + workertest.ExclusionDir(t, keepExact, "example.com/protected/*")}
+	at := func(days int) []string {
+		return append([]string{rfc3339(day0.Add(time.Duration(days) * 24 * time.Hour))}, policy...)
+	}
+	_, rm := scheduled(t, ctx, n.Endpoint, at(0))
+	if rm.Summary.Counts["removed"] != 0 || rm.Summary.Counts["recently used"] != 5 || rm.Summary.AgeSource != "runtime" {
+		t.Fatalf("day 0: %+v\n%s", rm.Summary, rm.Stderr)
+	}
+	n.RemovePod(t, pod)
+	if _, rm = scheduled(t, ctx, n.Endpoint, at(20)); rm.Summary.Counts["removed"] != 0 || !n.present(t)[appImage] {
+		t.Fatalf("day 20: %+v\n%s", rm.Summary, rm.Stderr)
+	}
+	_, rm = scheduled(t, ctx, n.Endpoint, at(31))
+	got := n.present(t)
+	if got[appImage] || got[junkA] || rm.Summary.RemovedBy["UnusedFor"].Images < 6 {
+		t.Fatalf("day 31: present %v, summary %+v\n%s", got, rm.Summary, rm.Stderr)
+	}
+	for image := range crioKept {
+		if !got[image] {
+			t.Errorf("day 31: %s, which is protected, was removed", image)
+		}
+	}
+}
