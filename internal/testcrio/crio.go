@@ -70,7 +70,12 @@ type Option func(*options)
 type options struct {
 	pauseImage   string
 	pinnedImages []string
+	rootMiB      int
 }
+
+// WithSmallDisk puts CRI-O's image store on a tmpfs of sizeMiB, a
+// filesystem the test fills and measures (disk-pressure tests).
+func WithSmallDisk(sizeMiB int) Option { return func(o *options) { o.rootMiB = sizeMiB } }
 
 // WithPauseImage sets CRI-O's pause_image (default SandboxImage). Start
 // builds it from testcontainerd's pause binary and puts it on the node.
@@ -154,6 +159,15 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 	}
 	c.registry = startRegistry()
 	t.Cleanup(func() { c.stop(t) })
+	if o.rootMiB > 0 {
+		// stop unmounts it with everything else under dir.
+		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", o.rootMiB)); err != nil {
+			t.Fatalf("mounting a %d MiB tmpfs for CRI-O's image store: %v", o.rootMiB, err)
+		}
+	}
 	c.writeFile(t, "policy.json", `{"default":[{"type":"insecureAcceptAnything"}]}`)
 	c.mirror(hostOf(o.pauseImage))
 	c.writeFile(t, "registries.conf", c.registriesConf())

@@ -241,3 +241,16 @@ func TestCRIOUnusedForAcrossRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestCRIODiskPressure: the disk-pressure scenario (TestDiskPressure) with
+// CRI-O's image store on a small tmpfs, measured where the runtime reports
+// its image filesystem, ages from the store.
+func TestCRIODiskPressure(t *testing.T) {
+	testcrio.Require(t)
+	// 48 MiB: CRI-O keeps one copy of each layer (containerd two: the blob
+	// and its snapshot), so the same images fill the same share.
+	c := testcrio.Start(t, testcrio.WithSmallDisk(48))
+	n := &crioNode{CRIO: c}
+	diskPressure(t, diskNode{endpoint: c.Endpoint, root: c.RootDir(), args: []string{"--image-store=" + c.RootDir()},
+		importI: func(img testcontainerd.Image) { c.Import(t, img) }, present: func() map[string]bool { return n.present(t) }})
+}

@@ -112,22 +112,38 @@ func TestUnusedForAcrossRuns(t *testing.T) {
 	}
 }
 
+// diskNode is a runtime whose image store is on a small filesystem the
+// test fills: containerd's root or CRI-O's store on a tmpfs.
+type diskNode struct {
+	endpoint string
+	root     string
+	// args are the runtime's own worker flags (CRI-O: its image store).
+	args    []string
+	importI func(testcontainerd.Image)
+	present func() map[string]bool
+}
+
 // TestDiskPressure: containerd's root on a small tmpfs filled with real
 // images; a scheduled run with only the thresholds removes least recently
 // pulled first until below the low threshold, and stops; run again below
 // the high threshold, it removes nothing. Its dry run removes nothing.
 func TestDiskPressure(t *testing.T) {
 	n := &node{Containerd: testcontainerd.StartSmallDisk(t, 96)}
+	diskPressure(t, diskNode{endpoint: n.Endpoint, root: n.RootDir(),
+		importI: func(img testcontainerd.Image) { n.Import(t, img) }, present: func() map[string]bool { return n.present(t) }})
+}
+
+func diskPressure(t *testing.T, n diskNode) {
 	ctx := context.Background()
 	var tags []string
 	for i := range 10 {
 		tag := fmt.Sprintf("example.com/fill/%d:1", i)
 		tags = append(tags, tag)
 		// One import at a time: each arrives after the one before.
-		n.Import(t, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 3 << 20})
+		n.importI(testcontainerd.Image{Tags: []string{tag}, RandomBytes: 3 << 20})
 	}
 	usage := func() diskusage.Usage {
-		u, err := diskusage.Stat(n.RootDir())
+		u, err := diskusage.Stat(n.root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,23 +156,23 @@ func TestDiskPressure(t *testing.T) {
 	if low < 10 {
 		t.Fatalf("the images fill too little of the tmpfs (%.1f%%) for the test", before.Percent())
 	}
-	policy := []string{"--state-dir=" + t.TempDir(), "--min-age=0s", fmt.Sprintf("--high-threshold-percent=%d", high), fmt.Sprintf("--low-threshold-percent=%d", low)}
+	policy := append([]string{"--state-dir=" + t.TempDir(), "--min-age=0s", fmt.Sprintf("--high-threshold-percent=%d", high), fmt.Sprintf("--low-threshold-percent=%d", low)}, n.args...)
 
-	_, dry := scheduled(t, ctx, n.Endpoint, policy, "--dry-run")
+	_, dry := scheduled(t, ctx, n.endpoint, policy, "--dry-run")
 	if dry.Summary.RemovedBy["DiskPressure"].Images == 0 || !dry.Summary.DryRun {
 		t.Fatalf("dry run: %+v\n%s", dry.Summary, dry.Stderr)
 	}
 	for _, tag := range tags {
-		if !n.present(t)[tag] {
+		if !n.present()[tag] {
 			t.Fatalf("the dry run removed %s", tag)
 		}
 	}
-	// containerd's metadata database lives there too and may move a page.
+	// The runtime's own databases live there too and may move a page.
 	if u := usage(); u.Used()+1<<20 < before.Used() {
 		t.Fatalf("the dry run freed space: %d -> %d bytes used", before.Used(), u.Used())
 	}
 
-	_, rm := scheduled(t, ctx, n.Endpoint, policy)
+	_, rm := scheduled(t, ctx, n.endpoint, policy)
 	after := usage()
 	fs := rm.Summary.ImageFs
 	if fs == nil || fs.CapacityBytes != before.Capacity || fs.UsedAfterBytes*100 >= fs.CapacityBytes*uint64(low) {
@@ -165,7 +181,7 @@ func TestDiskPressure(t *testing.T) {
 	if after.Percent() >= float64(low) {
 		t.Fatalf("image filesystem at %.1f%% after the run, want below %d%%", after.Percent(), low)
 	}
-	present := n.present(t)
+	present := n.present()
 	removed := 0
 	for i, tag := range tags {
 		if present[tag] {
@@ -187,7 +203,7 @@ func TestDiskPressure(t *testing.T) {
 	}
 	t.Logf("removed %d of %d; %.1f%% -> %.1f%%", removed, len(tags), before.Percent(), after.Percent())
 
-	_, again := scheduled(t, ctx, n.Endpoint, policy)
+	_, again := scheduled(t, ctx, n.endpoint, policy)
 	if again.Summary.Counts["removed"] != 0 || again.Summary.Counts["not needed"] == 0 {
 		t.Fatalf("below the high threshold: %+v\n%s", again.Summary, again.Stderr)
 	}
