@@ -42,15 +42,7 @@ func seedCRIO(t *testing.T) *crioNode {
 	t.Helper()
 	testcrio.Require(t)
 	c := testcrio.Start(t, testcrio.WithPinnedImages(crioPinned))
-	pause := testcontainerd.Pause(t)
-	runnable := func(tags ...string) testcontainerd.Image {
-		return testcontainerd.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
-	}
-	junk := func(tag string) testcontainerd.Image {
-		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
-	}
-	c.Import(t, runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
-		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage), junk(crioPinned), junk(crioShort), runnable(crioCreated))
+	c.Import(t, seedImages(t, []string{crioCreated}, []string{crioPinned, crioShort})...)
 	c.RunContainer(t, "running", runImage)
 	c.CreateContainer(t, "created", crioCreated)
 	pod, _ := c.RunContainer(t, "exited", exitedImage)

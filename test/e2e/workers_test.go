@@ -65,9 +65,10 @@ const (
 	exitedImage  = "example.com/exited:1"
 )
 
-func seed(t *testing.T) *node {
+// seedImages are the images every scenario's node holds: runnable ones
+// (a container can start from them) and junk, with the extra images given.
+func seedImages(t *testing.T, runnableExtra, junkExtra []string) []testcontainerd.Image {
 	t.Helper()
-	c := testcontainerd.Start(t)
 	pause := testcontainerd.Pause(t)
 	runnable := func(tags ...string) testcontainerd.Image {
 		return testcontainerd.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
@@ -75,8 +76,21 @@ func seed(t *testing.T) *node {
 	junk := func(tag string) testcontainerd.Image {
 		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
 	}
-	c.Import(t, runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
-		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage))
+	out := []testcontainerd.Image{runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
+		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage)}
+	for _, tag := range runnableExtra {
+		out = append(out, runnable(tag))
+	}
+	for _, tag := range junkExtra {
+		out = append(out, junk(tag))
+	}
+	return out
+}
+
+func seed(t *testing.T) *node {
+	t.Helper()
+	c := testcontainerd.Start(t)
+	c.Import(t, seedImages(t, nil, nil)...)
 	c.RunContainer(t, "running", runImage)
 	pod, _ := c.RunContainer(t, "exited", exitedImage)
 	c.StopPod(t, pod)

@@ -74,13 +74,20 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 // waitedFor is how long this process has known the job, on its own clock
 // (clock.go): a restarted manager waits for the data a minute again.
 func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
+	return r.clock.Since(r.firstSight(job, func(st *jobState) *time.Time { return &st.seen }))
+}
+
+// firstSight is the time in the job's memory that at returns, set to now on
+// first use: when this process first saw the job in some state.
+func (r *Reconciler) firstSight(job *eraserv1.ImageJob, at func(*jobState) *time.Time) time.Time {
 	st := r.state(job)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.seen.IsZero() {
-		st.seen = r.clock.Now()
+	t := at(st)
+	if t.IsZero() {
+		*t = r.clock.Now()
 	}
-	return r.clock.Since(st.seen)
+	return *t
 }
 
 // confine keeps of the nodes those the job is confined to (a catch-up run's),
