@@ -39,8 +39,10 @@ var kubeletSysctls = []string{
 
 type options struct {
 	state, assets, pauseSource string
-	nodes                      int
-	keepLogs                   bool
+	// nodes run containerd; crioNodes more run CRI-O (binaries in crioBin).
+	nodes, crioNodes int
+	crioBin          string
+	keepLogs         bool
 	// imageFsMiB, when set, puts each node's containerd root on a tmpfs
 	// of this size.
 	imageFsMiB int
@@ -60,15 +62,17 @@ type Info struct {
 // NodeInfo describes one node.
 type NodeInfo struct {
 	Name string `json:"name"`
-	// Socket is the node's containerd socket as the host reaches it.
+	// Runtime is containerd or crio.
+	Runtime string `json:"runtime"`
+	// Socket is the node's runtime socket as the host reaches it.
 	Socket string `json:"socket"`
 	// RuntimeAddress is the same socket as the node's pods see it.
 	RuntimeAddress string `json:"runtimeAddress"`
 	// Dir is the node's private directory: what it mounts on the paths of
 	// nodeBinds lies there.
 	Dir string `json:"dir"`
-	// ImageFs is the node's containerd root as the host reaches it; its
-	// pods see it at /var/lib/containerd.
+	// ImageFs is the node's runtime root as the host reaches it; its pods
+	// see it at /var/lib/containerd (CRI-O: /var/lib/containers/storage).
 	ImageFs string `json:"imageFs"`
 }
 
@@ -140,6 +144,16 @@ func preflight(o options) error {
 			missing = append(missing, b+" (hack/install-test-deps.sh)")
 		}
 	}
+	if o.crioNodes > 0 {
+		for _, b := range []string{"crio", "pinns"} {
+			if _, err := os.Stat(filepath.Join(o.crioBin, b)); err != nil {
+				missing = append(missing, filepath.Join(o.crioBin, b)+" (hack/build-crio.sh)")
+			}
+		}
+		if _, err := exec.LookPath("conmon"); err != nil {
+			missing = append(missing, "conmon (hack/build-crio.sh)")
+		}
+	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		missing = append(missing, "/usr/lib/cni/bridge (hack/install-test-deps.sh)")
 	}
@@ -160,7 +174,15 @@ func (c *cluster) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(3 + c.o.nodes)
+	var crio crioSetup
+	if c.o.crioNodes > 0 {
+		if crio, err = serveCRIOPause(filepath.Join(state, "pause")); err != nil {
+			return err
+		}
+		defer crio.stopRegistry()
+		crio.bin = c.o.crioBin
+	}
+	ports, err := freePorts(3 + c.o.nodes + c.o.crioNodes)
 	if err != nil {
 		return err
 	}
@@ -191,9 +213,12 @@ func (c *cluster) run(ctx context.Context) error {
 	tokens := map[string]string{"admin": randomToken()}
 	lines := []string{fmt.Sprintf("%s,admin,admin,\"system:masters\"", tokens["admin"])}
 	var nodes []node
-	for i := 1; i <= c.o.nodes; i++ {
+	for i := 1; i <= c.o.nodes+c.o.crioNodes; i++ {
 		n := node{name: fmt.Sprintf("node-%d", i), index: i, bridge: bridgePrefix + strconv.Itoa(i),
-			subnet: fmt.Sprintf("10.244.%d.0/24", i), port: ports[2+i]}
+			subnet: fmt.Sprintf("10.244.%d.0/24", i), port: ports[2+i], runtime: runtimeContainerd}
+		if i > c.o.nodes {
+			n.runtime = runtimeCRIO
+		}
 		n.dir = filepath.Join(state, n.name)
 		nodes = append(nodes, n)
 		tokens[n.name] = randomToken()
@@ -263,7 +288,7 @@ func (c *cluster) run(ctx context.Context) error {
 	if err := saveSysctls(state); err != nil {
 		return err
 	}
-	if err := makeMountPoints(state); err != nil {
+	if err := makeMountPoints(state, nodes); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -272,7 +297,7 @@ func (c *cluster) run(ctx context.Context) error {
 	}
 	info := Info{Kubeconfig: admin, Server: c.server, PID: os.Getpid()}
 	for _, n := range nodes {
-		if err := n.writeConfigs(p("ca.crt"), c.o.insecureRegistries); err != nil {
+		if err := n.writeConfigs(p("ca.crt"), c.o.insecureRegistries, crio); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
 		if c.o.imageFsMiB > 0 {
@@ -281,7 +306,7 @@ func (c *cluster) run(ctx context.Context) error {
 			}
 		}
 		pr, err := start(state, n.name, &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, self, nodeCommand,
-			"-name", n.name, "-dir", n.dir, "-kubelet", filepath.Join(c.o.assets, "kubelet"),
+			"-name", n.name, "-dir", n.dir, "-runtime", n.runtime, "-crio-bin", c.o.crioBin, "-kubelet", filepath.Join(c.o.assets, "kubelet"),
 			"-kubeconfig", filepath.Join(state, n.name+".kubeconfig"), "-pause", pause, "-logs", filepath.Join(state, "logs"))
 		if err != nil {
 			return err
@@ -294,7 +319,8 @@ func (c *cluster) run(ctx context.Context) error {
 		if err := os.WriteFile(filepath.Join(state, "pids", n.name+".mntns"), []byte(ns), 0o644); err != nil {
 			return err
 		}
-		info.Nodes = append(info.Nodes, NodeInfo{Name: n.name, Socket: n.hostSocket(), RuntimeAddress: "unix://" + nodeSocket, Dir: n.dir, ImageFs: n.imageFs()})
+		info.Nodes = append(info.Nodes, NodeInfo{Name: n.name, Runtime: n.runtime, Socket: n.hostSocket(),
+			RuntimeAddress: "unix://" + n.socket(), Dir: n.dir, ImageFs: n.imageFs()})
 	}
 	if err := c.waitNodesReady(ctx, nodes, 2*time.Minute); err != nil {
 		return err

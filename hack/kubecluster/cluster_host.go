@@ -66,17 +66,32 @@ func restoreSysctls(state string) error {
 }
 
 // makeMountPoints creates the host directories the nodes mount their
-// private ones on, recording those it created so the teardown removes them.
-func makeMountPoints(state string) error {
+// private ones on, recording those it created so the teardown removes them:
+// the topmost missing one of each path, so that nothing it made is left.
+func makeMountPoints(state string, nodes []node) error {
 	var created []string
-	for _, b := range nodeBinds {
-		if _, err := os.Stat(b.dst); err == nil {
-			continue
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, b := range n.binds() {
+			if seen[b.dst] {
+				continue
+			}
+			seen[b.dst] = true
+			top := ""
+			for p := b.dst; p != "/" && p != "."; p = filepath.Dir(p) {
+				if _, err := os.Stat(p); err == nil {
+					break
+				}
+				top = p
+			}
+			if top == "" {
+				continue
+			}
+			if err := os.MkdirAll(b.dst, 0o755); err != nil {
+				return err
+			}
+			created = append(created, top)
 		}
-		if err := os.MkdirAll(b.dst, 0o755); err != nil {
-			return err
-		}
-		created = append(created, b.dst)
 	}
 	return os.WriteFile(filepath.Join(state, "created-paths"), []byte(strings.Join(created, "\n")), 0o644)
 }
@@ -129,6 +144,11 @@ func teardown(state string, keepLogs bool) error {
 			ns, _ := os.ReadFile(filepath.Join(state, "pids", n+".mntns"))
 			if k := killStragglers(strings.TrimSpace(string(ns)), state); k > 0 {
 				logf("%s: killed %d leftover process(es)", n, k)
+			}
+			// A CRI-O node's pods and conmons (none, when it stopped in
+			// order); containerd nodes have no such file.
+			if left := removeNodeCgroup(filepath.Join(state, n)); len(left) > 0 {
+				logf("%s: cgroups left: %v", n, left)
 			}
 		}()
 	}

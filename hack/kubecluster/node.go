@@ -20,7 +20,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/containerdconfig"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
 )
 
 // nodeCommand is the hidden subcommand that runs one node inside its own
@@ -37,22 +36,45 @@ const (
 	sandboxImage   = "registry.k8s.io/pause:3.10"
 )
 
-// nodeBinds maps each private directory of a node (relative to its
-// directory) to where it is mounted in the node's namespace.
+// bind is a private directory of a node (relative to its directory) and
+// where it is mounted in the node's namespace.
+type bind struct{ src, dst string }
+
+// commonBinds are every node's, whatever its runtime.
 //
 // Eraser's workers keep each node's history in a hostPath at
 // /var/lib/eraser: private, so that two nodes never share one state file
-// and the tier never writes the machine's own /var/lib/eraser. The
-// containerd root is seen at /var/lib/containerd, where it lies on a real
-// node, so that manager.retention.imageFsPath keeps its default and one
-// configuration measures every node's own image filesystem.
-var nodeBinds = []struct{ src, dst string }{
-	{"run", nodeRuntimeDir},
+// and the tier never writes the machine's own /var/lib/eraser.
+var commonBinds = []bind{
 	{"kubelet", "/var/lib/kubelet"},
 	{"pod-logs", "/var/log/pods"},
 	{"container-logs", "/var/log/containers"},
 	{"eraser", "/var/lib/eraser"},
+}
+
+// containerdBinds are a containerd node's. The containerd root is seen at
+// /var/lib/containerd, where it lies on a real node, so that
+// manager.retention.imageFsPath keeps its default and one configuration
+// measures every node's own image filesystem.
+var containerdBinds = []bind{
+	{"run", nodeRuntimeDir},
 	{"containerd/root", "/var/lib/containerd"},
+}
+
+func bindSources(n node) []string {
+	var out []string
+	for _, b := range n.binds() {
+		out = append(out, filepath.Join(n.dir, b.src))
+	}
+	return out
+}
+
+// binds are the node's private mounts.
+func (n node) binds() []bind {
+	if n.runtime == runtimeCRIO {
+		return append(append([]bind{}, commonBinds...), crioBinds...)
+	}
+	return append(append([]bind{}, commonBinds...), containerdBinds...)
 }
 
 type node struct {
@@ -62,15 +84,36 @@ type node struct {
 	bridge string
 	subnet string
 	port   int
+	// runtime is runtimeContainerd or runtimeCRIO.
+	runtime string
 }
 
-func (n node) hostSocket() string { return filepath.Join(n.dir, "run", "containerd.sock") }
+// hostSocket is the node's runtime socket as the host reaches it.
+func (n node) hostSocket() string {
+	if n.runtime == runtimeCRIO {
+		return filepath.Join(n.dir, "crio", "run", "crio.sock")
+	}
+	return filepath.Join(n.dir, "run", "containerd.sock")
+}
 
-// imageFs is the node's containerd root (its image filesystem) as the host
+// socket is the same socket as the node's processes see it.
+func (n node) socket() string {
+	if n.runtime == runtimeCRIO {
+		return crioSocket
+	}
+	return nodeSocket
+}
+
+// imageFs is the node's runtime root (its image filesystem) as the host
 // reaches it.
-func (n node) imageFs() string { return filepath.Join(n.dir, "containerd", "root") }
+func (n node) imageFs() string {
+	if n.runtime == runtimeCRIO {
+		return filepath.Join(n.dir, "crio", "containers", "storage")
+	}
+	return filepath.Join(n.dir, "containerd", "root")
+}
 
-// mountImageFs puts the node's containerd root on a tmpfs of sizeMiB, so
+// mountImageFs puts the node's runtime root on a tmpfs of sizeMiB, so
 // that tests can fill the image filesystem to their thresholds without
 // touching the machine's disk. Mounted in the host's namespace before the
 // node starts, so the node's namespace inherits it and the teardown's
@@ -82,24 +125,38 @@ func (n node) mountImageFs(sizeMiB int) error {
 	return nil
 }
 
-// writeConfigs writes the node's containerd configuration (everything under
+// writeConfigs writes the node's runtime configuration (everything under
 // the node's directory except the socket), its CNI bridge and its kubelet
 // configuration.
-func (n node) writeConfigs(caFile string, plainHTTPRegistries []string) error {
-	for _, d := range []string{"run", "kubelet", "pod-logs", "container-logs", "eraser", "cni/conf", "cni/ipam", "containerd/root"} {
+func (n node) writeConfigs(caFile string, plainHTTPRegistries []string, c crioSetup) error {
+	for _, d := range []string{"kubelet", "pod-logs", "container-logs", "eraser", "cni/conf", "cni/ipam"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}
 	}
-	ctrd := containerdconfig.TOML(containerdconfig.Options{
-		Dir: filepath.Join(n.dir, "containerd"), Socket: nodeSocket, SandboxImage: sandboxImage,
-		CNIBinDir: "/usr/lib/cni", CNIConfDir: filepath.Join(n.dir, "cni", "conf"),
-		PlainHTTPRegistries: plainHTTPRegistries,
-	})
-	if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(ctrd), 0o644); err != nil {
-		return err
+	for _, d := range append([]string{n.imageFs()}, bindSources(n)...) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
-	// Written before containerd starts: containerd 1.6 does not notice a
+	// The kubelet's cgroup settings: see crioKubeletCgroups.
+	cgroups := "cgroupsPerQOS: false\n"
+	if n.runtime == runtimeCRIO {
+		var err error
+		if cgroups, err = n.writeCRIOConfig(plainHTTPRegistries, c); err != nil {
+			return err
+		}
+	} else {
+		ctrd := containerdconfig.TOML(containerdconfig.Options{
+			Dir: filepath.Join(n.dir, "containerd"), Socket: nodeSocket, SandboxImage: sandboxImage,
+			CNIBinDir: "/usr/lib/cni", CNIConfDir: filepath.Join(n.dir, "cni", "conf"),
+			PlainHTTPRegistries: plainHTTPRegistries,
+		})
+		if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(ctrd), 0o644); err != nil {
+			return err
+		}
+	}
+	// Written before the runtime starts: containerd 1.6 does not notice a
 	// conflist moved into place later. Without isDefaultGateway pods cannot
 	// reach the kubernetes Service address on the host.
 	cni := fmt.Sprintf(`{
@@ -122,8 +179,7 @@ imageServiceEndpoint: unix://%[1]s
 failCgroupV1: false
 # containerd 1.6 cannot tell the kubelet its cgroup driver.
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+%[4]senforceNodeAllocatable: []
 failSwapOn: false
 makeIPTablesUtilChains: false
 staticPodPath: ""
@@ -152,34 +208,69 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 5s
 resolvConf: /etc/resolv.conf
-`, nodeSocket, n.port, caFile)
+`, n.socket(), n.port, caFile, cgroups)
 	return os.WriteFile(filepath.Join(n.dir, "kubelet.yaml"), []byte(kubelet), 0o644)
 }
 
 // nodeMain runs in the node's new mount namespace: it mounts the node's
-// private directories, runs containerd (with the sandbox image imported) and
+// private directories, runs its runtime (with the sandbox image on it) and
 // the kubelet, and on SIGTERM stops them, removing every pod first.
 func nodeMain(args []string) error {
 	fs := flag.NewFlagSet(nodeCommand, flag.ExitOnError)
-	name := fs.String("name", "", "node name")
-	dir := fs.String("dir", "", "node directory")
+	n := node{}
+	fs.StringVar(&n.name, "name", "", "node name")
+	fs.StringVar(&n.dir, "dir", "", "node directory")
+	fs.StringVar(&n.runtime, "runtime", runtimeContainerd, "containerd or crio")
 	kubelet := fs.String("kubelet", "", "kubelet binary")
 	kubeconfig := fs.String("kubeconfig", "", "kubelet kubeconfig")
-	pause := fs.String("pause", "", "sandbox image archive")
+	pause := fs.String("pause", "", "sandbox image archive (containerd)")
+	crioBin := fs.String("crio-bin", "", "directory of crio and pinns (CRI-O)")
 	logs := fs.String("logs", "", "log directory")
 	_ = fs.Parse(args)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 
-	for _, b := range nodeBinds {
-		if err := syscall.Mount(filepath.Join(*dir, b.src), b.dst, "", syscall.MS_BIND, ""); err != nil {
-			return fmt.Errorf("%s: bind-mounting %s on %s: %w", *name, b.src, b.dst, err)
+	// Recursive: a CRI-O node's image store (a tmpfs with -imagefs-size)
+	// is mounted inside the directory it binds on /var/lib/containers.
+	for _, b := range n.binds() {
+		if err := syscall.Mount(filepath.Join(n.dir, b.src), b.dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("%s: bind-mounting %s on %s: %w", n.name, b.src, b.dst, err)
 		}
 	}
-	ctrd, err := startChild(*logs, *name+"-containerd", "containerd", "--config", filepath.Join(*dir, "containerd.toml"))
+	var rt *proc
+	var err error
+	if n.runtime == runtimeCRIO {
+		rt, err = n.startCRIO(*logs, *crioBin)
+	} else {
+		rt, err = n.startContainerd(*logs, *pause)
+	}
 	if err != nil {
 		return err
+	}
+	kl, err := startChild(*logs, n.name+"-kubelet", *kubelet, "--config", filepath.Join(n.dir, "kubelet.yaml"),
+		"--kubeconfig", *kubeconfig, "--hostname-override", n.name, "--node-labels", runtimeLabel+"="+n.runtime, "--v=1")
+	if err != nil {
+		n.stop(nil, rt)
+		return err
+	}
+	var failed error
+	select {
+	case <-sig:
+	case <-kl.exited:
+		failed = fmt.Errorf("%s: kubelet exited: %v (log: %s)", n.name, kl.err, filepath.Join(*logs, n.name+"-kubelet.log"))
+	case <-rt.exited:
+		failed = fmt.Errorf("%s: %s exited: %v", n.name, n.runtime, rt.err)
+	}
+	n.stop(kl, rt)
+	return failed
+}
+
+// startContainerd runs containerd and imports the sandbox image.
+func (n node) startContainerd(logs, pause string) (*proc, error) {
+	ctrd, err := startChild(logs, n.name+"-containerd", "containerd", "--config", filepath.Join(n.dir, "containerd.toml"))
+	if err != nil {
+		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -187,31 +278,16 @@ func nodeMain(args []string) error {
 			break
 		}
 		if time.Now().After(deadline) || !ctrd.running() {
-			stopNode(*name, nil, ctrd)
-			return fmt.Errorf("%s: containerd did not start (log: %s)", *name, filepath.Join(*logs, *name+"-containerd.log"))
+			n.stop(nil, ctrd)
+			return nil, fmt.Errorf("%s: containerd did not start (log: %s)", n.name, filepath.Join(logs, n.name+"-containerd.log"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out, err := exec.Command("ctr", "--address", nodeSocket, "--namespace", "k8s.io", "images", "import", *pause).CombinedOutput(); err != nil {
-		stopNode(*name, nil, ctrd)
-		return fmt.Errorf("%s: importing the sandbox image: %w: %s", *name, err, out)
+	if out, err := exec.Command("ctr", "--address", nodeSocket, "--namespace", "k8s.io", "images", "import", pause).CombinedOutput(); err != nil {
+		n.stop(nil, ctrd)
+		return nil, fmt.Errorf("%s: importing the sandbox image: %w: %s", n.name, err, out)
 	}
-	kl, err := startChild(*logs, *name+"-kubelet", *kubelet, "--config", filepath.Join(*dir, "kubelet.yaml"),
-		"--kubeconfig", *kubeconfig, "--hostname-override", *name, "--v=1")
-	if err != nil {
-		stopNode(*name, nil, ctrd)
-		return err
-	}
-	var failed error
-	select {
-	case <-sig:
-	case <-kl.exited:
-		failed = fmt.Errorf("%s: kubelet exited: %v (log: %s)", *name, kl.err, filepath.Join(*logs, *name+"-kubelet.log"))
-	case <-ctrd.exited:
-		failed = fmt.Errorf("%s: containerd exited: %v", *name, ctrd.err)
-	}
-	stopNode(*name, kl, ctrd)
-	return failed
+	return ctrd, nil
 }
 
 // startChild runs a node process; it dies with the node runner.
@@ -232,17 +308,18 @@ func startChild(logs, name, bin string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-// stopNode stops the kubelet, then removes every pod sandbox through CRI
+// stop stops the kubelet, then removes every pod sandbox through CRI
 // (which stops the containers and releases their network and mounts), then
-// stops containerd and whatever it left in this namespace.
-func stopNode(name string, kubelet, ctrd *proc) {
+// stops the runtime and whatever it left in this namespace (containerd's
+// shims, CRI-O's conmons).
+func (n node) stop(kubelet, rt *proc) {
 	stopChild(kubelet, 20*time.Second)
-	if ctrd != nil && ctrd.running() {
-		if err := removeSandboxes(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: removing pods: %v\n", name, err)
+	if rt != nil && rt.running() {
+		if err := removeSandboxes(n.socket()); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: removing pods: %v\n", n.name, err)
 		}
 	}
-	stopChild(ctrd, 15*time.Second)
+	stopChild(rt, 15*time.Second)
 	if ns, err := mountNamespace(os.Getpid()); err == nil {
 		killStragglers(ns, "")
 	}
@@ -261,10 +338,10 @@ func stopChild(p *proc, grace time.Duration) {
 	}
 }
 
-func removeSandboxes() error {
+func removeSandboxes(socket string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+nodeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -295,35 +372,4 @@ func nodeNames(state string) []string {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".pid"))
 	}
 	return out
-}
-
-// seed imports images made of the pause binary and some random bytes into a
-// node's runtime: stand-ins for the images a real node accumulates.
-func seed(state, nodeName string, size int, tags []string) error {
-	pause, err := os.ReadFile(filepath.Join(state, "pause"))
-	if err != nil {
-		return fmt.Errorf("is the cluster in %s running? %w", state, err)
-	}
-	socket := node{dir: filepath.Join(state, nodeName)}.hostSocket()
-	if _, err := os.Stat(socket); err != nil {
-		return fmt.Errorf("no node %s: %w", nodeName, err)
-	}
-	var imgs []testcontainerd.Image
-	for _, t := range tags {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{t}, Files: map[string][]byte{"pause": pause},
-			Entrypoint: []string{"/pause"}, RandomBytes: size})
-	}
-	f, err := os.CreateTemp(state, "seed-*.tar")
-	if err != nil {
-		return err
-	}
-	_ = f.Close()
-	defer os.Remove(f.Name())
-	if err := testcontainerd.WriteArchive(f.Name(), imgs); err != nil {
-		return err
-	}
-	if out, err := exec.Command("ctr", "--address", socket, "--namespace", "k8s.io", "images", "import", f.Name()).CombinedOutput(); err != nil {
-		return fmt.Errorf("importing into %s: %w: %s", nodeName, err, out)
-	}
-	return nil
 }

@@ -9,11 +9,36 @@ import (
 	"strings"
 )
 
-// config is crio.conf for this instance. Every path CRI-O would otherwise
-// take from /etc, /var/lib or /var/run is set under Dir: two instances (or
-// a host CRI-O) must never share state, and cleanup must find all of it.
-func (c *CRIO) config() string {
-	d := func(p string) string { return filepath.Join(c.Dir, p) }
+// ConfigOptions places one CRI-O: every path it would otherwise take from
+// /etc, /var/lib or /var/run lies under Dir unless set here. Two instances
+// (or a host CRI-O) must never share state, and cleanup must find all of it.
+// The tests leave everything under Dir; hack/kubecluster's CRI-O nodes set
+// Root and Socket to the paths a real node has (in the node's mount
+// namespace) and the CNI directories to the node's own.
+type ConfigOptions struct {
+	Dir string
+	// Root is the storage root, the image filesystem (default Dir/root).
+	Root string
+	// Socket is where CRI-O listens (default Dir/crio.sock).
+	Socket string
+	// BinDir holds pinns (hack/build-crio.sh's output).
+	BinDir       string
+	PauseImage   string
+	PinnedImages []string
+	// CNIConfDir and CNIPluginDir: network_dir and plugin_dirs (default
+	// Dir/cni/conf and Dir/cni/bin).
+	CNIConfDir, CNIPluginDir string
+}
+
+// Config is crio.conf for o.
+func Config(o ConfigOptions) string {
+	d := func(p string) string { return filepath.Join(o.Dir, p) }
+	or := func(v, def string) string {
+		if v != "" {
+			return v
+		}
+		return def
+	}
 	runc, _ := exec.LookPath("runc")
 	conmon, _ := exec.LookPath("conmon")
 	return fmt.Sprintf(`[crio]
@@ -69,13 +94,35 @@ enable_metrics = false
 [crio.nri]
 enable_nri = false
 `,
-		d("root"), d("run"), d("pods"), d("run/version"), d("version"), d("clean.shutdown"),
-		c.Socket,
-		d("run/exits"), d("run/attach"), d("run/ns"), filepath.Join(c.bin, "pinns"), d("hooks.d"), d("cdi"),
+		or(o.Root, d("root")), d("run"), d("pods"), d("run/version"), d("version"), d("clean.shutdown"),
+		or(o.Socket, d("crio.sock")),
+		d("run/exits"), d("run/attach"), d("run/ns"), filepath.Join(o.BinDir, "pinns"), d("hooks.d"), d("cdi"),
 		d("irqbalance"),
 		runc, d("run/runc"), conmon,
-		c.opts.pauseImage, d("policy.json"), d("policies"), quoteList(c.opts.pinnedImages),
-		d("cni/conf"), d("cni/bin"))
+		o.PauseImage, d("policy.json"), d("policies"), quoteList(o.PinnedImages),
+		or(o.CNIConfDir, d("cni/conf")), or(o.CNIPluginDir, d("cni/bin")))
+}
+
+// Args are crio's arguments for an instance configured in dir (crio.conf,
+// registries.conf and policy.json written there): --config-dir and the
+// registries flags keep the host's /etc/crio and /etc/containers out of
+// it, so only what the caller wrote applies.
+func Args(dir string) []string {
+	return []string{
+		"--config", filepath.Join(dir, "crio.conf"),
+		"--config-dir", filepath.Join(dir, "conf.d"),
+		"--registries-conf", filepath.Join(dir, "registries.conf"),
+		"--registries-conf-dir", filepath.Join(dir, "registries.d"),
+		"--log-level", "info",
+	}
+}
+
+// Dirs are the directories under an instance's dir that must exist before
+// it starts.
+var Dirs = []string{"conf.d", "registries.d", "hooks.d", "cni/conf", "cni/bin", "pods"}
+
+func (c *CRIO) config() string {
+	return Config(ConfigOptions{Dir: c.Dir, Socket: c.Socket, BinDir: c.bin, PauseImage: c.opts.pauseImage, PinnedImages: c.opts.pinnedImages})
 }
 
 func quoteList(items []string) string {

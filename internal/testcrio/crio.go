@@ -152,7 +152,7 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 		t.Fatalf("CRI-O's directory %s is too long for its sockets; use a shorter test name", dir)
 	}
 	c.Endpoint = "unix://" + c.Socket
-	for _, d := range []string{"conf.d", "registries.d", "hooks.d", "cni/conf", "cni/bin", "pods"} {
+	for _, d := range Dirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -203,14 +203,7 @@ func (c *CRIO) launch(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// --config-dir and the registries flags keep the host's /etc/crio and
-	// /etc/containers out of it: only what this package writes applies.
-	c.cmd = exec.Command(filepath.Join(c.bin, "crio"),
-		"--config", filepath.Join(c.Dir, "crio.conf"),
-		"--config-dir", filepath.Join(c.Dir, "conf.d"),
-		"--registries-conf", filepath.Join(c.Dir, "registries.conf"),
-		"--registries-conf-dir", filepath.Join(c.Dir, "registries.d"),
-		"--log-level", "info")
+	c.cmd = exec.Command(filepath.Join(c.bin, "crio"), Args(c.Dir)...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	// Its own process group, so a hung CRI-O and its children can be killed
 	// together without touching anything else.
@@ -281,7 +274,7 @@ func (c *CRIO) stop(t testing.TB) {
 		}
 	}
 	killUnder(c.Dir)
-	if left := removeCgroups(c.cgroup); len(left) > 0 {
+	if left := RemoveCgroups(c.cgroup); len(left) > 0 {
 		t.Errorf("cgroups left: %v", left)
 	}
 	if c.registry != nil {
@@ -314,10 +307,11 @@ func killUnder(dir string) {
 	}
 }
 
-// removeCgroups removes the instance's cgroup tree in every hierarchy
-// (cgroup v1 has one per controller), deepest first: rmdir only takes an
-// empty cgroup, and runc removes a container's own but not its parents.
-func removeCgroups(parent string) (left []string) {
+// RemoveCgroups removes a cgroup tree (an instance's, or a kubecluster
+// CRI-O node's) in every hierarchy (cgroup v1 has one per controller),
+// deepest first: rmdir only takes an empty cgroup, and runc removes a
+// container's own but not its parents. It returns what it could not remove.
+func RemoveCgroups(parent string) (left []string) {
 	roots, _ := filepath.Glob("/sys/fs/cgroup/*" + parent)
 	roots = append(roots, "/sys/fs/cgroup"+parent)
 	for _, root := range roots {

@@ -121,7 +121,7 @@ func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := push(c.registry.URL, ref, img.Image); err != nil {
+			if err := Push(c.registry.URL, ref, img.Image); err != nil {
 				t.Fatalf("pushing %s to the loopback registry: %v", tag, err)
 			}
 			added = c.mirror(hostOf(ref)) || added
@@ -139,11 +139,12 @@ func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
 	}
 }
 
-// push uploads img as ref (host/repo:tag) into the repository host/repo of
-// the registry at base, by hand: go-containerregistry's remote package
-// would bring Docker's credential helpers into this module for a registry
-// that has no credentials.
-func push(base, ref string, img v1.Image) error {
+// Push uploads img as ref (PATH:TAG) into repository PATH of the registry at
+// base (http://HOST:PORT): host/repo:tag for a mirror's layout, as Import
+// does, or repo:tag for the registry's own names. By hand: go-containerregistry's
+// remote package would bring Docker's credential helpers into this module
+// for a registry that has no credentials.
+func Push(base, ref string, img v1.Image) error {
 	repo, tag := ref[:strings.LastIndex(ref, ":")], ref[strings.LastIndex(ref, ":")+1:]
 	layers, err := img.Layers()
 	if err != nil {
