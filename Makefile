@@ -200,8 +200,8 @@ test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module
 	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 ./internal/testcrio/
 
 .PHONY: test-scanner
-test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd.
-	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 ./...
+test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd and a real CRI-O.
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short while each.
@@ -226,6 +226,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
 	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
+	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
 
 ##@ Demo
 

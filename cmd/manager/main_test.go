@@ -184,15 +184,15 @@ func TestManagerRefusesInvalidConfig(t *testing.T) {
 		args []string
 		want []string
 	}{
-		"ratio":            {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 3}}", want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
-		"unknown key":      {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFilter: {selector: [a=b]}}", want: []string{"manager.nodeFilter.selector", "selectors"}},
-		"filter type":      {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {nodeFilter: {type: all}}", want: []string{"manager.nodeFilter.type"}},
-		"api version":      {doc: "apiVersion: eraser.sh/v9\n", want: []string{"apiVersion", "Unsupported value"}},
-		"runtime":          {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'tcp://h:1'}}", want: []string{"manager.runtime.address"}},
-		"scanning on crio": {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: crio}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}", want: []string{"components.scanner.enabled", "containerd only"}},
-		"remover image":    {doc: "apiVersion: eraser.sh/v1alpha3\n", args: []string{"--remover-image=a b"}, want: []string{"--remover-image"}},
-		"missing --config": {want: []string{"--config is required"}},
-		"missing file":     {args: []string{"--config=/nonexistent/config.yaml"}, want: []string{"reading EraserConfig", "/nonexistent/config.yaml"}},
+		"ratio":                   {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 3}}", want: []string{"manager.imageJob.successRatio", "between 0 and 1"}},
+		"unknown key":             {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {nodeFilter: {selector: [a=b]}}", want: []string{"manager.nodeFilter.selector", "selectors"}},
+		"filter type":             {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {nodeFilter: {type: all}}", want: []string{"manager.nodeFilter.type"}},
+		"api version":             {doc: "apiVersion: eraser.sh/v9\n", want: []string{"apiVersion", "Unsupported value"}},
+		"runtime":                 {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd, address: 'tcp://h:1'}}", want: []string{"manager.runtime.address"}},
+		"scanning on cri-dockerd": {doc: "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: dockershim}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}", want: []string{"components.scanner.enabled", "containerd and CRI-O only"}},
+		"remover image":           {doc: "apiVersion: eraser.sh/v1alpha3\n", args: []string{"--remover-image=a b"}, want: []string{"--remover-image"}},
+		"missing --config":        {want: []string{"--config is required"}},
+		"missing file":            {args: []string{"--config=/nonexistent/config.yaml"}, want: []string{"reading EraserConfig", "/nonexistent/config.yaml"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -49,16 +49,16 @@ func TestPullSecretNamesFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestScannerRuntimeRefusedOnEdit: turning on scanning on CRI-O, where the
-// Trivy scanner cannot read images, is refused by hot reload with an
+// TestScannerRuntimeRefusedOnEdit: turning on scanning on cri-dockerd, where
+// the Trivy scanner cannot read images, is refused by hot reload with an
 // InvalidConfig Event that says why and what to do; the running
 // configuration stays.
 func TestScannerRuntimeRefusedOnEdit(t *testing.T) {
 	testenv.Require(t)
-	const ns = "eraser-crio"
+	const ns = "eraser-dockershim"
 	ctx := context.Background()
 	ensureNamespace(t, ns)
-	good := "apiVersion: eraser.sh/v1alpha2\nkind: EraserConfig\nmanager: {runtime: crio}\n"
+	good := "apiVersion: eraser.sh/v1alpha2\nkind: EraserConfig\nmanager: {runtime: dockershim}\n"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
 		Data: map[string]string{manager.ConfigKey: good}}
 	if err := env.Client.Create(ctx, cm); err != nil {
@@ -90,7 +90,7 @@ func TestScannerRuntimeRefusedOnEdit(t *testing.T) {
 		}
 		return false
 	})
-	for _, want := range []string{"components.scanner.enabled", "containerd only", "crio", "components.scanner.enabled: false"} {
+	for _, want := range []string{"components.scanner.enabled", "containerd and CRI-O only", "dockershim", "components.scanner.enabled: false"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the Event does not say %q: %s", want, msg)
 		}

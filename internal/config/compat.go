@@ -82,12 +82,12 @@ func isTrivyScanner(c Component) bool {
 }
 
 // scannerRuntime decides a runtime the scanner cannot read. The Trivy
-// scanner reads images from containerd's content store; with CRI-O or
-// cri-dockerd every scheduled run would fail on every node, every night.
-// Refusing the configuration says so when it is written instead: on a live
-// edit the previous configuration stays (InvalidConfig), at start-up the
-// manager exits naming this field (or starts with the last good
-// configuration on record). It applies only when scheduled runs scan
+// scanner reads images from containerd's content store and from CRI-O's
+// image store; with cri-dockerd every scheduled run would fail on every
+// node, every night. Refusing the configuration says so when it is written
+// instead: on a live edit the previous configuration stays (InvalidConfig),
+// at start-up the manager exits naming this field (or starts with the last
+// good configuration on record). It applies only when scheduled runs scan
 // (the scanner runs nowhere else) and to the Trivy scanner image only: a
 // custom scanner may read any runtime.
 //
@@ -95,11 +95,11 @@ func isTrivyScanner(c Component) bool {
 // into "remove every unused image" behind the user's back, which cannot be
 // undone for images that cannot be pulled again.
 func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
-	if rt == RuntimeContainerd || !comps.Collector.Enabled || !comps.Scanner.Enabled || !isTrivyScanner(comps.Scanner) {
+	if rt == RuntimeContainerd || rt == RuntimeCrio || !comps.Collector.Enabled || !comps.Scanner.Enabled || !isTrivyScanner(comps.Scanner) {
 		return nil
 	}
 	return field.Invalid(field.NewPath("components", "scanner", "enabled"), true, fmt.Sprintf(
-		"the Trivy scanner reads images from containerd only, and manager.runtime is %s: every scheduled run would fail on every node. "+
+		"the Trivy scanner reads images from containerd and CRI-O only, and manager.runtime is %s: every scheduled run would fail on every node. "+
 			"Set components.scanner.enabled: false (scheduled runs then remove every unused image that is not excluded) or set components.scanner.image to a scanner that reads %s",
 		rt, rt))
 }

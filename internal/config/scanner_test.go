@@ -7,14 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestScannerRuntime: the Trivy scanner reads containerd only, so a
-// configuration that would have it scan on CRI-O or cri-dockerd every night
-// is refused; anything that never runs it there is not.
+// TestScannerRuntime: the Trivy scanner reads containerd and CRI-O, so a
+// configuration that would have it scan on cri-dockerd every night is
+// refused; anything that never runs it there is not.
 func TestScannerRuntime(t *testing.T) {
 	trivy := Image{Repo: "ghcr.io/eraser-dev/eraser-trivy-scanner", Tag: "v1.4.1"}
 	custom := Image{Repo: "registry.example/crio-scanner", Tag: "v1"}
 	refused := func(rt RuntimeName) string {
-		return "components.scanner.enabled: Invalid value: true: the Trivy scanner reads images from containerd only, and manager.runtime is " + string(rt) +
+		return "components.scanner.enabled: Invalid value: true: the Trivy scanner reads images from containerd and CRI-O only, and manager.runtime is " + string(rt) +
 			": every scheduled run would fail on every node. Set components.scanner.enabled: false (scheduled runs then remove every unused image that is not excluded)" +
 			" or set components.scanner.image to a scanner that reads " + string(rt)
 	}
@@ -24,13 +24,13 @@ func TestScannerRuntime(t *testing.T) {
 		image              Image
 		want               string
 	}{
-		"containerd scans":           {runtime: RuntimeContainerd, collector: true, scanner: true, image: trivy},
-		"crio scanning refused":      {runtime: RuntimeCrio, collector: true, scanner: true, image: trivy, want: refused(RuntimeCrio)},
-		"cri-dockerd refused":        {runtime: RuntimeDockershim, collector: true, scanner: true, image: trivy, want: refused(RuntimeDockershim)},
-		"crio without scanner":       {runtime: RuntimeCrio, collector: true, image: trivy},
-		"crio, no scheduled runs":    {runtime: RuntimeCrio, scanner: true, image: trivy},
-		"crio with a custom scanner": {runtime: RuntimeCrio, collector: true, scanner: true, image: custom},
-		"our scanner image":          {runtime: RuntimeCrio, collector: true, scanner: true, image: Image{Repo: "ghcr.io/eraser-oss/eraser-trivy-scanner"}, want: refused(RuntimeCrio)},
+		"containerd scans":                  {runtime: RuntimeContainerd, collector: true, scanner: true, image: trivy},
+		"crio scans":                        {runtime: RuntimeCrio, collector: true, scanner: true, image: trivy},
+		"cri-dockerd refused":               {runtime: RuntimeDockershim, collector: true, scanner: true, image: trivy, want: refused(RuntimeDockershim)},
+		"cri-dockerd without scanner":       {runtime: RuntimeDockershim, collector: true, image: trivy},
+		"cri-dockerd, no scheduled runs":    {runtime: RuntimeDockershim, scanner: true, image: trivy},
+		"cri-dockerd with a custom scanner": {runtime: RuntimeDockershim, collector: true, scanner: true, image: custom},
+		"our scanner image":                 {runtime: RuntimeDockershim, collector: true, scanner: true, image: Image{Repo: "ghcr.io/eraser-oss/eraser-trivy-scanner"}, want: refused(RuntimeDockershim)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -50,14 +50,14 @@ func TestScannerRuntime(t *testing.T) {
 }
 
 // TestScannerRuntimeRefusedAtLoad: upstream's shipped configuration (collector
-// and scanner on) with CRI-O is refused by Parse, naming the field, in every
+// and scanner on) with cri-dockerd is refused by Parse, naming the field, in every
 // version.
 func TestScannerRuntimeRefusedAtLoad(t *testing.T) {
 	on := "components: {collector: {enabled: true}, scanner: {enabled: true}}"
 	cases := map[string]string{
-		"v1alpha1 crio":       "apiVersion: eraser.sh/v1alpha1\nmanager: {runtime: crio}\n" + on,
+		"v1alpha1 dockershim": "apiVersion: eraser.sh/v1alpha1\nmanager: {runtime: dockershim}\n" + on,
 		"v1alpha2 dockershim": "apiVersion: eraser.sh/v1alpha2\nmanager: {runtime: dockershim}\n" + on,
-		"v1alpha3 crio":       "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: crio, address: 'unix:///var/run/crio/crio.sock'}}\n" + on,
+		"v1alpha3 dockershim": "apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: dockershim, address: 'unix:///var/run/cri-dockerd.sock'}}\n" + on,
 	}
 	for name, doc := range cases {
 		t.Run(name, func(t *testing.T) {

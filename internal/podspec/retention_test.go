@@ -13,7 +13,8 @@ import (
 
 // TestBuildRetention: the retention policy reaches the collector and remover
 // as the flags the workers parse, with the host directories it needs and no
-// others; the scanner gets none of it.
+// others; the scanner gets none of it, but for CRI-O's image store, which
+// it scans.
 func TestBuildRetention(t *testing.T) {
 	const all = "manager: {retention: {minAge: 1h30m, unusedFor: 720h, highThresholdPercent: 85, lowThresholdPercent: 80}}\n" +
 		"components: {collector: {enabled: true}, scanner: {enabled: true}}"
@@ -87,6 +88,22 @@ func TestBuildRetention(t *testing.T) {
 					"remover":   {stateMount, "imagefs:/data/storage:ro"},
 				},
 				Volumes: []string{state, "imagefs=/data/storage(Directory)"},
+			},
+		},
+		"scheduled scan on CRI-O: the scanner reads the image store, read-only, and not the node's state": {
+			kind: KindCollector, os: paths.Linux, doc: "manager: {runtime: {name: crio}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}",
+			want: retentionShape{
+				Args: map[string][]string{
+					"collector":     {"--min-age=10m0s", "--image-store=/var/lib/containers/storage"},
+					"remover":       {"--min-age=10m0s", "--image-store=/var/lib/containers/storage"},
+					"trivy-scanner": {"--image-store=/var/lib/containers/storage"},
+				},
+				Mounts: map[string][]string{
+					"collector":     {stateMount, "imagefs:/var/lib/containers/storage:ro"},
+					"remover":       {stateMount, "imagefs:/var/lib/containers/storage:ro"},
+					"trivy-scanner": {"imagefs:/var/lib/containers/storage:ro"},
+				},
+				Volumes: []string{state, "imagefs=/var/lib/containers/storage(Directory)"},
 			},
 		},
 		"ImageList on CRI-O: its image store, read-only, for image ages": {

@@ -22,6 +22,13 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 		mounts = append(mounts, corev1.VolumeMount{Name: volScanTmp, MountPath: "/tmp"})
 	}
 	args := append([]string{"--config=" + paths.Join(p.OS, paths.ConfigDir(p.OS), p.ConfigKey), "--log-level=" + p.LogLevel}, pprof...)
+	// CRI-O has no call that returns an image's content: the scanner reads
+	// its image store, the volume retention() mounts for runtime crio, and
+	// only that, read-only (not the node's state the other workers write).
+	if p.OS == paths.Linux && cfg.Manager.Runtime.Name == config.RuntimeCrio {
+		mounts = append(mounts, corev1.VolumeMount{Name: volImageFs, MountPath: cfg.Manager.Retention.ImageFsPath, ReadOnly: true})
+		args = append(args, "--image-store="+cfg.Manager.Retention.ImageFsPath)
+	}
 	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},

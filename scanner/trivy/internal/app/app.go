@@ -26,6 +26,7 @@ import (
 	"github.com/eraser-oss/eraser/pkg/scanner"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/engine"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/storeimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/vulndb"
 )
 
@@ -41,6 +42,9 @@ type Command struct {
 	SummaryFile string
 	// Now pins the clock that end-of-life verdicts depend on (tests).
 	Now string
+	// ImageStore is CRI-O's image store, mounted read-only, where the
+	// scanner reads images on runtime crio.
+	ImageStore string
 
 	closeStore func() error
 	// db is the vulnerability DB the run judges with, for the summary.
@@ -53,6 +57,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.Config, "config", "", "EraserConfig file whose components.scanner.config configures the scanner")
 	fs.StringVar(&c.SummaryFile, "summary-file", "/dev/termination-log", "where to write the run's summary (the container's termination message)")
 	fs.StringVar(&c.Now, "now", "", "RFC 3339 time to judge end of life at, instead of the clock (tests)")
+	fs.StringVar(&c.ImageStore, "image-store", storeimage.DefaultRoot, "CRI-O's image store (containers/storage root), read on runtime crio")
 }
 
 // Run scans and returns the exit code: 1 when the run could not judge the
@@ -126,7 +131,7 @@ func (c *Command) scanConfig(log *slog.Logger) (scan.Config, error) {
 	return cfg, nil
 }
 
-// prepare gets the DB and connects to the runtime's content store.
+// prepare opens the runtime's image store and gets the DB.
 func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (*engine.Engine, error) {
 	tlog.InitLogger(false, true)
 	for _, c := range cfg.Vulnerabilities.SecurityChecks {
@@ -136,14 +141,18 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 			log.Warn("ignoring a security check this scanner does not run", "check", c, "key", "vulnerabilities.securityChecks")
 		}
 	}
-	if name := os.Getenv("ERASER_RUNTIME_NAME"); name != "" && name != string(config.RuntimeContainerd) {
-		return nil, fmt.Errorf("runtime %q: this scanner reads images from containerd only", name)
+	// The runtime first: a node the scanner cannot read fails before any
+	// DB download.
+	src, closeStore, err := c.openStore()
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	dir, downloaded, err := vulndb.Prepare(ctx, vulndb.Options{
 		CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate, DownloadTimeout: cfg.DBDownloadTimeout.Duration,
 	})
 	if err != nil {
+		closeStore()
 		return nil, err
 	}
 	// Which DB judged is part of every verdict's why; a DB Trivy accepted
@@ -155,25 +164,43 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 		c.db = db
 	}
 	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds(), "db", db)
-	addr, err := socketPath(c.RuntimeEndpoint)
+	eng, err := engine.New(dir, src, cfg.Vulnerabilities.Types)
 	if err != nil {
+		closeStore()
 		return nil, err
 	}
-	ns := os.Getenv("CONTAINERD_NAMESPACE")
-	if ns == "" {
-		ns = ctrdimage.Namespace
-	}
-	store, err := ctrdimage.Dial(addr, ns)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(dir, storeSource{store}, cfg.Vulnerabilities.Types)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	c.closeStore = store.Close
+	c.closeStore = closeStore
 	return eng, nil
+}
+
+// openStore opens where the node's runtime keeps its images: containerd's
+// content store through its socket, or CRI-O's image store on disk (CRI-O
+// has no API that returns an image's content).
+func (c *Command) openStore() (engine.Source, func() error, error) {
+	switch name := os.Getenv("ERASER_RUNTIME_NAME"); name {
+	case "", string(config.RuntimeContainerd):
+		addr, err := socketPath(c.RuntimeEndpoint)
+		if err != nil {
+			return nil, nil, err
+		}
+		ns := os.Getenv("CONTAINERD_NAMESPACE")
+		if ns == "" {
+			ns = ctrdimage.Namespace
+		}
+		store, err := ctrdimage.Dial(addr, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		return source[*ctrdimage.Image]{store.Open}, store.Close, nil
+	case string(config.RuntimeCrio):
+		store, err := storeimage.Open(c.ImageStore)
+		if err != nil {
+			return nil, nil, err
+		}
+		return source[*ctrdimage.Image]{store.Open}, store.Close, nil
+	default:
+		return nil, nil, fmt.Errorf("runtime %q: this scanner reads images from containerd and CRI-O only", name)
+	}
 }
 
 func socketPath(endpoint string) (string, error) {
@@ -224,10 +251,14 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engin
 	return send
 }
 
-type storeSource struct{ s *ctrdimage.Store }
+// source adapts a store's Open to engine.Source, whose images are Trivy's
+// interface type.
+type source[I ftypes.Image] struct {
+	open func(context.Context, handoff.Image) (I, error)
+}
 
-func (s storeSource) Open(ctx context.Context, img handoff.Image) (ftypes.Image, error) {
-	i, err := s.s.Open(ctx, img)
+func (s source[I]) Open(ctx context.Context, img handoff.Image) (ftypes.Image, error) {
+	i, err := s.open(ctx, img)
 	if err != nil {
 		return nil, err
 	}
