@@ -162,12 +162,13 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 # nodes pull from a registry on loopback that the test serves; it runs
 # make release REGISTRY=127.0.0.1:PORT/eraser VERSION=0.0.0-e2e INSECURE=1
 # PLATFORMS=linux/amd64 into it, then installs Eraser from the chart there
-# (oci://) and from deploy/eraser.yaml rendered for it.
+# (oci://) and from deploy/eraser.yaml rendered for it. One node more runs
+# its kubelet on CRI-O (hack/build-crio.sh, cached), for TestCRIONode.
 # Root; it restores what it changes on the machine when it ends.
 .PHONY: test-e2e-kubelet
-test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*" under the minimum age, scheduled runs (with the scanner; disk pressure and its dry run on a tmpfs image filesystem), chart and uninstall on a local 2-node cluster.
+test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*" under the minimum age, scheduled runs (with the scanner; disk pressure and its dry run on a tmpfs image filesystem), chart and uninstall on a local 2-node cluster, and a node on CRI-O (ImageList, scheduled run with the scanner).
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
 
 # EXTRA=1: the fault tier runs kube-controller-manager's garbage collector
 # beside the API server (the kubelet tier's build; the same cache).

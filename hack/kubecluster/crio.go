@@ -250,6 +250,16 @@ func (n node) startCRIO(logs, bin string) (*proc, error) {
 	if err := n.hideUnmountedControllers(); err != nil {
 		return nil, fmt.Errorf("%s: %w", n.name, err)
 	}
+	// CRI-O gives a hostPath volume that holds its storage root (Eraser's
+	// imageFsPath on crio) HostToContainer propagation, whatever the pod
+	// asks, and refuses it unless the source is a shared or slave mount,
+	// as on a real node, where systemd makes every mount shared. The
+	// node's namespace was made with every mount private; shared here,
+	// the mount's peers are in this namespace and its containers only,
+	// never the host's.
+	if err := syscall.Mount("", "/var/lib/containers", "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+		return nil, fmt.Errorf("%s: making /var/lib/containers a shared mount: %w", n.name, err)
+	}
 	p, err := startChild(logs, n.name+"-crio", filepath.Join(bin, "crio"), testcrio.Args(dir)...)
 	if err != nil {
 		return nil, err

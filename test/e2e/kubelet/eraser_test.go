@@ -294,7 +294,7 @@ func TestEraser(t *testing.T) {
 			}
 			return len(missing) == 0, fmt.Sprintf("no series for %v", missing)
 		})
-		scanVerdictsInReport(t, vulnerable, fixed)
+		scanVerdictsInReport(t, cluster.Nodes, baseConfig, vulnerable, fixed)
 		expectJobsCleanedUp(t)
 	})
 
@@ -624,9 +624,25 @@ images:
 // binary), into a namespace made as docs/install.md says.
 func installChart(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
+	return installChartValues(t, "")
+}
+
+// installChartValues is installChart with a values file (helm install -f),
+// when values is not empty; the configuration is then the one the chart
+// renders from it, not baseConfig.
+func installChartValues(t *testing.T, values string) []*unstructured.Unstructured {
+	t.Helper()
 	root := repoRoot()
-	render := command(root, "go", "-C", "hack/render", "run", "./cmd/chart",
-		"--version", e2eVersion, "--plain-http", "oci://"+registryPath+"/charts/eraser")
+	args := []string{"-C", "hack/render", "run", "./cmd/chart", "--version", e2eVersion, "--plain-http"}
+	config := baseConfig
+	if values != "" {
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args, config = append(args, "-f", file), ""
+	}
+	render := command(root, "go", append(args, "oci://"+registryPath+"/charts/eraser")...)
 	render.Env = append(render.Env, helmEnv(workDir)...)
 	var stderr bytes.Buffer
 	render.Stderr = &stderr
@@ -647,7 +663,7 @@ func installChart(t *testing.T) []*unstructured.Unstructured {
 		"pod-security.kubernetes.io/enforce": "privileged",
 		"pod-security.kubernetes.io/audit":   "restricted",
 	})
-	return install(t, manifest, ns)
+	return installConfig(t, manifest, config, ns)
 }
 
 // eraserImage is an image of the release in the tier's registry, by its
@@ -658,6 +674,13 @@ func eraserImage(repo string) string { return registryPath + "/" + repo + ":" + 
 // in the manager's ConfigMap, and waits for the manager to be available,
 // which proves it reaches the API server from its pod.
 func install(t *testing.T, manifest []byte, extra ...*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	return installConfig(t, manifest, baseConfig, extra...)
+}
+
+// installConfig is install with config in the manager's ConfigMap, or the
+// manifest's own when config is "".
+func installConfig(t *testing.T, manifest []byte, config string, extra ...*unstructured.Unstructured) []*unstructured.Unstructured {
 	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
 	objects := extra
@@ -672,8 +695,8 @@ func install(t *testing.T, manifest []byte, extra ...*unstructured.Unstructured)
 		if len(obj.Object) == 0 {
 			continue
 		}
-		if obj.GetKind() == "ConfigMap" && obj.GetName() == configMap {
-			if err := unstructured.SetNestedField(obj.Object, baseConfig, "data", configKey); err != nil {
+		if obj.GetKind() == "ConfigMap" && obj.GetName() == configMap && config != "" {
+			if err := unstructured.SetNestedField(obj.Object, config, "data", configKey); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -760,7 +783,7 @@ func uninstall(t *testing.T, objects []*unstructured.Unstructured) {
 		t.Errorf("worker pod %s/%s left behind", p.Namespace, p.Name)
 	}
 	// The kubelets stop the namespace's containers as its pods go.
-	for _, n := range cluster.Nodes {
+	for _, n := range append(append([]Node{}, cluster.Nodes...), crioNodes...) {
 		eventually(t, 2*time.Minute, n.Name+" to run no Eraser container", func() (bool, string) {
 			// A container names its image by a tag or an ID.
 			own := map[string]bool{}
@@ -968,6 +991,8 @@ func runPod(t *testing.T, node, name, image string) {
 			NodeName:                      node,
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			// The CRI-O nodes are tainted (isolateCRIONodes).
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{
 				Name: "main", Image: image, ImagePullPolicy: corev1.PullNever,
 			}},

@@ -68,15 +68,18 @@ var assetsDir string
 // Node is one node of the running cluster, as hack/kubecluster describes it.
 type Node struct {
 	Name string `json:"name"`
-	// Socket is the node's containerd socket, reached from the host.
+	// Runtime is containerd or crio.
+	Runtime string `json:"runtime"`
+	// Socket is the node's runtime socket, reached from the host.
 	Socket string `json:"socket"`
 	// RuntimeAddress is the same socket as the node's pods see it.
 	RuntimeAddress string `json:"runtimeAddress"`
 	// Dir is the node's private directory; its pods' /var/lib/eraser is
 	// Dir/eraser.
 	Dir string `json:"dir"`
-	// ImageFs is the node's containerd root (a tmpfs of imageFsMiB) as the
-	// host reaches it; the node's pods see it at /var/lib/containerd.
+	// ImageFs is the node's runtime root (a tmpfs of imageFsMiB) as the
+	// host reaches it; the node's pods see it at /var/lib/containerd
+	// (CRI-O: /var/lib/containers/storage).
 	ImageFs string `json:"imageFs"`
 }
 
@@ -87,12 +90,9 @@ type Node struct {
 // only for what is written.
 const imageFsMiB = 1536
 
-// hostPaths are the machine's directories the nodes' mount namespaces
-// cover with private ones (hack/kubecluster): the tier must leave them as
-// it found them. The workers' state file lands in the node's own
-// /var/lib/eraser, never in the machine's.
-var hostPaths = []string{"/var/lib/eraser", "/var/lib/containerd"}
-
+// clusterInfo is DIR/cluster.json. Nodes are the containerd nodes, which
+// every test but TestCRIONode runs on; the CRI-O nodes are in crioNodes
+// (crio_test.go).
 type clusterInfo struct {
 	Kubeconfig string `json:"kubeconfig"`
 	Nodes      []Node `json:"nodes"`
@@ -153,64 +153,6 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// hostPathState is whether a host directory existed before the tier ran,
-// and what it held.
-type hostPathState struct {
-	existed bool
-	entries map[string]bool
-}
-
-func snapshotHostPaths() map[string]hostPathState {
-	out := map[string]hostPathState{}
-	for _, p := range hostPaths {
-		entries, err := os.ReadDir(p)
-		st := hostPathState{existed: err == nil, entries: map[string]bool{}}
-		for _, e := range entries {
-			st.entries[e.Name()] = true
-		}
-		out[p] = st
-	}
-	return out
-}
-
-// restoreHostPaths puts the host directories back as they were: one the
-// tier created (the teardown removes the mount points it made) is removed,
-// and in one that existed only what the tier added (a state file such as
-// images.state, were a worker ever to write the machine's directory) is.
-// Either is reported as an error: the nodes' private mounts should have
-// kept the machine's directories untouched.
-func restoreHostPaths(before map[string]hostPathState) error {
-	var errs []error
-	for _, p := range hostPaths {
-		was := before[p]
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			if !os.IsNotExist(err) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if !was.existed {
-			errs = append(errs, fmt.Errorf("%s did not exist before the tier ran and was left behind (removed now)", p))
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		for _, e := range entries {
-			if was.entries[e.Name()] {
-				continue
-			}
-			path := filepath.Join(p, e.Name())
-			errs = append(errs, fmt.Errorf("%s was written by the tier (removed now)", path))
-			if err := os.RemoveAll(path); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // requireCluster skips the test when the tier was not asked for.
@@ -292,8 +234,16 @@ func startCluster(tmp string) (func() error, error) {
 	progress("released in %.0fs", time.Since(t1).Seconds())
 
 	t2 := time.Now()
-	cmd := command(root, bin, "up", "-state", stateDir, "-nodes", strconv.Itoa(nodeCount()), "-assets", assets,
-		"-imagefs-size", strconv.Itoa(imageFsMiB), "-pause-source", filepath.Join(root, "test", "images", "pause"), "-insecure-registry", host)
+	args := []string{"up", "-state", stateDir, "-nodes", strconv.Itoa(nodeCount()), "-assets", assets,
+		"-imagefs-size", strconv.Itoa(imageFsMiB), "-pause-source", filepath.Join(root, "test", "images", "pause"), "-insecure-registry", host}
+	// One CRI-O node more, for TestCRIONode, when CRI-O is built; without
+	// it that test fails under CI and skips elsewhere.
+	if dir, err := crioBinDir(); err != nil {
+		crioMissing = err.Error()
+	} else {
+		args = append(args, "-crio-nodes", "1", "-crio-bin", dir)
+	}
+	cmd := command(root, bin, args...)
 	// The cluster tears itself down if this process dies without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stderr = os.Stderr
@@ -342,6 +292,9 @@ func startCluster(tmp string) (func() error, error) {
 	if err := loadCluster(infoPath); err != nil {
 		return nil, errors.Join(err, stop())
 	}
+	if err := isolateCRIONodes(); err != nil {
+		return nil, errors.Join(err, stop())
+	}
 	return stop, nil
 }
 
@@ -364,6 +317,15 @@ func loadCluster(path string) error {
 	}
 	if err := json.Unmarshal(b, &cluster); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	all := cluster.Nodes
+	cluster.Nodes = nil
+	for _, n := range all {
+		if n.Runtime == "crio" {
+			crioNodes = append(crioNodes, n)
+		} else {
+			cluster.Nodes = append(cluster.Nodes, n)
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {

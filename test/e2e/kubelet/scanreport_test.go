@@ -19,8 +19,9 @@ import (
 // decided it, read from the real scanner's log on real nodes: the
 // vulnerable image with the fixture DB's finding, the fixed one clean, and
 // the DB each node judged with; kubectl eraser report shows them. Then it
-// turns the scanned runs off and deletes the jobs the run's keepReportFor keeps.
-func scanVerdictsInReport(t *testing.T, vulnerable, fixed string) {
+// turns the scanned runs off (config after) and deletes the jobs the run's
+// keepReportFor keeps.
+func scanVerdictsInReport(t *testing.T, nodes []Node, after, vulnerable, fixed string) {
 	t.Helper()
 	ctx := testCtx(t)
 	want := report.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
@@ -37,7 +38,7 @@ func scanVerdictsInReport(t *testing.T, vulnerable, fixed string) {
 				why = append(why, j.Name+": report not complete")
 				continue
 			}
-			problem := verdictProblem(ctx, j, vulnerable, fixed, want)
+			problem := verdictProblem(ctx, j, nodes, vulnerable, fixed, want)
 			if problem == "" {
 				job = j.Name
 				return true, ""
@@ -46,21 +47,21 @@ func scanVerdictsInReport(t *testing.T, vulnerable, fixed string) {
 		}
 		return false, strings.Join(why, "; ")
 	})
-	out := kubectlEraser(t, "report", "imagejob/"+job, "--node", cluster.Nodes[0].Name)
+	out := kubectlEraser(t, "report", "imagejob/"+job, "--node", nodes[0].Name)
 	for _, s := range []string{"vulnerability DB: schema 2, built", vulnerable, "vulnerable", "CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0)", fixed, "clean"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("kubectl eraser report lacks %q:\n%s", s, out)
 		}
 	}
 	// No more scanned runs, whose reports would be kept too.
-	setConfig(t, baseConfig)
+	setConfig(t, after)
 	if err := kube.DeleteAllOf(ctx, &eraserv1.ImageJob{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // verdictProblem says what the job's report lacks, "" for nothing.
-func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, vulnerable, fixed string, want report.Finding) string {
+func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, want []Node, vulnerable, fixed string, finding report.Finding) string {
 	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		return err.Error()
@@ -70,8 +71,8 @@ func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, vulnerable, fix
 		return err.Error()
 	}
 	nodes = ran(nodes)
-	if len(nodes) != len(cluster.Nodes) {
-		return fmt.Sprintf("%d nodes in the report, want %d", len(nodes), len(cluster.Nodes))
+	if len(nodes) != len(want) {
+		return fmt.Sprintf("%d nodes in the report, want %d", len(nodes), len(want))
 	}
 	for _, n := range nodes {
 		if n.ScanDB == nil || n.ScanDB.Version != 2 || n.ScanDB.UpdatedAt == nil {
@@ -84,7 +85,7 @@ func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, vulnerable, fix
 			}
 		}
 		v, f := verdicts[vulnerable], verdicts[fixed]
-		if v == nil || v.Verdict != "vulnerable" || !v.Remove || len(v.Findings) != 1 || v.Findings[0] != want {
+		if v == nil || v.Verdict != "vulnerable" || !v.Remove || len(v.Findings) != 1 || v.Findings[0] != finding {
 			return fmt.Sprintf("node %s: verdict on %s %+v", n.Name, vulnerable, v)
 		}
 		if f == nil || f.Verdict != "clean" || f.Remove {
