@@ -175,6 +175,7 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loo
 .PHONY: test
 test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
 	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 40m $(GO_PACKAGES)
+	$(MAKE) --no-print-directory test-containerd-versions
 	$(MAKE) --no-print-directory test-scanner
 	$(MAKE) --no-print-directory test-promrules
 	$(MAKE) --no-print-directory test-deploy
@@ -195,6 +196,21 @@ test-promrules: ## promtool unit tests of every alert of the chart's PrometheusR
 test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m ./...
+
+# The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
+# make test's first line): each built once from the module proxy
+# (hack/build-containerd.sh, cached), run by internal/testcontainerd when
+# CONTAINERD_BIN_DIR names it; then the scanner's pipeline on each. CRI-O's
+# own tests are not run again.
+CONTAINERD_VERSIONS := v1.7.29 v2.3.3
+.PHONY: test-containerd-versions
+test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/remover, internal/cri) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
+	@for v in $(CONTAINERD_VERSIONS); do \
+		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
+		echo "worker tier on containerd $$v ($$dir)"; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m -skip CRIO ./test/e2e ./internal/remover ./internal/cri || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 -skip /crio/ ./test/e2e || exit 1; \
+	done
 
 .PHONY: test-crio
 test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module proxy once (cold ~5 min, hack/build-crio.sh), started privately by the tests.

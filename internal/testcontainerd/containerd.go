@@ -28,6 +28,20 @@ import (
 	"github.com/eraser-oss/eraser/internal/containerdconfig"
 )
 
+// BinDirEnv names a directory holding another containerd (containerd and
+// containerd-shim-runc-v2, as hack/build-containerd.sh builds 2.x) to run
+// instead of Debian's: make test-containerd2 runs the worker tier on it.
+const BinDirEnv = "CONTAINERD_BIN_DIR"
+
+// binary is the containerd to run, and the PATH it finds its shim on.
+func binary() (bin string, env []string) {
+	dir := os.Getenv(BinDirEnv)
+	if dir == "" {
+		return "containerd", nil
+	}
+	return filepath.Join(dir, "containerd"), append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
 // SandboxImage is the pause image the private containerd is configured with.
 const SandboxImage = "registry.k8s.io/pause:3.10"
 
@@ -50,6 +64,13 @@ func Require(t testing.TB) {
 	for _, b := range []string{"containerd", "ctr", "runc"} {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
+		}
+	}
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				missing = append(missing, BinDirEnv+"/"+b)
+			}
 		}
 	}
 	if os.Geteuid() != 0 {
@@ -162,7 +183,9 @@ func (c *Containerd) launch(t testing.TB) {
 		t.Fatal(err)
 	}
 	c.exited = make(chan struct{})
-	c.cmd = exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
+	bin, env := binary()
+	c.cmd = exec.Command(bin, "--config", filepath.Join(c.Dir, "config.toml"))
+	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {

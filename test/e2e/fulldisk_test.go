@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/eraser-oss/eraser/internal/nodestate"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
 )
@@ -57,23 +59,31 @@ func TestFullDiskRemovesFirst(t *testing.T) {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A node's kubelet asks the runtime's status every few seconds from its
+	// start, long before the disk fills: containerd 2.x writes its
+	// introspection UUID at the first such call, which a full disk refuses.
+	if _, err := n.Runtime.Status(ctx, &runtimeapi.StatusRequest{}); err != nil {
+		t.Fatal(err)
+	}
 	filler := fill(t, n.RootDir())
 	if err := os.WriteFile(filepath.Join(stateDir, "probe"), []byte("x"), 0o644); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("the disk is not full: writing a byte gave %v", err)
 	}
 
 	// Both workers exit 0: the removals freed the room the state needs.
-	col, rem := scheduled(t, ctx, n.Endpoint, []string{"--state-dir=" + stateDir, "--min-age=0s"})
+	col, _ := scheduled(t, ctx, n.Endpoint, []string{"--state-dir=" + stateDir, "--min-age=0s"})
 	present := n.present(t)
 	for _, tag := range tags {
 		if present[tag] {
 			t.Errorf("%s is still on the node: the full disk stopped its removal", tag)
 		}
 	}
-	for _, w := range []struct{ name, log string }{{"collector", col.Stderr}, {"remover", rem.Stderr}} {
-		if !strings.Contains(w.log, "disk") {
-			t.Errorf("the %s did not say the disk was full:\n%s", w.name, w.log)
-		}
+	// The collector runs on the full disk and says so. Whether the remover
+	// meets it depends on the runtime (containerd 1.6 frees a removed
+	// image's content after the remover's state write, 1.7 and 2.x before
+	// it); the remover's own report of a full disk is the case below.
+	if !strings.Contains(col.Stderr, "disk") {
+		t.Errorf("the collector did not say the disk was full:\n%s", col.Stderr)
 	}
 	st, err := nodestate.Load(stateDir)
 	if err != nil {
