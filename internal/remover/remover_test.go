@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -262,6 +263,7 @@ func TestSandboxImageSources(t *testing.T) {
 		status    string
 		podImages []string
 		podErr    error
+		pinPause  bool
 		wantKept  map[string]string // image ID -> detail
 		wantGuess bool
 	}{
@@ -273,12 +275,25 @@ func TestSandboxImageSources(t *testing.T) {
 			wantKept: map[string]string{id('e'): "a pod sandbox's image"}},
 		"neither": {wantGuess: true,
 			wantKept: map[string]string{id('e'): "looks like a pause image (the runtime named no sandbox image)", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
+		// containerd 2.x: its sandbox image is pinned, and its status
+		// names none.
+		"a pinned pause image, no name": {pinPause: true,
+			wantKept: map[string]string{id('e'): "pinned by the runtime"}},
 		"sandboxes unreadable": {status: "registry.k8s.io/pause:3.10", podErr: errors.New("unavailable"), wantGuess: true,
 			wantKept: map[string]string{id('e'): "the runtime's sandbox image", id('7'): "looks like a pause image (the runtime named no sandbox image)"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rt := &fakeRuntime{images: images, sandbox: tc.status, podImages: tc.podImages, podErr: tc.podErr}
+			imgs := images
+			if tc.pinPause {
+				imgs = slices.Clone(images)
+				for i := range imgs {
+					if imgs[i].ID == id('e') {
+						imgs[i].Pinned = true
+					}
+				}
+			}
+			rt := &fakeRuntime{images: imgs, sandbox: tc.status, podImages: tc.podImages, podErr: tc.podErr}
 			targets, _ := ParseTargets([]string{"*"})
 			var info RunInfo
 			results, err := Run(context.Background(), rt, targets, Options{Info: &info})

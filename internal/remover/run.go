@@ -94,13 +94,26 @@ func ReadNode(ctx context.Context, rt Runtime, policy protect.Policy) (*Snapshot
 	switch {
 	case podErr != nil:
 		note = "the pod sandboxes could not be read: " + podErr.Error()
-	case policy.SandboxImage == "" && len(policy.SandboxImages) == 0:
+	case policy.SandboxImage == "" && len(policy.SandboxImages) == 0 && !pinnedPause(images):
 		note = "neither the runtime's status nor any pod sandbox named a sandbox image"
 	}
 	policy.GuessPause = policy.GuessPause || note != ""
 	s := NewSnapshot(images, containers, policy)
 	s.SandboxGuessed, s.SandboxNote = policy.GuessPause, note
 	return s, nil
+}
+
+// pinnedPause tells whether the runtime pins an image that looks like a
+// pause image: containerd 2.x pins its sandbox image and no longer names it
+// in its status. That image is kept as pinned; guessing would also keep
+// every other pause-like image, which no sandbox and no configuration needs.
+func pinnedPause(images []cri.Image) bool {
+	for _, img := range images {
+		if img.Pinned && protect.LooksLikePause(img) {
+			return true
+		}
+	}
+	return false
 }
 
 // RunInfo is what a run reports besides its results.
