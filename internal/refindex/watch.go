@@ -87,26 +87,54 @@ func sources(cs kubernetes.Interface) []source {
 	all := metav1.NamespaceAll
 	return []source{
 		{kindPod, &corev1.Pod{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return core.Pods(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return core.Pods(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return core.Pods(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return core.Pods(all).Watch(ctx, o)
+			}},
 		{kindDeployment, &appsv1.Deployment{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apps.Deployments(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return apps.Deployments(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return apps.Deployments(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return apps.Deployments(all).Watch(ctx, o)
+			}},
 		{kindStatefulSet, &appsv1.StatefulSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apps.StatefulSets(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return apps.StatefulSets(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return apps.StatefulSets(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return apps.StatefulSets(all).Watch(ctx, o)
+			}},
 		{kindDaemonSet, &appsv1.DaemonSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apps.DaemonSets(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return apps.DaemonSets(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return apps.DaemonSets(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return apps.DaemonSets(all).Watch(ctx, o)
+			}},
 		{kindReplicaSet, &appsv1.ReplicaSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apps.ReplicaSets(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return apps.ReplicaSets(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return apps.ReplicaSets(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return apps.ReplicaSets(all).Watch(ctx, o)
+			}},
 		{kindJob, &batchv1.Job{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return batch.Jobs(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return batch.Jobs(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return batch.Jobs(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return batch.Jobs(all).Watch(ctx, o)
+			}},
 		{kindCronJob, &batchv1.CronJob{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return batch.CronJobs(all).List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return batch.CronJobs(all).Watch(ctx, o) }},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return batch.CronJobs(all).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return batch.CronJobs(all).Watch(ctx, o)
+			}},
 	}
 }
 
