@@ -26,6 +26,10 @@ const (
 	// LabelReport marks a ConfigMap shard of a job's per-node report with
 	// the job's name (shortened like any label value).
 	LabelReport = "eraser.sh/report"
+	// LabelReferences marks the ConfigMaps of a job's cluster set of
+	// referenced images (up to 900 KiB each): written and mounted, never
+	// held in the manager's cache.
+	LabelReferences = "eraser.sh/references"
 )
 
 // AnnotationRunNow asks the manager for a run now: on an ImageList, a new

@@ -26,8 +26,8 @@ func Options(namespace string) (cache.Options, *Stores) {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{namespace: own}, Transform: TrimPod},
-			// Report shards (up to 900 KiB each) are read from the API
-			// server when needed, never held.
+			// Report shards and the cluster's references (up to 900 KiB
+			// each) are read from the API server when needed, never held.
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{namespace: {LabelSelector: notReport}}},
 			&corev1.Node{}:      {Transform: TrimNode},
 		},
@@ -37,13 +37,18 @@ func Options(namespace string) (cache.Options, *Stores) {
 	}, stores
 }
 
-// notReport selects every ConfigMap but a report shard.
+// notReport selects every ConfigMap but a report shard or a part of the
+// cluster's references.
 var notReport = func() labels.Selector {
-	req, err := labels.NewRequirement(eraserv1.LabelReport, selection.DoesNotExist, nil)
-	if err != nil {
-		panic(err)
+	sel := labels.NewSelector()
+	for _, l := range []string{eraserv1.LabelReport, eraserv1.LabelReferences} {
+		req, err := labels.NewRequirement(l, selection.DoesNotExist, nil)
+		if err != nil {
+			panic(err)
+		}
+		sel = sel.Add(*req)
 	}
-	return labels.NewSelector().Add(*req)
+	return sel
 }()
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

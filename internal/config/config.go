@@ -64,6 +64,17 @@ type Retention struct {
 	// ImageFsPath is a host directory on the image filesystem, the
 	// configured one or the runtime's default.
 	ImageFsPath string
+	// The cluster-aware protections, negated so that the zero value
+	// protects (docs/protection.md):
+	// IgnoreReferenced (protectReferenced: false) stops keeping the images
+	// the cluster's pods and workload templates reference.
+	IgnoreReferenced bool
+	// KeepVulnerableReferenced (removeVulnerableReferenced: false) keeps an
+	// image a workload template references from the scanner's verdict too.
+	KeepVulnerableReferenced bool
+	// RemoveNotRepullable (protectNotRepullable: false) lets the automatic
+	// policies remove images no registry can give back.
+	RemoveNotRepullable bool
 }
 
 // DiskPressure says whether the thresholds are set.

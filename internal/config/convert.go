@@ -184,7 +184,11 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 // retention needs the runtime already converted: the image filesystem's
 // default path is the runtime's.
 func (c *converter) retention(p *field.Path, d retentionDoc) Retention {
-	out := Retention{MinAge: c.duration(p.Child("minAge"), d.MinAge, true)}
+	out := Retention{MinAge: c.duration(p.Child("minAge"), d.MinAge, true),
+		IgnoreReferenced: !d.ProtectReferenced, KeepVulnerableReferenced: !d.RemoveVulnerableReferenced, RemoveNotRepullable: !d.ProtectNotRepullable}
+	if !d.ProtectReferenced && !d.RemoveVulnerableReferenced {
+		c.warn(p.Child("removeVulnerableReferenced"), "has no effect while protectReferenced is false")
+	}
 	if d.UnusedFor != "" {
 		out.UnusedFor = c.duration(p.Child("unusedFor"), d.UnusedFor, true)
 	}

@@ -142,6 +142,10 @@ type retentionDoc struct {
 	HighThresholdPercent scalar `json:"highThresholdPercent"`
 	LowThresholdPercent  scalar `json:"lowThresholdPercent"`
 	ImageFsPath          string `json:"imageFsPath"`
+	// The cluster-aware protections (docs/protection.md), on by default.
+	ProtectReferenced          bool `json:"protectReferenced"`
+	RemoveVulnerableReferenced bool `json:"removeVulnerableReferenced"`
+	ProtectNotRepullable       bool `json:"protectNotRepullable"`
 }
 
 type nodeFilterDoc struct {
@@ -225,7 +229,8 @@ func defaultManagerCommon() managerCommon {
 			PodRunTimeout:   "24h",
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
-		Retention:  retentionDoc{MinAge: scalar(DefaultMinAge.String())},
+		Retention: retentionDoc{MinAge: scalar(DefaultMinAge.String()),
+			ProtectReferenced: true, RemoveVulnerableReferenced: true, ProtectNotRepullable: true},
 	}
 }
 

@@ -47,6 +47,15 @@ func TestRetention(t *testing.T) {
 			section: "{highThresholdPercent: '90', lowThresholdPercent: '70'}",
 			want:    Retention{MinAge: DefaultMinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/var/lib/containerd"},
 		},
+		"protections off": {
+			section: "{protectReferenced: false, removeVulnerableReferenced: false, protectNotRepullable: false}",
+			want: Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd",
+				IgnoreReferenced: true, KeepVulnerableReferenced: true, RemoveNotRepullable: true},
+		},
+		"vulnerable referenced kept": {
+			section: "{removeVulnerableReferenced: false}",
+			want:    Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd", KeepVulnerableReferenced: true},
+		},
 		"imageFsPath cleaned": {
 			section: "{highThresholdPercent: 90, lowThresholdPercent: 70, imageFsPath: /data/containerd/}",
 			want:    Retention{MinAge: DefaultMinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/data/containerd"},
@@ -191,7 +200,7 @@ func TestRetentionErrors(t *testing.T) {
 		"unknown key listed": {
 			section: "{keepLatest: 3}",
 			paths:   []string{"manager.retention.keepLatest"},
-			want:    []string{"highThresholdPercent, imageFsPath, lowThresholdPercent, minAge, unusedFor"},
+			want:    []string{"highThresholdPercent, imageFsPath, lowThresholdPercent, minAge, protectNotRepullable, protectReferenced, removeVulnerableReferenced, unusedFor"},
 		},
 		"not a mapping": {
 			section: "720h",

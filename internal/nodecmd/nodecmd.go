@@ -81,6 +81,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&o.dryRun, "dry-run", false, "show what would be removed, remove nothing")
 		fs.IntVar(&o.concurrency, "concurrency", remover.DefaultConcurrency, "removals in flight at once")
 		o.retention.Bind(fs, paths.StateDir(worker.NodeOS))
+		o.protection.Bind(fs)
 	}
 	err := fs.Parse(args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -216,6 +217,7 @@ type pruneOptions struct {
 	dryRun      bool
 	concurrency int
 	retention   retention.Flags
+	protection  remover.ProtectionFlags
 	now         time.Time
 	json        bool
 }
@@ -271,12 +273,14 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	}
 	start := time.Now()
 	info := &remover.RunInfo{}
-	results, err := remover.Run(ctx, client, targets, remover.Options{
+	opts := remover.Options{
 		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
 		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
-	})
+	}
+	o.protection.Apply(&opts)
+	results, err := remover.Run(ctx, client, targets, opts)
 	if err != nil {
 		return fail(err)
 	}

@@ -52,6 +52,10 @@ func ImageListFile(os OS) string { return join(os, "imagelist", ImageListKey) }
 // ExclusionDir holds one exclude-<configmap> directory per exclusion list.
 func ExclusionDir(os OS) string { return join(os, "exclusions") }
 
+// ReferencesDir is where the remover reads the cluster's references
+// (internal/references: node/ and cluster/ below it).
+func ReferencesDir(os OS) string { return join(os, "references") }
+
 // ConfigDir is where the scanner finds the EraserConfig.
 func ConfigDir(os OS) string { return join(os, "config") }
 

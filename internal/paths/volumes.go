@@ -20,6 +20,9 @@ const (
 	VolumeScanTmp   = "scanner-tmp"
 	VolumeState     = "eraser-state"
 	VolumeImageFs   = "imagefs"
+	// The node's and the cluster's references (internal/references).
+	VolumeNodeRefs    = "node-references"
+	VolumeClusterRefs = "cluster-references"
 )
 
 // ExclusionVolumePrefix begins the volume name of every exclusion list
@@ -32,7 +35,7 @@ const ScannerTmp = "/tmp"
 
 // PodVolumes are every fixed volume name a worker pod may use.
 func PodVolumes() []string {
-	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs}
+	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeNodeRefs, VolumeClusterRefs}
 }
 
 // ReservedVolume says why a scanner volume may not be called name, or ""

@@ -94,6 +94,10 @@ type Params struct {
 	PullSecrets []string
 	// Batch is the pod's cleanup batch (LabelBatch).
 	Batch int
+	// References name the ConfigMaps of the wave's cluster set, in part
+	// order; NodeReferences is the node's set (references.EncodeNode).
+	References     []string
+	NodeReferences string
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod
@@ -181,11 +185,15 @@ func Build(p Params) (*corev1.Pod, error) {
 		}})
 		ret := retention(p)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, ret.volumes...)
-		args := append(append(append([]string{"--imagelist=" + paths.ImageListFile(p.OS)}, base...), pprof...), ret.args...)
+		prot, protMounts, err := protection(p, pod)
+		if err != nil {
+			return nil, err
+		}
+		args := append(append(append(append([]string{"--imagelist=" + paths.ImageListFile(p.OS)}, base...), pprof...), ret.args...), prot...)
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
-		mounts := append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...)
+		mounts := append(append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: paths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...), protMounts...)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 	case KindCollector:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: sharedData(p.OS)}})
@@ -202,13 +210,17 @@ func Build(p Params) (*corev1.Pod, error) {
 		collectorArgs := append(append(append([]string{"--scan-disabled=" + strconv.FormatBool(!scan), handoff}, base...), pprof...), ret.args...)
 		// The remover is told whether a scanner runs, never left to infer it
 		// from the shared directory, which a custom scanner may tidy early.
-		removerArgs := append(append(append([]string{scannerFlag(scan), handoff}, base...), pprof...), ret.args...)
+		prot, protMounts, err := protection(p, pod)
+		if err != nil {
+			return nil, err
+		}
+		removerArgs := append(append(append(append([]string{scannerFlag(scan), handoff}, base...), pprof...), ret.args...), prot...)
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
 		pod.Spec.Containers = []corev1.Container{
 			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
-			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, workerMounts),
+			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, append(append([]corev1.VolumeMount{}, workerMounts...), protMounts...)),
 		}
 		if scan {
 			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))

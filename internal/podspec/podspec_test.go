@@ -61,85 +61,85 @@ func TestBuild(t *testing.T) {
 		want   shape
 	}{
 		"manual": {
-			params: Params{Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, Namespace: "eraser-system", ConfigMap: "j", ConfigKey: "c.yaml",
+			params: Params{References: testRefs, Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, Namespace: "eraser-system", ConfigMap: "j", ConfigKey: "c.yaml",
 				Config: cfg(t, "components: {remover: {image: {repo: r/remover, tag: v1}}}"), LogLevel: "info", Exclusions: []string{"keep"}},
 			want: shape{
 				Containers: []string{"remover=r/remover:v1"},
-				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references"},
 				Mounts: map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "exclude-keep:/run/eraser.sh/exclusions/exclude-keep",
-					"imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser"}},
-				Volumes: []string{"runtime-sock-volume", "exclude-keep", "imagelist", "eraser-state"},
+					"imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"}},
+				Volumes: []string{"runtime-sock-volume", "exclude-keep", "imagelist", "eraser-state", "node-references", "cluster-references"},
 				Labels:  map[string]string{LabelType: "manual", LabelJob: "j", LabelBatch: "0"},
 				Limits:  map[string]string{"remover": "30Mi"},
 			},
 		},
 		"manual dry run with extras": {
-			params: Params{Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, ConfigMap: "j", LogLevel: "debug", DryRun: true,
+			params: Params{References: testRefs, Job: "j", Kind: KindManual, Node: "n1", OS: paths.Linux, ConfigMap: "j", LogLevel: "debug", DryRun: true,
 				Config: cfg(t, "manager: {pullSecrets: [reg], priorityClassName: low, additionalPodLabels: {team: a}}\ncomponents: {remover: {image: {repo: r, tag: t}}}")},
 			want: shape{
 				Containers: []string{"remover=r:t"},
-				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=debug --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --dry-run"},
-				Mounts:     map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser"}},
-				Volumes:    []string{"runtime-sock-volume", "imagelist", "eraser-state"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=debug --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --dry-run"},
+				Mounts:     map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"}},
+				Volumes:    []string{"runtime-sock-volume", "imagelist", "eraser-state", "node-references", "cluster-references"},
 				Labels:     map[string]string{LabelType: "manual", LabelJob: "j", LabelBatch: "0", "team": "a"},
 				Pull:       []string{"reg"}, Priority: "low",
 				Limits: map[string]string{"remover": "30Mi"},
 			},
 		},
 		"scheduled with scanner": {
-			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
+			params: Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
 				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, scanner: {enabled: true, image: {repo: s, tag: 1}, volumes: [{name: db, hostPath: {path: /var/db}}, {name: tmp, emptyDir: {}}]}, remover: {image: {repo: r, tag: 1}}}")},
 			want: shape{
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
 					"collector":     {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
-					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
+					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"},
 					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "db:/var/db", "scanner-cache:/var/lib/trivy", "scanner-tmp:/tmp"},
 				},
-				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "eraser-config", "db", "scanner-cache", "scanner-tmp"},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references", "eraser-config", "db", "scanner-cache", "scanner-tmp"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
 				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
 			},
 		},
 		"scheduled with scanner and a pre-seeded DB on the node": {
-			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
+			params: Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info",
 				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, scanner: {enabled: true, image: {repo: s, tag: 1}, volumes: [{name: seeded, hostPath: {path: /var/lib/trivy}}]}, remover: {image: {repo: r, tag: 1}}}")},
 			want: shape{
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
 					"collector":     {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
-					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
+					"remover":       {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"},
 					"trivy-scanner": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-config:/run/eraser.sh/config", "seeded:/var/lib/trivy", "scanner-tmp:/tmp"},
 				},
-				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "eraser-config", "seeded", "scanner-tmp"},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references", "eraser-config", "seeded", "scanner-tmp"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
 				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
 			},
 		},
 		"scheduled without scanner": {
-			params: Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", LogLevel: "info",
+			params: Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", LogLevel: "info",
 				Config: cfg(t, "components: {collector: {enabled: true, image: {repo: c, tag: 1}}, remover: {image: {repo: r, tag: 1}}}")},
 			want: shape{
 				Containers: []string{"collector=c:1", "remover=r:1"},
 				Args: map[string]string{
 					"collector": "--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":   "--scanner=disabled --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
+					"remover":   "--scanner=disabled --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references",
 				},
 				Mounts: map[string][]string{
 					"collector": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
-					"remover":   {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},
+					"remover":   {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"},
 				},
-				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state"},
+				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
 				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi"},
 			},
@@ -196,11 +196,11 @@ func checkInvariants(t *testing.T, pod *corev1.Pod, p Params) {
 
 func TestBuildRefuses(t *testing.T) {
 	c := cfg(t, "")
-	if _, err := Build(Params{Job: "j", Kind: KindManual, Node: "w", OS: "plan9", Config: c}); err == nil {
+	if _, err := Build(Params{References: testRefs, Job: "j", Kind: KindManual, Node: "w", OS: "plan9", Config: c}); err == nil {
 		t.Error("built a pod for an OS without workers")
 	}
 	pipe := cfg(t, "manager: {runtime: {name: containerd, address: 'npipe://./pipe/x'}}")
-	if _, err := Build(Params{Job: "j", Kind: KindManual, Node: "n", OS: paths.Linux, Config: pipe}); err == nil {
+	if _, err := Build(Params{References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: paths.Linux, Config: pipe}); err == nil {
 		t.Error("a named pipe mounted into a Linux pod")
 	}
 }
@@ -221,13 +221,13 @@ components:
 		wantArgs   string
 	}{
 		"manual": {kind: KindManual, wantImages: []string{"r-win:1"}, wantCmd: [][]string{{`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
-			wantArgs: `--imagelist=C:\run\eraser.sh\imagelist\images --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s`},
+			wantArgs: `--imagelist=C:\run\eraser.sh\imagelist\images --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=C:\run\eraser.sh\references`},
 		"scheduled": {kind: KindCollector, wantImages: []string{"c:1", "r-win:1"}, wantCmd: [][]string{nil, {`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
 			wantArgs: `--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := Build(Params{Job: "j", Kind: tc.kind, Node: "win-1", OS: paths.Windows, ConfigMap: "j", LogLevel: "info", Config: c, Exclusions: []string{"keep"}})
+			pod, err := Build(Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "win-1", OS: paths.Windows, ConfigMap: "j", LogLevel: "info", Config: c, Exclusions: []string{"keep"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +277,7 @@ components:
 		})
 	}
 	// The same config on a Linux node: the Linux image, its entrypoint.
-	linux, err := Build(Params{Job: "j", Kind: KindManual, Node: "l", OS: paths.Linux, ConfigMap: "j", Config: c})
+	linux, err := Build(Params{References: testRefs, Job: "j", Kind: KindManual, Node: "l", OS: paths.Linux, ConfigMap: "j", Config: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestBuildTolerations(t *testing.T) {
 	for name, tc := range cases {
 		for _, os := range []paths.OS{paths.Linux, paths.Windows} {
 			t.Run(name+"/"+string(os), func(t *testing.T) {
-				params := Params{Job: "j", Kind: KindManual, Node: "n", OS: os, Namespace: "eraser-system", Config: cfg(t, tc.doc), ConfigMap: "j", LogLevel: "info"}
+				params := Params{References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: os, Namespace: "eraser-system", Config: cfg(t, tc.doc), ConfigMap: "j", LogLevel: "info"}
 				pod, err := Build(params)
 				if err != nil {
 					t.Fatal(err)
@@ -344,3 +344,7 @@ func TestPodName(t *testing.T) {
 		t.Error("two nodes, one pod name")
 	}
 }
+
+// testRefs name a wave's cluster set: every pod of a configuration that
+// protects referenced images mounts one.
+var testRefs = []string{"j-refs-0123456789abcdef-1"}

@@ -28,7 +28,7 @@ func TestBuildPullSecrets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod, err := Build(Params{Job: "j", Kind: tc.kind, Node: "n1", OS: tc.os, Namespace: "eraser-system", ConfigMap: "j", ConfigKey: "c.yaml",
+			pod, err := Build(Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "n1", OS: tc.os, Namespace: "eraser-system", ConfigMap: "j", ConfigKey: "c.yaml",
 				LogLevel: "info", Config: cfg(t, tc.doc), PullSecrets: tc.fromEnv})
 			if err != nil {
 				t.Fatal(err)

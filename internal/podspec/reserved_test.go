@@ -19,8 +19,8 @@ func TestReservedAreThePodsOwn(t *testing.T) {
 	const scanning = "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\n" +
 		"components: {collector: {enabled: true}, scanner: {enabled: true}}"
 	pods := map[string]Params{
-		"manual":    {Job: "j", Kind: KindManual, Node: "n", OS: paths.Linux, ConfigMap: "j", ConfigKey: "c.yaml", Config: cfg(t, ""), Exclusions: []string{"keep"}},
-		"scheduled": {Job: "s", Kind: KindCollector, Node: "n", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: cfg(t, scanning), Exclusions: []string{"keep"}},
+		"manual":    {References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: paths.Linux, ConfigMap: "j", ConfigKey: "c.yaml", Config: cfg(t, ""), Exclusions: []string{"keep"}},
+		"scheduled": {References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: cfg(t, scanning), Exclusions: []string{"keep"}},
 	}
 	used := map[string]bool{}
 	for name, p := range pods {
@@ -67,7 +67,7 @@ func TestReservedNameBreaksThePod(t *testing.T) {
 	for _, name := range paths.PodVolumes() {
 		c := cfg(t, "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}")
 		c.Components.Scanner.Volumes = []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}}}
-		pod, err := Build(Params{Job: "s", Kind: KindCollector, Node: "n", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: c})
+		pod, err := Build(Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: c})
 		if err != nil {
 			t.Fatal(err)
 		}

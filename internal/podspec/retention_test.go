@@ -128,7 +128,7 @@ func TestBuildRetention(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			params := Params{Job: "j", Kind: tc.kind, Node: "n", OS: tc.os, ConfigMap: "j", ConfigKey: "c.yaml", LogLevel: "info", Config: cfg(t, tc.doc)}
+			params := Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "n", OS: tc.os, ConfigMap: "j", ConfigKey: "c.yaml", LogLevel: "info", Config: cfg(t, tc.doc)}
 			pod, err := Build(params)
 			if err != nil {
 				t.Fatal(err)

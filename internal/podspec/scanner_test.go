@@ -35,7 +35,7 @@ func TestRemoverToldOfScanner(t *testing.T) {
 	}
 	got := map[string][]string{}
 	for name, tc := range cases {
-		pod, err := Build(Params{Job: "j", Kind: tc.kind, Node: "n", OS: tc.os, ConfigMap: "j", LogLevel: "info", Config: cfg(t, tc.doc)})
+		pod, err := Build(Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "n", OS: tc.os, ConfigMap: "j", LogLevel: "info", Config: cfg(t, tc.doc)})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

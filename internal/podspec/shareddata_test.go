@@ -17,7 +17,7 @@ func TestSharedDataInMemory(t *testing.T) {
 	const doc = "components: {collector: {enabled: true}, scanner: {enabled: true}}"
 	got := map[paths.OS]corev1.StorageMedium{}
 	for _, os := range []paths.OS{paths.Linux, paths.Windows} {
-		pod, err := Build(Params{Job: "j", Kind: KindCollector, Node: "n", OS: os, ConfigMap: "j", LogLevel: "info", Config: cfg(t, doc)})
+		pod, err := Build(Params{References: testRefs, Job: "j", Kind: KindCollector, Node: "n", OS: os, ConfigMap: "j", LogLevel: "info", Config: cfg(t, doc)})
 		if err != nil {
 			t.Fatal(err)
 		}

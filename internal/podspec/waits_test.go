@@ -32,7 +32,7 @@ func TestHandoffTimeoutFollowsScan(t *testing.T) {
 	}
 	got := map[string]string{}
 	for name, doc := range cases {
-		pod, err := Build(Params{Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info", Config: cfg(t, doc)})
+		pod, err := Build(Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n1", OS: paths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info", Config: cfg(t, doc)})
 		if err != nil {
 			t.Fatal(err)
 		}

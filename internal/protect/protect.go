@@ -22,6 +22,13 @@ const (
 	InUse     Reason = "in use"
 	Pinned    Reason = "pinned"
 	Excluded  Reason = "excluded"
+	// Referenced images are named by a pod or workload template the
+	// cluster has (internal/references); only the automatic policies
+	// keep them, so they are judged by the remover's plan, not by Check.
+	Referenced Reason = "referenced"
+	// NotRepullable images were not pulled from a registry (imported,
+	// built, side-loaded): once removed, nothing brings them back.
+	NotRepullable Reason = "not re-pullable"
 )
 
 // Verdict is the decision for one image.
@@ -40,6 +47,11 @@ func Keys(img cri.Image) []string {
 	keys = append(keys, img.Digests...)
 	return keys
 }
+
+// RefKeys are the keys one image string a container, pod or template
+// reports can match: the string itself, without a docker-era scheme, and
+// its normalised form ("nginx" is docker.io/library/nginx:latest).
+func RefKeys(s string) []string { return refKeys(s) }
 
 // refKeys are the keys one container-reported image string can match.
 func refKeys(s string) []string {
@@ -174,6 +186,29 @@ func LooksLikePause(img cri.Image) bool {
 		if strings.Contains(repo[strings.LastIndex(repo, "/")+1:], "pause") {
 			return true
 		}
+	}
+	return false
+}
+
+// Repullable reports whether the runtime records that the image came from a
+// registry it can be pulled from again: a repository digest, on a registry
+// other than "localhost" (podman's and Bottlerocket's name for images that
+// were never pushed anywhere). containerd records a repository digest only
+// for a pull; an image imported with "ctr images import" or built on the
+// node has tags and an ID alone. CRI-O makes up repository digests for every
+// tag (see docs/protection.md), so on CRI-O the image store's own names
+// decide (remover.PulledFromStore).
+func Repullable(img cri.Image) bool {
+	for _, d := range img.Digests {
+		name := d
+		if i := strings.IndexByte(name, '@'); i >= 0 {
+			name = name[:i]
+		}
+		host, _, ok := strings.Cut(name, "/")
+		if ok && host == "localhost" {
+			continue
+		}
+		return true
 	}
 	return false
 }

@@ -32,8 +32,9 @@ type Command struct {
 	Concurrency int
 	SummaryFile string
 	// Scanner is --scanner: whether the pod runs a scanner (see Sender).
-	Scanner   string
-	Retention retention.Flags
+	Scanner    string
+	Retention  retention.Flags
+	Protection ProtectionFlags
 }
 
 // Bind registers the remover's flags.
@@ -45,6 +46,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.Scanner, "scanner", "", "whether the pod runs a scanner, whose list is then the only one taken: enabled or disabled; required without --imagelist")
 	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
 	c.Retention.Bind(fs, paths.StateDir(worker.NodeOS))
+	c.Protection.Bind(fs)
 }
 
 // Run runs the remover and returns the process exit code: 0 when the run
@@ -105,11 +107,13 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (report.Summary, er
 	}
 	defer client.Close()
 	var info RunInfo
-	results, err := Run(ctx, client, targets, Options{
+	opts := Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
 		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
-	})
+	}
+	c.Protection.Apply(&opts)
+	results, err := Run(ctx, client, targets, opts)
 	if err != nil {
 		return empty, err
 	}

@@ -40,7 +40,7 @@ const (
 )
 
 // Outcomes lists every outcome in a stable order.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
+var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
 
 func outcomeOf(r protect.Reason) Outcome {
 	switch r {
@@ -131,6 +131,11 @@ type Snapshot struct {
 	inUse    []bool
 	policy   protect.Policy
 	verdicts []protect.Verdict
+	// referenced are the images the cluster's references name (Refer).
+	referenced map[int32]referrer
+	// Pulled, when set, says by image ID whether the image store records a
+	// pull (CRI-O): the runtime's repository digests do not tell.
+	Pulled map[string]bool
 	// SandboxGuessed: no source named the sandbox image, so images that
 	// look like pause images were kept; SandboxNote says why.
 	SandboxGuessed bool
@@ -249,6 +254,8 @@ type Retention struct {
 	Disk *retention.Disk
 	// AgeSource is where Ages came from (NodeAges).
 	AgeSource string
+	// Protection keeps images from the automatic policies.
+	Protection Protection
 }
 
 // Plan resolves targets against the snapshot and the retention policy. It
@@ -263,6 +270,10 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	target := make([]string, len(s.Images))
 	at := make([]int32, len(s.Images))
 	var cands []retention.Candidate
+	// auto: an automatic policy judges every candidate ("*", or a scheduled
+	// run with no scanner or with a policy of its own), not only the
+	// scanner's choices.
+	auto := t.All || (t.Scheduled && (!t.Scanned || r.Settings.Choosing()))
 	// consider adds image i as a candidate, or its result when protected.
 	consider := func(i int, entry string, listed, vulnerable bool) {
 		if seen[i] {
@@ -273,6 +284,12 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		if v := s.verdicts[i]; v.Reason != protect.Removable {
 			results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: outcomeOf(v.Reason), Bytes: img.Size, Detail: v.Detail})
 			return
+		}
+		if !listed && (auto || vulnerable) {
+			if kept, detail := r.Protection.protects(s, i, vulnerable); kept != "" {
+				results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: kept, Bytes: img.Size, Detail: detail})
+				return
+			}
 		}
 		target[i] = entry
 		at[i] = int32(len(cands))

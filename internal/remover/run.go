@@ -10,6 +10,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/nodestate"
 	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/retention"
 )
@@ -65,6 +66,12 @@ type Options struct {
 	// MeasureDisk measures the image filesystem for the disk-pressure
 	// policy; nil: unmeasured, and that policy removes nothing.
 	MeasureDisk func(ctx context.Context) (retention.Disk, error)
+	// References is the directory of the cluster's references (the pod's
+	// mounts, references.ReadDir); "" keeps no referenced images. Protection
+	// says what else keeps images from the automatic policies; its
+	// Referenced and NodeIncomplete are set from what is read.
+	References string
+	Protection Protection
 }
 
 // ReadNode reads the node (images, containers, sandbox images) and judges
@@ -140,6 +147,8 @@ type RunInfo struct {
 	// DiskBefore and DiskAfter are the image filesystem around the
 	// removals, when the disk policy measured it.
 	DiskBefore, DiskAfter *retention.Disk
+	// References is what was read of the cluster's references.
+	References *references.Stats
 }
 
 // Apply adds the run's information to a summary.
@@ -179,7 +188,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
 	planStart := time.Now()
-	r := Retention{Settings: opts.Retention, Now: opts.Now}
+	r := Retention{Settings: opts.Retention, Now: opts.Now, Protection: opts.Protection}
+	if err := protection(snap, &r.Protection, opts, info); err != nil {
+		return nil, err
+	}
 	var save func() error
 	if r.Ages, info.AgeSource, save, err = NodeAges(snap, times, opts.StateDir, opts.StateLockWait, opts.Now); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/cri"
+	"github.com/eraser-oss/eraser/internal/imageref"
 )
 
 // Client is our own CRI client connected to this containerd.
@@ -30,8 +31,42 @@ func (c *Containerd) Client(t testing.TB) *cri.Client {
 	return client
 }
 
-// Import builds the images and imports them into the k8s.io namespace.
+// Import builds the images and imports them into the k8s.io namespace,
+// each with the repository digest a pull from a registry records: the state
+// of a node's images that are pulled, re-pullable (protect.Repullable).
 func (c *Containerd) Import(t testing.TB, images ...Image) {
+	t.Helper()
+	c.ImportUnpulled(t, images...)
+	digests := map[string]string{}
+	for _, line := range strings.Split(c.Ctr(t, "images", "ls"), "\n") {
+		if f := strings.Fields(line); len(f) > 2 {
+			digests[f[0]] = f[2]
+		}
+	}
+	for _, img := range images {
+		for _, tag := range img.Tags {
+			ref := normalTag(tag)
+			dig, ok := digests[ref]
+			if !ok {
+				t.Fatalf("imported %s, and ctr images ls does not list it", ref)
+			}
+			c.Ctr(t, "images", "tag", ref, ref[:strings.LastIndex(ref, ":")]+"@"+dig)
+		}
+	}
+}
+
+// normalTag is the name ctr lists an imported tag by.
+func normalTag(tag string) string {
+	r, err := imageref.Parse(tag)
+	if err != nil || r.Kind != imageref.KindTagged {
+		return tag
+	}
+	return r.String()
+}
+
+// ImportUnpulled imports the images as "ctr images import" does: tags and an
+// ID, no repository digest, as images side-loaded onto an air-gapped node.
+func (c *Containerd) ImportUnpulled(t testing.TB, images ...Image) {
 	t.Helper()
 	archive := filepath.Join(c.Dir, fmt.Sprintf("import-%d.tar", time.Now().UnixNano()))
 	if err := WriteArchive(archive, images); err != nil {
@@ -106,15 +141,19 @@ func (c *Containerd) RemovePod(t testing.TB, podID string) {
 }
 
 // AddRepoDigest gives a tagged image the repo digest a registry pull would
-// have recorded (imported images have none) and returns it, "repo@sha256:...".
+// have recorded (ImportUnpulled's images have none; Import's have it
+// already) and returns it, "repo@sha256:...".
 func (c *Containerd) AddRepoDigest(t testing.TB, tag string) string {
 	t.Helper()
-	for _, line := range strings.Split(c.Ctr(t, "images", "ls"), "\n") {
+	listed := c.Ctr(t, "images", "ls")
+	for _, line := range strings.Split(listed, "\n") {
 		f := strings.Fields(line)
 		if len(f) > 2 && f[0] == tag {
 			repo := tag[:strings.LastIndex(tag, ":")]
 			ref := repo + "@" + f[2]
-			c.Ctr(t, "images", "tag", tag, ref)
+			if !strings.Contains(listed, ref+" ") {
+				c.Ctr(t, "images", "tag", tag, ref)
+			}
 			return ref
 		}
 	}

@@ -37,6 +37,9 @@ type Options struct {
 	LogLevel string
 	// PullSecrets are added to every worker pod's image pull secrets.
 	PullSecrets []string
+	// References are the images the cluster references, snapshotted into
+	// each wave's data when the configuration protects them.
+	References References
 }
 
 // Reconciler runs ImageJobs.

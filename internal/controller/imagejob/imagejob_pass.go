@@ -75,7 +75,13 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 			return reconcile.Result{}, err
 		}
 	}
-	build := r.builder(job, data)
+	var refs waveRefs
+	if len(p.create) > 0 {
+		if refs, err = r.waveReferences(ctx, job, data, st); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	build := r.builder(job, data, refs)
 	if len(p.create) > 0 {
 		// Checked once here, so that a bad configuration fails the job
 		// rather than every node.

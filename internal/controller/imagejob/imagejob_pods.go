@@ -17,12 +17,20 @@ import (
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/references"
 )
 
 // builder returns the function that builds one node's pod for the job.
-func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data) func(int, nodefilter.Target) (*corev1.Pod, error) {
+// The node's references are read as its pod is built: the latest before
+// the pod exists.
+func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs waveRefs) func(int, nodefilter.Target) (*corev1.Pod, error) {
 	return func(index int, target nodefilter.Target) (*corev1.Pod, error) {
+		var node string
+		if refs.node != nil {
+			node = references.EncodeNode(refs.node(target.Name))
+		}
 		return podspec.Build(podspec.Params{
+			References: refs.parts, NodeReferences: node,
 			Batch: index / cleanupBatch,
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,

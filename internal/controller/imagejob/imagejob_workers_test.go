@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/report"
 )
 
@@ -117,7 +118,7 @@ func TestAPIServerChecksWindowsPods(t *testing.T) {
 	}
 	build := func(name string) *corev1.Pod {
 		pod, err := podspec.Build(podspec.Params{Job: name, JobUID: "uid", Kind: podspec.KindManual, Node: "win", OS: paths.Windows,
-			Namespace: f.ns, Config: cfg, ConfigMap: name, LogLevel: "info"})
+			Namespace: f.ns, Config: cfg, ConfigMap: name, LogLevel: "info", References: []string{name + "-refs"}, NodeReferences: references.EncodeNode(nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func TestConsecutiveFailedRunsCountFinishedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r = NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, m, Options{Namespace: f.ns, LogLevel: "info"})
+	f.r = NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, m, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs})
 	f.nodes(builder.MakeNode("ok").Obj(), builder.MakeNode("failed").Obj(), builder.MakeNode("removals").Obj())
 
 	// run is one job in which each node's pod ends as ends says.

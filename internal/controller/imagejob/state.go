@@ -38,6 +38,10 @@ type jobState struct {
 	overrun bool
 	// erred is whether the last pass failed.
 	erred bool
+	// refSet and refParts are the cluster set the job last wrote
+	// (waveReferences): a wave with the same set reuses its parts.
+	refSet   string
+	refParts []string
 	// data and nodes are the job's immutable ConfigMaps, parsed.
 	data  *jobdata.Data
 	nodes jobdata.Nodes

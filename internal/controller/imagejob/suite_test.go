@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cacheopts"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/report"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
@@ -52,6 +55,8 @@ type fixture struct {
 	cached client.Client
 	cache  cache.Cache
 	stores *cacheopts.Stores
+	// refs are the reference index the reconcilers are given.
+	refs staticRefs
 }
 
 var nsCount int
@@ -110,7 +115,27 @@ func (f *fixture) startCache() {
 // newReconciler is a fresh reconciler, as after a manager restart: it reads
 // through the cache and confirms with the API server, as in the manager.
 func (f *fixture) newReconciler() *Reconciler {
-	return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info"})
+	return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs})
+}
+
+// staticRefs are a reference index whose sets the test sets.
+type staticRefs struct {
+	mu       sync.Mutex
+	unsynced bool
+	cluster  []references.Ref
+	nodes    map[string][]references.Ref
+}
+
+func (s *staticRefs) Cluster() ([]references.Ref, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.cluster), !s.unsynced
+}
+
+func (s *staticRefs) Node(name string) []references.Ref {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.nodes[name])
 }
 
 // settle waits until the cache has every change the test made to the
@@ -246,7 +271,7 @@ func removed(n int, bytes uint64) *report.Summary {
 }
 
 var notReport = func() labels.Selector {
-	s, err := labels.Parse("!" + eraserv1.LabelReport)
+	s, err := labels.Parse("!" + eraserv1.LabelReport + ",!" + eraserv1.LabelReferences)
 	if err != nil {
 		panic(err)
 	}

@@ -1,0 +1,332 @@
+// Package references carries what the manager knows and the workers cannot
+// see: the images the cluster's pods and workload templates reference. The
+// manager writes them when a wave starts; the remover reads them, streamed,
+// and keeps the images they name from every automatic policy. The package
+// has no Kubernetes dependencies: it is linked into the workers.
+//
+// Two sets travel, in one line format ("<reference>\t<owner>\n"):
+//   - the node's set, the images of the unfinished pods bound to the node, in
+//     the worker pod's annotation (AnnotationNode), read through a downward
+//     API file: tens of kilobytes at 110 pods;
+//   - the cluster's set, the images of workload templates, written once per
+//     wave as gzip parts in ConfigMaps named by the set's digest, so that the
+//     waves of a run whose templates did not change share them, and mounted
+//     into every worker pod.
+//
+// Each part starts with a header naming the set and its part count, so that
+// a worker that finds a part missing or from another set refuses to run
+// rather than judge without it.
+package references
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Ref is one referenced image and one owner that references it.
+type Ref struct {
+	// Image is the reference as the object spells it ("nginx",
+	// "registry:5000/app@sha256:..."), or a pod's status imageID.
+	Image string
+	// Owner is "<Kind> <namespace>/<name>" ("CronJob default/backup",
+	// "Pod default/web-0").
+	Owner string
+}
+
+// Owner formats an owner.
+func Owner(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}
+
+// AnnotationNode holds the node's set on a worker pod.
+const AnnotationNode = "eraser.sh/node-references"
+
+// MaxNodeBytes bounds the node's set in the annotation, under the API
+// server's 256 KiB for all of a pod's annotations. A node whose set is
+// larger gets Incomplete instead: its remover keeps every image an
+// automatic policy would take (no node has come near: 110 pods of 10
+// distinct images each is about 90 KiB).
+const MaxNodeBytes = 200 * 1024
+
+// nodeHeader begins every node set: an empty or missing annotation (a pod
+// built without one) is told from a node without pods.
+const nodeHeader = "#eraser-node-references v1\n"
+
+// Incomplete is the node set of a node whose references did not fit.
+const Incomplete = nodeHeader + "#incomplete\n"
+
+// Key of the gzip part in each cluster-set ConfigMap.
+const PartKey = "references.gz"
+
+// MaxPartBytes bounds one compressed part, under a ConfigMap's 1 MiB.
+const MaxPartBytes = 900 * 1024
+
+// header begins every cluster-set part: "#eraser-references v1 <set> <k>/<n>".
+const headerPrefix = "#eraser-references v1 "
+
+// Dedupe sorts refs by image and keeps one owner per image (the first by
+// owner order), so that the sets and their digests do not depend on the
+// order the objects were listed in.
+func Dedupe(refs []Ref) []Ref {
+	slices.SortFunc(refs, func(a, b Ref) int {
+		if c := strings.Compare(a.Image, b.Image); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
+	return slices.CompactFunc(refs, func(a, b Ref) bool { return a.Image == b.Image })
+}
+
+// line writes one ref; references hold no tabs or newlines (imageref refuses
+// them), owners are Kubernetes names; anything else is dropped, not escaped:
+// an image no reference can name protects nothing.
+func line(w *bytes.Buffer, r Ref) {
+	if r.Image == "" || strings.ContainsAny(r.Image, "\t\n\r ") || strings.ContainsAny(r.Owner, "\t\n\r") {
+		return
+	}
+	w.WriteString(r.Image)
+	w.WriteByte('\t')
+	w.WriteString(r.Owner)
+	w.WriteByte('\n')
+}
+
+// EncodeNode is the node set's annotation value: refs deduplicated, or
+// Incomplete when they exceed MaxNodeBytes.
+func EncodeNode(refs []Ref) string {
+	var b bytes.Buffer
+	b.WriteString(nodeHeader)
+	for _, r := range Dedupe(refs) {
+		line(&b, r)
+		if b.Len() > MaxNodeBytes {
+			return Incomplete
+		}
+	}
+	return b.String()
+}
+
+// Part is one compressed part of the cluster set.
+type Part struct {
+	// Name is the part's ConfigMap suffix: "<set>-<k>".
+	Name string
+	Data []byte
+}
+
+// EncodeCluster splits the cluster set into gzip parts of at most maxBytes
+// (MaxPartBytes when 0) and returns them with the set's digest, a short hex
+// string that names it.
+func EncodeCluster(refs []Ref, maxBytes int) (set string, parts [][]byte, err error) {
+	if maxBytes <= 0 {
+		maxBytes = MaxPartBytes
+	}
+	refs = Dedupe(refs)
+	var all bytes.Buffer
+	for _, r := range refs {
+		line(&all, r)
+	}
+	sum := sha256.Sum256(all.Bytes())
+	set = hex.EncodeToString(sum[:8])
+	// Lines are split into chunks whose compressed size fits; gzip of image
+	// lists runs at 4-8x, so a first cut at 3x the limit of raw text is
+	// halved until it fits.
+	lines := bytes.SplitAfter(all.Bytes(), []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	var chunks [][][]byte
+	for start := 0; start < len(lines) || len(chunks) == 0; {
+		n := len(lines) - start
+		for {
+			raw := 0
+			for _, l := range lines[start : start+n] {
+				raw += len(l)
+			}
+			if raw <= 3*maxBytes || n <= 1 {
+				break
+			}
+			n /= 2
+		}
+		chunks = append(chunks, lines[start:start+n])
+		start += n
+		if n == 0 {
+			break
+		}
+	}
+	for k := 0; k < len(chunks); k++ {
+		data, err := gz(chunks[k])
+		if err != nil {
+			return "", nil, err
+		}
+		if len(data) > maxBytes && len(chunks[k]) > 1 {
+			half := len(chunks[k]) / 2
+			chunks = slices.Insert(chunks, k+1, chunks[k][half:])
+			chunks[k] = chunks[k][:half]
+			k--
+			continue
+		}
+		if len(data) > maxBytes {
+			return "", nil, fmt.Errorf("one reference compresses to %d bytes, more than a part holds (%d)", len(data), maxBytes)
+		}
+		parts = append(parts, data)
+	}
+	// Headers go in last, once the count is known: each part is compressed
+	// again with its own.
+	for k := range parts {
+		hdr := []byte(fmt.Sprintf("%s%s %d/%d\n", headerPrefix, set, k+1, len(parts)))
+		data, err := gz(append([][]byte{hdr}, chunks[k]...))
+		if err != nil {
+			return "", nil, err
+		}
+		parts[k] = data
+	}
+	return set, parts, nil
+}
+
+func gz(lines [][]byte) ([]byte, error) {
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		if _, err := w.Write(l); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ErrInvalid marks a set that cannot be trusted: a part missing, from
+// another set, or unreadable. The remover refuses to run on it.
+var ErrInvalid = errors.New("invalid references")
+
+// ScanNode reads a node set, calling fn for each ref. It reports whether
+// the set is complete: false for Incomplete.
+func ScanNode(r io.Reader, fn func(Ref)) (complete bool, err error) {
+	br := bufio.NewReaderSize(r, 64*1024)
+	if hdr, err := br.ReadString('\n'); hdr != nodeHeader {
+		return false, fmt.Errorf("%w: the node set does not begin with %q (got %.40q, %v): the pod was built without it", ErrInvalid, strings.TrimSpace(nodeHeader), hdr, err)
+	}
+	complete = true
+	for {
+		l, err := br.ReadString('\n')
+		if l != "" {
+			switch {
+			case err != nil:
+				return complete, fmt.Errorf("%w: node set: the last line is cut short", ErrInvalid)
+			case l == "#incomplete\n":
+				complete = false
+			default:
+				parseLine(strings.TrimSuffix(l, "\n"), fn)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return complete, nil
+		}
+		if err != nil {
+			return complete, fmt.Errorf("reading the node set: %w", err)
+		}
+	}
+}
+
+// parseLine calls fn for a well-formed line; others are skipped (a
+// comment, or damage the header checks catch for the cluster set).
+func parseLine(l string, fn func(Ref)) {
+	img, owner, ok := strings.Cut(l, "\t")
+	if !ok || img == "" || strings.HasPrefix(l, "#") {
+		return
+	}
+	fn(Ref{Image: img, Owner: owner})
+}
+
+// ClusterReader reads the parts of one cluster set, in any order, and
+// checks that together they are the whole set.
+type ClusterReader struct {
+	set   string
+	total int
+	seen  map[int]bool
+}
+
+// Scan reads one part (gzip), calling fn for each ref.
+func (c *ClusterReader) Scan(name string, r io.Reader, fn func(Ref)) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("%w: part %s: %w", ErrInvalid, name, err)
+	}
+	br := bufio.NewReaderSize(zr, 64*1024)
+	hdr, err := br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("%w: part %s: no header: %w", ErrInvalid, name, err)
+	}
+	set, k, n, err := parseHeader(strings.TrimSuffix(hdr, "\n"))
+	if err != nil {
+		return fmt.Errorf("%w: part %s: %w", ErrInvalid, name, err)
+	}
+	switch {
+	case c.seen == nil:
+		c.set, c.total, c.seen = set, n, map[int]bool{}
+	case set != c.set || n != c.total:
+		return fmt.Errorf("%w: part %s is of set %s (%d parts), the others of %s (%d parts)", ErrInvalid, name, set, n, c.set, c.total)
+	}
+	if c.seen[k] {
+		return fmt.Errorf("%w: part %d of set %s twice", ErrInvalid, k, set)
+	}
+	c.seen[k] = true
+	for {
+		l, err := br.ReadString('\n')
+		if err == nil {
+			parseLine(strings.TrimSuffix(l, "\n"), fn)
+			continue
+		}
+		if errors.Is(err, io.EOF) && l == "" {
+			return nil
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: part %s: the last line is cut short", ErrInvalid, name)
+		}
+		return fmt.Errorf("%w: part %s: %w", ErrInvalid, name, err)
+	}
+}
+
+// Done checks that every part was read.
+func (c *ClusterReader) Done() error {
+	if c.seen == nil {
+		return fmt.Errorf("%w: no part of the cluster set was found", ErrInvalid)
+	}
+	if len(c.seen) != c.total {
+		return fmt.Errorf("%w: %d of the %d parts of set %s were found", ErrInvalid, len(c.seen), c.total, c.set)
+	}
+	return nil
+}
+
+// Set is the set read, once Done.
+func (c *ClusterReader) Set() string { return c.set }
+
+func parseHeader(h string) (set string, k, n int, err error) {
+	rest, ok := strings.CutPrefix(h, headerPrefix)
+	f := strings.Fields(rest)
+	if !ok || len(f) != 2 {
+		return "", 0, 0, fmt.Errorf("header %.60q is not %q<set> <k>/<n>", h, headerPrefix)
+	}
+	ks, ns, ok := strings.Cut(f[1], "/")
+	k, err1 := strconv.Atoi(ks)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
+		return "", 0, 0, fmt.Errorf("header %.60q: part %q is not <k>/<n>", h, f[1])
+	}
+	return f[0], k, n, nil
+}

@@ -1,0 +1,153 @@
+package remover
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/eraser-oss/eraser/internal/imagestore"
+	"github.com/eraser-oss/eraser/internal/protect"
+	"github.com/eraser-oss/eraser/internal/references"
+)
+
+// The outcomes of the cluster-aware protections (docs/protection.md).
+const (
+	Referenced    Outcome = Outcome(protect.Referenced)
+	NotRepullable Outcome = Outcome(protect.NotRepullable)
+)
+
+// Protection is what keeps images from the automatic policies ("*",
+// unusedFor, disk pressure, the scanner's verdicts) beyond protect's rules:
+// an ImageList that names an image removes it all the same.
+type Protection struct {
+	// Referenced: the snapshot was given the cluster's references
+	// (ReadReferences) and the images they name are kept.
+	Referenced bool
+	// RemoveVulnerable lets the scanner's verdict remove an image that only
+	// a workload template references: the pod pulls its tag again, fixed
+	// once the tag is. Images of the node's own pods stay: they are about to
+	// run, and removing them only makes the kubelet pull the same image.
+	RemoveVulnerable bool
+	// NodeIncomplete: the node's pods referenced more images than their
+	// pod annotation could hold, so every image is kept as referenced.
+	NodeIncomplete bool
+	// KeepNotRepullable keeps images no registry can give back.
+	KeepNotRepullable bool
+}
+
+// referrer is the first reference that named a snapshot image.
+type referrer struct {
+	owner  string
+	onNode bool
+}
+
+// Refer marks the images one reference names, with the same keys the
+// in-use protection matches containers by. The node's set is read first:
+// an image both sets name is the node's pod's.
+func (s *Snapshot) Refer(r references.Ref, onNode bool) {
+	for _, k := range protect.RefKeys(r.Image) {
+		for _, i := range s.lookup(k) {
+			if _, ok := s.referenced[int32(i)]; ok {
+				continue
+			}
+			if s.referenced == nil {
+				s.referenced = map[int32]referrer{}
+			}
+			s.referenced[int32(i)] = referrer{owner: strings.Clone(r.Owner), onNode: onNode}
+		}
+	}
+}
+
+// ReadReferences marks the images the references directory names.
+func ReadReferences(s *Snapshot, dir string) (references.Stats, error) {
+	return references.ReadDir(dir, s.Refer)
+}
+
+// describe is the detail of a Referenced result.
+func (r referrer) describe() string {
+	if r.onNode {
+		return strings.Replace(r.owner, "Pod ", "pod ", 1) + " on this node"
+	}
+	if strings.HasPrefix(r.owner, "Pod ") {
+		return "referenced by " + r.owner + ", not yet scheduled"
+	}
+	return "referenced by " + r.owner
+}
+
+// repullable tells whether image i can be pulled back: by the image store's
+// names where the runtime's repository digests say nothing (CRI-O).
+func (s *Snapshot) repullable(i int) bool {
+	if s.Pulled != nil {
+		if pulled, ok := s.Pulled[s.Images[i].ID]; ok {
+			return pulled
+		}
+	}
+	return protect.Repullable(s.Images[i])
+}
+
+// protects says why the cluster-aware protections keep image i from an
+// automatic policy, if they do; vulnerable says the scanner chose it.
+func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, string) {
+	if p.KeepNotRepullable && !s.repullable(i) {
+		return NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
+	}
+	if !p.Referenced {
+		return "", ""
+	}
+	if ref, ok := s.referenced[int32(i)]; ok {
+		if vulnerable && p.RemoveVulnerable && !ref.onNode {
+			return "", ""
+		}
+		return Referenced, ref.describe()
+	}
+	if p.NodeIncomplete {
+		return Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
+	}
+	return "", ""
+}
+
+// protection reads what the cluster-aware protections need: the cluster's
+// references, and on CRI-O the image store's record of which images were
+// pulled. A references directory that cannot be read in full stops the
+// run: judging without it could remove what a workload needs.
+func protection(s *Snapshot, p *Protection, opts Options, info *RunInfo) error {
+	if opts.References != "" {
+		st, err := ReadReferences(s, opts.References)
+		if err != nil {
+			return fmt.Errorf("the cluster's references (nothing removed): %w", err)
+		}
+		p.Referenced, p.NodeIncomplete = true, !st.NodeComplete
+		info.References = &st
+		opts.Log.Info("the cluster's references read", "set", st.Set, "parts", st.Parts, "cluster", st.Cluster, "node", st.Node, "nodeComplete", st.NodeComplete, "imagesReferenced", len(s.referenced))
+	}
+	if p.KeepNotRepullable && opts.ImageStore != "" {
+		pulled, err := imagestore.Pulled(opts.ImageStore)
+		if err != nil {
+			return fmt.Errorf("reading which images were pulled (nothing removed): %w", err)
+		}
+		s.Pulled = pulled
+	}
+	return nil
+}
+
+// ProtectionFlags are the cluster-aware protections' flags, shared by the
+// remover and "eraser node prune".
+type ProtectionFlags struct {
+	References        string
+	RemoveVulnerable  bool
+	KeepNotRepullable bool
+}
+
+// Bind registers the flags. The defaults protect: a remover run without the
+// manager's flags keeps what cannot be pulled back.
+func (f *ProtectionFlags) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.References, "references-dir", "", "directory of the cluster's references (the worker pod's mount: node/references and cluster/part-*.gz); their images are kept from every policy but an ImageList naming them; empty: none")
+	fs.BoolVar(&f.RemoveVulnerable, "remove-vulnerable-referenced", true, "let the scanner's verdict remove an image only a workload template references (never one of the node's own pods)")
+	fs.BoolVar(&f.KeepNotRepullable, "keep-not-repullable", true, "keep images without a repository digest (imported, built or side-loaded) from every policy but an ImageList naming them")
+}
+
+// Apply sets the options.
+func (f ProtectionFlags) Apply(o *Options) {
+	o.References = f.References
+	o.Protection = Protection{RemoveVulnerable: f.RemoveVulnerable, KeepNotRepullable: f.KeepNotRepullable}
+}
