@@ -231,6 +231,16 @@ type ImageResults struct {
 	// filesystem was below its high threshold, or enough space was freed.
 	// +optional
 	NotNeeded int64 `json:"notNeeded,omitempty"`
+	// Referenced images were kept from the automatic policies because a pod
+	// bound to the node or a workload template of the cluster references
+	// them (manager.retention.protectReferenced).
+	// +optional
+	Referenced int64 `json:"referenced,omitempty"`
+	// NotRepullable images were kept from the automatic policies because no
+	// registry can give them back: imported or built on the node, not pulled
+	// (manager.retention.protectNotRepullable).
+	// +optional
+	NotRepullable int64 `json:"notRepullable,omitempty"`
 	// DryRun is true when nothing was actually removed.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`

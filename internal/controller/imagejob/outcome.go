@@ -213,6 +213,8 @@ func addResults(total *eraserv1.ImageResults, s *report.Summary) {
 	total.TooYoung += int64(s.Counts["too young"])
 	total.RecentlyUsed += int64(s.Counts["recently used"])
 	total.NotNeeded += int64(s.Counts["not needed"])
+	total.Referenced += int64(s.Counts["referenced"])
+	total.NotRepullable += int64(s.Counts["not re-pullable"])
 	total.DryRun = total.DryRun || s.DryRun
 	for i, p := range policyOrder {
 		t, ok := s.RemovedBy[string(p)]
