@@ -42,10 +42,14 @@ type Index struct {
 	// sources are the watches Start runs (New sets them).
 	sources []source
 	stats   counters
+	// pageSize is the list path's page; listOnly takes that path instead
+	// of streaming (tests).
+	pageSize int64
+	listOnly bool
 }
 
 func newIndex() *Index {
-	i := &Index{nodes: map[string]map[string]unique.Handle[string]{}, unbound: map[string]unique.Handle[string]{}}
+	i := &Index{pageSize: pageSize, nodes: map[string]map[string]unique.Handle[string]{}, unbound: map[string]unique.Handle[string]{}}
 	for k := range i.templates {
 		i.templates[k] = map[string]unique.Handle[string]{}
 	}

@@ -27,6 +27,12 @@ import (
 // few megabytes, reduced to entries before the next page is asked for.
 const pageSize = 500
 
+// listOnly is a ListerWatcher the reflector lists with, never streams:
+// the tests' way through the list path.
+type listOnly struct{ *cache.ListWatch }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
 // source is the watch of one kind.
 type source struct {
 	kind    kind
@@ -142,7 +148,11 @@ func sources(cs kubernetes.Interface) []source {
 func (i *Index) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range i.sources {
-		r := cache.NewReflectorWithOptions(i.listWatch(s), s.example, &store{idx: i, kind: s.kind},
+		var lw cache.ListerWatcher = i.listWatch(s)
+		if i.listOnly {
+			lw = listOnly{i.listWatch(s)}
+		}
+		r := cache.NewReflectorWithOptions(lw, s.example, &store{idx: i, kind: s.kind},
 			cache.ReflectorOptions{Name: "refindex/" + s.kind.String()})
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
@@ -183,7 +193,7 @@ func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions)
 	if o.ResourceVersion == "0" {
 		o.ResourceVersion = ""
 	}
-	o.Limit, o.Continue = pageSize, ""
+	o.Limit, o.Continue = i.pageSize, ""
 	out := &entryList{}
 	for {
 		page, err := s.list(ctx, o)
