@@ -16,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/controller/jobreport"
 	"github.com/eraser-oss/eraser/internal/controller/schedule"
 	"github.com/eraser-oss/eraser/internal/metrics"
+	"github.com/eraser-oss/eraser/internal/refindex"
 )
 
 // setupControllers registers every controller with its dependencies.
@@ -29,6 +30,16 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor("eraser-manager")
+	// The images the cluster's pods and templates reference: watched
+	// cluster-wide apart from the manager's cache, which holds only its
+	// namespace's pods, and kept compact (internal/refindex).
+	refs, err := refindex.New(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(refs); err != nil {
+		return fmt.Errorf("adding the reference index: %w", err)
+	}
 	setups := []struct {
 		name  string
 		setup func() error
@@ -39,7 +50,8 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		}},
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
-				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets}).SetupWithManager(mgr)
+				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets,
+					References: refs}).SetupWithManager(mgr)
 		}},
 		{"jobreport", func() error {
 			cs, err := kubernetes.NewForConfig(mgr.GetConfig())
