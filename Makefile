@@ -244,6 +244,8 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
 	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
+	go test ./internal/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
+	go test ./internal/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
 
 ##@ Demo
 

@@ -42,12 +42,13 @@ type referrer struct {
 }
 
 // Refer marks the images one reference names, with the same keys the
-// in-use protection matches containers by. The node's set is read first:
-// an image both sets name is the node's pod's.
+// in-use protection matches containers by. An image both sets name is the
+// node's pod's, whichever is read first: the scanner's verdict never takes
+// it.
 func (s *Snapshot) Refer(r references.Ref, onNode bool) {
 	for _, k := range protect.RefKeys(r.Image) {
 		for _, i := range s.lookup(k) {
-			if _, ok := s.referenced[int32(i)]; ok {
+			if had, ok := s.referenced[int32(i)]; ok && (had.onNode || !onNode) {
 				continue
 			}
 			if s.referenced == nil {

@@ -1,0 +1,195 @@
+package references
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func refs(n int) []Ref {
+	out := make([]Ref, n)
+	for i := range out {
+		out[i] = Ref{Image: fmt.Sprintf("registry-%d.example.com/team/app-%d:v%d", i%97, i, i%7), Owner: Owner("Deployment", "ns", fmt.Sprintf("d-%d", i))}
+	}
+	return out
+}
+
+// readAll reads a directory's sets back.
+func readAll(t *testing.T, dir string) (node, cluster []Ref, st Stats, err error) {
+	t.Helper()
+	st, err = ReadDir(dir, func(r Ref, onNode bool) {
+		if onNode {
+			node = append(node, r)
+		} else {
+			cluster = append(cluster, r)
+		}
+	})
+	return node, cluster, st, err
+}
+
+// TestRoundTrip: what the manager writes is what the worker reads, in
+// one part or many, deduplicated and in order.
+func TestRoundTrip(t *testing.T) {
+	cases := map[string]struct {
+		node, cluster []Ref
+		maxBytes      int
+		wantParts     int
+	}{
+		"empty":                {wantParts: 1},
+		"one part":             {node: refs(3), cluster: refs(100), wantParts: 1},
+		"many parts":           {node: refs(3), cluster: refs(20000), maxBytes: 16 * 1024, wantParts: 0},
+		"duplicates collapsed": {cluster: append(refs(10), refs(10)...), wantParts: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			set, parts, err := EncodeCluster(append([]Ref{}, tc.cluster...), tc.maxBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantParts > 0 && len(parts) != tc.wantParts {
+				t.Errorf("%d parts, want %d", len(parts), tc.wantParts)
+			}
+			if tc.maxBytes > 0 && len(parts) < 2 {
+				t.Errorf("%d parts: the limit %d split nothing", len(parts), tc.maxBytes)
+			}
+			dir := t.TempDir()
+			writeParts(t, dir, tc.node, parts)
+			node, cluster, st, err := readAll(t, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(Dedupe(append([]Ref{}, tc.cluster...)), Dedupe(cluster), cmpEmpty); diff != "" {
+				t.Errorf("cluster set (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(Dedupe(append([]Ref{}, tc.node...)), node, cmpEmpty); diff != "" {
+				t.Errorf("node set (-want +got):\n%s", diff)
+			}
+			if st.Set != set || st.Parts != len(parts) || !st.NodeComplete {
+				t.Errorf("stats %+v, want set %s in %d parts, node complete", st, set, len(parts))
+			}
+			for k, p := range parts {
+				if limit := tc.maxBytes; limit > 0 && len(p) > limit {
+					t.Errorf("part %d is %d bytes, over %d", k+1, len(p), limit)
+				}
+			}
+		})
+	}
+}
+
+var cmpEmpty = cmp.Transformer("nilIsEmpty", func(r []Ref) []Ref {
+	if len(r) == 0 {
+		return nil
+	}
+	return r
+})
+
+func writeParts(t *testing.T, dir string, node []Ref, parts [][]byte) {
+	t.Helper()
+	for _, d := range []string{NodeDir, ClusterDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, NodeDir, NodeFile), []byte(EncodeNode(node)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range parts {
+		if err := os.WriteFile(filepath.Join(dir, ClusterDir, PartFile(k+1)), p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRefused: a worker never judges with part of a set.
+func TestRefused(t *testing.T) {
+	_, parts, err := EncodeCluster(refs(20000), 16*1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := EncodeCluster(refs(19999), 16*1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func(dir string){
+		"a part missing":        func(dir string) { _ = os.Remove(filepath.Join(dir, ClusterDir, PartFile(2))) },
+		"no part":               func(dir string) { _ = os.RemoveAll(filepath.Join(dir, ClusterDir)) },
+		"a part of another set": func(dir string) { _ = os.WriteFile(filepath.Join(dir, ClusterDir, PartFile(2)), other[1], 0o644) },
+		"a part cut short": func(dir string) {
+			_ = os.WriteFile(filepath.Join(dir, ClusterDir, PartFile(1)), parts[0][:len(parts[0])/2], 0o644)
+		},
+		"a part twice":       func(dir string) { _ = os.WriteFile(filepath.Join(dir, ClusterDir, "part-99.gz"), parts[0], 0o644) },
+		"no node file":       func(dir string) { _ = os.Remove(filepath.Join(dir, NodeDir, NodeFile)) },
+		"an empty node file": func(dir string) { _ = os.WriteFile(filepath.Join(dir, NodeDir, NodeFile), nil, 0o644) },
+		"a node set cut short": func(dir string) {
+			_ = os.WriteFile(filepath.Join(dir, NodeDir, NodeFile), []byte(nodeHeader+"nginx\tPod a/b"), 0o644)
+		},
+		"not gzip": func(dir string) {
+			_ = os.WriteFile(filepath.Join(dir, ClusterDir, PartFile(1)), []byte("nginx\tPod a/b\n"), 0o644)
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeParts(t, dir, refs(2), parts)
+			damage(dir)
+			if _, _, _, err := readAll(t, dir); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("read: %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestNodeSetTooLarge: a node whose references do not fit says so, and
+// its worker is told.
+func TestNodeSetTooLarge(t *testing.T) {
+	big := refs(MaxNodeBytes / 40)
+	if got := EncodeNode(big); got != Incomplete {
+		t.Fatalf("a %d-reference node set encodes to %d bytes, want Incomplete", len(big), len(got))
+	}
+	complete, err := ScanNode(strings.NewReader(Incomplete), func(Ref) { t.Error("an incomplete set has no references") })
+	if err != nil || complete {
+		t.Fatalf("ScanNode(Incomplete) = %v, %v", complete, err)
+	}
+	if got := EncodeNode(refs(100)); len(got) > MaxNodeBytes || got == Incomplete {
+		t.Fatalf("100 references: %d bytes", len(got))
+	}
+}
+
+// TestOddReferencesDropped: a reference no image reference can be (a tab,
+// a space, a newline) is left out, never written so that it shifts the
+// lines after it.
+func TestOddReferencesDropped(t *testing.T) {
+	in := []Ref{{Image: "a\tb", Owner: "Pod x/y"}, {Image: "nginx\nevil", Owner: "Pod x/y"}, {Image: "ok", Owner: "Pod x/y"}, {Image: "", Owner: "Pod x/y"}}
+	var got []Ref
+	if _, err := ScanNode(strings.NewReader(EncodeNode(in)), func(r Ref) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Ref{{Image: "ok", Owner: "Pod x/y"}}, got); diff != "" {
+		t.Error(diff)
+	}
+}
+
+// FuzzReaders: no input makes the readers panic, and a part they accept
+// yields only well-formed references.
+func FuzzReaders(f *testing.F) {
+	_, parts, _ := EncodeCluster(refs(50), 0)
+	f.Add([]byte(EncodeNode(refs(5))), parts[0])
+	f.Add([]byte(Incomplete), []byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, node, part []byte) {
+		check := func(r Ref) {
+			if r.Image == "" || strings.ContainsAny(r.Image, "\t\n") || strings.Contains(r.Owner, "\n") {
+				t.Fatalf("malformed reference %q", r)
+			}
+		}
+		_, _ = ScanNode(bytes.NewReader(node), check)
+		var c ClusterReader
+		_ = c.Scan("p", bytes.NewReader(part), check)
+		_ = c.Done()
+	})
+}
