@@ -97,7 +97,7 @@ func TestImageTimes(t *testing.T) {
 
 	// containerd stores nanoseconds, but allow for a coarse clock.
 	before := time.Now().Add(-time.Second)
-	ctrd.Import(t,
+	ctrd.ImportUnpulled(t, // no repository digest yet: AddRepoDigest below adds one
 		testcontainerd.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, RandomBytes: 1024},
 		testcontainerd.Image{Tags: []string{"example.com/other:1"}, RandomBytes: 1024},
 	)

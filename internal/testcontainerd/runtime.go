@@ -43,6 +43,7 @@ func (c *Containerd) Import(t testing.TB, images ...Image) {
 			digests[f[0]] = f[2]
 		}
 	}
+	tagged := map[string]bool{}
 	for _, img := range images {
 		for _, tag := range img.Tags {
 			ref := normalTag(tag)
@@ -50,7 +51,11 @@ func (c *Containerd) Import(t testing.TB, images ...Image) {
 			if !ok {
 				t.Fatalf("imported %s, and ctr images ls does not list it", ref)
 			}
-			c.Ctr(t, "images", "tag", ref, ref[:strings.LastIndex(ref, ":")]+"@"+dig)
+			// Two tags of one repository share the repository digest.
+			if byDigest := ref[:strings.LastIndex(ref, ":")] + "@" + dig; !tagged[byDigest] {
+				tagged[byDigest] = true
+				c.Ctr(t, "images", "tag", ref, byDigest)
+			}
 		}
 	}
 }
