@@ -75,8 +75,8 @@ func TestProtectionDecides(t *testing.T) {
 		},
 		"the image store's word wins over made-up repository digests (CRI-O)": {
 			targets: Targets{All: true}, protection: Protection{KeepNotRepullable: true},
-			pulled:  map[string]bool{free.ID: false, imported.ID: true},
-			want:    map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"not re-pullable", ""}, imported.ID: {"removed", ""}, local.ID: {"not re-pullable", ""}},
+			pulled: map[string]bool{free.ID: false, imported.ID: true},
+			want:   map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"not re-pullable", ""}, imported.ID: {"removed", ""}, local.ID: {"not re-pullable", ""}},
 		},
 	}
 	for name, tc := range cases {
