@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -85,37 +84,4 @@ func read(file string) ([]record, error) {
 		return nil, fmt.Errorf("%s is not containers/storage's image records: %w", file, err)
 	}
 	return recs, nil
-}
-
-// Pulled tells, by image ID (bare and "sha256:"-prefixed, as CRI-O's CRI
-// may name it), whether the store records a pull of the image: containers/
-// storage names a pulled image "<repo>@<digest>" besides its tags, and an
-// image loaded, committed or built on the node by its tags alone. CRI-O's
-// CRI cannot tell them apart: it makes up a repository digest for every
-// tag. Names under "localhost/" are never a pull.
-func Pulled(root string) (map[string]bool, error) {
-	files, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
-	if err != nil {
-		return nil, fmt.Errorf("image store %s: %w", root, err)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
-	}
-	out := map[string]bool{}
-	for _, file := range files {
-		recs, err := read(file)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			pulled := false
-			for _, n := range r.Names {
-				if strings.Contains(n, "@") && !strings.HasPrefix(n, "localhost/") {
-					pulled = true
-				}
-			}
-			out[r.ID], out["sha256:"+r.ID] = pulled, pulled
-		}
-	}
-	return out, nil
 }

@@ -195,9 +195,9 @@ func LooksLikePause(img cri.Image) bool {
 // other than "localhost" (podman's and Bottlerocket's name for images that
 // were never pushed anywhere). containerd records a repository digest only
 // for a pull; an image imported with "ctr images import" or built on the
-// node has tags and an ID alone. CRI-O makes up repository digests for every
-// tag (see docs/protection.md), so on CRI-O the image store's own names
-// decide (remover.PulledFromStore).
+// node has tags and an ID alone. CRI-O makes up a repository digest for
+// every tag and its image store records no pull either (docs/protection.md):
+// there only "localhost/" images and images without a name are told apart.
 func Repullable(img cri.Image) bool {
 	for _, d := range img.Digests {
 		name := d

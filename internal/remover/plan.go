@@ -133,9 +133,6 @@ type Snapshot struct {
 	verdicts []protect.Verdict
 	// referenced are the images the cluster's references name (Refer).
 	referenced map[int32]referrer
-	// Pulled, when set, says by image ID whether the image store records a
-	// pull (CRI-O): the runtime's repository digests do not tell.
-	Pulled map[string]bool
 	// SandboxGuessed: no source named the sandbox image, so images that
 	// look like pause images were kept; SandboxNote says why.
 	SandboxGuessed bool

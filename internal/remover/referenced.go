@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/imagestore"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/references"
 )
@@ -75,16 +74,8 @@ func (r referrer) describe() string {
 	return "referenced by " + r.owner
 }
 
-// repullable tells whether image i can be pulled back: by the image store's
-// names where the runtime's repository digests say nothing (CRI-O).
-func (s *Snapshot) repullable(i int) bool {
-	if s.Pulled != nil {
-		if pulled, ok := s.Pulled[s.Images[i].ID]; ok {
-			return pulled
-		}
-	}
-	return protect.Repullable(s.Images[i])
-}
+// repullable tells whether image i can be pulled back.
+func (s *Snapshot) repullable(i int) bool { return protect.Repullable(s.Images[i]) }
 
 // protects says why the cluster-aware protections keep image i from an
 // automatic policy, if they do; vulnerable says the scanner chose it.
@@ -108,8 +99,7 @@ func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, stri
 }
 
 // protection reads what the cluster-aware protections need: the cluster's
-// references, and on CRI-O the image store's record of which images were
-// pulled. A references directory that cannot be read in full stops the
+// references. A references directory that cannot be read in full stops the
 // run: judging without it could remove what a workload needs.
 func protection(s *Snapshot, p *Protection, opts Options, info *RunInfo) error {
 	if opts.References != "" {
@@ -120,13 +110,6 @@ func protection(s *Snapshot, p *Protection, opts Options, info *RunInfo) error {
 		p.Referenced, p.NodeIncomplete = true, !st.NodeComplete
 		info.References = &st
 		opts.Log.Info("the cluster's references read", "set", st.Set, "parts", st.Parts, "cluster", st.Cluster, "node", st.Node, "nodeComplete", st.NodeComplete, "imagesReferenced", len(s.referenced))
-	}
-	if p.KeepNotRepullable && opts.ImageStore != "" {
-		pulled, err := imagestore.Pulled(opts.ImageStore)
-		if err != nil {
-			return fmt.Errorf("reading which images were pulled (nothing removed): %w", err)
-		}
-		s.Pulled = pulled
 	}
 	return nil
 }

@@ -36,7 +36,6 @@ func TestProtectionDecides(t *testing.T) {
 	cases := map[string]struct {
 		targets    Targets
 		protection Protection
-		pulled     map[string]bool
 		want       map[string]outcome
 	}{
 		`"*" keeps what the cluster references and what cannot be pulled back`: {
@@ -73,16 +72,10 @@ func TestProtectionDecides(t *testing.T) {
 			targets: Targets{All: true}, protection: Protection{Referenced: true, NodeIncomplete: true},
 			want: map[string]outcome{web.ID: {"referenced", ""}, job.ID: {"referenced", ""}, free.ID: {"referenced", ""}, imported.ID: {"referenced", ""}, local.ID: {"referenced", ""}},
 		},
-		"the image store's word wins over made-up repository digests (CRI-O)": {
-			targets: Targets{All: true}, protection: Protection{KeepNotRepullable: true},
-			pulled: map[string]bool{free.ID: false, imported.ID: true},
-			want:   map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"not re-pullable", ""}, imported.ID: {"removed", ""}, local.ID: {"not re-pullable", ""}},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := NewSnapshot(images, nil, protect.Policy{})
-			s.Pulled = tc.pulled
 			for _, r := range nodeRefs {
 				s.Refer(r, true)
 			}
