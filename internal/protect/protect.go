@@ -190,25 +190,29 @@ func LooksLikePause(img cri.Image) bool {
 	return false
 }
 
-// Repullable reports whether the runtime records that the image came from a
-// registry it can be pulled from again: a repository digest, on a registry
-// other than "localhost" (podman's and Bottlerocket's name for images that
-// were never pushed anywhere). containerd records a repository digest only
-// for a pull; an image imported with "ctr images import" or built on the
-// node has tags and an ID alone. CRI-O makes up a repository digest for
-// every tag and its image store records no pull either (docs/protection.md):
-// there only "localhost/" images and images without a name are told apart.
-func Repullable(img cri.Image) bool {
+// CannotPullBack reports whether an image is one that a pod can still ask
+// for by name and no registry can give back: it has a name, and no
+// repository digest on a registry other than "localhost" (podman's and
+// Bottlerocket's name for images never pushed anywhere). containerd records
+// a repository digest only for a pull; an image imported with "ctr images
+// import" or built on the node has tags and an ID alone. CRI-O makes up a
+// repository digest for every tag and its image store records no pull
+// either (docs/protection.md): there only "localhost/" images are told
+// apart. An image with no name at all (a tag moved away from it) is not
+// kept: nothing can ask for it by name, and a pod that names it by ID is a
+// reference.
+func CannotPullBack(img cri.Image) bool {
+	if len(img.Tags) == 0 && len(img.Digests) == 0 {
+		return false
+	}
 	for _, d := range img.Digests {
 		name := d
 		if i := strings.IndexByte(name, '@'); i >= 0 {
 			name = name[:i]
 		}
-		host, _, ok := strings.Cut(name, "/")
-		if ok && host == "localhost" {
-			continue
+		if host, _, ok := strings.Cut(name, "/"); !ok || host != "localhost" {
+			return false
 		}
-		return true
 	}
-	return false
+	return true
 }

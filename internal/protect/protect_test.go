@@ -94,3 +94,26 @@ func TestCheckExclusions(t *testing.T) {
 		})
 	}
 }
+
+func TestCannotPullBack(t *testing.T) {
+	hex := strings.Repeat("ab", 32)
+	cases := map[string]struct {
+		img  cri.Image
+		want bool
+	}{
+		"pulled":                       {cri.Image{Tags: []string{"docker.io/library/nginx:1"}, Digests: []string{"docker.io/library/nginx@sha256:" + hex}}, false},
+		"pulled by digest only":        {cri.Image{Digests: []string{"quay.io/a/b@sha256:" + hex}}, false},
+		"imported: tags, no digest":    {cri.Image{Tags: []string{"docker.io/library/airgap:1"}}, true},
+		"localhost (Bottlerocket)":     {cri.Image{Tags: []string{"localhost/kubernetes/pause:0.1"}, Digests: []string{"localhost/kubernetes/pause@sha256:" + hex}}, true},
+		"a registry on localhost:5000": {cri.Image{Tags: []string{"localhost:5000/a:1"}, Digests: []string{"localhost:5000/a@sha256:" + hex}}, false},
+		"nameless (a tag moved away)":  {cri.Image{ID: "sha256:" + hex}, false},
+		"localhost and a registry":     {cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + hex, "quay.io/a@sha256:" + hex}}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := CannotPullBack(tc.img); got != tc.want {
+				t.Errorf("CannotPullBack(%+v) = %v, want %v", tc.img, got, tc.want)
+			}
+		})
+	}
+}

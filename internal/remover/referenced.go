@@ -74,13 +74,10 @@ func (r referrer) describe() string {
 	return "referenced by " + r.owner
 }
 
-// repullable tells whether image i can be pulled back.
-func (s *Snapshot) repullable(i int) bool { return protect.Repullable(s.Images[i]) }
-
 // protects says why the cluster-aware protections keep image i from an
 // automatic policy, if they do; vulnerable says the scanner chose it.
 func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, string) {
-	if p.KeepNotRepullable && !s.repullable(i) {
+	if p.KeepNotRepullable && protect.CannotPullBack(s.Images[i]) {
 		return NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
 	}
 	if !p.Referenced {

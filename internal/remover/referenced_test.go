@@ -28,7 +28,8 @@ func TestProtectionDecides(t *testing.T) {
 	imported := cri.Image{ID: "sha256:" + fmt.Sprintf("%064x", 4), Tags: []string{"docker.io/library/airgap:1"}, Size: 10}
 	local := cri.Image{ID: "sha256:" + fmt.Sprintf("%064x", 5), Tags: []string{"localhost/kubernetes/pause:0.1"},
 		Digests: []string{"localhost/kubernetes/pause@sha256:" + fmt.Sprintf("%064x", 5)}, Size: 10}
-	images := []cri.Image{web, job, free, imported, local}
+	dangling := cri.Image{ID: "sha256:" + fmt.Sprintf("%064x", 6), Size: 10}
+	images := []cri.Image{web, job, free, imported, local, dangling}
 	nodeRefs := []references.Ref{{Image: "web:1", Owner: "Pod shop/web-0"}}
 	clusterRefs := []references.Ref{{Image: "registry:5000/team/job@" + job.Digests[0][len("registry:5000/team/job@"):], Owner: "CronJob batch/nightly"}}
 	all := Protection{Referenced: true, KeepNotRepullable: true, RemoveVulnerable: true}
@@ -42,14 +43,14 @@ func TestProtectionDecides(t *testing.T) {
 			targets: Targets{All: true}, protection: all,
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
-				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""},
+				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""}, dangling.ID: {"removed", ""},
 			},
 		},
 		"a scheduled run without a scanner keeps them too": {
 			targets: Targets{Scheduled: true, Collected: ids(images)}, protection: all,
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
-				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""},
+				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""}, dangling.ID: {"removed", ""},
 			},
 		},
 		"an ImageList naming them removes them": {
@@ -66,11 +67,11 @@ func TestProtectionDecides(t *testing.T) {
 		},
 		"protections off": {
 			targets: Targets{All: true},
-			want:    map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"removed", ""}, imported.ID: {"removed", ""}, local.ID: {"removed", ""}},
+			want:    map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"removed", ""}, imported.ID: {"removed", ""}, local.ID: {"removed", ""}, dangling.ID: {"removed", ""}},
 		},
 		"a node set that did not fit keeps every image from the automatic policies": {
 			targets: Targets{All: true}, protection: Protection{Referenced: true, NodeIncomplete: true},
-			want: map[string]outcome{web.ID: {"referenced", ""}, job.ID: {"referenced", ""}, free.ID: {"referenced", ""}, imported.ID: {"referenced", ""}, local.ID: {"referenced", ""}},
+			want: map[string]outcome{web.ID: {"referenced", ""}, job.ID: {"referenced", ""}, free.ID: {"referenced", ""}, imported.ID: {"referenced", ""}, local.ID: {"referenced", ""}, dangling.ID: {"referenced", ""}},
 		},
 	}
 	for name, tc := range cases {
@@ -183,7 +184,7 @@ func TestNoWorkloadImageIsPlannedByAnAutomaticPolicy(t *testing.T) {
 		}
 		for i, policy := range planned {
 			switch {
-			case !protect.Repullable(images[i]):
+			case protect.CannotPullBack(images[i]):
 				t.Fatalf("seed %d: %v cannot be pulled back and is planned (%s)", seed, images[i], policy)
 			case onNode[i] != "":
 				t.Fatalf("seed %d: %v is referenced by a pod on the node (%s) and planned (%s)", seed, images[i], onNode[i], policy)
