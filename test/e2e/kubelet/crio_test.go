@@ -215,6 +215,14 @@ func seedImages(t *testing.T, tags ...string) []testcontainerd.Image {
 // pull, as on a real node.
 func pullToCRIO(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
 	t.Helper()
+	pushImages(t, imgs...)
+	pullThroughCRI(t, nodes, imgs...)
+}
+
+// pushImages pushes the images (tags crioImage names) to the tier's
+// registry.
+func pushImages(t *testing.T, imgs ...testcontainerd.Image) {
+	t.Helper()
 	host := strings.TrimSuffix(registryPath, "/eraser")
 	for _, img := range imgs {
 		built, err := img.Build()
@@ -227,6 +235,13 @@ func pullToCRIO(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
 			}
 		}
 	}
+}
+
+// pullThroughCRI has each node's runtime pull the images from the tier's
+// registry through CRI, as a kubelet does: the images get the repository
+// digests of a pull.
+func pullThroughCRI(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
+	t.Helper()
 	for _, n := range nodes {
 		conn, err := grpc.NewClient("unix://"+n.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
