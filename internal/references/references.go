@@ -116,11 +116,23 @@ func EncodeNode(refs []Ref) string {
 	return b.String()
 }
 
-// Part is one compressed part of the cluster set.
-type Part struct {
-	// Name is the part's ConfigMap suffix: "<set>-<k>".
-	Name string
-	Data []byte
+// text is the set's lines, deduplicated, and its digest.
+func text(refs []Ref) (bytes.Buffer, string) {
+	refs = Dedupe(refs)
+	var all bytes.Buffer
+	for _, r := range refs {
+		line(&all, r)
+	}
+	sum := sha256.Sum256(all.Bytes())
+	return all, hex.EncodeToString(sum[:8])
+}
+
+// SetDigest names the cluster set as EncodeCluster does, without
+// compressing it: a wave whose set did not change is told in milliseconds
+// and writes nothing. refs are sorted in place.
+func SetDigest(refs []Ref) string {
+	_, set := text(refs)
+	return set
 }
 
 // EncodeCluster splits the cluster set into gzip parts of at most maxBytes
@@ -130,13 +142,7 @@ func EncodeCluster(refs []Ref, maxBytes int) (set string, parts [][]byte, err er
 	if maxBytes <= 0 {
 		maxBytes = MaxPartBytes
 	}
-	refs = Dedupe(refs)
-	var all bytes.Buffer
-	for _, r := range refs {
-		line(&all, r)
-	}
-	sum := sha256.Sum256(all.Bytes())
-	set = hex.EncodeToString(sum[:8])
+	all, set := text(refs)
 	// Lines are split into chunks whose compressed size fits; gzip of image
 	// lists runs at 4-8x, so a first cut at 3x the limit of raw text is
 	// halved until it fits.

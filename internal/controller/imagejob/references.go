@@ -50,11 +50,11 @@ func (r *Reconciler) waveReferences(ctx context.Context, job *eraserv1.ImageJob,
 	if !ok {
 		return waveRefs{}, errNotSynced
 	}
-	set, parts, err := references.EncodeCluster(refs, 0)
-	if err != nil {
-		return waveRefs{}, err
-	}
-	if set != st.refSet {
+	if set := references.SetDigest(refs); set != st.refSet {
+		set, parts, err := references.EncodeCluster(refs, 0)
+		if err != nil {
+			return waveRefs{}, err
+		}
 		names, err := jobdata.CreateReferences(ctx, r.client, r.apiReader, r.opts.Namespace, job, set, parts)
 		if err != nil {
 			return waveRefs{}, err
