@@ -372,6 +372,8 @@ func TestChartValues(t *testing.T) {
 			"runtimeConfig.manager.retention.highThresholdPercent=85",
 			"runtimeConfig.manager.retention.lowThresholdPercent=80",
 			"runtimeConfig.manager.retention.imageFsPath=/data/containerd",
+			"runtimeConfig.manager.retention.removeVulnerableReferenced=false",
+			"runtimeConfig.manager.retention.protectNotRepullable=false",
 			"runtimeConfig.manager.imageJob.nodeSelector.pool=general",
 			"runtimeConfig.manager.imageJob.tolerations[0].key=dedicated",
 			"runtimeConfig.manager.imageJob.tolerations[0].operator=Exists",
@@ -399,7 +401,8 @@ func TestChartValues(t *testing.T) {
 		m.ImageJob.NodeSelector["pool"] != "general" || len(m.ImageJob.Tolerations) != 1 || m.ImageJob.Tolerations[0].Key != "dedicated" {
 		t.Errorf("EraserConfig did not take the values: %+v %+v", m, cfg.Components)
 	}
-	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd"}
+	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd",
+		KeepVulnerableReferenced: true, RemoveNotRepullable: true}
 	if diff := cmp.Diff(wantRetention, m.Retention); diff != "" {
 		t.Errorf("retention (-want +got):\n%s", diff)
 	}
