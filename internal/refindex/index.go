@@ -6,10 +6,10 @@
 // It watches those kinds cluster-wide with client-go reflectors of its own,
 // in protobuf, and keeps of each object only its key, its node and its
 // images, interned: at 300,000 pods a decoded pod per entry would be
-// gigabytes, an entry is tens of bytes. The initial state is streamed (the
-// reflector's watch-list, one object per event), never listed in one
-// response; where the API server cannot stream, it is listed in pages, each
-// reduced to entries before the next is read.
+// gigabytes, an entry is tens of bytes. The initial state is streamed (a
+// watch with initial events, each reduced to an entry as it arrives: see
+// list.go), never listed in one response; where the API server cannot
+// stream, it is listed in pages, each reduced before the next is read.
 package refindex
 
 import (
@@ -24,13 +24,8 @@ import (
 // Index holds the images. Its methods are safe for concurrent use: the
 // reflectors write, the imagejob reconciler's pod builders read.
 type Index struct {
-	mu sync.RWMutex
-	// nodes: node name → pod key → the pod's images. Node(name) costs the
-	// pods of that node only.
-	nodes map[string]map[string]unique.Handle[string]
-	// unbound: the pods not yet scheduled, which belong to the cluster set:
-	// any node may be asked to run them.
-	unbound map[string]unique.Handle[string]
+	mu   sync.RWMutex
+	pods podSets
 	// templates: per workload kind, key → images.
 	templates [numKinds]map[string]unique.Handle[string]
 	synced    [numKinds]bool
@@ -49,7 +44,7 @@ type Index struct {
 }
 
 func newIndex() *Index {
-	i := &Index{pageSize: pageSize, nodes: map[string]map[string]unique.Handle[string]{}, unbound: map[string]unique.Handle[string]{}}
+	i := &Index{pageSize: pageSize, pods: newPodSets()}
 	for k := range i.templates {
 		i.templates[k] = map[string]unique.Handle[string]{}
 	}
@@ -96,7 +91,7 @@ func (i *Index) buildCluster() []references.Ref {
 			refs = appendRefs(refs, k, key, images)
 		}
 	}
-	for key, images := range i.unbound {
+	for key, images := range i.pods.unbound {
 		refs = appendRefs(refs, kindPod, key, images)
 	}
 	// One owner per image is all a worker reports; the set is held until
@@ -109,8 +104,8 @@ func (i *Index) buildCluster() []references.Ref {
 func (i *Index) Node(name string) []references.Ref {
 	i.mu.RLock()
 	var refs []references.Ref
-	for key, images := range i.nodes[name] {
-		refs = appendRefs(refs, kindPod, key, images)
+	for _, p := range i.pods.nodes[name] {
+		refs = appendRefs(refs, kindPod, p.key, p.images)
 	}
 	i.mu.RUnlock()
 	return references.Dedupe(refs)
@@ -144,29 +139,11 @@ func (i *Index) remove(k kind, e *entry) {
 
 // set records or forgets e; the caller holds the write lock.
 func (i *Index) set(k kind, e *entry, keep bool) {
-	if k != kindPod {
-		i.fresh = setIn(i.templates[k], e.key, e.images, keep) && i.fresh
+	if k == kindPod {
+		i.fresh = i.pods.set(e, keep) && i.fresh
 		return
 	}
-	if e.node == "" {
-		i.fresh = setIn(i.unbound, e.key, e.images, keep) && i.fresh
-		return
-	}
-	// Bound: a pod's node never changes once set, so only the unbound set
-	// can hold it elsewhere.
-	i.fresh = setIn(i.unbound, e.key, e.images, false) && i.fresh
-	m := i.nodes[e.node]
-	if m == nil {
-		if !keep {
-			return
-		}
-		m = map[string]unique.Handle[string]{}
-		i.nodes[e.node] = m
-	}
-	setIn(m, e.key, e.images, keep)
-	if len(m) == 0 {
-		delete(i.nodes, e.node)
-	}
+	i.fresh = setIn(i.templates[k], e.key, e.images, keep) && i.fresh
 }
 
 // setIn records (keep) or deletes key in m; it reports whether m is
@@ -187,33 +164,19 @@ func (i *Index) replace(k kind, entries []*entry) {
 	if k != kindPod {
 		m := make(map[string]unique.Handle[string], len(entries))
 		for _, e := range entries {
-			if e.counts() {
-				m[e.key] = e.images
-			}
+			setIn(m, e.key, e.images, e.counts())
 		}
 		i.mu.Lock()
 		i.templates[k], i.synced[k], i.fresh = m, true, false
 		i.mu.Unlock()
 		return
 	}
-	nodes := map[string]map[string]unique.Handle[string]{}
-	unbound := map[string]unique.Handle[string]{}
+	pods := newPodSets()
 	for _, e := range entries {
-		switch {
-		case !e.counts():
-		case e.node == "":
-			unbound[e.key] = e.images
-		default:
-			m := nodes[e.node]
-			if m == nil {
-				m = map[string]unique.Handle[string]{}
-				nodes[e.node] = m
-			}
-			m[e.key] = e.images
-		}
+		pods.set(e, e.counts())
 	}
 	i.mu.Lock()
-	i.nodes, i.unbound, i.synced[k], i.fresh = nodes, unbound, true, false
+	i.pods, i.synced[k], i.fresh = pods, true, false
 	i.mu.Unlock()
 }
 

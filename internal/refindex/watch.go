@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,16 +21,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=list;watch
-
-// pageSize bounds one page of the list path: 500 pods decoded at once, a
-// few megabytes, reduced to entries before the next page is asked for.
-const pageSize = 500
-
-// listOnly is a ListerWatcher the reflector lists with, never streams:
-// the tests' way through the list path.
-type listOnly struct{ *cache.ListWatch }
-
-func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
 // source is the watch of one kind.
 type source struct {
@@ -55,6 +44,9 @@ type Stats struct {
 	// Pods and Nodes held (unfinished pods: bound, and their nodes;
 	// unbound), Templates held.
 	BoundPods, Nodes, UnboundPods, Templates int
+	// ClusterCached: the cluster set is cached, Cluster() will not build
+	// it.
+	ClusterCached bool
 }
 
 // Stats reports the counters and sizes.
@@ -62,8 +54,8 @@ func (i *Index) Stats() Stats {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	s := Stats{Streams: i.stats.streams.Load(), Lists: i.stats.lists.Load(), Pages: i.stats.pages.Load(),
-		Nodes: len(i.nodes), UnboundPods: len(i.unbound)}
-	for _, m := range i.nodes {
+		Nodes: len(i.pods.nodes), UnboundPods: len(i.pods.unbound), ClusterCached: i.fresh}
+	for _, m := range i.pods.nodes {
 		s.BoundPods += len(m)
 	}
 	for k := kindDeployment; k < numKinds; k++ {
@@ -148,11 +140,7 @@ func sources(cs kubernetes.Interface) []source {
 func (i *Index) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range i.sources {
-		var lw cache.ListerWatcher = i.listWatch(s)
-		if i.listOnly {
-			lw = listOnly{i.listWatch(s)}
-		}
-		r := cache.NewReflectorWithOptions(lw, s.example, &store{idx: i, kind: s.kind},
+		r := cache.NewReflectorWithOptions(i.listWatch(s), s.example, &store{idx: i, kind: s.kind},
 			cache.ReflectorOptions{Name: "refindex/" + s.kind.String()})
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
@@ -165,66 +153,6 @@ func (i *Index) Start(ctx context.Context) error {
 // index, and a standby replica should not hold 300,000 pods' worth of it.
 func (i *Index) NeedLeaderElection() bool { return true }
 
-// listWatch is the reflector's ListerWatcher for one kind. The reflector
-// streams the initial state over a watch (client-go's WatchListClient,
-// on by default since 1.35); its list path, taken only when the API
-// server cannot stream, pages and converts here: the reflector would
-// otherwise gather every page's objects before storing any.
-func (i *Index) listWatch(s source) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			i.stats.lists.Add(1)
-			return i.listEntries(ctx, s, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			if o.SendInitialEvents != nil && *o.SendInitialEvents {
-				i.stats.streams.Add(1)
-			}
-			return s.watch(ctx, o)
-		},
-	}
-}
-
-// listEntries lists one kind in pages, converting each page to entries.
-// The pages are read from etcd (resourceVersion "" rather than "0", which
-// the watch cache would answer whole, ignoring the limit): every page is of
-// one snapshot, whose resource version the list carries.
-func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions) (runtime.Object, error) {
-	if o.ResourceVersion == "0" {
-		o.ResourceVersion = ""
-	}
-	o.Limit, o.Continue = i.pageSize, ""
-	out := &entryList{}
-	for {
-		page, err := s.list(ctx, o)
-		if err != nil {
-			return nil, fmt.Errorf("listing %ss: %w", s.kind, err)
-		}
-		i.stats.pages.Add(1)
-		lm, err := meta.ListAccessor(page)
-		if err != nil {
-			return nil, err
-		}
-		if out.ResourceVersion == "" {
-			out.ResourceVersion = lm.GetResourceVersion()
-		}
-		err = meta.EachListItem(page, func(obj runtime.Object) error {
-			if e, ok := toEntry(obj); ok {
-				out.Items = append(out.Items, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if o.Continue = lm.GetContinue(); o.Continue == "" {
-			return out, nil
-		}
-		// The continue token carries the snapshot's version.
-		o.ResourceVersion, o.ResourceVersionMatch = "", ""
-	}
-}
-
 // store is the reflector's store for one kind: it converts each object to
 // an entry and keeps nothing else.
 type store struct {
@@ -234,9 +162,10 @@ type store struct {
 
 var _ cache.TransformingStore = (*store)(nil)
 
-// Transformer converts the objects the reflector's watch-list gathers in
-// its temporary store before handing them to Replace: without it that
-// store would hold every pod decoded.
+// Transformer converts the objects the reflector's watch-list would gather
+// in its temporary store (listWatch turns it off: the index streams in its
+// list instead, without that store's copy of every key): should it ever
+// run, that store holds entries, not decoded pods.
 func (s *store) Transformer() cache.TransformFunc {
 	return func(obj any) (any, error) {
 		e, ok := toEntry(obj)
