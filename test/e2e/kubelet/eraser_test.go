@@ -398,8 +398,7 @@ func diskPressure(t *testing.T) {
 		// Whatever the runs kept goes, so that later runs see the tier's
 		// usual images only.
 		for _, n := range cluster.Nodes {
-			args := append([]string{"--address", n.Socket, "--namespace", "k8s.io", "images", "rm"}, tags...)
-			_, _ = command(repoRoot(), "ctr", args...).CombinedOutput()
+			removeImages(t, n, tags...)
 		}
 	})
 	full := map[string]diskusage.Usage{}
@@ -1046,17 +1045,14 @@ func goneFromEveryNode(t *testing.T, timeout time.Duration, what, image string) 
 	})
 }
 
-// importImages builds the images and imports them into every node's runtime.
+// importImages builds the images and imports them into every node's
+// runtime as pulled images: with the repository digest of a pull, which the
+// automatic policies may remove (imported_test.go).
 func importImages(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
 	t.Helper()
-	archive := filepath.Join(t.TempDir(), "images.tar")
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
-		t.Fatal(err)
-	}
+	importUnpulled(t, nodes, imgs)
 	for _, n := range nodes {
-		if out, err := command(repoRoot(), "ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
-			t.Fatalf("importing into %s: %v: %s", n.Name, err, out)
-		}
+		addRepoDigests(t, n, imgs)
 	}
 }
 
