@@ -195,7 +195,7 @@ func setUpProtected(t *testing.T) *protected {
 
 	pulled := seedImages(t, w.deploy, w.cron, w.main, w.initImg)
 	pushImages(t, pulled...)
-	importImages(t, []Node{w.node}, seedImages(t, w.imported))
+	importUnpulled(t, []Node{w.node}, seedImages(t, w.imported))
 
 	// The Deployment's image arrives as a workload's does: pulled by the
 	// kubelet for its pod.
@@ -332,8 +332,7 @@ func cleanUpProtected(t *testing.T, w *protected, ns *corev1.Namespace) {
 		err := kube.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
-	args := append([]string{"--address", w.node.Socket, "--namespace", "k8s.io", "images", "rm"}, w.tags()...)
-	_, _ = command(repoRoot(), "ctr", args...).CombinedOutput()
+	removeImages(t, w.node, w.tags()...)
 }
 
 // scaleDeployment sets the Deployment's replicas and waits until it has
