@@ -68,7 +68,9 @@ func keepReportConfig(config string) string {
 
 func TestWorkloadProtection(t *testing.T) {
 	requireCluster(t)
+	start := time.Now()
 	objects := installChart(t)
+	t.Logf("installed in %.1fs", time.Since(start).Seconds())
 	createExclusionList(t)
 	w := setUpProtected(t)
 	// What the automatic policies must keep on the node, and why.
@@ -179,6 +181,7 @@ func (w *protected) tags() []string {
 func setUpProtected(t *testing.T) *protected {
 	t.Helper()
 	ctx := testCtx(t)
+	start := time.Now()
 	w := &protected{node: cluster.Nodes[0], deploy: crioImage(protDeploy), cron: crioImage(protCron),
 		main: crioImage("prot-main"), initImg: crioImage("prot-init"), imported: testImage("prot-imported")}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: protNS}}
@@ -296,6 +299,7 @@ func setUpProtected(t *testing.T) *protected {
 			t.Fatalf("%s is not on %s after the set-up", tag, w.node.Name)
 		}
 	}
+	t.Logf("workloads and images set up on %s in %.1fs", w.node.Name, time.Since(start).Seconds())
 	return w
 }
 
@@ -325,6 +329,7 @@ func create(t *testing.T, obj client.Object) {
 // the runs left on the node.
 func cleanUpProtected(t *testing.T, w *protected, ns *corev1.Namespace) {
 	ctx := context.Background()
+	start := time.Now()
 	if err := kube.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting namespace %s: %v", protNS, err)
 	}
@@ -332,6 +337,7 @@ func cleanUpProtected(t *testing.T, w *protected, ns *corev1.Namespace) {
 		err := kube.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
+	t.Logf("namespace %s deleted in %.1fs", protNS, time.Since(start).Seconds())
 	removeImages(t, w.node, w.tags()...)
 }
 
