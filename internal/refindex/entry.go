@@ -46,6 +46,9 @@ type entry struct {
 	// (a finished pod, a ReplicaSet at zero, a finished Job), or names no
 	// image.
 	images unique.Handle[string]
+	// set, in the one entry a list returns, is the whole kind as the list
+	// built it (the other fields are then empty).
+	set *kindSet
 }
 
 func (e *entry) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

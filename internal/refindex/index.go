@@ -159,25 +159,32 @@ func setIn(m map[string]unique.Handle[string], key string, images unique.Handle[
 	return had && old == images
 }
 
-// replace swaps one kind's objects for a full list (a sync or relist).
+// replace swaps one kind's objects for a full list (a sync or relist):
+// a set the list built as it read (an entry carrying it), and any entries.
 func (i *Index) replace(k kind, entries []*entry) {
-	if k != kindPod {
-		m := make(map[string]unique.Handle[string], len(entries))
-		for _, e := range entries {
-			setIn(m, e.key, e.images, e.counts())
-		}
-		i.mu.Lock()
-		i.templates[k], i.synced[k], i.fresh = m, true, false
-		i.mu.Unlock()
-		return
-	}
-	pods := newPodSets()
+	var set *kindSet
 	for _, e := range entries {
-		pods.set(e, e.counts())
+		switch {
+		case e.set != nil:
+			set = e.set
+		case set == nil:
+			set = newKindSet(k)
+			fallthrough
+		default:
+			set.add(e)
+		}
+	}
+	if set == nil {
+		set = newKindSet(k)
 	}
 	i.mu.Lock()
-	i.pods, i.synced[k], i.fresh = pods, true, false
-	i.mu.Unlock()
+	defer i.mu.Unlock()
+	if k == kindPod {
+		i.pods = set.pods
+	} else {
+		i.templates[k] = set.templates
+	}
+	i.synced[k], i.fresh = true, false
 }
 
 // Synced is whether every kind has been listed once.

@@ -21,8 +21,9 @@ import (
 // map, on top of the entries. Its list path, the fallback, gathers every
 // page's decoded objects before storing any. So the reflector is told the
 // client cannot stream (it then lists), and the list here streams itself:
-// a watch with initial events, each event reduced to an entry as it
-// arrives, until the bookmark that ends them. Where the API server refuses
+// a watch with initial events, each event reduced to an entry and added to
+// the set the index will swap in as it arrives (no list of every entry is
+// held), until the bookmark that ends them. Where the API server refuses
 // to stream (its WatchList gate off), it lists in pages, each reduced
 // before the next is read.
 
@@ -74,7 +75,7 @@ func (i *Index) streamEntries(ctx context.Context, s source, o metav1.ListOption
 	}
 	defer w.Stop()
 	i.stats.streams.Add(1)
-	out := &entryList{}
+	set := newKindSet(s.kind)
 	for ev := range w.ResultChan() {
 		switch ev.Type {
 		case watch.Error:
@@ -85,8 +86,7 @@ func (i *Index) streamEntries(ctx context.Context, s source, o metav1.ListOption
 				return nil, fmt.Errorf("%s stream: bookmark: %w", s.kind, err)
 			}
 			if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				out.ResourceVersion = m.GetResourceVersion()
-				return out, nil
+				return setList(set, m.GetResourceVersion()), nil
 			}
 		default:
 			e, ok := toEntry(ev.Object)
@@ -94,11 +94,11 @@ func (i *Index) streamEntries(ctx context.Context, s source, o metav1.ListOption
 				return nil, fmt.Errorf("%s stream: unexpected %T", s.kind, ev.Object)
 			}
 			if ev.Type == watch.Deleted {
-				// Not sent before the initial events end; should one be, the
-				// entry that does not count removes the object in Replace.
+				// Not sent before the initial events end; should one be, an
+				// entry that does not count removes the object.
 				e.images = unique.Handle[string]{}
 			}
-			out.Items = append(out.Items, e)
+			set.add(e)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -116,7 +116,7 @@ func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions)
 		o.ResourceVersion = ""
 	}
 	o.Limit, o.Continue = i.pageSize, ""
-	out := &entryList{}
+	set, rv := newKindSet(s.kind), ""
 	for {
 		page, err := s.list(ctx, o)
 		if err != nil {
@@ -127,12 +127,12 @@ func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions)
 		if err != nil {
 			return nil, err
 		}
-		if out.ResourceVersion == "" {
-			out.ResourceVersion = lm.GetResourceVersion()
+		if rv == "" {
+			rv = lm.GetResourceVersion()
 		}
 		err = meta.EachListItem(page, func(obj runtime.Object) error {
 			if e, ok := toEntry(obj); ok {
-				out.Items = append(out.Items, e)
+				set.add(e)
 			}
 			return nil
 		})
@@ -140,9 +140,15 @@ func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions)
 			return nil, err
 		}
 		if o.Continue = lm.GetContinue(); o.Continue == "" {
-			return out, nil
+			return setList(set, rv), nil
 		}
 		// The continue token carries the snapshot's version.
 		o.ResourceVersion, o.ResourceVersionMatch = "", ""
 	}
+}
+
+// setList is what a list returns to the reflector: one entry carrying the
+// set it built, which the reflector hands to Replace.
+func setList(set *kindSet, rv string) *entryList {
+	return &entryList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: []*entry{{set: set}}}
 }

@@ -52,3 +52,28 @@ func (p *podSets) set(e *entry, keep bool) (unboundUnchanged bool) {
 	}
 	return unboundUnchanged
 }
+
+// kindSet is one kind's objects as a list reads them, swapped in whole by
+// Replace: built as the objects arrive, so that a sync never holds every
+// object's entry beside the index it fills.
+type kindSet struct {
+	kind      kind
+	pods      podSets
+	templates map[string]unique.Handle[string]
+}
+
+func newKindSet(k kind) *kindSet {
+	if k == kindPod {
+		return &kindSet{kind: k, pods: newPodSets()}
+	}
+	return &kindSet{kind: k, templates: map[string]unique.Handle[string]{}}
+}
+
+// add records one object as it is, or forgets it when it does not count.
+func (s *kindSet) add(e *entry) {
+	if s.kind == kindPod {
+		s.pods.set(e, e.counts())
+		return
+	}
+	setIn(s.templates, e.key, e.images, e.counts())
+}
