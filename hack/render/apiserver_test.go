@@ -16,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
@@ -89,6 +90,9 @@ func TestPodSecurity(t *testing.T) {
 	for name, p := range workers {
 		p.Job, p.JobUID, p.Node, p.Config = "imagejob-psa", "0f0f0f0f-0000-4000-8000-000000000000", "node-1", cfg
 		p.ConfigMap, p.ConfigKey, p.LogLevel = "imagejob-psa", manager.ConfigKey, "info"
+		// The wave's references: a downward API file and projected
+		// ConfigMaps, which Pod Security's restricted level allows.
+		p.References, p.NodeReferences = []string{"imagejob-psa-refs-0123456789abcdef-1"}, references.EncodeNode(nil)
 		for _, target := range []struct {
 			ns    string
 			admit bool
