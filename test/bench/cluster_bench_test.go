@@ -65,6 +65,8 @@ type simCluster struct {
 	cs     kubernetes.Interface
 	podCfg *config.Config
 	n      int
+	// perNode and templates are the cluster's own workload (addWorkload).
+	perNode, templates int
 }
 
 // startCluster starts the control plane and KWOK and creates the nodes;
@@ -131,7 +133,8 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 func (s *simCluster) barePod(t *testing.T, job string, i int) *corev1.Pod {
 	node := fmt.Sprintf("node-%05d", i)
 	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: paths.Linux,
-		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500})
+		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500,
+		References: []string{"bare-refs-0123456789abcdef-1"}, NodeReferences: s.nodeSet(i)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,9 @@ func TestManagerBench(t *testing.T) {
 		out = append(out, map[string]any{"nodes": n, "runs": these,
 			"medianFanoutRatio": median(these, "fanoutRatio"), "medianCompletedRatio": median(these, "completedRatio")})
 	}
+	if p, tpl := workloadSize(); p > 0 || tpl > 0 {
+		fmt.Printf("\nwith the cluster's own workload: %d pods per node (Pending, bound) and %d templates (BENCH_PODS_PER_NODE, BENCH_TEMPLATES)\n", p, tpl)
+	}
 	fmt.Printf("\n%-6s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "1ST POD s", "FAN-OUT s", "x BARE",
 		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "WR/NODE", "GET/NODE", "RSS MiB", "(SYNCED)", "CPU ms/n", "CPU SHARES (cores)")
 	for _, r := range rows {
@@ -77,6 +80,12 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	defer stop()
 	ctx := context.Background()
 	c, cs := s.c, s.cs
+	// The cluster's own pods and templates, there before either client
+	// runs: the manager indexes them and writes their images into its pods.
+	var workloadCreate time.Duration
+	if perNode, templates := workloadSize(); perNode > 0 || templates > 0 {
+		workloadCreate = s.addWorkload(t, perNode, templates)
+	}
 
 	// The limit: a bare client creating the same pods with 16 workers, and
 	// the time it sees them all Succeeded (KWOK finishing them) through a
@@ -99,6 +108,9 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	defer stopManager()
 	metricsAddr, pprofAddr, mgr := m.metricsAddr, m.pprofAddr, m.cmd
 	time.Sleep(3 * time.Second) // caches synced
+	// The reference index lists every pod and template before the first
+	// wave: measured from here once the manager's CPU has settled.
+	indexSynced := settleCPU(t, mgr.Process.Pid, 10*time.Minute)
 	writesBefore := managerWrites(t, metricsAddr)
 	readsBefore := managerRequests(t, metricsAddr, `method="GET"`)
 	cpuBefore := processCPU(mgr.Process.Pid)
@@ -183,6 +195,8 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		"firstPodSeconds":     firstPod.Seconds(),
 		"managerCpuMsPerNode": cpu * 1000 / float64(n),
 		"loadBefore":          loadBefore, "loadAfter": loadAvg(),
+		"workloadPods": s.n * s.perNode, "workloadTemplates": s.templates,
+		"workloadCreateSeconds": workloadCreate.Seconds(), "managerSettledSeconds": indexSynced.Seconds(),
 	}
 	for name, v := range shares {
 		row["cpuShare_"+name] = (v - sharesBefore[name]) / run

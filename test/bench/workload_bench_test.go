@@ -1,0 +1,94 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eraser-oss/eraser/internal/references"
+)
+
+// The cluster's own workload in the manager benchmark: the pods and
+// templates whose images the manager's reference index keeps and writes
+// into every wave (issue 25). Its pods stay Pending, bound to their nodes
+// (the KWOK stages run only the bare and eraser-system namespaces' pods):
+// unfinished, so every one is in its node's set.
+
+// workloadSize is BENCH_PODS_PER_NODE (default 30) and BENCH_TEMPLATES
+// (default 20,000): 0 for either leaves it out.
+func workloadSize() (perNode, templates int) {
+	perNode, templates = 30, 20000
+	if s, ok := os.LookupEnv("BENCH_PODS_PER_NODE"); ok {
+		perNode, _ = strconv.Atoi(s)
+	}
+	if s, ok := os.LookupEnv("BENCH_TEMPLATES"); ok {
+		templates, _ = strconv.Atoi(s)
+	}
+	return perNode, templates
+}
+
+// addWorkload creates the templates and perNode pods on each of the
+// cluster's nodes, and returns how long it took.
+func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Duration {
+	start := time.Now()
+	ctx := context.Background()
+	cs := fastClient(t, s.env)
+	for _, ns := range teams() {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failed atomic.Int64
+	fail := func(err error) {
+		if err != nil && failed.Add(1) <= 5 {
+			t.Error(err)
+		}
+	}
+	parallel(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
+	parallel(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, false)) })
+	s.perNode, s.templates = perNode, templates
+	return time.Since(start)
+}
+
+// nodeSet is node i's set as the manager writes it into the node's pod
+// (the images of the Pending pods createPod bound to it), so that the bare
+// client's pods are as large as the manager's.
+func (s *simCluster) nodeSet(i int) string {
+	var refs []references.Ref
+	for j := i * s.perNode; j < (i+1)*s.perNode; j++ {
+		app := j % max(1, s.templates/2)
+		spec := podTemplate("", appImage(app), sidecar).Spec
+		owner := references.Owner("Pod", fmt.Sprintf("team-%03d", app%teamCount), fmt.Sprintf("app-%05d-%06d", app, j))
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			refs = append(refs, references.Ref{Image: c.Image, Owner: owner})
+		}
+	}
+	return references.EncodeNode(refs)
+}
+
+// settleCPU waits until the process used under 50 ms of CPU in two
+// seconds (its informers and the reference index synced), at most limit,
+// and returns how long that took.
+func settleCPU(t *testing.T, pid int, limit time.Duration) time.Duration {
+	start := time.Now()
+	last := processCPU(pid)
+	for time.Since(start) < limit {
+		time.Sleep(2 * time.Second)
+		cpu := processCPU(pid)
+		if cpu-last < 0.05 {
+			return time.Since(start)
+		}
+		last = cpu
+	}
+	t.Logf("the manager's CPU did not settle in %v", limit)
+	return time.Since(start)
+}
