@@ -289,8 +289,8 @@ func alpineImages(musl map[string]string) []testcontainerd.Image {
 // run's report.
 func crioScheduledScan(t *testing.T) {
 	vulnerable, fixed := crioImage("crio-vulnerable"), crioImage("crio-fixed")
-	seeded := time.Now()
 	pullToCRIO(t, crioNodes, alpineImages(map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})...)
+	seeded := time.Now()
 	createExclusionList(t)
 	afterMinAge(seeded)
 	// The jobs and their reports are kept, for the scanner's verdicts.

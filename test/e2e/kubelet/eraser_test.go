@@ -106,8 +106,11 @@ func withRetention(config string, keys ...string) string {
 // (10m) they would all be kept as too young.
 const removable = "minAge: 1s"
 
-// afterMinAge waits until images imported at since are older than the
-// removal scenarios' minimum age.
+// afterMinAge waits until images whose records were all written by since
+// are older than the removal scenarios' minimum age. since is taken once
+// the import is done: an image's age is its newest record's (a repository
+// digest importImages adds seconds after the tag, on a loaded machine),
+// and one younger than minAge is kept as too young.
 func afterMinAge(since time.Time) {
 	time.Sleep(time.Until(since.Add(1100 * time.Millisecond)))
 }
@@ -207,8 +210,8 @@ func TestEraser(t *testing.T) {
 
 	t.Run("PruneAllKeepsRunningSandboxAndExcludedImages", func(t *testing.T) {
 		unused, excluded, running := testImage("unused"), testImage("excluded"), testImage("running")
-		seeded := time.Now()
 		seed(t, cluster.Nodes, unused, excluded, running)
+		seeded := time.Now()
 		createExclusionList(t)
 		setConfig(t, withRetention(baseConfig, removable))
 		t.Cleanup(func() { setConfig(t, baseConfig) })
@@ -248,8 +251,8 @@ func TestEraser(t *testing.T) {
 
 	t.Run("ScheduledRunRemovesUnusedImages", func(t *testing.T) {
 		unused, excluded := testImage("unused-scheduled"), testImage("excluded")
-		seeded := time.Now()
 		seed(t, cluster.Nodes, unused, excluded)
+		seeded := time.Now()
 		createExclusionList(t)
 		afterMinAge(seeded)
 		setConfig(t, withRetention(scheduledConfig, removable))
@@ -266,8 +269,8 @@ func TestEraser(t *testing.T) {
 
 	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
 		vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
-		seeded := time.Now()
 		seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
+		seeded := time.Now()
 		afterMinAge(seeded)
 		// The jobs and their reports are kept, for the scanner's verdicts.
 		setConfig(t, strings.Replace(withRetention(scannerConfig(t), removable), "keepReportFor: 0s", "keepReportFor: 1h", 1))
@@ -392,8 +395,8 @@ func diskPressure(t *testing.T) {
 		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
 			Entrypoint: []string{"/pause"}, RandomBytes: fillerBytes})
 	}
-	seeded := time.Now()
 	importImages(t, cluster.Nodes, imgs)
+	seeded := time.Now()
 	t.Cleanup(func() {
 		// Whatever the runs kept goes, so that later runs see the tier's
 		// usual images only.
