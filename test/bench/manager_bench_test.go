@@ -197,6 +197,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		"loadBefore":          loadBefore, "loadAfter": loadAvg(),
 		"workloadPods": s.n * s.perNode, "workloadTemplates": s.templates,
 		"workloadCreateSeconds": workloadCreate.Seconds(), "managerSettledSeconds": indexSynced.Seconds(),
+		"kwokIdleShare": s.kwokIdle,
 	}
 	for name, v := range shares {
 		row["cpuShare_"+name] = (v - sharesBefore[name]) / run

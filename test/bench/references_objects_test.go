@@ -118,7 +118,8 @@ func createTemplate(ctx context.Context, cs kubernetes.Interface, i int) error {
 func createPod(ctx context.Context, cs kubernetes.Interface, i int, node string, templates int, running bool) error {
 	app := i % max(1, templates/2)
 	ns := fmt.Sprintf("team-%03d", app%teamCount)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d-%06d", app, i)},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d-%06d", app, i),
+		Labels: map[string]string{workloadLabel: "true"}},
 		Spec: podTemplate("", appImage(app), sidecar).Spec}
 	pod.Spec.NodeName = node
 	pods := cs.CoreV1().Pods(ns)

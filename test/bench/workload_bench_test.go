@@ -23,6 +23,10 @@ import (
 // (the KWOK stages run only the bare and eraser-system namespaces' pods):
 // unfinished, so every one is in its node's set.
 
+// workloadLabel marks the workload's pods, which KWOK leaves alone
+// (--disregard-status-with-label-selector): they stay as created.
+const workloadLabel = "bench.eraser.sh/workload"
+
 // workloadSize is BENCH_PODS_PER_NODE (default 30) and BENCH_TEMPLATES
 // (default 20,000): 0 for either leaves it out.
 func workloadSize() (perNode, templates int) {
@@ -56,6 +60,9 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 	parallel(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
 	parallel(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, false)) })
 	s.perNode, s.templates = perNode, templates
+	// KWOK drops the workload's events, but decodes each: both clients
+	// start once it has caught up (its nodes' heartbeats go on).
+	settleCPUBelow(t, "KWOK", s.kwok, max(0.1, 1.5*s.kwokIdle), 10*time.Minute)
 	return time.Since(start)
 }
 
@@ -79,16 +86,22 @@ func (s *simCluster) nodeSet(i int) string {
 // seconds (its informers and the reference index synced), at most limit,
 // and returns how long that took.
 func settleCPU(t *testing.T, pid int, limit time.Duration) time.Duration {
+	return settleCPUBelow(t, "the manager", pid, 0.025, limit)
+}
+
+// settleCPUBelow waits until the process used under share of a core over
+// two seconds, at most limit, and returns how long that took.
+func settleCPUBelow(t *testing.T, what string, pid int, share float64, limit time.Duration) time.Duration {
 	start := time.Now()
 	last := processCPU(pid)
 	for time.Since(start) < limit {
 		time.Sleep(2 * time.Second)
 		cpu := processCPU(pid)
-		if cpu-last < 0.05 {
+		if cpu-last < 2*share {
 			return time.Since(start)
 		}
 		last = cpu
 	}
-	t.Logf("the manager's CPU did not settle in %v", limit)
+	t.Logf("%s's CPU did not settle under %.2f of a core in %v", what, share, limit)
 	return time.Since(start)
 }
