@@ -79,8 +79,10 @@ func ReadDir(dir string, fn func(r Ref, onNode bool)) (Stats, error) {
 	return st, nil
 }
 
-// WriteDir lays out a references directory as a worker pod sees it: for
-// tests and for "eraser node" runs given the sets by hand.
+// WriteDir lays out a references directory as a worker pod sees it (the
+// node file and the cluster set's parts), for the worker tier's tests: it
+// is exported because they run the remover binary on a directory made
+// without a manager.
 func WriteDir(dir string, node []Ref, cluster []Ref) error {
 	if err := os.MkdirAll(filepath.Join(dir, NodeDir), 0o755); err != nil {
 		return err

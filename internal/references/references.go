@@ -143,58 +143,50 @@ func EncodeCluster(refs []Ref, maxBytes int) (set string, parts [][]byte, err er
 		maxBytes = MaxPartBytes
 	}
 	all, set := text(refs)
-	// Lines are split into chunks whose compressed size fits; gzip of image
-	// lists runs at 4-8x, so a first cut at 3x the limit of raw text is
-	// halved until it fits.
 	lines := bytes.SplitAfter(all.Bytes(), []byte("\n"))
 	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
 	}
+	// A first cut by raw size (gzip of image lists runs at 4-8x, so 3x the
+	// limit of text), then any chunk that compresses too large is halved.
+	// Measured without its header, against the limit less room for one.
 	var chunks [][][]byte
-	for start := 0; start < len(lines) || len(chunks) == 0; {
-		n := len(lines) - start
-		for {
-			raw := 0
-			for _, l := range lines[start : start+n] {
-				raw += len(l)
-			}
-			if raw <= 3*maxBytes || n <= 1 {
-				break
-			}
-			n /= 2
+	for start, raw := 0, 0; start < len(lines); {
+		end := start
+		for raw = 0; end < len(lines) && (end == start || raw+len(lines[end]) <= 3*maxBytes); end++ {
+			raw += len(lines[end])
 		}
-		chunks = append(chunks, lines[start:start+n])
-		start += n
-		if n == 0 {
-			break
-		}
+		chunks = append(chunks, lines[start:end])
+		start = end
 	}
+	if len(chunks) == 0 {
+		chunks = [][][]byte{nil}
+	}
+	const headerRoom = 128
 	for k := 0; k < len(chunks); k++ {
 		data, err := gz(chunks[k])
 		if err != nil {
 			return "", nil, err
 		}
-		if len(data) > maxBytes && len(chunks[k]) > 1 {
-			half := len(chunks[k]) / 2
-			chunks = slices.Insert(chunks, k+1, chunks[k][half:])
-			chunks[k] = chunks[k][:half]
-			k--
+		if len(data) <= maxBytes-headerRoom {
 			continue
 		}
-		if len(data) > maxBytes {
+		if len(chunks[k]) < 2 {
 			return "", nil, fmt.Errorf("one reference compresses to %d bytes, more than a part holds (%d)", len(data), maxBytes)
 		}
-		parts = append(parts, data)
+		half := len(chunks[k]) / 2
+		chunks = slices.Insert(chunks, k+1, chunks[k][half:])
+		chunks[k] = chunks[k][:half]
+		k--
 	}
-	// Headers go in last, once the count is known: each part is compressed
-	// again with its own.
-	for k := range parts {
-		hdr := []byte(fmt.Sprintf("%s%s %d/%d\n", headerPrefix, set, k+1, len(parts)))
-		data, err := gz(append([][]byte{hdr}, chunks[k]...))
+	// Headers go in once the count is known.
+	for k, chunk := range chunks {
+		hdr := []byte(fmt.Sprintf("%s%s %d/%d\n", headerPrefix, set, k+1, len(chunks)))
+		data, err := gz(append([][]byte{hdr}, chunk...))
 		if err != nil {
 			return "", nil, err
 		}
-		parts[k] = data
+		parts = append(parts, data)
 	}
 	return set, parts, nil
 }

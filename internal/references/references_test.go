@@ -58,6 +58,11 @@ func TestRoundTrip(t *testing.T) {
 			if tc.maxBytes > 0 && len(parts) < 2 {
 				t.Errorf("%d parts: the limit %d split nothing", len(parts), tc.maxBytes)
 			}
+			for k, p := range parts {
+				if tc.maxBytes > 0 && len(p) > tc.maxBytes {
+					t.Errorf("part %d: %d bytes, over the limit %d", k+1, len(p), tc.maxBytes)
+				}
+			}
 			dir := t.TempDir()
 			writeParts(t, dir, tc.node, parts)
 			node, cluster, st, err := readAll(t, dir)

@@ -37,27 +37,43 @@ func (c *Containerd) Client(t testing.TB) *cri.Client {
 func (c *Containerd) Import(t testing.TB, images ...Image) {
 	t.Helper()
 	c.ImportUnpulled(t, images...)
-	digests := map[string]string{}
-	for _, line := range strings.Split(c.Ctr(t, "images", "ls"), "\n") {
-		if f := strings.Fields(line); len(f) > 2 {
-			digests[f[0]] = f[2]
-		}
-	}
-	tagged := map[string]bool{}
+	listed := c.digests(t)
 	for _, img := range images {
 		for _, tag := range img.Tags {
-			ref := normalTag(tag)
-			dig, ok := digests[ref]
-			if !ok {
-				t.Fatalf("imported %s, and ctr images ls does not list it", ref)
-			}
-			// Two tags of one repository share the repository digest.
-			if byDigest := ref[:strings.LastIndex(ref, ":")] + "@" + dig; !tagged[byDigest] {
-				tagged[byDigest] = true
-				c.Ctr(t, "images", "tag", ref, byDigest)
-			}
+			c.tagByDigest(t, listed, normalTag(tag))
 		}
 	}
+}
+
+// digests is the namespace's image references, as ctr lists them, → the
+// digest of their manifest.
+func (c *Containerd) digests(t testing.TB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(c.Ctr(t, "images", "ls"), "\n") {
+		// REF TYPE DIGEST SIZE PLATFORMS LABELS
+		if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[2], "sha256:") {
+			out[f[0]] = f[2]
+		}
+	}
+	return out
+}
+
+// tagByDigest adds the repo@digest reference of a listed tag unless it is
+// there (two tags of one repository and content share it), records it in
+// listed, and returns it.
+func (c *Containerd) tagByDigest(t testing.TB, listed map[string]string, tag string) string {
+	t.Helper()
+	dig, ok := listed[tag]
+	if !ok {
+		t.Fatalf("no image %s in ctr images ls", tag)
+	}
+	ref := tag[:strings.LastIndex(tag, ":")] + "@" + dig
+	if _, ok := listed[ref]; !ok {
+		c.Ctr(t, "images", "tag", tag, ref)
+		listed[ref] = dig
+	}
+	return ref
 }
 
 // normalTag is the name ctr lists an imported tag by.
@@ -150,20 +166,7 @@ func (c *Containerd) RemovePod(t testing.TB, podID string) {
 // already) and returns it, "repo@sha256:...".
 func (c *Containerd) AddRepoDigest(t testing.TB, tag string) string {
 	t.Helper()
-	listed := c.Ctr(t, "images", "ls")
-	for _, line := range strings.Split(listed, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 2 && f[0] == tag {
-			repo := tag[:strings.LastIndex(tag, ":")]
-			ref := repo + "@" + f[2]
-			if !strings.Contains(listed, ref+" ") {
-				c.Ctr(t, "images", "tag", tag, ref)
-			}
-			return ref
-		}
-	}
-	t.Fatalf("no image %s", tag)
-	return ""
+	return c.tagByDigest(t, c.digests(t), tag)
 }
 
 // ImageIDs lists the IDs of the images in the k8s.io namespace, by tag.
