@@ -254,7 +254,7 @@ demo: ## Root: a local cluster of real kubelets, Eraser installed in it, an Imag
 	hack/demo.sh
 
 .PHONY: bench
-bench: bench-remover bench-manager bench-scanner ## Run every benchmark; figures are printed and written under bench/results.
+bench: bench-remover bench-manager bench-scanner bench-index ## Run every benchmark; figures are printed and written under bench/results.
 
 .PHONY: bench-manager
 bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10,000 KWOK nodes vs a bare client, then the queue case (10 ImageLists at once on 1,000 nodes: one worker per node, BENCH_QUEUE_NODES=0 skips it); writes per node, CPU per node, peak RSS, the control plane's CPU shares. BENCH_NODES=1000 for one size, BENCH_REPEAT=n runs each size n times (default 3 at 1,000 nodes, 1 above; medians printed), BENCH_PPROF=dir for profiles.
@@ -263,6 +263,10 @@ bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10
 .PHONY: bench-references
 bench-references: ## The manager's reference index on a real API server: 10,000 nodes with 30 Running pods each and 20,000 workload templates (BENCH_REF_NODES, BENCH_REF_PODS, BENCH_REF_TEMPLATES; BENCH_REF_RUNNING=0 leaves the pods Pending): sync time, heap and peak RSS, a wave's Cluster()/Node() times and the bytes it writes, the manager binary's peak RSS (BENCH_REF_MANAGER=0 skips it). About 20 minutes, most of it creating the objects.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -tags bench -count=1 -run TestReferencesBench -v -timeout 40m ./test/bench
+
+.PHONY: bench-index
+bench-index: ## The reference index in process at the size the sets are meant for: 10,000 nodes with 110 Running pods each and 50,000 workload templates, the objects of bench-references fed to its stores with no API server (BENCH_INDEX_NODES, BENCH_INDEX_PODS, BENCH_INDEX_TEMPLATES): ingest time, heap per pod, a wave's Cluster()/Node() times and the bytes it writes. About 70 s on 2 loaded cores.
+	go test -tags bench -count=1 -run TestIndexAtFullSize -v -timeout 30m ./internal/refindex
 
 .PHONY: bench-remover
 bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real containerd (200 and 2,000 images), and worker peak RSS.
