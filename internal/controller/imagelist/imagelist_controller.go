@@ -14,14 +14,17 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -101,6 +104,23 @@ const jobPrefix = "imagejob-"
 // Reconcile honours a run-now request, records finished jobs and starts the
 // next one when the spec has changed since the last run.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// A write lost to a newer version of the list, as when the job just
+		// created wakes this reconciler before the list's own status update
+		// reached the cache: nothing is wrong, and the next read is newer.
+		// Retried soon, without the error controller-runtime would log.
+		log.FromContext(ctx).V(1).Info("retrying on a newer version", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	return res, err
+}
+
+// staleRetry is how soon a write that lost to a newer version is tried
+// again: the cache catches up in milliseconds.
+const staleRetry = 500 * time.Millisecond
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	list := &eraserv1.ImageList{}
 	if err := r.client.Get(ctx, req.NamespacedName, list); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
