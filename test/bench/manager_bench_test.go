@@ -103,7 +103,14 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 
 	// The manager: ImageList → all pods created → job Completed → pods
 	// deleted (delayOnSuccess 0s, keepReportFor 0s: cleanup is measured).
-	m, stopManager := s.startManager(t, managerBin, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}}}\n",
+	// maxWorkerPods as the environment says (BENCH_MAX_WORKER_PODS; the
+	// default 1,000 when unset): the bound paces a run of more nodes by
+	// how fast pods finish, which the bare client is not.
+	maxPods := ""
+	if v, ok := os.LookupEnv("BENCH_MAX_WORKER_PODS"); ok {
+		maxPods = ", maxWorkerPods: " + v
+	}
+	m, stopManager := s.startManager(t, managerBin, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+maxPods+"}}\n",
 		os.Getenv("BENCH_PPROF") != "")
 	defer stopManager()
 	metricsAddr, pprofAddr, mgr := m.metricsAddr, m.pprofAddr, m.cmd
