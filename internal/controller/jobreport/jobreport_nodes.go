@@ -157,9 +157,11 @@ func Unfinished(pods []corev1.Pod, written, pending map[string]bool) []*corev1.P
 }
 
 // ours keeps the pods this job's UID controls: a pod labelled with its name
-// may be a leftover of an earlier run of that name.
+// may be a leftover of an earlier run of that name. It filters in place
+// (pods is the pass's own list): a copy of 10,000 pod structs every pass
+// was the manager's largest allocation on a 10,000-node run (1.4 GB).
 func ours(pods []corev1.Pod, uid types.UID) []corev1.Pod {
-	out := pods[:0:0]
+	out := pods[:0]
 	for _, p := range pods {
 		if jobdata.SameRun(&p, uid) {
 			out = append(out, p)
