@@ -1,6 +1,7 @@
-// Package containerdconfig writes the configuration of a private Debian
-// containerd 1.6 (CRI on, every path under one directory), as the tests'
-// node runtime and the local cluster's nodes run it.
+// Package containerdconfig writes the configuration of a private containerd
+// (Debian's 1.6, or 1.7 and 2.x built by hack/build-containerd.sh: CRI on,
+// every path under one directory), as the tests' node runtime and the local
+// cluster's nodes run it.
 package containerdconfig
 
 import (
@@ -36,6 +37,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "%[1]s/opt"
+# containerd 2 starts NRI by default on one host-wide socket
+# (/var/run/nri/nri.sock): two private containerds at once (the test
+# packages run in parallel) then fail to start, and a killed one leaves the
+# socket behind on the host. Nothing here uses NRI; the socket path is the
+# instance's own in case a version ignores disable.
+[plugins."io.containerd.nri.v1.nri"]
+  disable = true
+  socket_path = "%[1]s/nri.sock"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "%[3]s"

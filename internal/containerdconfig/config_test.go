@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -23,6 +24,25 @@ import (
 func TestNoRegistriesByDefault(t *testing.T) {
 	if s := containerdconfig.TOML(containerdconfig.Options{Dir: "/d"}); strings.Contains(s, "registry") {
 		t.Errorf("a registry section without PlainHTTPRegistries:\n%s", s)
+	}
+}
+
+// Two private containerds run side by side (the worker packages' tests do,
+// in parallel) and neither leaves a file in a host-wide directory: containerd
+// 2 would otherwise bind NRI to /var/run/nri/nri.sock, and the second one
+// would not start.
+func TestTwoAtOnceShareNothingOnTheHost(t *testing.T) {
+	testcontainerd.Require(t)
+	const hostNRI = "/var/run/nri/nri.sock"
+	_, err := os.Stat(hostNRI)
+	hadNRI := err == nil
+	for i, c := range []*testcontainerd.Containerd{testcontainerd.Start(t), testcontainerd.Start(t)} {
+		if _, err := c.Runtime.Version(context.Background(), &runtimeapi.VersionRequest{}); err != nil {
+			t.Errorf("containerd %d does not answer CRI: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(hostNRI); err == nil && !hadNRI {
+		t.Errorf("a private containerd created %s on the host", hostNRI)
 	}
 }
 
