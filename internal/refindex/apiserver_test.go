@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
@@ -120,6 +121,8 @@ func TestAgainstAPIServer(t *testing.T) {
 	setStatus(create(makePod(ns, "done").node("n1").containers("old:1").obj()), corev1.PodSucceeded)
 	create(makePod(ns, "web-1").node("n2").containers("web:1").obj())
 	create(makePod(ns, "queued").containers("queued:1").obj())
+	// An eraser worker pod on n2: the API server does not send it.
+	create(makePod(ns, "worker").node("n2").label(podspec.LabelJob, "j").containers("remover:1").obj())
 
 	apps, batch := cs.AppsV1(), cs.BatchV1()
 	_, err = apps.Deployments(ns).Create(ctx, makeDeployment(ns, "web", 0, []string{"migrate:1"}, "web:1"), metav1.CreateOptions{})
@@ -151,7 +154,8 @@ func TestAgainstAPIServer(t *testing.T) {
 		t.Run(name, func(t *testing.T) { waitSets(t, idx, cluster, nodes) })
 	}
 	// The initial state came as a stream, not a list; the list path paged
-	// (5 pods in 3 pages, a page for each other kind).
+	// (5 pods in 3 pages, the worker not among them; a page for each other
+	// kind).
 	if s := streamed.Stats(); s.Lists != 0 || s.Streams < int64(numKinds) {
 		t.Errorf("streamed index: %d lists, %d streams; want 0 lists and a stream per kind", s.Lists, s.Streams)
 	}

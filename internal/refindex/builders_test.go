@@ -18,6 +18,14 @@ func makePod(ns, name string) *podBuilder {
 
 func (b *podBuilder) node(n string) *podBuilder { b.p.Spec.NodeName = n; return b }
 
+func (b *podBuilder) label(k, v string) *podBuilder {
+	if b.p.Labels == nil {
+		b.p.Labels = map[string]string{}
+	}
+	b.p.Labels[k] = v
+	return b
+}
+
 func (b *podBuilder) init(images ...string) *podBuilder {
 	b.p.Spec.InitContainers = append(b.p.Spec.InitContainers, containers("init", images)...)
 	return b

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
 // The index reads pods and workloads in every namespace.
@@ -86,10 +88,10 @@ func sources(cs kubernetes.Interface) []source {
 	return []source{
 		{kindPod, &corev1.Pod{},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Pods(all).List(ctx, o)
+				return core.Pods(all).List(ctx, notWorkers(o))
 			},
 			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return core.Pods(all).Watch(ctx, o)
+				return core.Pods(all).Watch(ctx, notWorkers(o))
 			}},
 		{kindDeployment, &appsv1.Deployment{},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -134,6 +136,21 @@ func sources(cs kubernetes.Interface) []source {
 				return batch.CronJobs(all).Watch(ctx, o)
 			}},
 	}
+}
+
+// workerSelector leaves out eraser's own worker pods, selected by the API
+// server so that they are never sent: at 10,000 nodes a wave is 10,000 pods
+// of several KiB each (their node's set is in an annotation), and the
+// manager's cache already receives them once. Their images protect nothing a
+// node needs: a worker runs on its own node, where the in-use check keeps its
+// images, and its peers on other nodes do not count for this one.
+const workerSelector = "!" + podspec.LabelJob
+
+// notWorkers is o selecting no worker pod; every path (list, stream, watch)
+// goes through it.
+func notWorkers(o metav1.ListOptions) metav1.ListOptions {
+	o.LabelSelector = workerSelector
+	return o
 }
 
 // Start runs the watches until ctx is done (manager.Runnable).
