@@ -5,9 +5,9 @@
 // has no Kubernetes dependencies: it is linked into the workers.
 //
 // Two sets travel, in one line format ("<reference>\t<owner>\n"):
-//   - the node's set, the images of the unfinished pods bound to the node, in
-//     the worker pod's annotation (AnnotationNode), read through a downward
-//     API file: tens of kilobytes at 110 pods;
+//   - the node's set, the images of the unfinished pods bound to the node,
+//     gzip and base64 in the worker pod's annotation (AnnotationNode), read
+//     through a downward API file: a few kilobytes at 110 pods (node.go);
 //   - the cluster's set, the images of workload templates, written once per
 //     wave as gzip parts in ConfigMaps named by the set's digest, so that the
 //     waves of a run whose templates did not change share them, and mounted
@@ -50,23 +50,6 @@ func Owner(kind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-// AnnotationNode holds the node's set on a worker pod.
-const AnnotationNode = "eraser.sh/node-references"
-
-// MaxNodeBytes bounds the node's set in the annotation, under the API
-// server's 256 KiB for all of a pod's annotations. A node whose set is
-// larger gets Incomplete instead: its remover keeps every image an
-// automatic policy would take (no node has come near: 110 pods of 10
-// distinct images each is about 90 KiB).
-const MaxNodeBytes = 200 * 1024
-
-// nodeHeader begins every node set: an empty or missing annotation (a pod
-// built without one) is told from a node without pods.
-const nodeHeader = "#eraser-node-references v1\n"
-
-// Incomplete is the node set of a node whose references did not fit.
-const Incomplete = nodeHeader + "#incomplete\n"
-
 // Key of the gzip part in each cluster-set ConfigMap.
 const PartKey = "references.gz"
 
@@ -100,20 +83,6 @@ func line(w *bytes.Buffer, r Ref) {
 	w.WriteByte('\t')
 	w.WriteString(r.Owner)
 	w.WriteByte('\n')
-}
-
-// EncodeNode is the node set's annotation value: refs deduplicated, or
-// Incomplete when they exceed MaxNodeBytes.
-func EncodeNode(refs []Ref) string {
-	var b bytes.Buffer
-	b.WriteString(nodeHeader)
-	for _, r := range Dedupe(refs) {
-		line(&b, r)
-		if b.Len() > MaxNodeBytes {
-			return Incomplete
-		}
-	}
-	return b.String()
 }
 
 // text is the set's lines, deduplicated, and its digest.
@@ -211,35 +180,6 @@ func gz(lines [][]byte) ([]byte, error) {
 // ErrInvalid marks a set that cannot be trusted: a part missing, from
 // another set, or unreadable. The remover refuses to run on it.
 var ErrInvalid = errors.New("invalid references")
-
-// ScanNode reads a node set, calling fn for each ref. It reports whether
-// the set is complete: false for Incomplete.
-func ScanNode(r io.Reader, fn func(Ref)) (complete bool, err error) {
-	br := bufio.NewReaderSize(r, 64*1024)
-	if hdr, err := br.ReadString('\n'); hdr != nodeHeader {
-		return false, fmt.Errorf("%w: the node set does not begin with %q (got %.40q, %v): the pod was built without it", ErrInvalid, strings.TrimSpace(nodeHeader), hdr, err)
-	}
-	complete = true
-	for {
-		l, err := br.ReadString('\n')
-		if l != "" {
-			switch {
-			case err != nil:
-				return complete, fmt.Errorf("%w: node set: the last line is cut short", ErrInvalid)
-			case l == "#incomplete\n":
-				complete = false
-			default:
-				parseLine(strings.TrimSuffix(l, "\n"), fn)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return complete, nil
-		}
-		if err != nil {
-			return complete, fmt.Errorf("reading the node set: %w", err)
-		}
-	}
-}
 
 // parseLine calls fn for a well-formed line; others are skipped (a
 // comment, or damage the header checks catch for the cluster set).
