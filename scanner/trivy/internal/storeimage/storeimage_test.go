@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/eraser-oss/eraser/internal/handoff"
 	"github.com/eraser-oss/eraser/internal/testcontainerd"
@@ -152,7 +151,7 @@ func tarLayer(t *testing.T, files map[string]string) v1.Layer {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	l, err := testcontainerd.Layer(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
