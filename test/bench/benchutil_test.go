@@ -60,9 +60,10 @@ func watchPods(t *testing.T, cs kubernetes.Interface, ns string) watch.Interface
 	return w
 }
 
-// waitSucceeded counts pods reported Succeeded on the watch and returns the
-// time, from start, the last one was.
-func waitSucceeded(t *testing.T, w watch.Interface, n int, start time.Time) time.Duration {
+// waitSucceeded counts pods reported Succeeded on the watch, calling
+// finished for each, and returns the time, from start, the last one was.
+// It may run on its own goroutine: it reports failures with t.Errorf.
+func waitSucceeded(t *testing.T, w watch.Interface, n int, start time.Time, finished func()) time.Duration {
 	defer w.Stop()
 	seen := map[string]bool{}
 	deadline := time.After(10 * time.Minute)
@@ -70,13 +71,16 @@ func waitSucceeded(t *testing.T, w watch.Interface, n int, start time.Time) time
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				t.Fatal("the watch ended")
+				t.Errorf("the watch ended")
+				return 0
 			}
-			if pod, _ := ev.Object.(*corev1.Pod); pod != nil && pod.Status.Phase == corev1.PodSucceeded {
+			if pod, _ := ev.Object.(*corev1.Pod); pod != nil && pod.Status.Phase == corev1.PodSucceeded && !seen[pod.Name] {
 				seen[pod.Name] = true
+				finished()
 			}
 		case <-deadline:
-			t.Fatalf("only %d of %d bare pods succeeded", len(seen), n)
+			t.Errorf("only %d of %d bare pods succeeded", len(seen), n)
+			return 0
 		}
 	}
 	return time.Since(start)

@@ -18,6 +18,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
+	"github.com/eraser-oss/eraser/internal/config"
 )
 
 // TestManagerBench measures fan-out and completion on simulated nodes
@@ -69,8 +70,8 @@ func TestManagerBench(t *testing.T) {
 			r["cpuShare_kube_apiserver"], r["cpuShare_etcd"], r["cpuShare_kwok"], r["cpuShare_manager"], r["loadBefore"], r["loadAfter"])
 	}
 	for _, o := range out {
-		fmt.Printf("%-6d median of %d run(s): fan-out %.2fx the bare client, Completed %.2fx bare all-Succeeded\n",
-			o["nodes"], len(o["runs"].([]map[string]any)), o["medianFanoutRatio"], o["medianCompletedRatio"])
+		fmt.Printf("%-6d median of %d run(s): fan-out %.2fx the bare client, Completed %.2fx bare all-Succeeded (maxWorkerPods %v, the bare client bounded alike)\n",
+			o["nodes"], len(o["runs"].([]map[string]any)), o["medianFanoutRatio"], o["medianCompletedRatio"], o["runs"].([]map[string]any)[0]["maxWorkerPods"])
 	}
 	writeResults(t, "manager", "sizes", out)
 }
@@ -87,29 +88,55 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		workloadCreate = s.addWorkload(t, perNode, templates)
 	}
 
-	// The limit: a bare client creating the same pods with 16 workers, and
-	// the time it sees them all Succeeded (KWOK finishing them) through a
-	// watch: the manager cannot end a run earlier.
+	// The manager's bound on unfinished worker pods (maxWorkerPods) as the
+	// environment says (BENCH_MAX_WORKER_PODS; the default 1,000 when
+	// unset, 0 none): it paces a run of more nodes by how fast pods
+	// finish, and the bare client keeps to the same bound, so that the
+	// ratios measure the manager, not the bound.
+	bound, maxPods := config.DefaultMaxWorkerPods, ""
+	if v, ok := os.LookupEnv("BENCH_MAX_WORKER_PODS"); ok {
+		var err error
+		if bound, err = strconv.Atoi(v); err != nil || bound < 0 {
+			t.Fatalf("BENCH_MAX_WORKER_PODS=%q: want a count, 0 for none", v)
+		}
+		maxPods = ", maxWorkerPods: " + v
+	}
+
+	// The limit: a bare client creating the same pods with 16 workers, at
+	// most bound unfinished, and the time it sees them all Succeeded (KWOK
+	// finishing them) through a watch: the manager cannot end a run
+	// earlier.
+	var slots chan struct{}
+	if bound > 0 && bound < n {
+		slots = make(chan struct{}, bound)
+	}
 	bareWatch := watchPods(t, cs, "bare")
 	start := time.Now()
+	bareDone := make(chan time.Duration, 1)
+	go func() {
+		bareDone <- waitSucceeded(t, bareWatch, n, start, func() {
+			if slots != nil {
+				<-slots
+			}
+		})
+	}()
 	parallel(16, n, func(i int) {
+		if slots != nil {
+			slots <- struct{}{}
+		}
 		if err := c.Create(ctx, s.barePod(t, "bare", i)); err != nil {
 			t.Error(err)
 		}
 	})
 	bare := time.Since(start)
-	bareSucceeded := waitSucceeded(t, bareWatch, n, start)
+	bareSucceeded := <-bareDone
+	if bareSucceeded == 0 {
+		t.FailNow()
+	}
 	s.clearBare(t, n)
 
 	// The manager: ImageList → all pods created → job Completed → pods
 	// deleted (delayOnSuccess 0s, keepReportFor 0s: cleanup is measured).
-	// maxWorkerPods as the environment says (BENCH_MAX_WORKER_PODS; the
-	// default 1,000 when unset): the bound paces a run of more nodes by
-	// how fast pods finish, which the bare client is not.
-	maxPods := ""
-	if v, ok := os.LookupEnv("BENCH_MAX_WORKER_PODS"); ok {
-		maxPods = ", maxWorkerPods: " + v
-	}
 	m, stopManager := s.startManager(t, managerBin, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+maxPods+"}}\n",
 		os.Getenv("BENCH_PPROF") != "")
 	defer stopManager()
@@ -192,7 +219,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	}
 	run := time.Since(start).Seconds()
 	row := map[string]any{
-		"nodes": n, "bareSeconds": bare.Seconds(), "bareSucceededSeconds": bareSucceeded.Seconds(),
+		"nodes": n, "maxWorkerPods": bound, "bareSeconds": bare.Seconds(), "bareSucceededSeconds": bareSucceeded.Seconds(),
 		"fanoutSeconds": fanout.Seconds(), "fanoutRatio": fanout.Seconds() / bare.Seconds(),
 		"lastPodSucceededSeconds": lastSucceeded.Seconds(),
 		"completedSeconds":        completed.Seconds(), "completedRatio": completed.Seconds() / bareSucceeded.Seconds(),
