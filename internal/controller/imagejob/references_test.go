@@ -114,14 +114,14 @@ func TestWavesCarryTheReferences(t *testing.T) {
 // volume the parts named.
 func checkPod(t *testing.T, pod corev1.Pod, parts []string) {
 	t.Helper()
-	want := map[string]string{"a": "busybox\tPod web/init-0\n"}[pod.Spec.NodeName]
+	want := map[string][]references.Ref{"a": {{Image: "busybox", Owner: "Pod web/init-0"}}}[pod.Spec.NodeName]
 	got := pod.Annotations[references.AnnotationNode]
 	var node []references.Ref
 	if _, err := references.ScanNode(strings.NewReader(got), func(r references.Ref) { node = append(node, r) }); err != nil {
 		t.Fatalf("pod on %s: its annotation: %v", pod.Spec.NodeName, err)
 	}
-	if !strings.HasSuffix(got, want) {
-		t.Errorf("pod on %s: annotation %q, want the node's set %q", pod.Spec.NodeName, got, want)
+	if diff := cmp.Diff(want, node); diff != "" {
+		t.Errorf("pod on %s: the node's set in its annotation (-want +got):\n%s", pod.Spec.NodeName, diff)
 	}
 	var mounted []string
 	for _, v := range pod.Spec.Volumes {
