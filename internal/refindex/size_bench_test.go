@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 )
 
@@ -159,7 +159,7 @@ func fullWaves(t *testing.T, idx *Index, deployments *store, nodes, wantClusterR
 		nodeSeq = append(nodeSeq, msSince(s))
 		var sum, most, incomplete, empty atomic.Int64
 		s = time.Now()
-		inParallel(16, nodes, func(n int) {
+		parallel.For(16, nodes, func(n int) {
 			r := idx.Node(fullNode(n))
 			if len(r) == 0 {
 				empty.Add(1)
@@ -316,25 +316,6 @@ func sizeEnv(t *testing.T, name string, def int) int {
 }
 
 func msSince(s time.Time) float64 { return float64(time.Since(s).Microseconds()) / 1000 }
-
-// inParallel calls f for 0..n-1 from workers goroutines, as the pod
-// builders of a wave call Node.
-func inParallel(workers, n int, f func(int)) {
-	var wg sync.WaitGroup
-	ch := make(chan int)
-	for range workers {
-		wg.Go(func() {
-			for i := range ch {
-				f(i)
-			}
-		})
-	}
-	for i := range n {
-		ch <- i
-	}
-	close(ch)
-	wg.Wait()
-}
 
 // loadavg is the machine's load when the figures were taken: the times
 // are upper bounds on a shared machine.

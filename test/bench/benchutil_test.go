@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -191,23 +190,6 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func parallel(workers, n int, f func(i int)) {
-	var wg sync.WaitGroup
-	ch := make(chan int)
-	for range workers {
-		wg.Go(func() {
-			for i := range ch {
-				f(i)
-			}
-		})
-	}
-	for i := range n {
-		ch <- i
-	}
-	close(ch)
-	wg.Wait()
 }
 
 func waitCount(t *testing.T, timeout time.Duration, count func() int, want int) {

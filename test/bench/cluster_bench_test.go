@@ -26,6 +26,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/paths"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/testenv"
@@ -98,7 +99,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 		_ = kw.Wait()
 		_ = env.Stop()
 	}
-	parallel(16, n, func(i int) {
+	parallel.For(16, n, func(i int) {
 		if err := c.Create(ctx, builder.MakeNode(fmt.Sprintf("node-%05d", i)).Obj()); err != nil {
 			t.Error(err)
 		}

@@ -19,6 +19,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/parallel"
 )
 
 // TestManagerBench measures fan-out and completion on simulated nodes
@@ -113,16 +114,25 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	bareWatch := watchPods(t, cs, "bare")
 	start := time.Now()
 	bareDone := make(chan time.Duration, 1)
+	// Closed when the watch stops counting: if it gave up, no slot is
+	// freed again, and the creators still waiting for one stop instead of
+	// hanging until go test's timeout.
+	counted := make(chan struct{})
 	go func() {
+		defer close(counted)
 		bareDone <- waitSucceeded(t, bareWatch, n, start, func() {
 			if slots != nil {
 				<-slots
 			}
 		})
 	}()
-	parallel(16, n, func(i int) {
+	parallel.For(16, n, func(i int) {
 		if slots != nil {
-			slots <- struct{}{}
+			select {
+			case slots <- struct{}{}:
+			case <-counted:
+				return
+			}
 		}
 		if err := c.Create(ctx, s.barePod(t, "bare", i)); err != nil {
 			t.Error(err)

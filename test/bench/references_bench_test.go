@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/refindex"
 	"github.com/eraser-oss/eraser/internal/testenv"
@@ -148,7 +149,7 @@ func measureWave(t *testing.T, cs kubernetes.Interface, idx *refindex.Index, nod
 		}
 		nodeSeq = append(nodeSeq, since(s))
 		s = time.Now()
-		parallel(16, nodes, func(n int) {
+		parallel.For(16, nodes, func(n int) {
 			v := references.EncodeNode(idx.Node(nodeName(n)))
 			sum.Add(int64(len(v)))
 			if v == references.Incomplete {
@@ -228,14 +229,14 @@ func createCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface, n
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		fail(err)
 	}
-	parallel(48, nodes, func(i int) {
+	parallel.For(48, nodes, func(i int) {
 		_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i)}}, metav1.CreateOptions{})
 		fail(err)
 	})
-	parallel(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
+	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
 	var once sync.Once
 	progress := time.Now()
-	parallel(48, nodes*perNode, func(i int) {
+	parallel.For(48, nodes*perNode, func(i int) {
 		fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, running))
 		if i%50000 == 0 && i > 0 {
 			once.Do(func() { t.Logf("%d pods in %.0fs", i, time.Since(progress).Seconds()) })

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 )
 
@@ -57,8 +58,8 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 			t.Error(err)
 		}
 	}
-	parallel(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
-	parallel(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, false)) })
+	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
+	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, false)) })
 	s.perNode, s.templates = perNode, templates
 	// KWOK drops the workload's events, but decodes each: both clients
 	// start once it has caught up (its nodes' heartbeats go on).

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/nodefilter"
+	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/references"
 )
@@ -51,28 +51,17 @@ const createWorkers = 16
 // restart) counts as created.
 func (r *Reconciler) createPods(ctx context.Context, targets []nodefilter.Target, create []int, build func(int, nodefilter.Target) (*corev1.Pod, error)) []error {
 	errs := make([]error, len(create))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(createWorkers, len(create)) {
-		wg.Go(func() {
-			for k := range work {
-				pod, err := build(create[k], targets[create[k]])
-				if err == nil {
-					if err = r.client.Create(ctx, pod); err == nil {
-						r.skew.observe(r.clock.Now(), pod.CreationTimestamp.Time)
-					}
-				}
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					errs[k] = fmt.Errorf("creating the pod for node %s: %w", targets[create[k]].Name, err)
-				}
+	parallel.For(createWorkers, len(create), func(k int) {
+		pod, err := build(create[k], targets[create[k]])
+		if err == nil {
+			if err = r.client.Create(ctx, pod); err == nil {
+				r.skew.observe(r.clock.Now(), pod.CreationTimestamp.Time)
 			}
-		})
-	}
-	for k := range create {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs[k] = fmt.Errorf("creating the pod for node %s: %w", targets[create[k]].Name, err)
+		}
+	})
 	return errs
 }
 
