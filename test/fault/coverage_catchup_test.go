@@ -118,8 +118,16 @@ func TestCatchUpAfterNotReady(t *testing.T) {
 	if !strings.HasPrefix(cu.Name, "imagejob-scheduled-catchup-") || cu.Labels[eraserv1.LabelJobOwner] != eraserv1.JobOwnerCollector {
 		t.Errorf("catch-up job %s labels %v: want imagejob-scheduled-catchup-<unix>, a scheduled job", cu.Name, cu.Labels)
 	}
-	if d, err := jobdata.Get(s.ctx, env.Client, s.ns, &cu); err != nil {
-		t.Errorf("the catch-up's data: %v", err)
+	// The manager creates a job before its data (jobdata.CreateJob), so the
+	// job can be seen a moment before the data exists.
+	var d *jobdata.Data
+	var derr error
+	testenv.WaitFor(t, 2*time.Minute, "the catch-up's data", func() bool {
+		d, derr = jobdata.Get(s.ctx, env.Client, s.ns, &cu)
+		return !apierrors.IsNotFound(derr)
+	})
+	if derr != nil {
+		t.Errorf("the catch-up's data: %v", derr)
 	} else if !slices.Equal(d.Nodes, []string{late}) {
 		t.Errorf("the catch-up's data confines it to %v, want [%s]", d.Nodes, late)
 	}

@@ -19,12 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/builder"
@@ -43,6 +45,9 @@ var (
 // API server can be restarted, with kube-controller-manager's garbage
 // collector beside it, so that owner references behave as in a cluster.
 func TestMain(m *testing.M) {
+	// The tests' own clients log nothing worth reading; the manager under
+	// test is a separate process with its own log.
+	ctrllog.SetLogger(logr.Discard())
 	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
