@@ -152,8 +152,11 @@ func TestCatchUpAfterNotReady(t *testing.T) {
 		t.Errorf("catch-up %s, desired %d, succeeded %d; want Completed on its one node",
 			cuDone.Status.Phase, cuDone.Status.Desired, cuDone.Status.Succeeded)
 	}
-	if e := findEvent(events(t, "ImageJob", cu.Name), "Scheduled", "catch-up run started for 1 node(s)", late); e == nil {
-		t.Errorf("no Scheduled Event naming the catch-up's node:%s", describeEvents(events(t, "ImageJob", cu.Name)))
+	scheduled := func(evs []corev1.Event) bool {
+		return findEvent(evs, "Scheduled", "catch-up run started for 1 node(s)", late) != nil
+	}
+	if evs := eventsUntil(t, "ImageJob", cu.Name, time.Minute, scheduled); !scheduled(evs) {
+		t.Errorf("no Scheduled Event naming the catch-up's node:%s", describeEvents(evs))
 	}
 
 	after := s.waitStateCleaned(late, 2*time.Minute)

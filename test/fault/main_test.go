@@ -294,6 +294,22 @@ func events(t *testing.T, kind, name string) []corev1.Event {
 	return out
 }
 
+// eventsUntil polls the Events about the named object until ok accepts
+// them or the time is up, and returns the last it read: the manager's
+// recorder sends Events asynchronously, after the status the test waited
+// on. The caller's own checks report what is missing.
+func eventsUntil(t *testing.T, kind, name string, within time.Duration, ok func([]corev1.Event) bool) []corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		evs := events(t, kind, name)
+		if ok(evs) || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // findEvent returns the first Event with the reason whose message has every
 // part.
 func findEvent(evs []corev1.Event, reason string, parts ...string) *corev1.Event {

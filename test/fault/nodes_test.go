@@ -77,8 +77,11 @@ func TestNodesComeAndGo(t *testing.T) {
 	if job.Status.Results == nil || job.Status.Results.Removed != s.writtenSum() {
 		t.Errorf("results %+v, want removed %d", job.Status.Results, s.writtenSum())
 	}
-	evs := events(t, "ImageJob", job.Name)
-	if findEvent(evs, "NodeFailed", names[0], "NodeDeleted") == nil || findEvent(evs, "NodeFailed", names[2], "NodeDeleted") == nil {
+	bothFailed := func(evs []corev1.Event) bool {
+		return findEvent(evs, "NodeFailed", names[0], "NodeDeleted") != nil && findEvent(evs, "NodeFailed", names[2], "NodeDeleted") != nil
+	}
+	evs := eventsUntil(t, "ImageJob", job.Name, time.Minute, bothFailed)
+	if !bothFailed(evs) {
 		t.Errorf("no NodeFailed Event for each deleted node:%s", describeEvents(evs))
 	}
 	t.Logf("ImageJob events:%s", describeEvents(evs))

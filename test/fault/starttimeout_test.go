@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
@@ -70,28 +72,42 @@ func TestHundredPodsNeverStart(t *testing.T) {
 	// naming a few and counting the rest, so that the Event recorder's
 	// per-object budget (it drops an object's Events past 25) still lets
 	// the job's outcome through. The status counts every failure.
-	time.Sleep(3 * time.Second) // the recorder sends asynchronously
-	evs := events(t, "ImageJob", job.Name)
-	announced := 0
-	for _, e := range evs {
-		if e.Reason != "NodeFailed" {
-			continue
+	// announced counts the nodes the NodeFailed Events name, and the
+	// Events that do not say how many.
+	announced := func(evs []corev1.Event) (n int, uncounted []string) {
+		for _, e := range evs {
+			if e.Reason != "NodeFailed" {
+				continue
+			}
+			var k int
+			if _, err := fmt.Sscanf(e.Message, "%d node(s) failed", &k); err != nil {
+				uncounted = append(uncounted, e.Message)
+			}
+			n += k * int(max(e.Count, 1))
 		}
-		var n int
-		if _, err := fmt.Sscanf(e.Message, "%d node(s) failed", &n); err != nil {
-			t.Errorf("NodeFailed Event %q does not count its nodes", e.Message)
-		}
-		announced += n * int(max(e.Count, 1))
+		return n, uncounted
 	}
+	outcome := func(evs []corev1.Event) bool {
+		return findEvent(evs, string(eraserv1.PhaseFailed), "0 of 100 nodes succeeded") != nil
+	}
+	evs := eventsUntil(t, "ImageJob", job.Name, time.Minute, func(evs []corev1.Event) bool {
+		n, _ := announced(evs)
+		return outcome(evs) && n >= nodes
+	})
 	t.Logf("ImageJob Events in the API: %d objects:%s", len(evs), describeEvents(evs))
-	if announced != nodes {
-		t.Errorf("NodeFailed Events announce %d failed nodes, want %d", announced, nodes)
+	n, uncounted := announced(evs)
+	if n != nodes {
+		t.Errorf("NodeFailed Events announce %d failed nodes, want %d", n, nodes)
 	}
-	if findEvent(evs, string(eraserv1.PhaseFailed), "0 of 100 nodes succeeded") == nil {
+	for _, m := range uncounted {
+		t.Errorf("NodeFailed Event %q does not count its nodes", m)
+	}
+	if !outcome(evs) {
 		t.Errorf("no Failed Event with the job's outcome on the ImageJob: the manager emitted it (%d log lines) but it never reached the API server",
 			len(mgr.lines(`"reason":"Failed"`, "0 of 100 nodes succeeded")))
 	}
-	if e := findEvent(events(t, "ImageList", s.list), "JobFailed"); e == nil {
+	listEvs := eventsUntil(t, "ImageList", s.list, time.Minute, func(evs []corev1.Event) bool { return findEvent(evs, "JobFailed") != nil })
+	if e := findEvent(listEvs, "JobFailed"); e == nil {
 		t.Errorf("no JobFailed Event on the ImageList")
 	} else {
 		t.Logf("ImageList Event: %s %s: %.200s", e.Type, e.Reason, e.Message)
