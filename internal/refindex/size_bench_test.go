@@ -3,8 +3,6 @@
 package refindex
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,10 +18,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
+	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 )
@@ -33,9 +29,9 @@ import (
 // 110, and BENCH_INDEX_TEMPLATES templates, 50,000) without an API server:
 // 1.1 M pods take over an hour to create in one, where what is sized here
 // (the index's heap, a wave's sets and what they weigh) does not depend on
-// how the objects arrived. The objects are those of make bench-references
-// (test/bench/references_objects_test.go), so that the two benchmarks'
-// figures can be set side by side at the same size.
+// how the objects arrived. The objects are those make bench-references
+// creates (internal/benchworkload), so that the two benchmarks' figures can
+// be set side by side at the same size.
 //
 // Every kind is first synced empty, then each object is built, handed to
 // its store's Add as a watch event would be, and dropped. The sync path
@@ -64,13 +60,13 @@ func TestIndexAtFullSize(t *testing.T) {
 	}
 	start := time.Now()
 	for n := range templates {
-		k, obj := fullTemplate(n)
-		if err := stores[k].Add(obj); err != nil {
+		obj, _ := benchworkload.Template(n)
+		if err := stores[templateKind(obj)].Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for n := range pods {
-		if err := stores[kindPod].Add(fullPod(n, fullNode(n/perNode), templates)); err != nil {
+		if err := stores[kindPod].Add(benchworkload.Pod(n, benchworkload.Node(n/perNode), templates, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +77,7 @@ func TestIndexAtFullSize(t *testing.T) {
 	heap := float64(int64(after.HeapAlloc) - int64(before.HeapAlloc))
 
 	st := idx.Stats()
-	wantHeld, wantClusterRefs := expectedTemplates(templates)
+	wantHeld, wantClusterRefs := benchworkload.ExpectedTemplates(templates)
 	if st.BoundPods != pods || st.Nodes != nodes || st.UnboundPods != 0 || st.Templates != wantHeld {
 		t.Fatalf("index holds %d pods on %d nodes, %d unbound, %d templates; want %d on %d, 0, %d",
 			st.BoundPods, st.Nodes, st.UnboundPods, st.Templates, pods, nodes, wantHeld)
@@ -123,9 +119,9 @@ func fullWaves(t *testing.T, idx *Index, deployments *store, nodes, wantClusterR
 	for wave := range 3 {
 		// Template 0 is a Deployment; its app is template 1's as well, so
 		// the set gains the new image and loses none.
-		_, obj := fullTemplate(0)
+		obj, _ := benchworkload.Template(0)
 		d := obj.(*appsv1.Deployment)
-		d.Spec.Template.Spec.Containers[0].Image = fullAppImage(1000000 + wave)
+		d.Spec.Template.Spec.Containers[0].Image = benchworkload.AppImage(1000000 + wave)
 		if err := deployments.Update(d); err != nil {
 			t.Fatal(err)
 		}
@@ -154,13 +150,13 @@ func fullWaves(t *testing.T, idx *Index, deployments *store, nodes, wantClusterR
 
 		s = time.Now()
 		for n := range nodes {
-			_ = idx.Node(fullNode(n))
+			_ = idx.Node(benchworkload.Node(n))
 		}
 		nodeSeq = append(nodeSeq, msSince(s))
 		var sum, most, incomplete, empty atomic.Int64
 		s = time.Now()
 		parallel.For(16, nodes, func(n int) {
-			r := idx.Node(fullNode(n))
+			r := idx.Node(benchworkload.Node(n))
 			if len(r) == 0 {
 				empty.Add(1)
 			}
@@ -185,122 +181,21 @@ func fullWaves(t *testing.T, idx *Index, deployments *store, nodes, wantClusterR
 	row["nodeAllSequentialMs"], row["nodeAllEncoded16Ms"] = nodeSeq, node16
 }
 
-// The objects, shaped as bench-references creates them: 100 teams, an app
-// image per two templates, a mesh sidecar and init image in every pod, a
-// Running pod's status naming each image and its digest.
-
-const (
-	fullSidecar  = "registry.example.com/mesh/proxy:1.24.3"
-	fullMeshInit = "registry.example.com/mesh/init:1.24.3"
-	fullTeams    = 100
-)
-
-func fullNode(n int) string { return fmt.Sprintf("node-%05d", n) }
-
-func fullAppImage(a int) string {
-	return fmt.Sprintf("registry.example.com/team-%03d/app-%05d:1.%d.%d", a%fullTeams, a, a%7, a%13)
-}
-
-// fullDigest is the imageID a node would report: "<repo>@sha256:<hex>".
-func fullDigest(image string) string {
-	sum := sha256.Sum256([]byte(image))
-	slash := strings.LastIndexByte(image, '/')
-	repo, _, _ := strings.Cut(image[slash+1:], ":")
-	return image[:slash+1] + repo + "@sha256:" + hex.EncodeToString(sum[:])
-}
-
-func fullPodSpec(images ...string) corev1.PodSpec {
-	spec := corev1.PodSpec{InitContainers: []corev1.Container{{Name: "init", Image: fullMeshInit}}}
-	for i, img := range images {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: "c" + strconv.Itoa(i), Image: img})
+// templateKind is the index's kind of a benchworkload template.
+func templateKind(obj any) kind {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		return kindDeployment
+	case *appsv1.ReplicaSet:
+		return kindReplicaSet
+	case *appsv1.StatefulSet:
+		return kindStatefulSet
+	case *appsv1.DaemonSet:
+		return kindDaemonSet
+	case *batchv1.Job:
+		return kindJob
 	}
-	return spec
-}
-
-// templateKind is template n's kind, and for a ReplicaSet whether it is
-// at zero: of every 20, 8 Deployments, 8 ReplicaSets (every other one at
-// zero), a StatefulSet, a DaemonSet, a Job, a CronJob.
-func templateKind(n int) (k kind, zero bool) {
-	switch m := n % 20; {
-	case m < 8:
-		return kindDeployment, false
-	case m < 16:
-		return kindReplicaSet, n%2 == 0
-	case m == 16:
-		return kindStatefulSet, false
-	case m == 17:
-		return kindDaemonSet, false
-	case m == 18:
-		return kindJob, false
-	}
-	return kindCronJob, false
-}
-
-// expectedTemplates is how many of n templates the index holds (not the
-// ReplicaSets at zero) and how many images their cluster set names: each
-// app's image, the sidecar and the init image.
-func expectedTemplates(n int) (held, refs int) {
-	apps := map[int]bool{}
-	for i := range n {
-		if _, zero := templateKind(i); !zero {
-			held++
-			apps[i/2] = true
-		}
-	}
-	return held, len(apps) + 2
-}
-
-// fullTemplate is template n, running app n/2: a Deployment and its
-// ReplicaSet share their images.
-func fullTemplate(n int) (kind, any) {
-	name := fmt.Sprintf("w-%05d", n)
-	meta := metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%03d", n%fullTeams), Name: name}
-	tpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-		Spec: fullPodSpec(fullAppImage(n/2), fullSidecar)}
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
-	k, zero := templateKind(n)
-	switch k {
-	case kindDeployment:
-		return k, &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(n % 4)), Selector: sel, Template: tpl}}
-	case kindReplicaSet:
-		replicas := int32(1)
-		if zero {
-			replicas = 0
-		}
-		return k, &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: sel, Template: tpl}}
-	case kindStatefulSet:
-		return k, &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)), Selector: sel, Template: tpl}}
-	case kindDaemonSet:
-		return k, &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tpl}}
-	case kindJob:
-		tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-		return k, &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tpl}}
-	}
-	tpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-	return k, &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "0 * * * *", Suspend: ptr.To(n%40 == 19),
-		JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tpl}}}}
-}
-
-// fullPod is pod n on node, of app n modulo the templates' apps (an app's
-// pods spread over the nodes), Running, every container's image and digest
-// in its status. Its strings are its own, as a decoded pod's are.
-func fullPod(n int, node string, templates int) *corev1.Pod {
-	app := n % max(1, templates/2)
-	ns := fmt.Sprintf("team-%03d", app%fullTeams)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d-%06d", app, n),
-		Labels: map[string]string{"bench.eraser.sh/workload": "true"}},
-		Spec: fullPodSpec(fullAppImage(app), fullSidecar)}
-	p.Spec.NodeName = node
-	p.Status.Phase = corev1.PodRunning
-	for _, c := range p.Spec.InitContainers {
-		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses,
-			corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: fullDigest(c.Image)})
-	}
-	for _, c := range p.Spec.Containers {
-		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses,
-			corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: fullDigest(c.Image), Ready: true})
-	}
-	return p
+	return kindCronJob
 }
 
 func sizeEnv(t *testing.T, name string, def int) int {

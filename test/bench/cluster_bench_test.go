@@ -8,7 +8,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/parallel"
@@ -85,10 +85,10 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 	c := env.Client
 	stages, _ := filepath.Abs("testdata/kwok-stages.yaml")
 	// The cluster's own workload is left alone by KWOK (labelled
-	// workloadLabel): with 300,000 such pods KWOK matched each against its
+	// benchworkload.Label): with 300,000 such pods KWOK matched each against its
 	// stages and fell behind the worker pods it finishes.
 	kw := exec.Command(kwok, "--kubeconfig="+env.KubeconfigPath, "--manage-all-nodes", "--config="+stages,
-		"--disregard-status-with-label-selector="+workloadLabel+"=true")
+		"--disregard-status-with-label-selector="+benchworkload.Label+"=true")
 	kw.Stdout, kw.Stderr = nil, nil
 	if err := kw.Start(); err != nil {
 		_ = env.Stop()
@@ -100,7 +100,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 		_ = env.Stop()
 	}
 	parallel.For(16, n, func(i int) {
-		if err := c.Create(ctx, builder.MakeNode(fmt.Sprintf("node-%05d", i)).Obj()); err != nil {
+		if err := c.Create(ctx, builder.MakeNode(benchworkload.Node(i)).Obj()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -145,7 +145,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 // spec, mounts and security context, built by podspec.Build), so that the
 // ratios measure the manager, not the size of its pods.
 func (s *simCluster) barePod(t *testing.T, job string, i int) *corev1.Pod {
-	node := fmt.Sprintf("node-%05d", i)
+	node := benchworkload.Node(i)
 	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: paths.Linux,
 		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500,
 		References: []string{"bare-refs-0123456789abcdef-1"}, NodeReferences: s.nodeSet(i)})

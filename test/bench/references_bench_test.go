@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 	"github.com/eraser-oss/eraser/internal/refindex"
@@ -145,12 +146,12 @@ func measureWave(t *testing.T, cs kubernetes.Interface, idx *refindex.Index, nod
 		var sum, most, incomplete atomic.Int64
 		s = time.Now()
 		for n := range nodes {
-			_ = idx.Node(nodeName(n))
+			_ = idx.Node(benchworkload.Node(n))
 		}
 		nodeSeq = append(nodeSeq, since(s))
 		s = time.Now()
 		parallel.For(16, nodes, func(n int) {
-			v := references.EncodeNode(idx.Node(nodeName(n)))
+			v := references.EncodeNode(idx.Node(benchworkload.Node(n)))
 			sum.Add(int64(len(v)))
 			if v == references.Incomplete {
 				incomplete.Add(1)
@@ -167,7 +168,7 @@ func measureWave(t *testing.T, cs kubernetes.Interface, idx *refindex.Index, nod
 
 // changeTemplate moves template 0 (a Deployment) to another image.
 func changeTemplate(t *testing.T, cs kubernetes.Interface, wave int) {
-	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"c0","image":%q}]}}}}`, appImage(1000000+wave))
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"c0","image":%q}]}}}}`, benchworkload.AppImage(1000000+wave))
 	if _, err := cs.AppsV1().Deployments("team-000").Patch(context.Background(), "w-00000", types.StrategicMergePatchType,
 		[]byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -175,8 +176,6 @@ func changeTemplate(t *testing.T, cs kubernetes.Interface, wave int) {
 }
 
 func since(s time.Time) float64 { return float64(time.Since(s).Microseconds()) / 1000 }
-
-func nodeName(n int) string { return fmt.Sprintf("node-%05d", n) }
 
 // managerRSS runs the manager binary on the cluster and reads its peak RSS
 // once its CPU use has settled: the index synced, nothing else to do.
@@ -225,19 +224,19 @@ func createCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface, n
 			n.Add(1)
 		}
 	}
-	for _, ns := range append(teams(), "eraser-system") {
+	for _, ns := range append(benchworkload.Namespaces(), "eraser-system") {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		fail(err)
 	}
 	parallel.For(48, nodes, func(i int) {
-		_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i)}}, metav1.CreateOptions{})
+		_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: benchworkload.Node(i)}}, metav1.CreateOptions{})
 		fail(err)
 	})
 	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
 	var once sync.Once
 	progress := time.Now()
 	parallel.For(48, nodes*perNode, func(i int) {
-		fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, running))
+		fail(createPod(ctx, cs, i, benchworkload.Node(i/perNode), templates, running))
 		if i%50000 == 0 && i > 0 {
 			once.Do(func() { t.Logf("%d pods in %.0fs", i, time.Since(progress).Seconds()) })
 		}

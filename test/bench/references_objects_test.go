@@ -2,15 +2,11 @@
 
 package bench
 
-// The objects of the reference index's benchmark: templates of every
-// watched kind and pods bound to the nodes, shaped as a large cluster's
-// (100 teams; an app image per workload, a mesh sidecar and init image
-// shared by all; a pod's status naming each image by digest).
+// The objects of the reference index's benchmark (internal/benchworkload)
+// created through the API server, and the process figures it reads.
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"slices"
@@ -20,20 +16,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
+	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/testenv"
-)
-
-const (
-	sidecar   = "registry.example.com/mesh/proxy:1.24.3"
-	meshInit  = "registry.example.com/mesh/init:1.24.3"
-	teamCount = 100
 )
 
 // fastClient creates objects in protobuf, without client-side throttling:
@@ -50,92 +39,41 @@ func fastClient(t *testing.T, env *testenv.Env) kubernetes.Interface {
 	return cs
 }
 
-func teams() []string {
-	var out []string
-	for i := range teamCount {
-		out = append(out, fmt.Sprintf("team-%03d", i))
-	}
-	return out
-}
-
-// appImage is the image of app a (its templates' and pods').
-func appImage(a int) string {
-	return fmt.Sprintf("registry.example.com/team-%03d/app-%05d:1.%d.%d", a%teamCount, a, a%7, a%13)
-}
-
-// digestOf is the imageID a node reports for an image.
-func digestOf(image string) string {
-	sum := sha256.Sum256([]byte(image))
-	repo, _, _ := strings.Cut(image[strings.LastIndexByte(image, '/')+1:], ":")
-	return image[:strings.LastIndexByte(image, '/')+1] + repo + "@sha256:" + hex.EncodeToString(sum[:])
-}
-
-func podTemplate(app string, images ...string) corev1.PodTemplateSpec {
-	spec := corev1.PodSpec{InitContainers: []corev1.Container{{Name: "init", Image: meshInit}}}
-	for i, img := range images {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: "c" + strconv.Itoa(i), Image: img})
-	}
-	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}}, Spec: spec}
-}
-
-// createTemplate creates template i: of 20, 8 are Deployments, 8
-// ReplicaSets (every other one at zero: history), then a StatefulSet, a
-// DaemonSet, a Job and a CronJob. Template i runs app i/2: a Deployment
-// and its ReplicaSet share their images.
+// createTemplate creates benchworkload's template i.
 func createTemplate(ctx context.Context, cs kubernetes.Interface, i int) error {
-	ns, name, app := fmt.Sprintf("team-%03d", i%teamCount), fmt.Sprintf("w-%05d", i), i/2
-	tpl := podTemplate(name, appImage(app), sidecar)
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
-	meta := metav1.ObjectMeta{Namespace: ns, Name: name}
+	obj, _ := benchworkload.Template(i)
+	opts := metav1.CreateOptions{}
 	var err error
-	switch k := i % 20; {
-	case k < 8:
-		_, err = cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: meta,
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(i % 4)), Selector: sel, Template: tpl}}, metav1.CreateOptions{})
-	case k < 16:
-		_, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: meta,
-			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(i % 2)), Selector: sel, Template: tpl}}, metav1.CreateOptions{})
-	case k == 16:
-		_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: meta,
-			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)), Selector: sel, Template: tpl}}, metav1.CreateOptions{})
-	case k == 17:
-		_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{ObjectMeta: meta,
-			Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tpl}}, metav1.CreateOptions{})
-	case k == 18:
-		tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-		_, err = cs.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tpl}}, metav1.CreateOptions{})
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		_, err = cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, opts)
+	case *appsv1.ReplicaSet:
+		_, err = cs.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, opts)
+	case *appsv1.StatefulSet:
+		_, err = cs.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
+	case *appsv1.DaemonSet:
+		_, err = cs.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, opts)
+	case *batchv1.Job:
+		_, err = cs.BatchV1().Jobs(o.Namespace).Create(ctx, o, opts)
+	case *batchv1.CronJob:
+		_, err = cs.BatchV1().CronJobs(o.Namespace).Create(ctx, o, opts)
 	default:
-		tpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-		_, err = cs.BatchV1().CronJobs(ns).Create(ctx, &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "0 * * * *",
-			Suspend: ptr.To(i%40 == 19), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tpl}}}}, metav1.CreateOptions{})
+		err = fmt.Errorf("template %d: unexpected %T", i, obj)
 	}
 	return err
 }
 
-// createPod creates pod i on node, of app i modulo the templates' apps
-// (so an app's pods are spread over the nodes), and with running reports
-// it Running with every container's image and digest in its status.
+// createPod creates benchworkload's pod i on node; with running it then
+// reports it Running with every container's image and digest in its
+// status (a create ignores the status).
 func createPod(ctx context.Context, cs kubernetes.Interface, i int, node string, templates int, running bool) error {
-	app := i % max(1, templates/2)
-	ns := fmt.Sprintf("team-%03d", app%teamCount)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d-%06d", app, i),
-		Labels: map[string]string{workloadLabel: "true"}},
-		Spec: podTemplate("", appImage(app), sidecar).Spec}
-	pod.Spec.NodeName = node
-	pods := cs.CoreV1().Pods(ns)
+	pod := benchworkload.Pod(i, node, templates, running)
+	pods := cs.CoreV1().Pods(pod.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil || !running {
 		return err
 	}
-	created.Status.Phase = corev1.PodRunning
-	for _, c := range created.Spec.InitContainers {
-		created.Status.InitContainerStatuses = append(created.Status.InitContainerStatuses,
-			corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: digestOf(c.Image)})
-	}
-	for _, c := range created.Spec.Containers {
-		created.Status.ContainerStatuses = append(created.Status.ContainerStatuses,
-			corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: digestOf(c.Image), Ready: true})
-	}
+	created.Status = pod.Status
 	_, err = pods.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }

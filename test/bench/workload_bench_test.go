@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/parallel"
 	"github.com/eraser-oss/eraser/internal/references"
 )
@@ -23,10 +23,6 @@ import (
 // into every wave (issue 25). Its pods stay Pending, bound to their nodes
 // (the KWOK stages run only the bare and eraser-system namespaces' pods):
 // unfinished, so every one is in its node's set.
-
-// workloadLabel marks the workload's pods, which KWOK leaves alone
-// (--disregard-status-with-label-selector): they stay as created.
-const workloadLabel = "bench.eraser.sh/workload"
 
 // workloadSize is BENCH_PODS_PER_NODE (default 30) and BENCH_TEMPLATES
 // (default 20,000): 0 for either leaves it out.
@@ -47,7 +43,7 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 	start := time.Now()
 	ctx := context.Background()
 	cs := fastClient(t, s.env)
-	for _, ns := range teams() {
+	for _, ns := range benchworkload.Namespaces() {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +55,7 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 		}
 	}
 	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
-	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, nodeName(i/perNode), templates, false)) })
+	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, benchworkload.Node(i/perNode), templates, false)) })
 	s.perNode, s.templates = perNode, templates
 	// KWOK drops the workload's events, but decodes each: both clients
 	// start once it has caught up (its nodes' heartbeats go on).
@@ -73,10 +69,9 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 func (s *simCluster) nodeSet(i int) string {
 	var refs []references.Ref
 	for j := i * s.perNode; j < (i+1)*s.perNode; j++ {
-		app := j % max(1, s.templates/2)
-		spec := podTemplate("", appImage(app), sidecar).Spec
-		owner := references.Owner("Pod", fmt.Sprintf("team-%03d", app%teamCount), fmt.Sprintf("app-%05d-%06d", app, j))
-		for _, c := range append(spec.InitContainers, spec.Containers...) {
+		pod := benchworkload.Pod(j, "", s.templates, false)
+		owner := references.Owner("Pod", pod.Namespace, pod.Name)
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 			refs = append(refs, references.Ref{Image: c.Image, Owner: owner})
 		}
 	}
