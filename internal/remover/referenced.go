@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eraser-oss/eraser/internal/cri"
 	"github.com/eraser-oss/eraser/internal/protect"
 	"github.com/eraser-oss/eraser/internal/references"
 )
@@ -74,11 +75,22 @@ func (r referrer) describe() string {
 	return "referenced by " + r.owner
 }
 
+// notRepullableDetail says what the runtime shows of an image no registry
+// can give back: on containerd no repository digest at all; on CRI-O, which
+// makes one up for every name, one under localhost/ alone.
+func notRepullableDetail(img cri.Image) string {
+	const rest = ": imported or built on the node, not pulled; only an ImageList that names it removes it"
+	if len(img.Digests) > 0 {
+		return "repository digest on localhost/ only" + rest
+	}
+	return "no repository digest" + rest
+}
+
 // protects says why the cluster-aware protections keep image i from an
 // automatic policy, if they do; vulnerable says the scanner chose it.
 func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, string) {
 	if p.KeepNotRepullable && protect.CannotPullBack(s.Images[i]) {
-		return NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
+		return NotRepullable, notRepullableDetail(s.Images[i])
 	}
 	if !p.Referenced {
 		return "", ""

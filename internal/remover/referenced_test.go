@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,14 +44,14 @@ func TestProtectionDecides(t *testing.T) {
 			targets: Targets{All: true}, protection: all,
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
-				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""}, dangling.ID: {"removed", ""},
+				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", "no repository digest"}, local.ID: {"not re-pullable", "repository digest on localhost/ only"}, dangling.ID: {"removed", ""},
 			},
 		},
 		"a scheduled run without a scanner keeps them too": {
 			targets: Targets{Scheduled: true, Collected: ids(images)}, protection: all,
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
-				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}, local.ID: {"not re-pullable", ""}, dangling.ID: {"removed", ""},
+				free.ID: {"removed", ""}, imported.ID: {"not re-pullable", "no repository digest"}, local.ID: {"not re-pullable", "repository digest on localhost/ only"}, dangling.ID: {"removed", ""},
 			},
 		},
 		"an ImageList naming them removes them": {
@@ -59,7 +60,7 @@ func TestProtectionDecides(t *testing.T) {
 		},
 		"the scanner's verdict removes a template-only reference": {
 			targets: scanned(images, web, job, imported), protection: all,
-			want: map[string]outcome{web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"removed", ""}, imported.ID: {"not re-pullable", ""}},
+			want: map[string]outcome{web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"removed", ""}, imported.ID: {"not re-pullable", "no repository digest"}},
 		},
 		"removeVulnerableReferenced false keeps it": {
 			targets: scanned(images, job), protection: Protection{Referenced: true, KeepNotRepullable: true},
@@ -90,7 +91,11 @@ func TestProtectionDecides(t *testing.T) {
 			}
 			for _, res := range results {
 				o := outcome{string(res.Outcome), res.Detail}
-				if res.Outcome == NotRepullable || (res.Outcome == Referenced && tc.protection.NodeIncomplete) {
+				switch {
+				case res.Outcome == NotRepullable:
+					// What the runtime shows; the rest is the same for all.
+					o.Detail, _, _ = strings.Cut(res.Detail, ":")
+				case res.Outcome == Referenced && tc.protection.NodeIncomplete:
 					o.Detail = ""
 				}
 				got[res.ImageID] = o

@@ -39,6 +39,20 @@ func protectedNode(t *testing.T) (*node, string) {
 	return n, dir
 }
 
+// outcomesIn finds, in a worker's log, which of the images kept names
+// got the outcome kept gives it.
+func outcomesIn(stderr string, kept map[string]string) map[string]string {
+	got := map[string]string{}
+	for _, line := range strings.Split(stderr, "\n") {
+		for name, outcome := range kept {
+			if strings.Contains(line, `"`+name+`"`) && strings.Contains(line, `"outcome":"`+outcome+`"`) {
+				got[name] = outcome
+			}
+		}
+	}
+	return got
+}
+
 // TestWorkloadImagesKept: on a real containerd, "*" and a scheduled run keep
 // what the node's pods and the cluster's templates reference and what was
 // side-loaded, with their reasons; an ImageList that names them removes
@@ -49,17 +63,7 @@ func TestWorkloadImagesKept(t *testing.T) {
 	defer cancel()
 	refs := "--references-dir=" + dir
 	kept := map[string]string{junkA: "referenced", junkB: "referenced", junkC: "referenced", airgapImage: "not re-pullable"}
-	outcomes := func(stderr string) map[string]string {
-		got := map[string]string{}
-		for _, line := range strings.Split(stderr, "\n") {
-			for name, outcome := range kept {
-				if strings.Contains(line, `"`+name+`"`) && strings.Contains(line, `"outcome":"`+outcome+`"`) {
-					got[name] = outcome
-				}
-			}
-		}
-		return got
-	}
+	outcomes := func(stderr string) map[string]string { return outcomesIn(stderr, kept) }
 
 	// A dry run of "*" first: the report a user reads before the real run.
 	r := runWorker(t, ctx, "remover", "--dry-run", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint, refs)
