@@ -26,6 +26,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
 // median is the median of a figure over runs.
@@ -190,6 +193,24 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// waitReportComplete polls the job until its report is complete and
+// returns when that was seen, from start; 0 if the job went first or it
+// took over ten minutes (the pods' wait for the report).
+func waitReportComplete(ctx context.Context, c client.Client, job string, start time.Time) time.Duration {
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		var j eraserv1.ImageJob
+		if err := c.Get(ctx, client.ObjectKey{Name: job}, &j); err != nil {
+			return 0
+		}
+		if r := j.Status.Report; r != nil && r.Complete {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0
 }
 
 func waitCount(t *testing.T, timeout time.Duration, count func() int, want int) {

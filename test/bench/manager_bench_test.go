@@ -61,13 +61,13 @@ func TestManagerBench(t *testing.T) {
 	if p, tpl := workloadSize(); p > 0 || tpl > 0 {
 		fmt.Printf("\nwith the cluster's own workload: %d pods per node (Pending, bound) and %d templates (BENCH_PODS_PER_NODE, BENCH_TEMPLATES)\n", p, tpl)
 	}
-	fmt.Printf("\n%-6s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "1ST POD s", "FAN-OUT s", "x BARE",
-		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "WR/NODE", "GET/NODE", "RSS MiB", "(SYNCED)", "CPU ms/n", "CPU SHARES (cores)")
+	fmt.Printf("\n%-6s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %8s %8s %8s %8s %8s %8s  %s\n", "NODES", "BARE s", "BARE OK s", "1ST POD s", "FAN-OUT s", "x BARE",
+		"LAST OK s", "DONE s", "x OK", "+AFTER s", "CLEANUP s", "(REPORT)", "WR/NODE", "GET/NODE", "RSS MiB", "(SYNCED)", "CPU ms/n", "CPU SHARES (cores)")
 	for _, r := range rows {
-		fmt.Printf("%-6d %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f %9.2f %9.2f %8.2f %8.2f %8.1f %8.1f %8.2f  apiserver %.2f etcd %.2f kwok %.2f manager %.2f (load %s -> %s)\n",
+		fmt.Printf("%-6d %9.2f %9.2f %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f %9.2f %9.2f %8.2f %8.2f %8.2f %8.1f %8.1f %8.2f  apiserver %.2f etcd %.2f kwok %.2f manager %.2f (load %s -> %s)\n",
 			r["nodes"], r["bareSeconds"], r["bareSucceededSeconds"], r["firstPodSeconds"], r["fanoutSeconds"], r["fanoutRatio"],
 			r["lastPodSucceededSeconds"], r["completedSeconds"], r["completedRatio"], r["completedAfterLastPodSeconds"], r["cleanupSeconds"],
-			r["writesPerNode"], r["readsPerNode"], r["peakRssMiB"], r["peakRssSyncedMiB"], r["managerCpuMsPerNode"],
+			r["reportCompleteAfterCompletedSeconds"], r["writesPerNode"], r["readsPerNode"], r["peakRssMiB"], r["peakRssSyncedMiB"], r["managerCpuMsPerNode"],
 			r["cpuShare_kube_apiserver"], r["cpuShare_etcd"], r["cpuShare_kwok"], r["cpuShare_manager"], r["loadBefore"], r["loadAfter"])
 	}
 	for _, o := range out {
@@ -200,8 +200,8 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		}
 	}
 	var completed time.Duration
+	var list eraserv1.ImageList
 	for time.Since(start) < 15*time.Minute {
-		var list eraserv1.ImageList
 		if err := c.Get(ctx, client.ObjectKey{Name: "bench"}, &list); err == nil && list.Status.ObservedGeneration == list.Generation && list.Status.Timestamp != nil {
 			completed = time.Since(start)
 			if list.Status.Success != int64(n) {
@@ -216,8 +216,14 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	// API server answers in time. Polled (metadata only, once a second): a
 	// watch held this long may be ended by the server.
 	w.Stop()
+	// The pods wait for the report collector (their logs are its only
+	// source): timed apart, so that cleanup splits into that wait and the
+	// deletion.
+	reportDone := make(chan time.Duration, 1)
+	go func() { reportDone <- waitReportComplete(ctx, c, list.Status.Job, start) }()
 	s.waitNoPods(t, "eraser-system", 5*time.Minute)
 	cleanup := time.Since(start) - completed
+	reportComplete := <-reportDone
 	time.Sleep(2 * time.Second) // the job itself is deleted after its pods
 	writes := managerWrites(t, metricsAddr) - writesBefore
 	reads := managerRequests(t, metricsAddr, `method="GET"`) - readsBefore
@@ -233,9 +239,10 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		"fanoutSeconds": fanout.Seconds(), "fanoutRatio": fanout.Seconds() / bare.Seconds(),
 		"lastPodSucceededSeconds": lastSucceeded.Seconds(),
 		"completedSeconds":        completed.Seconds(), "completedRatio": completed.Seconds() / bareSucceeded.Seconds(),
-		"completedAfterLastPodSeconds": (completed - lastSucceeded).Seconds(),
-		"cleanupSeconds":               cleanup.Seconds(),
-		"writesPerNode":                float64(writes) / float64(n), "readsPerNode": float64(reads) / float64(n), "peakRssMiB": rss, "peakRssSyncedMiB": rssSynced,
+		"completedAfterLastPodSeconds":        (completed - lastSucceeded).Seconds(),
+		"cleanupSeconds":                      cleanup.Seconds(),
+		"reportCompleteAfterCompletedSeconds": (reportComplete - completed).Seconds(),
+		"writesPerNode":                       float64(writes) / float64(n), "readsPerNode": float64(reads) / float64(n), "peakRssMiB": rss, "peakRssSyncedMiB": rssSynced,
 		"firstPodSeconds":     firstPod.Seconds(),
 		"managerCpuMsPerNode": cpu * 1000 / float64(n),
 		"loadBefore":          loadBefore, "loadAfter": loadAvg(),
