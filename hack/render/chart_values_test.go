@@ -1,0 +1,167 @@
+package render
+
+// Values a user sets, what the chart refuses, and helm lint.
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/getter"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/config"
+)
+
+// Every value the chart documents reaches the object it is for.
+func TestChartValues(t *testing.T) {
+	objs := render(t, Options{
+		Release:   "cleaner",
+		Namespace: "ops",
+		Set: []string{
+			"deploy.replicas=2",
+			"deploy.image.repo=registry.example/eraser-manager",
+			"deploy.image.tag=v9.9.9",
+			"deploy.image.pullPolicy=Always",
+			"deploy.additionalArgs={--log-level=debug}",
+			"deploy.priorityClassName=system-cluster-critical",
+			"deploy.additionalPodLabels.team=platform",
+			"deploy.securityContext.runAsUser=1000",
+			"deploy.resources.limits.memory=512Mi",
+			"deploy.nodeSelector.pool=system",
+			"deploy.tolerations[0].key=dedicated",
+			"deploy.tolerations[0].operator=Exists",
+			"deploy.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+			"deploy.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+			"nameOverride=cleaner",
+			"runtimeConfig.manager.pullSecrets={regcred}",
+			"runtimeConfig.manager.scheduling.cron=0 3 * * *",
+			"runtimeConfig.manager.imageJob.maxConcurrentNodes=10%",
+			"runtimeConfig.manager.imageJob.podStartTimeout=5m",
+			"runtimeConfig.manager.imageJob.podRunTimeout=2h",
+			"runtimeConfig.manager.retention.minAge=30m",
+			"runtimeConfig.manager.retention.unusedFor=720h",
+			"runtimeConfig.manager.retention.highThresholdPercent=85",
+			"runtimeConfig.manager.retention.lowThresholdPercent=80",
+			"runtimeConfig.manager.retention.imageFsPath=/data/containerd",
+			"runtimeConfig.manager.retention.removeVulnerableReferenced=false",
+			"runtimeConfig.manager.retention.protectNotRepullable=false",
+			"runtimeConfig.manager.imageJob.nodeSelector.pool=general",
+			"runtimeConfig.manager.imageJob.tolerations[0].key=dedicated",
+			"runtimeConfig.manager.imageJob.tolerations[0].operator=Exists",
+			"runtimeConfig.manager.imageJob.tolerations[0].effect=NoSchedule",
+			"runtimeConfig.manager.runtime.name=containerd",
+			"runtimeConfig.manager.runtime.windowsAddress=npipe://./pipe/custom",
+			"runtimeConfig.components.remover.windows.image.repo=registry.example/remover-windows",
+			"runtimeConfig.components.remover.windows.image.tag=v1",
+			"runtimeConfig.components.remover.windows.command={remover.exe,--windows}",
+			"runtimeConfig.components.scanner.enabled=false",
+		},
+	})
+	checkInstall(t, objs, "ops")
+
+	cfg, warnings := managerConfig(t, objs)
+	if len(warnings) > 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+	m := cfg.Manager
+	remover := cfg.Components.Remover
+	if m.Scheduling.Cron != "0 3 * * *" || m.ImageJob.MaxConcurrentNodes.Percent != 10 || m.ImageJob.PodStartTimeout != 5*time.Minute ||
+		m.ImageJob.PodRunTimeout != 2*time.Hour || m.Runtime.WindowsAddress != "npipe://./pipe/custom" ||
+		remover.WindowsImage().Ref() != "registry.example/remover-windows:v1" || !cmp.Equal(remover.Windows.Command, []string{"remover.exe", "--windows"}) ||
+		cfg.Components.Scanner.Enabled || !cmp.Equal(m.PullSecrets, []string{"regcred"}) ||
+		m.ImageJob.NodeSelector["pool"] != "general" || len(m.ImageJob.Tolerations) != 1 || m.ImageJob.Tolerations[0].Key != "dedicated" {
+		t.Errorf("EraserConfig did not take the values: %+v %+v", m, cfg.Components)
+	}
+	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd",
+		KeepVulnerableReferenced: true, RemoveNotRepullable: true}
+	if diff := cmp.Diff(wantRetention, m.Retention); diff != "" {
+		t.Errorf("retention (-want +got):\n%s", diff)
+	}
+
+	dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	switch {
+	case *dep.Spec.Replicas != 2:
+		t.Errorf("replicas %d", *dep.Spec.Replicas)
+	case c.Image != "registry.example/eraser-manager:v9.9.9" || c.ImagePullPolicy != corev1.PullAlways:
+		t.Errorf("image %s %s", c.Image, c.ImagePullPolicy)
+	case !slices.Contains(c.Args, "--log-level=debug"):
+		t.Errorf("args %q", c.Args)
+	case pod.PriorityClassName != "system-cluster-critical":
+		t.Errorf("priorityClassName %q", pod.PriorityClassName)
+	case dep.Spec.Template.Labels["team"] != "platform" || dep.Spec.Template.Labels["app.kubernetes.io/name"] != "cleaner":
+		t.Errorf("pod labels %v", dep.Spec.Template.Labels)
+	case c.SecurityContext.RunAsUser == nil || *c.SecurityContext.RunAsUser != 1000:
+		t.Errorf("security context not merged: %+v", c.SecurityContext)
+	case c.Resources.Limits.Memory().String() != "512Mi":
+		t.Errorf("resources %+v", c.Resources)
+	case pod.NodeSelector["pool"] != "system" || pod.NodeSelector["kubernetes.io/os"] != "linux":
+		t.Errorf("nodeSelector %v", pod.NodeSelector)
+	case len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated":
+		t.Errorf("tolerations %+v", pod.Tolerations)
+	case pod.Affinity == nil || pod.Affinity.NodeAffinity == nil:
+		t.Errorf("affinity %+v", pod.Affinity)
+	case len(pod.ImagePullSecrets) != 1 || pod.ImagePullSecrets[0].Name != "regcred":
+		t.Errorf("imagePullSecrets %+v", pod.ImagePullSecrets)
+	}
+}
+
+func TestChartRefusesOldClusters(t *testing.T) {
+	if _, err := Chart(chartDir(), Options{KubeVersion: "v1.25.9"}); err == nil {
+		t.Error("rendered for Kubernetes 1.25, which lacks GA HostProcess pods")
+	}
+}
+
+// A key of deploy.securityContext replaces the chart's, even with false.
+func TestChartSecurityContextOverride(t *testing.T) {
+	objs := render(t, Options{Set: []string{"deploy.securityContext.readOnlyRootFilesystem=false"}})
+	sc := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager").Spec.Template.Spec.Containers[0].SecurityContext
+	if *sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("security context %+v", sc)
+	}
+}
+
+// The chart passes `helm lint --strict`, with its defaults and with each
+// upstream values file.
+func TestChartLint(t *testing.T) {
+	kv, err := common.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valueSets := map[string][]string{"defaults": nil}
+	for _, f := range ownUpstreamValues(t) {
+		valueSets[filepath.Base(f)] = []string{f}
+	}
+	for _, f := range upstreamValuesIfPresent() {
+		valueSets["upstream "+filepath.Base(f)] = []string{f}
+	}
+	for name, files := range valueSets {
+		vals, err := (&values.Options{ValueFiles: files}).MergeValues(getter.Providers{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lint := action.NewLint()
+		lint.Strict, lint.Namespace, lint.KubeVersion = true, DefaultNamespace, kv
+		res := lint.Run([]string{chartDir()}, vals)
+		if res.TotalChartsLinted != 1 {
+			t.Errorf("%s: linted %d charts", name, res.TotalChartsLinted)
+		}
+		for _, m := range res.Messages {
+			if m.Severity > support.InfoSev {
+				t.Errorf("%s: %s", name, m)
+			}
+		}
+		for _, err := range res.Errors {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
