@@ -138,6 +138,8 @@ type jobState struct {
 	failed     int
 	lastErr    string
 	cursor     string
+	// fruitless counts the probes in a row that read no log (probe).
+	fruitless int
 	// nodes is the job's node list, nil when it is gone (nodesRead).
 	nodes     *jobdata.Nodes
 	nodesRead bool

@@ -63,12 +63,20 @@ func (r *Reconciler) gather(ctx context.Context, todo []*corev1.Pod, st *jobStat
 	}
 }
 
-// probe reads fetchWorkers logs spread evenly across todo. If one is read,
-// the first (by name) is a node of a readable pool, and the pool may begin
-// before it: probe bisects between it and the failed probe before it, so
-// that reading in order resumes where the readable nodes begin.
+// probe reads logs spread evenly across todo: fetchWorkers at first, twice
+// as many after each probe that found none. If one is read, the first (by
+// name) is a node of a readable pool, and the pool may begin before it:
+// probe bisects between it and the failed probe before it, so that reading
+// in order resumes where the readable nodes begin.
+//
+// Why the probes grow: passes are passInterval apart, and a job none of
+// whose logs can be read (kubelets the control plane cannot reach, or
+// simulated nodes) spent its failed reads 16 a pass, holding its pods
+// about a minute; growing, the budget is spent in five passes. Failed
+// reads cost the same time in all (openTimeout each, fetchWorkers at once),
+// however they are grouped.
 func (r *Reconciler) probe(ctx context.Context, todo []*corev1.Pod, st *jobState) []nodereport.Node {
-	at := spread(len(todo), min(fetchWorkers, maxFailedReads-st.failed))
+	at := spread(len(todo), min(fetchWorkers<<min(st.fruitless, 8), maxFailedReads-st.failed))
 	probes := make([]*corev1.Pod, len(at))
 	for i, k := range at {
 		probes[i] = todo[k]
@@ -76,8 +84,10 @@ func (r *Reconciler) probe(ctx context.Context, todo []*corev1.Pod, st *jobState
 	out := r.fetch(ctx, probes, st, false)
 	first := slices.IndexFunc(out, func(n nodereport.Node) bool { return n.Unavailable == "" })
 	if first < 0 {
+		st.fruitless++
 		return out
 	}
+	st.fruitless = 0
 	lo, hi := -1, at[first]
 	if first > 0 {
 		lo = at[first-1]

@@ -173,8 +173,9 @@ func pods(nodes []string) []*corev1.Pod {
 
 // TestGatherFindsReadableNodes: pools of unreachable and healthy nodes in
 // any order; passes (gather) until every node is in: each healthy node is
-// read, each unreachable one says why it has none, and the failed reads
-// stay within the bound however many nodes are unreachable.
+// read, each unreachable one says why it has none, the failed reads stay
+// within the bound however many nodes are unreachable, and a job with no
+// readable log gives up within a few passes.
 func TestGatherFindsReadableNodes(t *testing.T) {
 	type pool struct {
 		n       int
@@ -236,6 +237,12 @@ func TestGatherFindsReadableNodes(t *testing.T) {
 			failed = src.reads - len(healthy)
 			if bound := maxFailedReads + maxFailStreak + fetchWorkers; failed > bound {
 				t.Errorf("%d failed reads, over the bound of %d", failed, bound)
+			}
+			// Passes are passInterval apart: a job none of whose logs can
+			// be read spends its failed reads in a few (it took 32 when
+			// probes did not grow: a minute of its pods kept).
+			if len(healthy) == 0 && passes > 8 {
+				t.Errorf("%d passes to give up on a job whose logs cannot be read, want at most 8", passes)
 			}
 			t.Logf("%d passes, %d reads, %d failed", passes, src.reads, failed)
 		})
