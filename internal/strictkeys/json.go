@@ -3,8 +3,10 @@
 // and matches keys to fields without regard to case, so
 // {"excluded":["a:1"],"excluded":["b:1"]} and {"excluded":["a:1"],"Excluded":[]}
 // both decode to one list, silently dropping the first: an exclusion a
-// user wrote would protect nothing. Decoders of outside input (exclusion
-// lists, hand-off payloads, configuration) check with JSON or YAML first.
+// user wrote would protect nothing. Case here is Unicode's simple folding,
+// as the decoder's: "excludeſ" (long s) is "excludes" to it. Decoders of
+// outside input (exclusion lists, hand-off payloads, configuration) check
+// with JSON or YAML first.
 package strictkeys
 
 import (
@@ -12,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // JSON returns an error naming the first object, at its JSON path, that
@@ -70,14 +71,14 @@ func walk(dec *json.Decoder, path string, known []string, depth int) error {
 }
 
 func object(dec *json.Decoder, path string, known []string, depth int) error {
-	seen := map[string]string{} // lower-cased key -> the key as written
+	seen := map[string]string{} // folded key -> the key as written
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
 		key, _ := tok.(string)
-		fold := strings.ToLower(key)
+		fold := foldKey(key)
 		if prev, dup := seen[fold]; dup {
 			if prev == key {
 				return keyErrorf("%s: key %q appears twice; only the last would be read", path, key)
@@ -86,7 +87,7 @@ func object(dec *json.Decoder, path string, known []string, depth int) error {
 		}
 		seen[fold] = key
 		for _, k := range known {
-			if key != k && strings.EqualFold(key, k) {
+			if key != k && fold == foldKey(k) {
 				return keyErrorf("%s: key %q: the key is %q (keys are case-sensitive here)", path, key, k)
 			}
 		}

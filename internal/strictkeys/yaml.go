@@ -44,7 +44,7 @@ func mapping(n *yaml.Node, depth int) error {
 			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 				continue
 			}
-			fold := strings.ToLower(k.Value)
+			fold := foldKey(k.Value)
 			if prev, dup := seen[fold]; dup {
 				if prev.Value == k.Value {
 					return fmt.Errorf("line %d: key %q appears again (first on line %d); only the last would be read", k.Line, k.Value, prev.Line)
