@@ -31,6 +31,9 @@ type Stats struct {
 	Cluster, Node int
 	// NodeComplete is false when the node's set did not fit (Incomplete).
 	NodeComplete bool
+	// ClusterComplete is false when the cluster set was written without
+	// some of its references (its parts say incomplete).
+	ClusterComplete bool
 }
 
 // ReadDir reads a worker's references directory, calling fn for each ref
@@ -75,7 +78,7 @@ func ReadDir(dir string, fn func(r Ref, onNode bool)) (Stats, error) {
 	if err := cr.Done(); err != nil {
 		return st, err
 	}
-	st.Set, st.Parts = cr.Set(), cr.total
+	st.Set, st.Parts, st.ClusterComplete = cr.Set(), cr.total, cr.Complete()
 	return st, nil
 }
 

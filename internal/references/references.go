@@ -15,7 +15,11 @@
 //
 // Each part starts with a header naming the set and its part count, so that
 // a worker that finds a part missing or from another set refuses to run
-// rather than judge without it.
+// rather than judge without it. A set that could not be written whole says
+// so in every part's header ("incomplete"): its worker then keeps every
+// image a reference could have protected, as for a node whose set did not
+// fit. A reader that predates the flag refuses such a part (its header has
+// a field more), so it never judges with less than it was meant to.
 package references
 
 import (
@@ -56,8 +60,25 @@ const PartKey = "references.gz"
 // MaxPartBytes bounds one compressed part, under a ConfigMap's 1 MiB.
 const MaxPartBytes = 900 * 1024
 
-// header begins every cluster-set part: "#eraser-references v1 <set> <k>/<n>".
-const headerPrefix = "#eraser-references v1 "
+// MaxParts bounds the parts of one cluster set: each is a ConfigMap a wave
+// writes and every worker pod mounts. 16 parts hold about 14 MiB
+// compressed, 60 MiB or more of references (gzip runs at 4-8x on them):
+// hundreds of thousands of workload templates. Lines past it are left out
+// and the set is written incomplete.
+const MaxParts = 16
+
+// header begins every cluster-set part:
+// "#eraser-references v1 <set> <k>/<n>[ incomplete]".
+const (
+	headerPrefix     = "#eraser-references v1 "
+	headerIncomplete = "incomplete"
+)
+
+// IncompleteSet names the set written when the cluster's references could
+// not be encoded at all: one part, no references, flagged incomplete. It is
+// never a digest (those are hex), so its parts never share a name with a
+// set's.
+const IncompleteSet = "incomplete"
 
 // Dedupe sorts refs by image and keeps one owner per image (the first by
 // owner order), so that the sets and their digests do not depend on the
@@ -75,28 +96,36 @@ func Dedupe(refs []Ref) []Ref {
 // line writes one ref; references hold no tabs or newlines (imageref refuses
 // them), owners are Kubernetes names; anything else is dropped, not escaped:
 // an image no reference can name protects nothing.
-func line(w *bytes.Buffer, r Ref) {
+func line(w *bytes.Buffer, r Ref) bool {
 	if r.Image == "" || strings.ContainsAny(r.Image, "\t\n\r ") || strings.ContainsAny(r.Owner, "\t\n\r") {
-		return
+		return false
 	}
 	w.WriteString(r.Image)
 	w.WriteByte('\t')
 	w.WriteString(r.Owner)
 	w.WriteByte('\n')
+	return true
 }
 
-// text is the set's lines, deduplicated, and its digest.
+// text is the set's lines, deduplicated, and its digest. The digest covers
+// the images alone, in order: the owner written beside each is the first
+// of possibly many, and changes when a pod is scheduled or a workload is
+// renamed, which changes nothing a worker keeps. Sets that differ only in
+// owners are the same set: a wave reuses the parts of an earlier one.
 func text(refs []Ref) (bytes.Buffer, string) {
 	refs = Dedupe(refs)
 	var all bytes.Buffer
+	h := sha256.New()
 	for _, r := range refs {
-		line(&all, r)
+		if line(&all, r) {
+			h.Write([]byte(r.Image))
+			h.Write([]byte{'\n'})
+		}
 	}
-	sum := sha256.Sum256(all.Bytes())
-	return all, hex.EncodeToString(sum[:8])
+	return all, hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// SetDigest names the cluster set as EncodeCluster does, without
+// SetDigest names the cluster set as Encode does, without
 // compressing it: a wave whose set did not change is told in milliseconds
 // and writes nothing. refs are sorted in place.
 func SetDigest(refs []Ref) string {
@@ -104,10 +133,34 @@ func SetDigest(refs []Ref) string {
 	return set
 }
 
-// EncodeCluster splits the cluster set into gzip parts of at most maxBytes
-// (MaxPartBytes when 0) and returns them with the set's digest, a short hex
-// string that names it.
+// Encoded is a cluster set as written: its digest, its parts (gzip) and
+// whether it is whole.
+type Encoded struct {
+	Set   string
+	Parts [][]byte
+	// Dropped counts the references left out: one that alone compresses
+	// to more than a part holds, or those past MaxParts. A set with any is
+	// written incomplete.
+	Dropped int
+}
+
+// Incomplete says whether the set was written without some references.
+func (e Encoded) Incomplete() bool { return e.Dropped > 0 || e.Set == IncompleteSet }
+
+// EncodeCluster is Encode's set and parts, for callers that need not know
+// whether the set is whole (the worker tier's directories, benchmarks).
 func EncodeCluster(refs []Ref, maxBytes int) (set string, parts [][]byte, err error) {
+	e, err := Encode(refs, maxBytes)
+	return e.Set, e.Parts, err
+}
+
+// Encode splits the cluster set into gzip parts of at most maxBytes
+// (MaxPartBytes when 0), at most MaxParts of them. It does not fail on
+// size: a reference that alone compresses to more than a part holds, and
+// every line past the last part, are left out, and the set is flagged
+// incomplete in every part's header. The digest is of the images given,
+// whatever was left out: the same images encode the same way.
+func Encode(refs []Ref, maxBytes int) (Encoded, error) {
 	if maxBytes <= 0 {
 		maxBytes = MaxPartBytes
 	}
@@ -128,36 +181,74 @@ func EncodeCluster(refs []Ref, maxBytes int) (set string, parts [][]byte, err er
 		chunks = append(chunks, lines[start:end])
 		start = end
 	}
-	if len(chunks) == 0 {
-		chunks = [][][]byte{nil}
-	}
 	const headerRoom = 128
+	dropped := 0
 	for k := 0; k < len(chunks); k++ {
 		data, err := gz(chunks[k])
 		if err != nil {
-			return "", nil, err
+			return Encoded{}, fmt.Errorf("compressing part %d of the cluster's references: %w", k+1, err)
 		}
 		if len(data) <= maxBytes-headerRoom {
 			continue
 		}
 		if len(chunks[k]) < 2 {
-			return "", nil, fmt.Errorf("one reference compresses to %d bytes, more than a part holds (%d)", len(data), maxBytes)
+			// One reference larger than a part: no image can be named by
+			// it (a reference is at most a few hundred bytes), but the set
+			// is no longer what the index holds.
+			dropped++
+			chunks = slices.Delete(chunks, k, k+1)
+			k--
+			continue
 		}
 		half := len(chunks[k]) / 2
 		chunks = slices.Insert(chunks, k+1, chunks[k][half:])
 		chunks[k] = chunks[k][:half]
 		k--
 	}
-	// Headers go in once the count is known.
+	if len(chunks) > MaxParts {
+		for _, c := range chunks[MaxParts:] {
+			dropped += len(c)
+		}
+		chunks = chunks[:MaxParts]
+	}
+	if len(chunks) == 0 {
+		chunks = [][][]byte{nil}
+	}
+	parts, err := withHeaders(set, chunks, dropped > 0)
+	if err != nil {
+		return Encoded{}, err
+	}
+	return Encoded{Set: set, Parts: parts, Dropped: dropped}, nil
+}
+
+// EncodeIncomplete is the set written when the cluster's references cannot
+// be written at all: one part without references, flagged incomplete, named
+// IncompleteSet.
+func EncodeIncomplete() (Encoded, error) {
+	parts, err := withHeaders(IncompleteSet, [][][]byte{nil}, true)
+	if err != nil {
+		return Encoded{}, err
+	}
+	return Encoded{Set: IncompleteSet, Parts: parts}, nil
+}
+
+// withHeaders compresses each chunk behind its header, once the count is
+// known.
+func withHeaders(set string, chunks [][][]byte, incomplete bool) ([][]byte, error) {
+	flag := ""
+	if incomplete {
+		flag = " " + headerIncomplete
+	}
+	parts := make([][]byte, 0, len(chunks))
 	for k, chunk := range chunks {
-		hdr := []byte(fmt.Sprintf("%s%s %d/%d\n", headerPrefix, set, k+1, len(chunks)))
+		hdr := []byte(fmt.Sprintf("%s%s %d/%d%s\n", headerPrefix, set, k+1, len(chunks), flag))
 		data, err := gz(append([][]byte{hdr}, chunk...))
 		if err != nil {
-			return "", nil, err
+			return nil, fmt.Errorf("compressing part %d of the cluster's references: %w", k+1, err)
 		}
 		parts = append(parts, data)
 	}
-	return set, parts, nil
+	return parts, nil
 }
 
 func gz(lines [][]byte) ([]byte, error) {
@@ -194,9 +285,10 @@ func parseLine(l string, fn func(Ref)) {
 // ClusterReader reads the parts of one cluster set, in any order, and
 // checks that together they are the whole set.
 type ClusterReader struct {
-	set   string
-	total int
-	seen  map[int]bool
+	set        string
+	total      int
+	seen       map[int]bool
+	incomplete bool
 }
 
 // Scan reads one part (gzip), calling fn for each ref.
@@ -210,10 +302,11 @@ func (c *ClusterReader) Scan(name string, r io.Reader, fn func(Ref)) error {
 	if err != nil {
 		return fmt.Errorf("%w: part %s: no header: %w", ErrInvalid, name, err)
 	}
-	set, k, n, err := parseHeader(strings.TrimSuffix(hdr, "\n"))
+	set, k, n, incomplete, err := parseHeader(strings.TrimSuffix(hdr, "\n"))
 	if err != nil {
 		return fmt.Errorf("%w: part %s: %w", ErrInvalid, name, err)
 	}
+	c.incomplete = c.incomplete || incomplete
 	switch {
 	case c.seen == nil:
 		c.set, c.total, c.seen = set, n, map[int]bool{}
@@ -254,17 +347,24 @@ func (c *ClusterReader) Done() error {
 // Set is the set read, once Done.
 func (c *ClusterReader) Set() string { return c.set }
 
-func parseHeader(h string) (set string, k, n int, err error) {
+// Complete says whether the set was written whole, once Done: false when
+// any part says it is incomplete.
+func (c *ClusterReader) Complete() bool { return !c.incomplete }
+
+func parseHeader(h string) (set string, k, n int, incomplete bool, err error) {
 	rest, ok := strings.CutPrefix(h, headerPrefix)
 	f := strings.Fields(rest)
+	if len(f) == 3 && f[2] == headerIncomplete {
+		f, incomplete = f[:2], true
+	}
 	if !ok || len(f) != 2 {
-		return "", 0, 0, fmt.Errorf("header %.60q is not %q<set> <k>/<n>", h, headerPrefix)
+		return "", 0, 0, false, fmt.Errorf("header %.60q is not %q<set> <k>/<n>[ %s]", h, headerPrefix, headerIncomplete)
 	}
 	ks, ns, ok := strings.Cut(f[1], "/")
 	k, err1 := strconv.Atoi(ks)
 	n, err2 := strconv.Atoi(ns)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
-		return "", 0, 0, fmt.Errorf("header %.60q: part %q is not <k>/<n>", h, f[1])
+		return "", 0, 0, false, fmt.Errorf("header %.60q: part %q is not <k>/<n>", h, f[1])
 	}
-	return f[0], k, n, nil
+	return f[0], k, n, incomplete, nil
 }

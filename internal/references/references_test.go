@@ -48,7 +48,7 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		"empty":                {wantParts: 1},
 		"one part":             {node: refs(3), cluster: refs(100), wantParts: 1},
-		"many parts":           {node: refs(3), cluster: refs(20000), maxBytes: 16 * 1024, wantParts: 0},
+		"many parts":           {node: refs(3), cluster: refs(20000), maxBytes: 64 * 1024, wantParts: 0},
 		"duplicates collapsed": {cluster: append(refs(10), refs(10)...), wantParts: 1},
 	}
 	for name, tc := range cases {
@@ -80,8 +80,8 @@ func TestRoundTrip(t *testing.T) {
 			if diff := cmp.Diff(Dedupe(append([]Ref{}, tc.node...)), node, cmpEmpty); diff != "" {
 				t.Errorf("node set (-want +got):\n%s", diff)
 			}
-			if st.Set != set || st.Parts != len(parts) || !st.NodeComplete {
-				t.Errorf("stats %+v, want set %s in %d parts, node complete", st, set, len(parts))
+			if st.Set != set || st.Parts != len(parts) || !st.NodeComplete || !st.ClusterComplete {
+				t.Errorf("stats %+v, want set %s in %d parts, both complete", st, set, len(parts))
 			}
 			for k, p := range parts {
 				if limit := tc.maxBytes; limit > 0 && len(p) > limit {
@@ -118,11 +118,11 @@ func writeParts(t *testing.T, dir string, node []Ref, parts [][]byte) {
 
 // TestRefused: a worker never judges with part of a set.
 func TestRefused(t *testing.T) {
-	_, parts, err := EncodeCluster(refs(20000), 16*1024)
+	_, parts, err := EncodeCluster(refs(20000), 64*1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, other, err := EncodeCluster(refs(19999), 16*1024)
+	_, other, err := EncodeCluster(refs(19999), 64*1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +247,10 @@ func FuzzReaders(f *testing.F) {
 	f.Add([]byte(EncodeNode(refs(5))), parts[0])
 	f.Add([]byte(Incomplete), []byte{0x1f, 0x8b})
 	f.Add([]byte(nodeHeader+"nginx\tPod a/b\n"), parts[0])
+	incomplete, _ := EncodeIncomplete()
+	f.Add([]byte(Incomplete), incomplete.Parts[0])
+	dropped, _ := Encode([]Ref{{Image: randomImage(8*1024, 2), Owner: "Deployment a/b"}, {Image: "nginx", Owner: "Pod a/b"}}, 4*1024)
+	f.Add([]byte(EncodeNode(nil)), dropped.Parts[0])
 	f.Fuzz(func(t *testing.T, node, part []byte) {
 		check := func(r Ref) {
 			if r.Image == "" || strings.ContainsAny(r.Image, "\t\n") || strings.Contains(r.Owner, "\n") {
@@ -258,4 +262,147 @@ func FuzzReaders(f *testing.F) {
 		_ = c.Scan("p", bytes.NewReader(part), check)
 		_ = c.Done()
 	})
+}
+
+// randomImage is an image string of n random letters: it does not
+// compress, as a tenant's would not.
+func randomImage(n int, seed byte) string {
+	b := make([]byte, n)
+	x := uint32(seed) + 1
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = 'a' + byte(x>>24)%26
+	}
+	return string(b)
+}
+
+// TestEncodeNeverFailsOnSize: a reference that alone is larger than a part,
+// and references past MaxParts, are left out and the set is written
+// incomplete, which its reader reports; the rest is read back.
+func TestEncodeNeverFailsOnSize(t *testing.T) {
+	huge := Ref{Image: randomImage(64*1024, 1), Owner: "Deployment tenant-a/big"}
+	many := make([]Ref, 0, 1000)
+	for i := range 1000 {
+		many = append(many, Ref{Image: randomImage(1024, byte(i)) + strconv.Itoa(i), Owner: "Deployment ns/d"})
+	}
+	// Read and Dropped add up to the references given, each read or left
+	// out, never both.
+	type result struct {
+		Parts    int
+		Dropped  bool
+		Complete bool
+		Total    int
+	}
+	cases := map[string]struct {
+		in       []Ref
+		maxBytes int
+		want     result
+	}{
+		"one reference larger than a part": {in: append(refs(3), huge), maxBytes: 16 * 1024, want: result{Parts: 1, Dropped: true, Total: 4}},
+		"only that reference":              {in: []Ref{huge}, maxBytes: 16 * 1024, want: result{Parts: 1, Dropped: true, Total: 1}},
+		// 1 KiB of random letters compresses to about 600 bytes: 1,000 of
+		// them need about 40 parts of 16 KiB.
+		"more parts than a set may have": {in: many, maxBytes: 16 * 1024, want: result{Parts: MaxParts, Dropped: true, Total: 1000}},
+		"whole":                          {in: refs(100), want: result{Parts: 1, Complete: true, Total: 100}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			enc, err := Encode(slices.Clone(tc.in), tc.maxBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			writeParts(t, dir, nil, enc.Parts)
+			_, cluster, st, err := readAll(t, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := result{Parts: len(enc.Parts), Dropped: enc.Dropped > 0, Complete: st.ClusterComplete, Total: len(cluster) + enc.Dropped}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			for k, p := range enc.Parts {
+				if limit := tc.maxBytes; limit > 0 && len(p) > limit {
+					t.Errorf("part %d is %d bytes, over %d", k+1, len(p), limit)
+				}
+			}
+			if enc.Incomplete() == st.ClusterComplete {
+				t.Errorf("Incomplete() = %v, the reader's ClusterComplete %v", enc.Incomplete(), st.ClusterComplete)
+			}
+			if st.Set != SetDigest(slices.Clone(tc.in)) {
+				t.Errorf("set %s, SetDigest says %s", st.Set, SetDigest(slices.Clone(tc.in)))
+			}
+		})
+	}
+}
+
+// TestEncodeIncomplete: the set written when nothing could be encoded reads
+// as an incomplete set without references.
+func TestEncodeIncomplete(t *testing.T) {
+	enc, err := EncodeIncomplete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeParts(t, dir, nil, enc.Parts)
+	_, cluster, st, err := readAll(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{Set: IncompleteSet, Parts: 1, NodeComplete: true}
+	if diff := cmp.Diff(want, st); diff != "" || len(cluster) != 0 || !enc.Incomplete() {
+		t.Errorf("stats (-want +got):\n%s\nreferences %v, Incomplete() %v", diff, cluster, enc.Incomplete())
+	}
+}
+
+// TestSetDigestImagesOnly: the set's name depends on its images alone, not
+// on which owner is written beside each nor on the order given.
+func TestSetDigestImagesOnly(t *testing.T) {
+	base := []Ref{{Image: "nginx:1.27", Owner: "Deployment web/front"}, {Image: "busybox", Owner: "CronJob ops/sweep"}}
+	cases := map[string]struct {
+		refs []Ref
+		same bool
+	}{
+		"the same":                   {refs: base, same: true},
+		"another order":              {refs: []Ref{base[1], base[0]}, same: true},
+		"another owner":              {refs: []Ref{{Image: "nginx:1.27", Owner: "Pod web/front-abc12"}, base[1]}, same: true},
+		"a second owner":             {refs: append(slices.Clone(base), Ref{Image: "nginx:1.27", Owner: "StatefulSet db/pg"}), same: true},
+		"an unbound pod is bound":    {refs: append(slices.Clone(base), Ref{Image: "busybox", Owner: "Pod ops/sweep-1"}), same: true},
+		"an image more":              {refs: append(slices.Clone(base), Ref{Image: "redis:7", Owner: "Deployment a/b"})},
+		"an image less":              {refs: base[:1]},
+		"an image dropped as no ref": {refs: append(slices.Clone(base), Ref{Image: "a b", Owner: "Pod a/b"}), same: true},
+	}
+	want := SetDigest(slices.Clone(base))
+	got, wantSame := map[string]bool{}, map[string]bool{}
+	for name, tc := range cases {
+		got[name] = SetDigest(slices.Clone(tc.refs)) == want
+		wantSame[name] = tc.same
+	}
+	if diff := cmp.Diff(wantSame, got); diff != "" {
+		t.Errorf("same digest as the base set (-want +got):\n%s", diff)
+	}
+}
+
+// TestIncompleteHeaders: the flag is read from any part, and a header with
+// any other third field is refused.
+func TestIncompleteHeaders(t *testing.T) {
+	cases := map[string]struct {
+		header     string
+		incomplete bool
+		invalid    bool
+	}{
+		"whole":         {header: headerPrefix + "abc 1/1"},
+		"incomplete":    {header: headerPrefix + "abc 1/1 incomplete", incomplete: true},
+		"another flag":  {header: headerPrefix + "abc 1/1 partial", invalid: true},
+		"flag and more": {header: headerPrefix + "abc 1/1 incomplete x", invalid: true},
+	}
+	type res struct{ Incomplete, Invalid bool }
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, _, inc, err := parseHeader(tc.header)
+			if diff := cmp.Diff(res{tc.incomplete, tc.invalid}, res{inc, err != nil}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -31,6 +31,10 @@ type Protection struct {
 	// NodeIncomplete: the node's pods referenced more images than their
 	// pod annotation could hold, so every image is kept as referenced.
 	NodeIncomplete bool
+	// ClusterIncomplete: the cluster's set was written without some of its
+	// references (they did not fit its parts), so every image is kept as
+	// referenced, as for NodeIncomplete.
+	ClusterIncomplete bool
 	// KeepNotRepullable keeps images no registry can give back.
 	KeepNotRepullable bool
 }
@@ -86,6 +90,10 @@ func notRepullableDetail(img cri.Image) string {
 	return "no repository digest" + rest
 }
 
+// clusterIncomplete is the detail of an image kept because the cluster's
+// set was written incomplete.
+const clusterIncomplete = "the cluster's references could not be written whole for this run: every image is kept from the automatic policies"
+
 // protects says why the cluster-aware protections keep image i from an
 // automatic policy, if they do; vulnerable says the scanner chose it.
 func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, string) {
@@ -104,6 +112,9 @@ func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, stri
 	if p.NodeIncomplete {
 		return Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
 	}
+	if p.ClusterIncomplete {
+		return Referenced, clusterIncomplete
+	}
 	return "", ""
 }
 
@@ -116,9 +127,9 @@ func protection(s *Snapshot, p *Protection, opts Options, info *RunInfo) error {
 		if err != nil {
 			return fmt.Errorf("the cluster's references (nothing removed): %w", err)
 		}
-		p.Referenced, p.NodeIncomplete = true, !st.NodeComplete
+		p.Referenced, p.NodeIncomplete, p.ClusterIncomplete = true, !st.NodeComplete, !st.ClusterComplete
 		info.References = &st
-		opts.Log.Info("the cluster's references read", "set", st.Set, "parts", st.Parts, "cluster", st.Cluster, "node", st.Node, "nodeComplete", st.NodeComplete, "imagesReferenced", len(s.referenced))
+		opts.Log.Info("the cluster's references read", "set", st.Set, "parts", st.Parts, "cluster", st.Cluster, "node", st.Node, "nodeComplete", st.NodeComplete, "clusterComplete", st.ClusterComplete, "imagesReferenced", len(s.referenced))
 	}
 	return nil
 }

@@ -74,6 +74,17 @@ func TestProtectionDecides(t *testing.T) {
 			targets: Targets{All: true}, protection: Protection{Referenced: true, NodeIncomplete: true},
 			want: map[string]outcome{web.ID: {"referenced", ""}, job.ID: {"referenced", ""}, free.ID: {"referenced", ""}, imported.ID: {"referenced", ""}, local.ID: {"referenced", ""}, dangling.ID: {"referenced", ""}},
 		},
+		"a cluster set written incomplete keeps every image from the automatic policies": {
+			targets: Targets{All: true}, protection: Protection{Referenced: true, ClusterIncomplete: true},
+			want: map[string]outcome{
+				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
+				free.ID: {"referenced", clusterIncomplete}, imported.ID: {"referenced", clusterIncomplete}, local.ID: {"referenced", clusterIncomplete}, dangling.ID: {"referenced", clusterIncomplete},
+			},
+		},
+		"an ImageList entry still removes what a cluster set written incomplete keeps": {
+			targets: mustTargets(t, job.Tags[0]), protection: Protection{Referenced: true, ClusterIncomplete: true},
+			want: map[string]outcome{job.ID: {"removed", ""}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -69,7 +69,8 @@ type Options struct {
 	// References is the directory of the cluster's references (the pod's
 	// mounts, references.ReadDir); "" keeps no referenced images. Protection
 	// says what else keeps images from the automatic policies; its
-	// Referenced and NodeIncomplete are set from what is read.
+	// Referenced, NodeIncomplete and ClusterIncomplete are set from what is
+	// read.
 	References string
 	Protection Protection
 }
