@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
 // ImageListWrapper builds an ImageList.
@@ -206,6 +207,17 @@ func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeW
 	return w
 }
 
+// Ready sets the node's Ready condition, changed at the given time (zero:
+// a condition without a time).
+func (w *NodeWrapper) Ready(status corev1.ConditionStatus, since time.Time) *NodeWrapper {
+	c := corev1.NodeCondition{Type: corev1.NodeReady, Status: status}
+	if !since.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(since)
+	}
+	w.Status.Conditions = []corev1.NodeCondition{c}
+	return w
+}
+
 // Obj returns a copy of the built object.
 func (w *NodeWrapper) Obj() *corev1.Node { return w.Node.DeepCopy() }
 
@@ -257,6 +269,21 @@ func (w *PodWrapper) Terminated(container string, exit int32, message string) *P
 func (w *PodWrapper) Waiting(container, reason string) *PodWrapper {
 	w.Status.ContainerStatuses = append(w.Status.ContainerStatuses, corev1.ContainerStatus{Name: container,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}})
+	return w
+}
+
+// Job labels the pod as a worker of the job.
+func (w *PodWrapper) Job(name string) *PodWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[podspec.LabelJob] = name
+	return w
+}
+
+// Deleting marks the pod deleted, due to be gone at the given time.
+func (w *PodWrapper) Deleting(at time.Time) *PodWrapper {
+	w.DeletionTimestamp = &metav1.Time{Time: at}
 	return w
 }
 

@@ -82,7 +82,8 @@ func TrimPod(obj any) (any, error) {
 
 // TrimNode keeps what decides whether a node gets a worker: its labels (the
 // node filter, the selector, the OS), its taints (the tolerations) and its
-// Ready condition.
+// Ready condition, with when it last changed (how long a node has not been
+// Ready bounds a run's wait for it).
 func TrimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -92,7 +93,7 @@ func TrimNode(obj any) (any, error) {
 	out.Spec.Taints = node.Spec.Taints
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
 		}
 	}
 	return out, nil

@@ -155,12 +155,23 @@ func (s *Stores) Busy() (int, error) {
 
 // NodeExists reports whether the cache holds the node.
 func (s *Stores) NodeExists(name string) (bool, error) {
+	n, err := s.Node(name)
+	return n != nil, err
+}
+
+// Node returns the cached (trimmed) node, read-only, or nil when the cache
+// does not hold it.
+func (s *Stores) Node(name string) (*corev1.Node, error) {
 	s.mu.RLock()
 	inf := s.nodes
 	s.mu.RUnlock()
 	if inf == nil || !inf.HasSynced() {
-		return false, ErrNotSynced
+		return nil, ErrNotSynced
 	}
-	_, ok, err := inf.GetIndexer().GetByKey(name)
-	return ok, err
+	obj, ok, err := inf.GetIndexer().GetByKey(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	n, _ := obj.(*corev1.Node)
+	return n, nil
 }

@@ -161,6 +161,11 @@ type ImageJob struct {
 	PodStartTimeout time.Duration
 	// PodRunTimeout fails a node whose pod has not finished in this time.
 	PodRunTimeout time.Duration
+	// NodeWaitTimeout gives up a node that waits for another run's worker
+	// when that wait cannot end: the node is not Ready, or the worker it
+	// waits for is stuck terminating. It counts from when the node stopped
+	// being Ready or the worker's deletion was due.
+	NodeWaitTimeout time.Duration
 	// NodeSelector leaves out the nodes that lack any of these labels.
 	NodeSelector map[string]string
 	// Tolerations, when not nil, replace the worker pods' tolerate-all

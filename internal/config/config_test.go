@@ -32,7 +32,7 @@ func fullConfig(apiVersion string) *Config {
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
 				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour,
-			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, MaxWorkerPods: DefaultMaxWorkerPods},
+			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},
 			PullSecrets:       []string{"regcred", "other-cred"},
 			PriorityClassName: "system-node-critical",
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
@@ -88,7 +88,7 @@ func defaults(apiVersion string) *Config {
 			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true},
 			Profile:    Profile{Port: 6060},
 			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour},
-				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, MaxWorkerPods: DefaultMaxWorkerPods},
+				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
 			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
 		},
@@ -235,6 +235,10 @@ func TestDefaulting(t *testing.T) {
 				c.Manager.Scheduling.Cron = "0 3 * * *"
 				c.Manager.ImageJob.PodStartTimeout, c.Manager.ImageJob.PodRunTimeout = 2*time.Minute, time.Hour
 			},
+		},
+		"node wait timeout": {
+			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {nodeWaitTimeout: 30m}}",
+			want: func(c *Config) { c.Manager.ImageJob.NodeWaitTimeout = 30 * time.Minute },
 		},
 		"scheduled dry run": {
 			doc:  "apiVersion: eraser.sh/v1alpha1\nmanager: {scheduling: {dryRun: true}}",

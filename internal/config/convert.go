@@ -134,6 +134,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.Cleanup.KeepReportFor = c.duration(job.Child("cleanup", "keepReportFor"), m.ImageJob.Cleanup.KeepReportFor, false)
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
+	out.ImageJob.NodeWaitTimeout = c.duration(job.Child("nodeWaitTimeout"), m.ImageJob.NodeWaitTimeout, true)
 	out.ImageJob.MaxConcurrentNodes = c.maxConcurrent(job.Child("maxConcurrentNodes"), m.ImageJob.MaxConcurrentNodes)
 	out.ImageJob.MaxFailedNodes = c.maxFailed(job.Child("maxFailedNodes"), m.ImageJob.MaxFailedNodes)
 	out.ImageJob.MaxWorkerPods = DefaultMaxWorkerPods

@@ -120,6 +120,7 @@ type imageJobDoc struct {
 	MaxWorkerPods      *int              `json:"maxWorkerPods"`
 	PodStartTimeout    scalar            `json:"podStartTimeout"`
 	PodRunTimeout      scalar            `json:"podRunTimeout"`
+	NodeWaitTimeout    scalar            `json:"nodeWaitTimeout"`
 	NodeSelector       map[string]string `json:"nodeSelector"`
 	// Tolerations stays nil when the key is missing or null (tolerate
 	// everything); an empty list tolerates nothing.
@@ -227,6 +228,7 @@ func defaultManagerCommon() managerCommon {
 			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h", KeepReportFor: "24h"},
 			PodStartTimeout: "10m",
 			PodRunTimeout:   "24h",
+			NodeWaitTimeout: "10m",
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
 		Retention: retentionDoc{MinAge: scalar(DefaultMinAge.String()),

@@ -52,6 +52,7 @@ func TestParseErrors(t *testing.T) {
 		"bad waves":              {doc: v3("manager: {imageJob: {maxConcurrentNodes: lots}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "percentage"}},
 		"bad percent":            {doc: v3("manager: {imageJob: {maxConcurrentNodes: 150%}}"), want: []string{"manager.imageJob.maxConcurrentNodes", "between 1% and 100%"}},
 		"zero start timeout":     {doc: v3("manager: {imageJob: {podStartTimeout: 0s}}"), want: []string{"manager.imageJob.podStartTimeout", "greater than zero"}},
+		"zero node wait timeout": {doc: v3("manager: {imageJob: {nodeWaitTimeout: 0s}}"), want: []string{"manager.imageJob.nodeWaitTimeout", "greater than zero"}},
 		"selector key":           {doc: v3("manager: {imageJob: {nodeSelector: {'bad key': x}}}"), want: []string{"manager.imageJob.nodeSelector[bad key]", "label key"}},
 		"selector value":         {doc: v3("manager: {imageJob: {nodeSelector: {pool: 'a b'}}}"), want: []string{"manager.imageJob.nodeSelector[pool]", `"a b"`, "label value"}},
 		"selector not a map":     {doc: v3("manager: {imageJob: {nodeSelector: [pool=gpu]}}"), want: []string{"manager.imageJob.nodeSelector", "must be a mapping"}},

@@ -5,6 +5,7 @@ package imagejob
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -77,8 +78,11 @@ func trigger(job *eraserv1.ImageJob) string {
 	return "imagelist"
 }
 
-// fail ends a job that cannot run at all.
+// fail ends a job that cannot run at all. It leaves the queue at once,
+// whether or not its status write goes through: it will create no pod, so
+// it must neither hold a node nor wait for one.
 func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, message string) error {
+	r.queue.leave(job.Name)
 	now := metav1.NewTime(r.clock.Now())
 	job.Status.Phase = eraserv1.PhaseFailed
 	job.Status.CompletionTime = &now
@@ -92,7 +96,7 @@ func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, m
 	r.keepReport(job, deleteAfter.Time)
 	setCondition(job, metav1.ConditionFalse, reason, message)
 	if err := r.client.Status().Update(ctx, job); err != nil {
-		return err
+		return fmt.Errorf("writing the status of the failed job (%s): %w", reason, err)
 	}
 	r.recorder.Event(job, corev1.EventTypeWarning, reason, message)
 	r.metrics.JobFinished(0, job.Status.Succeeded, job.Status.Failed, nil)

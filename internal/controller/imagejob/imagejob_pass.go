@@ -21,6 +21,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/jobdata"
+	"github.com/eraser-oss/eraser/internal/nodefilter"
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
@@ -53,41 +54,28 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	return res, err
 }
 
-// pass is one pass over a running job, with its memory locked.
+// pass is one pass over a running job, with its memory locked. Its steps,
+// in order: gather, admit (the wave takes its nodes in the queue), prepare
+// the wave (exclusion lists, references, the pod-build check), create the
+// pods, write the status. A step that fails after admit releases the
+// wave's claims: no pod of it exists, and neither another run waiting for
+// those nodes nor the bound on pods in flight may count it.
 func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
 	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("gathering the job's pods and nodes: %w", err)
 	}
 	o := observe(w)
 	budget := data.Config.Manager.ImageJob.MaxFailedNodes
 	w.halted = overBudget(o.failed, budget, o.eligible)
 	p, err := r.admit(job, data, w, o, budget)
 	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("admitting the next wave: %w", err)
+	}
+	build, failed, err := r.prepare(ctx, job, data, st, w, p)
+	if err != nil || failed {
+		r.queue.release(job.Name, nodeNames(w.targets, p.create)...)
 		return reconcile.Result{}, err
-	}
-	if len(p.create) > 0 {
-		// Exclusion lists are read as each wave is created, not when the
-		// job was: a list added during a long rolling job protects the
-		// nodes not reached yet, and one deleted is not mounted (its pods
-		// would never start).
-		if data.Exclusions, err = jobdata.ExclusionLists(ctx, r.client, r.opts.Namespace); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	var refs waveRefs
-	if len(p.create) > 0 {
-		if refs, err = r.waveReferences(ctx, job, data, st); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	build := r.builder(job, data, refs)
-	if len(p.create) > 0 {
-		// Checked once here, so that a bad configuration fails the job
-		// rather than every node.
-		if _, err := build(p.create[0], w.targets[p.create[0]]); err != nil {
-			return reconcile.Result{}, r.fail(ctx, job, "InvalidPodSpec", err.Error())
-		}
 	}
 	errs := r.createPods(ctx, w.targets, p.create, build)
 	for k, i := range p.create {
@@ -122,7 +110,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
 		if err := r.client.Status().Update(ctx, job); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, fmt.Errorf("writing the job's status: %w", err)
 		}
 	}
 	r.afterUpdate(ctx, job, st, o.timedOut)
@@ -136,6 +124,47 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	return reconcile.Result{RequeueAfter: wakeUp(w, o, p, st)}, nil
 }
 
+// prepare readies the admitted wave: the exclusion lists and references
+// its pods mount, and its pod builder, checked once. failed is whether the
+// job has failed (its configuration cannot build a pod): the error then is
+// only the failure's own status write.
+func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w world, p wave) (podBuilder, bool, error) {
+	if len(p.create) == 0 {
+		return r.builder(job, data, waveRefs{}), false, nil
+	}
+	// Exclusion lists are read as each wave is created, not when the job
+	// was: a list added during a long rolling job protects the nodes not
+	// reached yet, and one deleted is not mounted (its pods would never
+	// start).
+	var err error
+	if data.Exclusions, err = jobdata.ExclusionLists(ctx, r.client, r.opts.Namespace); err != nil {
+		return nil, false, fmt.Errorf("reading the exclusion lists: %w", err)
+	}
+	refs, err := r.waveReferences(ctx, job, data, st)
+	if err != nil {
+		return nil, false, fmt.Errorf("writing the wave's references: %w", err)
+	}
+	build := r.builder(job, data, refs)
+	// Checked once here, so that a bad configuration fails the job rather
+	// than every node.
+	if _, err := build(p.create[0], w.targets[p.create[0]]); err != nil {
+		return nil, true, r.fail(ctx, job, "InvalidPodSpec", err.Error())
+	}
+	return build, false, nil
+}
+
+// podBuilder builds a node's worker pod (the wave's builder).
+type podBuilder = func(int, nodefilter.Target) (*corev1.Pod, error)
+
+// nodeNames names the targets at the indexes.
+func nodeNames(targets []nodefilter.Target, idx []int) []string {
+	out := make([]string, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, targets[i].Name)
+	}
+	return out
+}
+
 // gather reads what one pass needs: the job's pods and the nodes from the
 // cache, and, for started nodes whose pod the cache lacks and nothing
 // explains, the API server's word.
@@ -147,10 +176,11 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		finished: make(map[string]outcome, len(st.finished)),
 		failures: st.failures, creating: st.creating, sights: st.sights, now: now,
 		// A scanning run's pods may outlive podRunTimeout: config.Waits.
-		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun},
+		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun, wait: cfg.Manager.ImageJob.NodeWaitTimeout},
 		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
 		waiting:  map[string]bool{},
 	}
+	w.stall = r.stallOf(job, st, now)
 	for _, i := range jobdata.ParseIndexes(job.Status.WaitingIndexes, w.started) {
 		w.waiting[nodes.Targets[i].Name] = true
 	}
@@ -219,6 +249,28 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		}
 	}
 	return w, nil
+}
+
+// stallOf builds the pass's stallFunc over the cache; st remembers when a
+// node whose Ready condition carries no time was first seen not Ready.
+func (r *Reconciler) stallOf(job *eraserv1.ImageJob, st *jobState, now time.Time) stallFunc {
+	return func(name string) (stall, bool) {
+		node, err := r.cached.Node(name)
+		if err != nil || node == nil {
+			// Not synced, or gone: a deleted node fails on its own.
+			return stall{}, false
+		}
+		if nodeReady(node) {
+			delete(st.notReady, name)
+		} else if _, ok := st.notReady[name]; !ok {
+			st.notReady[name] = now
+		}
+		busy, err := r.cached.BusyOn(name)
+		if err != nil {
+			return stall{}, false
+		}
+		return stalled(node, busy, job.Name, job.UID, st.notReady[name])
+	}
 }
 
 // recordCreates remembers the wave's created pods and its refusals (with

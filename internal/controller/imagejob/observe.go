@@ -46,6 +46,8 @@ type world struct {
 	waiting map[string]bool
 	// holder says which run a node must wait for; nil holds none.
 	holder holderFunc
+	// stall says whether a node's wait cannot end (stall.go); nil never.
+	stall stallFunc
 	// room is how many pods the bound on pods in flight lets this pass
 	// create, when bounded.
 	room    int

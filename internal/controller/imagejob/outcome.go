@@ -88,6 +88,8 @@ func (o outcome) counts() metrics.NodeCounts {
 // timeouts bound a pod's life.
 type timeouts struct {
 	start, run time.Duration
+	// wait bounds a node's stalled wait for another run's worker (stall.go).
+	wait time.Duration
 }
 
 // classify judges a node's pod at time now, its timeouts counted from what

@@ -83,6 +83,19 @@ func plan(w world, o observation) wave {
 	if w.holder == nil {
 		w.holder = func(string) string { return "" }
 	}
+	// wait leaves a node held by another run waiting, or gives it up when
+	// its wait stalled longer than the bound.
+	wait := func(name, holder string) {
+		if s, ok := stallOf(w, name); ok && w.timeouts.wait > 0 {
+			msg, due, out := gaveUp(holder, s, w.timeouts.wait, w.now)
+			if out {
+				p.failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonWaitTimedOut, Message: msg}
+				return
+			}
+			p.wake = earliest(p.wake, due)
+		}
+		p.waiting[name] = holder
+	}
 	full := func() bool {
 		if left == 0 {
 			p.starved = true
@@ -131,7 +144,7 @@ func plan(w world, o observation) wave {
 			// count as untouched.
 			p.waiting[name] = ""
 		case w.holder(name) != "":
-			p.waiting[name] = w.holder(name)
+			wait(name, w.holder(name))
 		case !creatable(name):
 			if _, failed := p.failed[name]; !failed {
 				p.waiting[name] = ""
@@ -163,7 +176,7 @@ func plan(w world, o observation) wave {
 			continue
 		}
 		if h := w.holder(name); h != "" {
-			p.waiting[name] = h
+			wait(name, h)
 			p.started++
 			continue
 		}
@@ -180,6 +193,13 @@ func plan(w world, o observation) wave {
 		p.started++
 	}
 	return p
+}
+
+func stallOf(w world, node string) (stall, bool) {
+	if w.stall == nil {
+		return stall{}, false
+	}
+	return w.stall(node)
 }
 
 // waits is whether a reached node waits for its pod: on record as waiting,

@@ -56,6 +56,9 @@ type jobState struct {
 	// finishedSeen is when this process first saw the job finished, for
 	// the pods' wait for the report (cleanup).
 	finishedSeen time.Time
+	// notReady is when this process first saw each node not Ready, for a
+	// node whose Ready condition carries no time (stall.go).
+	notReady map[string]time.Time
 }
 
 // judged is a finished pod's outcome as of a resource version.
@@ -74,7 +77,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 	st := &jobState{uid: job.UID,
 		created: map[string]time.Time{}, creating: map[string]createFailure{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
-		finished: map[string]judged{}, sights: map[string]sight{},
+		finished: map[string]judged{}, sights: map[string]sight{}, notReady: map[string]time.Time{},
 	}
 	for _, f := range job.Status.FailedNodes {
 		st.failures[f.Node] = f
