@@ -6,8 +6,6 @@
 package schedule
 
 import (
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -88,6 +86,11 @@ func (c Coverage) record(run time.Time, catchUp bool, succeeded []string, now ti
 		if run.After(out.Cleaned[n]) {
 			out.Cleaned[n] = run
 		}
+		// Covered for the last scheduled run, the node is done with
+		// catch-ups: its record of them would only grow the state.
+		if !out.Cleaned[n].Before(out.LastRun) {
+			delete(out.Tried, n)
+		}
 	}
 	return out
 }
@@ -144,35 +147,11 @@ func (c Coverage) prune(exists func(string) bool) Coverage {
 	return out
 }
 
-// State ConfigMap keys of the coverage. Times per node are unix seconds, so
-// that 10,000 nodes take about 300 KiB.
+// State ConfigMap keys of the coverage (state_encoding.go).
 const (
 	keySince   = "coverageSince"
 	keyLastRun = "lastRun"
+	// keyCleaned and keyTried are the JSON form: node names to unix seconds.
 	keyCleaned = "cleaned"
 	keyTried   = "catchUpTried"
 )
-
-func encodeTimes(m map[string]time.Time) (string, error) {
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v.Unix()
-	}
-	b, err := json.Marshal(out)
-	return string(b), err
-}
-
-func decodeTimes(s string) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	if s == "" {
-		return out, nil
-	}
-	var in map[string]int64
-	if err := json.Unmarshal([]byte(s), &in); err != nil {
-		return nil, fmt.Errorf("want a JSON object of node names to unix seconds: %w", err)
-	}
-	for k, v := range in {
-		out[k] = time.Unix(v, 0).UTC()
-	}
-	return out, nil
-}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/config"
@@ -123,5 +124,40 @@ func TestTimesRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeTimes(`{"a":"yesterday"}`); err == nil {
 		t.Error("an unreadable record decoded")
+	}
+}
+
+// TestCoverageRecordClearsTried: a success that covers the last scheduled
+// run (in it, or in a catch-up after it) ends the node's retry record; a
+// success older than the last scheduled run does not, nor does a failure.
+func TestCoverageRecordClearsTried(t *testing.T) {
+	run := c0.Add(-time.Hour)
+	base := Coverage{Since: c0.Add(-48 * time.Hour), LastRun: run,
+		Cleaned: map[string]time.Time{"a": run.Add(-24 * time.Hour), "b": run.Add(-24 * time.Hour)},
+		Tried:   map[string]time.Time{"a": c0.Add(-30 * time.Minute), "b": c0.Add(-30 * time.Minute)}}
+	cases := map[string]struct {
+		run       time.Time
+		catchUp   bool
+		succeeded []string
+		want      []string
+	}{
+		"catch-up succeeded on a":          {run: c0.Add(-30 * time.Minute), catchUp: true, succeeded: []string{"a"}, want: []string{"b"}},
+		"next scheduled run on both":       {run: c0, succeeded: []string{"a", "b"}},
+		"an older run's success":           {run: run.Add(-12 * time.Hour), succeeded: []string{"a", "b"}, want: []string{"a", "b"}},
+		"catch-up failed on both":          {run: c0.Add(-30 * time.Minute), catchUp: true, want: []string{"a", "b"}},
+		"success of a node never tried":    {run: c0, succeeded: []string{"c"}, want: []string{"a", "b"}},
+		"catch-up on a, scheduled on b":    {run: c0.Add(-30 * time.Minute), catchUp: true, succeeded: []string{"a", "b"}},
+		"scheduled success of the tried b": {run: run, succeeded: []string{"b"}, want: []string{"a"}},
+	}
+	got, want := map[string][]string{}, map[string][]string{}
+	for name, tc := range cases {
+		out := base.record(tc.run, tc.catchUp, tc.succeeded, c0)
+		got[name], want[name] = nodeNames(Coverage{Tried: out.Tried}), tc.want
+		if len(base.Tried) != 2 {
+			t.Fatalf("%s: record changed its receiver's Tried: %v", name, base.Tried)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("tried after the record (-want +got):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -121,9 +122,19 @@ func (r *Reconciler) catchUp(ctx context.Context, cfg *config.Config, raw []byte
 		return reconcile.Result{RequeueAfter: min(wait, left)}, nil
 	}
 	name := fmt.Sprintf("imagejob-scheduled-catchup-%d", now.Unix())
-	what := fmt.Sprintf("catch-up run started for %d node(s) the last scheduled run missed: %s", len(nodes), namesText(nodes))
-	if err := r.createJob(ctx, name, cfg, raw, what, nodes); err != nil {
-		return reconcile.Result{}, err
+	for {
+		what := fmt.Sprintf("catch-up run started for %d node(s) the last scheduled run missed: %s", len(nodes), namesText(nodes))
+		err := r.createJob(ctx, name, cfg, raw, what, nodes)
+		if errors.Is(err, jobdata.ErrTooLarge) && len(nodes) > 1 {
+			// Too many long names for the job's data: the first half now,
+			// the others, still due, in the next catch-up.
+			nodes = nodes[:len(nodes)/2]
+			continue
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		break
 	}
 	for _, n := range nodes {
 		st.Coverage.Tried[n] = now

@@ -293,52 +293,35 @@ func (r *Reconciler) state(ctx context.Context) (State, *corev1.ConfigMap, error
 	if err != nil {
 		return State{}, nil, err
 	}
-	var st State
-	st.LastStart, _ = time.Parse(time.RFC3339, cm.Data[keyLastStart])
-	st.LastEnd, _ = time.Parse(time.RFC3339, cm.Data[keyLastEnd])
-	st.LastSuccess, _ = time.Parse(time.RFC3339, cm.Data[keyLastSuccess])
-	st.Coverage.Since, _ = time.Parse(time.RFC3339, cm.Data[keySince])
-	st.Coverage.LastRun, _ = time.Parse(time.RFC3339, cm.Data[keyLastRun])
-	// A record that cannot be read is started again (with Since reset, so
-	// that no node counts as having missed a run): coverage is a
-	// convenience, never a reason to stop the schedule.
-	var errC, errT error
-	st.Coverage.Cleaned, errC = decodeTimes(cm.Data[keyCleaned])
-	st.Coverage.Tried, errT = decodeTimes(cm.Data[keyTried])
-	if err := errors.Join(errC, errT); err != nil {
+	st, err := decodeState(cm.Data, cm.BinaryData)
+	if err != nil {
 		log.FromContext(ctx).Error(err, "the schedule's per-node record is unreadable; starting it again", "configMap", StateName)
-		st.Coverage = Coverage{}
 	}
 	return st, cm, nil
 }
 
+// saveState writes the state. A per-node record too large for the
+// ConfigMap is caught here, before the API server would refuse the whole
+// update: the state is written without it, and the schedule goes on.
 func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st State) error {
-	data := map[string]string{}
-	if !st.LastStart.IsZero() {
-		data[keyLastStart] = st.LastStart.UTC().Format(time.RFC3339)
+	data, bin, err := encodeState(st, stateLimit)
+	if errors.Is(err, errStateTooLarge) {
+		log.FromContext(ctx).Error(err, "the schedule's state is written without its per-node record", "configMap", StateName)
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonStateTooLarge, "%v", err)
+	} else if err != nil {
+		return fmt.Errorf("encoding ConfigMap %s: %w", StateName, err)
 	}
-	if !st.LastEnd.IsZero() {
-		data[keyLastEnd] = st.LastEnd.UTC().Format(time.RFC3339)
-	}
-	if !st.LastSuccess.IsZero() {
-		data[keyLastSuccess] = st.LastSuccess.UTC().Format(time.RFC3339)
-	}
-	if c := st.Coverage; c.Known() {
-		data[keySince] = c.Since.UTC().Format(time.RFC3339)
-		if !c.LastRun.IsZero() {
-			data[keyLastRun] = c.LastRun.UTC().Format(time.RFC3339)
-		}
-		var err error
-		if data[keyCleaned], err = encodeTimes(c.Cleaned); err != nil {
-			return err
-		}
-		if data[keyTried], err = encodeTimes(c.Tried); err != nil {
-			return err
-		}
-	}
-	cm.Data = data
+	cm.Data, cm.BinaryData = data, bin
 	return r.client.Update(ctx, cm)
 }
+
+// stateLimit bounds the state ConfigMap's values, a little under the 1 MiB
+// the API server allows, with room for its metadata.
+const stateLimit = jobdata.MaxSize
+
+// ReasonStateTooLarge is the Event of a state written without its per-node
+// record.
+const ReasonStateTooLarge = "ScheduleStateTooLarge"
 
 // publishLastSuccess gives the metrics the last scheduled success from the
 // state: a restarted manager serves it at once, so that the scheduled-runs
