@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,8 +31,10 @@ const (
 	keyDryRun       = "dryRun"
 	keyExclusions   = "exclusions"
 	keyRemoverImage = "removerImage"
-	// keyOnly confines a job to some nodes (Data.Nodes).
+	// keyOnly confines a job to some nodes (Data.Nodes), a JSON list;
+	// keyOnlyZ holds the list compressed, in binaryData, when it is long.
 	keyOnly    = "onlyNodes"
+	keyOnlyZ   = "onlyNodes.gz"
 	keyNodes   = "nodes"
 	keySkipped = "skipped"
 )
@@ -144,19 +145,30 @@ func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.Config
 		return nil, err
 	}
 	cm.Data[keyExclusions] = string(excl)
+	size := 0
+	for _, v := range cm.Data {
+		size += len(v)
+	}
 	if d.Nodes != nil {
 		nodes, err := json.Marshal(d.Nodes)
 		if err != nil {
 			return nil, err
 		}
-		cm.Data[keyOnly] = string(nodes)
-	}
-	size := 0
-	for _, v := range cm.Data {
-		size += len(v)
+		if size+len(nodes) <= MaxSize {
+			cm.Data[keyOnly] = string(nodes)
+			size += len(nodes)
+		} else {
+			// A catch-up of many nodes with long names: compressed.
+			z, err := gzipBytes(nodes)
+			if err != nil {
+				return nil, err
+			}
+			cm.BinaryData = map[string][]byte{keyOnlyZ: z}
+			size += len(z)
+		}
 	}
 	if size > MaxSize {
-		return nil, fmt.Errorf("%w: the image list and configuration take %d bytes, more than the %d a ConfigMap can hold", ErrTooLarge, size, MaxSize)
+		return nil, fmt.Errorf("%w: the image list, configuration and nodes take %d bytes, more than the %d a ConfigMap can hold", ErrTooLarge, size, MaxSize)
 	}
 	return cm, nil
 }
@@ -244,7 +256,15 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 			return nil, fmt.Errorf("%w: job ConfigMap %s: exclusions: %w", ErrInvalid, job, err)
 		}
 	}
-	if s, ok := cm.Data[keyOnly]; ok {
+	s, ok := cm.Data[keyOnly]
+	if z, compressed := cm.BinaryData[keyOnlyZ]; compressed {
+		raw, err := gunzipBytes(z, readNodesMax)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job ConfigMap %s: %s: %w", ErrInvalid, job, keyOnlyZ, err)
+		}
+		s, ok = string(raw), true
+	}
+	if ok {
 		if err := json.Unmarshal([]byte(s), &d.Nodes); err != nil || d.Nodes == nil {
 			return nil, fmt.Errorf("%w: job ConfigMap %s: nodes: want a JSON list of node names, got %.40q", ErrInvalid, job, s)
 		}
@@ -269,47 +289,4 @@ func ExclusionLists(ctx context.Context, c client.Client, namespace string) ([]s
 type Nodes struct {
 	Targets []nodefilter.Target
 	Skipped []nodefilter.Skipped
-}
-
-// CreateNodes stores a job's nodes: one "name os" line per target, one
-// "name reason [detail]" line per skipped node.
-func CreateNodes(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob, n Nodes) error {
-	var targets, skipped strings.Builder
-	for _, t := range n.Targets {
-		fmt.Fprintf(&targets, "%s %s\n", t.Name, t.OS)
-	}
-	for _, s := range n.Skipped {
-		if s.Detail != "" {
-			fmt.Fprintf(&skipped, "%s %s %s\n", s.Name, s.Reason, s.Detail)
-			continue
-		}
-		fmt.Fprintf(&skipped, "%s %s\n", s.Name, s.Reason)
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, NodesName(job.Name)), Immutable: ptr.To(true),
-		Data: map[string]string{keyNodes: targets.String(), keySkipped: skipped.String()}}
-	return createOwned(ctx, c, cm, job)
-}
-
-// GetNodes reads a job's nodes.
-func GetNodes(ctx context.Context, c client.Reader, namespace string, job *eraserv1.ImageJob) (Nodes, error) {
-	cm, err := getOwned(ctx, c, namespace, NodesName(job.Name), job)
-	if err != nil {
-		return Nodes{}, err
-	}
-	var n Nodes
-	for _, line := range strings.Split(cm.Data[keyNodes], "\n") {
-		if name, os, ok := strings.Cut(line, " "); ok {
-			n.Targets = append(n.Targets, nodefilter.Target{Name: name, OS: paths.OS(os)})
-		}
-	}
-	for _, line := range strings.Split(cm.Data[keySkipped], "\n") {
-		if f := strings.SplitN(line, " ", 3); len(f) >= 2 {
-			s := nodefilter.Skipped{Name: f[0], Reason: f[1]}
-			if len(f) == 3 {
-				s.Detail = f[2]
-			}
-			n.Skipped = append(n.Skipped, s)
-		}
-	}
-	return n, nil
 }
