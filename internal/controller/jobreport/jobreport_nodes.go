@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,13 +23,21 @@ import (
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
 
-// Reasons of nodes that have no worker log in the report.
+// The causes of nodes that never had a worker pod (their reason is
+// nodereport.KindNotStarted and the cause). A node the run never reached
+// has the reason the run ended, as its Ready condition gives it:
+// FailureBudgetExceeded when maxFailedNodes stopped its waves.
 const (
-	// ReasonNotStarted: the run ended before it reached the node (the
-	// failure budget stopped its waves).
-	ReasonNotStarted = "NotStarted"
-	// ReasonSkipped prefixes a skipped node's reason (Skipped/NotReady).
-	ReasonSkipped = "Skipped/"
+	// ReasonWaitTimedOut is the failure the ImageJob controller records for
+	// a node it gave up waiting for (another run's worker would not leave
+	// it): no pod was ever created there. That controller's own constant
+	// must have this value.
+	ReasonWaitTimedOut = "WaitTimedOut"
+	// CauseWaiting: the node waited for its worker pod when the run ended.
+	CauseWaiting = "Waiting"
+	// causeRunEnded stands for the reason the run ended when its status
+	// gives none.
+	causeRunEnded = "RunEnded"
 )
 
 // Why a node of the job has no entries.
@@ -86,9 +95,10 @@ func failures(job *eraserv1.ImageJob, nodes *jobdata.Nodes) func(string) (eraser
 }
 
 // Missing is every node of the job that is neither written nor pending, with
-// the reason it has no log: its failure on record, never reached, skipped,
-// or its pod gone. nodes is nil when the job's node list is gone: then only
-// the failures the status names are known.
+// the reason it has no log: its failure on record, never started (not
+// reached, still waiting when the run ended, or given up waiting for),
+// skipped, or its pod gone. nodes is nil when the job's node list is gone:
+// then only the failures the status names are known.
 func Missing(job *eraserv1.ImageJob, nodes *jobdata.Nodes, written, pending map[string]bool) []nodereport.Node {
 	known := func(name string) bool { return written[name] || pending[name] }
 	failure := failures(job, nodes)
@@ -96,24 +106,35 @@ func Missing(job *eraserv1.ImageJob, nodes *jobdata.Nodes, written, pending map[
 	if nodes == nil {
 		for _, f := range job.Status.FailedNodes {
 			if !known(f.Node) {
-				out = append(out, nodereport.Node{Name: f.Node, Failed: true, Reason: f.Reason, Message: f.Message, Unavailable: noPodFailed})
+				out = append(out, failedNode(f))
 			}
 		}
 		return out
+	}
+	end := endOf(job)
+	started := min(job.Status.Started, len(nodes.Targets))
+	waiting, firstWaiting := map[int]bool{}, -1
+	for _, i := range jobdata.ParseIndexes(job.Status.WaitingIndexes, started) {
+		waiting[i] = true
+		if firstWaiting < 0 || i < firstWaiting {
+			firstWaiting = i
+		}
 	}
 	for i, t := range nodes.Targets {
 		if known(t.Name) {
 			continue
 		}
-		n := nodereport.Node{Name: t.Name}
-		if f, ok := failure(t.Name); ok {
-			n.Failed, n.Reason, n.Message, n.Unavailable = true, f.Reason, f.Message, noPodFailed
-		} else if i >= job.Status.Started {
-			n.Reason, n.Message = ReasonNotStarted, "the run ended before it reached this node"
-		} else {
-			n.Unavailable = noPodSucceeded
+		f, failed := failure(t.Name)
+		switch {
+		case failed:
+			out = append(out, failedNode(f))
+		case waiting[i]:
+			out = append(out, end.waited(t.Name, job.Status.QueuedBehind, i == firstWaiting))
+		case i >= started:
+			out = append(out, end.notReached(t.Name))
+		default:
+			out = append(out, nodereport.Node{Name: t.Name, Unavailable: noPodSucceeded})
 		}
-		out = append(out, n)
 	}
 	for _, s := range nodes.Skipped {
 		if known(s.Name) {
@@ -123,9 +144,55 @@ func Missing(job *eraserv1.ImageJob, nodes *jobdata.Nodes, written, pending map[
 		if s.Detail != "" {
 			msg += ": " + s.Detail
 		}
-		out = append(out, nodereport.Node{Name: s.Name, Reason: ReasonSkipped + s.Reason, Message: msg})
+		out = append(out, nodereport.Node{Name: s.Name, Reason: nodereport.Reason(nodereport.KindSkipped, s.Reason), Message: msg})
 	}
 	return out
+}
+
+// failedNode is a node with a failure on record and no pod to read. One the
+// run gave up waiting for never had a pod: it did not start, though the
+// job counts it failed.
+func failedNode(f eraserv1.NodeFailure) nodereport.Node {
+	if f.Reason == ReasonWaitTimedOut {
+		return nodereport.Node{Name: f.Node, Reason: nodereport.Reason(nodereport.KindNotStarted, ReasonWaitTimedOut),
+			Message: "the run gave up waiting to create this node's worker pod (the job counts the node failed): " + f.Message}
+	}
+	return nodereport.Node{Name: f.Node, Failed: true, Reason: f.Reason, Message: f.Message, Unavailable: noPodFailed}
+}
+
+// runEnd is why the run ended, as the job's Ready condition says: the
+// cause of the nodes it never started.
+type runEnd struct{ cause, why string }
+
+func endOf(job *eraserv1.ImageJob) runEnd {
+	c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady)
+	switch {
+	case c != nil && c.Reason == eraserv1.ReasonFailureBudgetExceeded:
+		return runEnd{c.Reason, "the failure budget (maxFailedNodes) stopped it"}
+	case c != nil && c.Reason != "":
+		return runEnd{c.Reason, "the job failed with " + c.Reason}
+	}
+	return runEnd{causeRunEnded, "the job gives no reason"}
+}
+
+// notReached is a node past the run's last wave.
+func (e runEnd) notReached(node string) nodereport.Node {
+	return nodereport.Node{Name: node, Reason: nodereport.Reason(nodereport.KindNotStarted, e.cause),
+		Message: "the run ended before it reached this node: " + e.why}
+}
+
+// waited is a node a wave reached that still waited for its worker pod
+// when the run ended. behind is the run the job's first waiting node
+// waited for (status.queuedBehind), first whether this is that node.
+func (e runEnd) waited(node, behind string, first bool) nodereport.Node {
+	msg := "this node waited for its worker pod (another run's worker was on the node or queued for it first, or the bound on worker pods in flight left no room) when the run ended: " + e.why
+	switch {
+	case behind != "" && first:
+		msg += "; it waited behind run " + behind
+	case behind != "":
+		msg += "; the run's first waiting node waited behind run " + behind
+	}
+	return nodereport.Node{Name: node, Reason: nodereport.Reason(nodereport.KindNotStarted, CauseWaiting), Message: msg}
 }
 
 // unfinished marks the node of a pod read before it finished: the job had

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -27,11 +28,33 @@ func targets(names ...string) []nodefilter.Target {
 	return out
 }
 
-// TestMissing: every node of the job that has no log is named, with why.
+// withWaiting sets the nodes that waited for their pod, as indexes into the
+// node list ("1,3").
+func withWaiting(job *eraserv1.ImageJob, indexes string) *eraserv1.ImageJob {
+	job.Status.WaitingIndexes = indexes
+	return job
+}
+
+func readyCondition(reason string) metav1.Condition {
+	return metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: "the run failed"}
+}
+
+// TestMissing: every node of the job that has no log is named, with why;
+// a node that never had a worker pod is NotStarted with its cause, never
+// succeeded.
 func TestMissing(t *testing.T) {
 	restored := fmt.Sprintf("status.failedIndexes records the reason; status.failedNodes names only the first %d", eraserv1.MaxReportedNodes)
+	const (
+		budgetStopped  = "the run ended before it reached this node: the failure budget (maxFailedNodes) stopped it"
+		waitedOnBudget = "this node waited for its worker pod (another run's worker was on the node or queued for it first, " +
+			"or the bound on worker pods in flight left no room) when the run ended: the failure budget (maxFailedNodes) stopped it"
+		gaveUp = "the run gave up waiting to create this node's worker pod (the job counts the node failed): "
+	)
 	nodes := &jobdata.Nodes{Targets: targets("a", "b", "c", "d", "e", "f"),
 		Skipped: []nodefilter.Skipped{{Name: "s1", Reason: nodefilter.ReasonNotReady}, {Name: "s2", Reason: nodefilter.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
+	halted := func() *builder.ImageJobWrapper {
+		return builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(4).Condition(readyCondition(eraserv1.ReasonFailureBudgetExceeded))
+	}
 	for name, tc := range map[string]struct {
 		job     *eraserv1.ImageJob
 		nodes   *jobdata.Nodes
@@ -40,7 +63,8 @@ func TestMissing(t *testing.T) {
 	}{
 		"every kind of node without a log": {
 			// a written; b named in failedNodes; c only in failedIndexes;
-			// d reached, no pod, not failed; e and f never reached.
+			// d reached, no pod, not failed; e and f never reached, the
+			// job giving no reason it ended.
 			job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(4).
 				FailedNode("b", "StartTimeout", "did not start within 10m").FailedIndexes("StartTimeout", "1").FailedIndexes("RunTimeout", "2").Obj(),
 			nodes: nodes, written: map[string]bool{"a": true},
@@ -48,10 +72,59 @@ func TestMissing(t *testing.T) {
 				{Name: "b", Failed: true, Reason: "StartTimeout", Message: "did not start within 10m", Unavailable: noPodFailed},
 				{Name: "c", Failed: true, Reason: "RunTimeout", Message: restored, Unavailable: noPodFailed},
 				{Name: "d", Unavailable: noPodSucceeded},
-				{Name: "e", Reason: ReasonNotStarted, Message: "the run ended before it reached this node"},
-				{Name: "f", Reason: ReasonNotStarted, Message: "the run ended before it reached this node"},
+				{Name: "e", Reason: "NotStarted/RunEnded", Message: "the run ended before it reached this node: the job gives no reason"},
+				{Name: "f", Reason: "NotStarted/RunEnded", Message: "the run ended before it reached this node: the job gives no reason"},
 				{Name: "s1", Reason: "Skipped/NotReady", Message: "the job left this node out"},
 				{Name: "s2", Reason: "Skipped/Tainted", Message: "the job left this node out: gpu=true:NoSchedule"},
+			},
+		},
+		"halted by the failure budget, with nodes still waiting": {
+			// a ran; b and d waited when the budget stopped the run (c's
+			// failure made it so), b first, behind run other; e and f
+			// never reached.
+			job:   withWaiting(halted().Waiting(2, "other").FailedNode("c", "PodFailed", "exit 1").Obj(), "1,3"),
+			nodes: &jobdata.Nodes{Targets: targets("a", "b", "c", "d", "e", "f")}, written: map[string]bool{"a": true},
+			want: []nodereport.Node{
+				{Name: "b", Reason: "NotStarted/Waiting", Message: waitedOnBudget + "; it waited behind run other"},
+				{Name: "c", Failed: true, Reason: "PodFailed", Message: "exit 1", Unavailable: noPodFailed},
+				{Name: "d", Reason: "NotStarted/Waiting", Message: waitedOnBudget + "; the run's first waiting node waited behind run other"},
+				{Name: "e", Reason: "NotStarted/FailureBudgetExceeded", Message: budgetStopped},
+				{Name: "f", Reason: "NotStarted/FailureBudgetExceeded", Message: budgetStopped},
+			},
+		},
+		"halted, waiting behind no named run": {
+			// The budget's halt clears the run each node waits behind.
+			job:   withWaiting(halted().Obj(), "0-1"),
+			nodes: &jobdata.Nodes{Targets: targets("a", "b", "c", "d", "e")}, written: map[string]bool{"c": true, "d": true},
+			want: []nodereport.Node{
+				{Name: "a", Reason: "NotStarted/Waiting", Message: waitedOnBudget},
+				{Name: "b", Reason: "NotStarted/Waiting", Message: waitedOnBudget},
+				{Name: "e", Reason: "NotStarted/FailureBudgetExceeded", Message: budgetStopped},
+			},
+		},
+		"a waiting index at or past started is not reached": {
+			job:   withWaiting(halted().Started(1).Obj(), "1,7"),
+			nodes: &jobdata.Nodes{Targets: targets("a", "b")}, written: map[string]bool{"a": true},
+			want: []nodereport.Node{{Name: "b", Reason: "NotStarted/FailureBudgetExceeded", Message: budgetStopped}},
+		},
+		"given up waiting: not started, with the failure's message": {
+			// b named with its message, c only in failedIndexes; neither
+			// is a failed pod.
+			job: halted().Started(3).FailedNode("b", ReasonWaitTimedOut, "run x's pod on the node did not go within 10m").
+				FailedIndexes(ReasonWaitTimedOut, "1-2").Obj(),
+			nodes: &jobdata.Nodes{Targets: targets("a", "b", "c", "d")}, written: map[string]bool{"a": true},
+			want: []nodereport.Node{
+				{Name: "b", Reason: "NotStarted/WaitTimedOut", Message: gaveUp + "run x's pod on the node did not go within 10m"},
+				{Name: "c", Reason: "NotStarted/WaitTimedOut", Message: gaveUp + restored},
+				{Name: "d", Reason: "NotStarted/FailureBudgetExceeded", Message: budgetStopped},
+			},
+		},
+		"ended for another reason before any wave": {
+			job:   builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Condition(readyCondition("PodsRefused")).Obj(),
+			nodes: &jobdata.Nodes{Targets: targets("a", "b")},
+			want: []nodereport.Node{
+				{Name: "a", Reason: "NotStarted/PodsRefused", Message: "the run ended before it reached this node: the job failed with PodsRefused"},
+				{Name: "b", Reason: "NotStarted/PodsRefused", Message: "the run ended before it reached this node: the job failed with PodsRefused"},
 			},
 		},
 		"all written": {
@@ -66,9 +139,13 @@ func TestMissing(t *testing.T) {
 		},
 		"no node list: the named failures only": {
 			job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(3).
-				FailedNode("x", "PodMissing", "gone").FailedNode("y", "PodFailed", "exit 1").FailedIndexes("PodFailed", "0-40").Obj(),
+				FailedNode("x", "PodMissing", "gone").FailedNode("y", "PodFailed", "exit 1").FailedNode("z", ReasonWaitTimedOut, "gave up").
+				FailedIndexes("PodFailed", "0-40").Obj(),
 			written: map[string]bool{"y": true},
-			want:    []nodereport.Node{{Name: "x", Failed: true, Reason: "PodMissing", Message: "gone", Unavailable: noPodFailed}},
+			want: []nodereport.Node{
+				{Name: "x", Failed: true, Reason: "PodMissing", Message: "gone", Unavailable: noPodFailed},
+				{Name: "z", Reason: "NotStarted/WaitTimedOut", Message: gaveUp + "gave up"},
+			},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -141,7 +218,8 @@ func TestReportNamesEveryNode(t *testing.T) {
 		var ok bool
 		switch i := slices.Index(names, name); {
 		case i < 0:
-			ok = strings.HasPrefix(n.Reason, ReasonSkipped) && !n.Failed
+			kind, _ := n.Kind()
+			ok = kind == nodereport.KindSkipped && !n.Failed
 		case i < 20:
 			ok = len(n.Entries) == 1 && n.Counts["removed"] == 1 && !n.Failed
 		case i == 20:
