@@ -17,6 +17,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,8 +52,58 @@ type Output struct {
 	DryRun   bool   `json:"dryRun,omitempty"`
 	Complete bool   `json:"complete"`
 	// OmittedNodes were left out of a report that reached its size cap.
-	OmittedNodes int               `json:"omittedNodes,omitempty"`
-	Nodes        []nodereport.Node `json:"nodes"`
+	OmittedNodes int `json:"omittedNodes,omitempty"`
+	// Note says what the report cannot: an ImageList's newer run that was
+	// deleted before it finished, and so has none.
+	Note    string            `json:"note,omitempty"`
+	Summary Summary           `json:"summary"`
+	Nodes   []nodereport.Node `json:"nodes"`
+}
+
+// Summary counts the nodes shown by what happened on them.
+type Summary struct {
+	// Succeeded nodes' workers ran and did not fail.
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// NotStarted nodes never had a worker pod: the run ended first, or
+	// gave up waiting for the node.
+	NotStarted int `json:"notStarted"`
+	Skipped    int `json:"skipped"`
+}
+
+// Summarize counts the nodes.
+func Summarize(nodes []nodereport.Node) Summary {
+	var s Summary
+	for _, n := range nodes {
+		kind, _ := n.Kind()
+		switch {
+		case n.Failed:
+			s.Failed++
+		case kind == nodereport.KindSkipped:
+			s.Skipped++
+		case n.Reason != "":
+			// NotStarted, or a reason of a newer manager's: a node that
+			// did not fail has a reason only if its worker did not run.
+			s.NotStarted++
+		default:
+			s.Succeeded++
+		}
+	}
+	return s
+}
+
+// String is the summary's nonzero counts, for the text form.
+func (s Summary) String() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Succeeded, "succeeded"}, {s.Failed, "failed"}, {s.NotStarted, "not started"}, {s.Skipped, "skipped"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Main runs `kubectl eraser <args>` and returns the exit code.
@@ -138,11 +189,11 @@ func newClient(kubeconfig, kubeContext string) (client.Client, error) {
 // Load finds the target's job and reads its report; node, when set, keeps
 // only that node (reading only its shard).
 func Load(ctx context.Context, c client.Reader, target, node string) (Output, error) {
-	job, err := findJob(ctx, c, target)
+	job, note, err := findJob(ctx, c, target)
 	if err != nil {
 		return Output{}, err
 	}
-	out := Output{Job: job.Name, Phase: string(job.Status.Phase), DryRun: job.Annotations[eraserv1.AnnotationDryRun] == "true", Nodes: []nodereport.Node{}}
+	out := Output{Job: job.Name, Phase: string(job.Status.Phase), DryRun: job.Annotations[eraserv1.AnnotationDryRun] == "true", Note: note, Nodes: []nodereport.Node{}}
 	rep := job.Status.Report
 	if rep == nil || rep.Namespace == "" {
 		return out, fmt.Errorf("ImageJob %s has no report yet (status.report is empty; phase %q)", job.Name, job.Status.Phase)
@@ -164,13 +215,13 @@ func Load(ctx context.Context, c client.Reader, target, node string) (Output, er
 		return out, fmt.Errorf("node %s is not in the report of ImageJob %s (%d nodes so far, complete: %v)", node, job.Name, rep.Nodes, rep.Complete)
 	}
 	slices.SortFunc(nodes, func(a, b nodereport.Node) int { return strings.Compare(a.Name, b.Name) })
-	out.Nodes = nodes
+	out.Nodes, out.Summary = nodes, Summarize(nodes)
 	return out, nil
 }
 
 // findJob resolves "imagejob/x", "imagelist/x" (their short names too) or
-// a bare name.
-func findJob(ctx context.Context, c client.Reader, target string) (*eraserv1.ImageJob, error) {
+// a bare name; the note says what an ImageList's report leaves out.
+func findJob(ctx context.Context, c client.Reader, target string) (*eraserv1.ImageJob, string, error) {
 	kind, name, found := strings.Cut(target, "/")
 	if !found {
 		kind, name = "", target
@@ -180,38 +231,39 @@ func findJob(ctx context.Context, c client.Reader, target string) (*eraserv1.Ima
 		job := &eraserv1.ImageJob{}
 		err := c.Get(ctx, client.ObjectKey{Name: name}, job)
 		if err == nil {
-			return job, nil
+			return job, "", nil
 		}
 		if kind != "" || !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading ImageJob %s: %w", name, err)
+			return nil, "", fmt.Errorf("reading ImageJob %s: %w", name, err)
 		}
 		return listJob(ctx, c, name)
 	case "imagelist", "imagelists", "il", "imagelist.eraser.sh":
 		return listJob(ctx, c, name)
 	}
-	return nil, fmt.Errorf("%q: want imagelist/<name> or imagejob/<name>", target)
+	return nil, "", fmt.Errorf("%q: want imagelist/<name> or imagejob/<name>", target)
 }
 
 // listJob is an ImageList's last job: the one its status names, else its
 // newest job still kept.
-func listJob(ctx context.Context, c client.Reader, name string) (*eraserv1.ImageJob, error) {
+func listJob(ctx context.Context, c client.Reader, name string) (*eraserv1.ImageJob, string, error) {
 	list := &eraserv1.ImageList{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, list); err != nil {
-		return nil, fmt.Errorf("reading ImageList %s: %w", name, err)
+		return nil, "", fmt.Errorf("reading ImageList %s: %w", name, err)
 	}
+	note := deletedRun(list)
 	if list.Status.Job != "" {
 		job := &eraserv1.ImageJob{}
 		err := c.Get(ctx, client.ObjectKey{Name: list.Status.Job}, job)
 		if err == nil {
-			return job, nil
+			return job, note, nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading ImageJob %s: %w", list.Status.Job, err)
+			return nil, "", fmt.Errorf("reading ImageJob %s: %w", list.Status.Job, err)
 		}
 	}
 	var jobs eraserv1.ImageJobList
 	if err := c.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(name)}); err != nil {
-		return nil, fmt.Errorf("listing the jobs of ImageList %s: %w", name, err)
+		return nil, "", fmt.Errorf("listing the jobs of ImageList %s: %w", name, err)
 	}
 	var newest *eraserv1.ImageJob
 	for i := range jobs.Items {
@@ -224,9 +276,24 @@ func listJob(ctx context.Context, c client.Reader, name string) (*eraserv1.Image
 		}
 	}
 	if newest == nil {
-		return nil, fmt.Errorf("ImageList %s has no job kept (its report goes with the job, manager.imageJob.cleanup.keepReportFor after the run)", name)
+		msg := fmt.Sprintf("ImageList %s has no job kept (its report goes with the job, manager.imageJob.cleanup.keepReportFor after the run)", name)
+		if note != "" {
+			msg += "; " + note
+		}
+		return nil, "", errors.New(msg)
 	}
-	return newest, nil
+	return newest, note, nil
+}
+
+// deletedRun says so when the list's current run was deleted before it
+// finished: a report is written once a run has ended, so that run has none,
+// and the report shown is of an earlier run.
+func deletedRun(list *eraserv1.ImageList) string {
+	c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady)
+	if c == nil || c.Reason != eraserv1.ReasonRunDeleted {
+		return ""
+	}
+	return fmt.Sprintf("the run of generation %d was deleted before it finished and has no report (its nodes' outcomes are unknown); this is the last run recorded before it", c.ObservedGeneration)
 }
 
 // Print writes the report as a table, a line per image, and a line per node
@@ -240,7 +307,14 @@ func Print(w io.Writer, out Output) {
 	if out.DryRun {
 		dry = ", dry run: nothing was removed, \"removed\" is what would have been"
 	}
-	fmt.Fprintf(w, "ImageJob %s: %s, report %s, %d nodes%s\n", out.Job, out.Phase, state, len(out.Nodes), dry)
+	summary := ""
+	if s := Summarize(out.Nodes).String(); s != "" {
+		summary = ": " + s
+	}
+	fmt.Fprintf(w, "ImageJob %s: %s, report %s, %d nodes%s%s\n", out.Job, out.Phase, state, len(out.Nodes), summary, dry)
+	if out.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", out.Note)
+	}
 	if out.OmittedNodes > 0 {
 		fmt.Fprintf(w, "%d nodes left out: the report reached its size cap\n", out.OmittedNodes)
 	}
@@ -250,12 +324,17 @@ func Print(w io.Writer, out Output) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
+		kind, cause := n.Kind()
+		if cause == "" {
+			cause = n.Reason
+		}
 		switch {
 		case n.Failed:
 			fmt.Fprintf(tw, "%s\t(node failed)\t\t%s\t\t%s\n", n.Name, n.Reason, oneLine(n.Message))
+		case kind == nodereport.KindSkipped:
+			fmt.Fprintf(tw, "%s\t(skipped)\t\t%s\t\t%s\n", n.Name, cause, oneLine(n.Message))
 		case n.Reason != "":
-			// Skipped, or never reached: the worker did not run there.
-			fmt.Fprintf(tw, "%s\t(not run)\t\t%s\t\t%s\n", n.Name, n.Reason, oneLine(n.Message))
+			fmt.Fprintf(tw, "%s\t(not started)\t\t%s\t\t%s\n", n.Name, cause, oneLine(n.Message))
 		}
 		if n.Unavailable != "" {
 			detail := oneLine(n.Unavailable)
