@@ -5,6 +5,7 @@ package imagejob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -141,6 +142,18 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 		return nil, false, fmt.Errorf("reading the exclusion lists: %w", err)
 	}
 	refs, err := r.waveReferences(ctx, job, data, st)
+	if errors.Is(err, errNotSynced) {
+		// Bounded like a pod's start: an index that never syncs (the
+		// manager may not list some kind cluster-wide) must end the run,
+		// not keep it Running with no pods.
+		if st.seen.IsZero() {
+			st.seen = r.clock.Now()
+		}
+		if bound := data.Config.Manager.ImageJob.PodStartTimeout; r.clock.Since(st.seen) > bound {
+			return nil, true, r.fail(ctx, job, ReasonReferencesNotSynced, fmt.Sprintf(
+				"the reference index did not sync within podStartTimeout %v of the run's start: check the manager's log for the list or watch that fails (RBAC to list and watch pods and workloads cluster-wide)", bound))
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("writing the wave's references: %w", err)
 	}

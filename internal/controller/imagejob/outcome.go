@@ -38,6 +38,9 @@ const (
 	ReasonRemovalsFailed = podspec.ReasonRemovalsFailed
 	// ReasonPodsRefused fails a whole job whose every pod was refused.
 	ReasonPodsRefused = "PodsRefused"
+	// ReasonReferencesNotSynced fails a job whose wave waited for the
+	// reference index longer than podStartTimeout.
+	ReasonReferencesNotSynced = "ReferencesNotSynced"
 )
 
 // outcome is the verdict on one node's pod.
