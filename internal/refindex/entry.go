@@ -25,6 +25,17 @@ const (
 	numKinds
 )
 
+// apiVersion is the kind's group and version, as an Event names it.
+func (k kind) apiVersion() string {
+	switch k {
+	case kindPod:
+		return "v1"
+	case kindJob, kindCronJob:
+		return "batch/v1"
+	}
+	return "apps/v1"
+}
+
 // String is the kind as owners name it ("CronJob default/backup").
 func (k kind) String() string {
 	return [...]string{"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}[k]
@@ -58,42 +69,54 @@ func (e *entry) DeepCopyObject() runtime.Object { c := *e; return &c }
 // counts is whether the object references its images.
 func (e *entry) counts() bool { return e.images != unique.Handle[string]{} }
 
-// newEntry interns the images of an object that counts.
-func newEntry(m *metav1.ObjectMeta, node string, counts bool, images []string) *entry {
-	e := &entry{key: m.Namespace + "/" + m.Name, node: node}
+// newEntry interns the images of an object that counts; d is what was left
+// out of them.
+func newEntry(m *metav1.ObjectMeta, node string, counts bool, images []string) (e *entry, d dropped) {
+	e = &entry{key: m.Namespace + "/" + m.Name, node: node}
 	if !counts {
-		return e
+		return e, d
 	}
-	if l := imageList(images); l != "" {
+	l, d := imageList(images)
+	if l != "" {
 		e.images = unique.Make(l)
 	}
-	return e
+	return e, d
 }
 
 // toEntry converts one watched object; an entry (already converted, by the
 // reflector's transformer) is returned as it is. ok is false for any other
-// type.
-func toEntry(obj any) (e *entry, ok bool) {
+// type. d is what was left out of the object's images, and who they are.
+func toEntry(obj any) (e *entry, d drop, ok bool) {
+	var left dropped
 	switch o := obj.(type) {
 	case *entry:
-		return o, true
+		return o, d, true
 	case *corev1.Pod:
-		return newEntry(&o.ObjectMeta, o.Spec.NodeName, podCounts(o), podImages(o)), true
+		e, left = newEntry(&o.ObjectMeta, o.Spec.NodeName, podCounts(o), podImages(o))
+		d = drop{dropped: left, kind: kindPod, meta: &o.ObjectMeta}
 	case *appsv1.Deployment:
-		return newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindDeployment, meta: &o.ObjectMeta}
 	case *appsv1.StatefulSet:
-		return newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindStatefulSet, meta: &o.ObjectMeta}
 	case *appsv1.DaemonSet:
-		return newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindDaemonSet, meta: &o.ObjectMeta}
 	case *appsv1.ReplicaSet:
-		return newEntry(&o.ObjectMeta, "", replicaSetCounts(o), templateImages(&o.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", replicaSetCounts(o), templateImages(&o.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindReplicaSet, meta: &o.ObjectMeta}
 	case *batchv1.Job:
-		return newEntry(&o.ObjectMeta, "", jobCounts(o), templateImages(&o.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", jobCounts(o), templateImages(&o.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindJob, meta: &o.ObjectMeta}
 	case *batchv1.CronJob:
 		// Suspended too: it is resumed with the same images.
-		return newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.JobTemplate.Spec.Template.Spec)), true
+		e, left = newEntry(&o.ObjectMeta, "", true, templateImages(&o.Spec.JobTemplate.Spec.Template.Spec))
+		d = drop{dropped: left, kind: kindCronJob, meta: &o.ObjectMeta}
+	default:
+		return nil, d, false
 	}
-	return nil, false
+	return e, d, true
 }
 
 // entryList is a page or a whole list of entries, as the list path returns

@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/imageref"
 )
 
 // The rules of what counts, as pure functions of one object, so that they
@@ -74,9 +76,33 @@ func jobCounts(j *batchv1.Job) bool {
 // imageList is the form in which an object's images are kept: sorted,
 // without duplicates or empty strings, joined by newlines (no reference
 // holds one). Objects with the same images, such as the pods of one
-// ReplicaSet, then have equal strings, interned once.
-func imageList(images []string) string {
-	images = slices.DeleteFunc(images, func(s string) bool { return s == "" || strings.ContainsAny(s, "\n") })
+// ReplicaSet, then have equal strings, interned once. An image over
+// imageref.MaxImageString, or holding a newline, is left out and counted
+// in d: no image on a node can be named by it.
+func imageList(images []string) (list string, d dropped) {
+	images = slices.DeleteFunc(images, func(s string) bool {
+		switch {
+		case s == "":
+			return true
+		case len(s) > imageref.MaxImageString:
+			d.tooLong++
+			d.longest = max(d.longest, len(s))
+			return true
+		case strings.Contains(s, "\n"):
+			d.malformed++
+			return true
+		}
+		return false
+	})
 	slices.Sort(images)
-	return strings.Join(slices.Compact(images), "\n")
+	return strings.Join(slices.Compact(images), "\n"), d
 }
+
+// dropped counts the images left out of one object.
+type dropped struct {
+	tooLong, malformed int
+	// longest is the length of the longest image over the bound.
+	longest int
+}
+
+func (d dropped) any() bool { return d.tooLong+d.malformed > 0 }

@@ -1,13 +1,22 @@
 package refindex
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/eraser-oss/eraser/internal/imageref"
+	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/references"
 )
 
@@ -65,7 +74,7 @@ func TestToEntry(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, ok := toEntry(tc.obj)
+			e, _, ok := toEntry(tc.obj)
 			if !ok {
 				t.Fatalf("toEntry(%T) not converted", tc.obj)
 			}
@@ -74,7 +83,7 @@ func TestToEntry(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := toEntry(&corev1.ConfigMap{}); ok {
+	if _, _, ok := toEntry(&corev1.ConfigMap{}); ok {
 		t.Error("a ConfigMap was converted")
 	}
 }
@@ -82,8 +91,8 @@ func TestToEntry(t *testing.T) {
 // Pods of one ReplicaSet share one interned image list, whatever the order
 // of their containers' images.
 func TestEntriesShareImages(t *testing.T) {
-	a, _ := toEntry(makePod("ns", "a").node("n1").containers("x", "y").obj())
-	b, _ := toEntry(makePod("ns", "b").node("n2").containers("y", "x").obj())
+	a, _, _ := toEntry(makePod("ns", "a").node("n1").containers("x", "y").obj())
+	b, _, _ := toEntry(makePod("ns", "b").node("n2").containers("y", "x").obj())
 	if a.images != b.images {
 		t.Error("equal image lists are not one handle")
 	}
@@ -92,7 +101,7 @@ func TestEntriesShareImages(t *testing.T) {
 func TestOwners(t *testing.T) {
 	var refs []references.Ref
 	for k := kindPod; k < numKinds; k++ {
-		e, _ := toEntry(makePod("ns", "n").containers("img").obj())
+		e, _, _ := toEntry(makePod("ns", "n").containers("img").obj())
 		refs = appendRefs(refs, k, e.key, e.images)
 	}
 	var got []string
@@ -102,5 +111,93 @@ func TestOwners(t *testing.T) {
 	want := []string{"Pod ns/n", "Deployment ns/n", "StatefulSet ns/n", "DaemonSet ns/n", "ReplicaSet ns/n", "Job ns/n", "CronJob ns/n"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("owners (-want +got):\n%s", diff)
+	}
+}
+
+// TestImagesOverTheBoundDropped: an image over imageref.MaxImageString, or
+// holding a newline, is left out of the object's images and counted; the
+// object's other images stay, and one at the bound is kept.
+func TestImagesOverTheBoundDropped(t *testing.T) {
+	atBound := "registry.example.com/" + strings.Repeat("a", imageref.MaxImageString-len("registry.example.com/"))
+	huge := strings.Repeat("Zq", 614_411) // 1,228,822 bytes, as a tenant may write
+	type got struct {
+		Entry     flat
+		TooLong   int
+		Malformed int
+		Longest   int
+	}
+	cases := map[string]struct {
+		obj  any
+		want got
+	}{
+		"a deployment at zero with a 1.2 MB image": {obj: makeDeployment("tenant-a", "big", 0, nil, huge, "nginx:1.27"),
+			want: got{Entry: flat{"tenant-a/big", "", []string{"nginx:1.27"}}, TooLong: 1, Longest: len(huge)}},
+		"only that image": {obj: makeDeployment("tenant-a", "big", 0, nil, huge),
+			want: got{Entry: flat{"tenant-a/big", "", nil}, TooLong: 1, Longest: len(huge)}},
+		"an image at the bound is kept": {obj: makeCronJob("ns", "c", false, atBound),
+			want: got{Entry: flat{"ns/c", "", []string{atBound}}}},
+		"a byte over the bound": {obj: makeCronJob("ns", "c", false, atBound+"a"),
+			want: got{Entry: flat{"ns/c", "", nil}, TooLong: 1, Longest: len(atBound) + 1}},
+		"a pod's spec and status": {obj: makePod("ns", "p").node("n1").containers(huge, "app:1").phase(corev1.PodRunning).status("c", huge, "sha256:1").obj(),
+			want: got{Entry: flat{"ns/p", "n1", []string{"app:1", "sha256:1"}}, TooLong: 2, Longest: len(huge)}},
+		"a newline": {obj: makeStatefulSet("ns", "s", 1, "db:5\nevil"),
+			want: got{Entry: flat{"ns/s", "", nil}, Malformed: 1}},
+		"a finished pod counts nothing, drops nothing": {obj: makePod("ns", "done").node("n1").containers(huge).phase(corev1.PodSucceeded).obj(),
+			want: got{Entry: flat{"ns/done", "n1", nil}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, d, ok := toEntry(tc.obj)
+			if !ok {
+				t.Fatalf("toEntry(%T) not converted", tc.obj)
+			}
+			g := got{Entry: flatten(e), TooLong: d.tooLong, Malformed: d.malformed, Longest: d.longest}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDropsReportedOnce: an object is counted once for what it drops,
+// however often it is read (status updates, relists), and again when what
+// it drops changes; warnings past the burst are suppressed, never the
+// count.
+func TestDropsReportedOnce(t *testing.T) {
+	huge := strings.Repeat("x", imageref.MaxImageString+1)
+	r := newDropReporter(logr.Discard())
+	rec := record.NewFakeRecorder(100)
+	r.recorder = rec
+	// A clock that does not move: the bucket refills by none.
+	r.limiter = flowcontrol.NewTokenBucketRateLimiterWithClock(warnQPS, warnBurst, clocktesting.NewFakeClock(time.Unix(0, 0)))
+	before := metrics.InputsDroppedCount(metrics.SourceWorkloadImage, metrics.ReasonTooLong)
+	read := func(obj any) {
+		_, d, _ := toEntry(obj)
+		r.report(d)
+	}
+	dep := makeDeployment("tenant-a", "big", 0, nil, huge)
+	dep.UID = "u1"
+	for range 5 {
+		read(dep)
+	}
+	dep2 := dep.DeepCopy()
+	dep2.Spec.Template.Spec.Containers = append(dep2.Spec.Template.Spec.Containers, corev1.Container{Name: "b", Image: huge + "y"})
+	read(dep2)
+	for n := range 2 * warnBurst {
+		d := makeDeployment("tenant-b", fmt.Sprintf("d-%d", n), 0, nil, huge)
+		d.UID = types.UID(fmt.Sprint("v", n))
+		read(d)
+	}
+	got := map[string]int{
+		"counted": int(metrics.InputsDroppedCount(metrics.SourceWorkloadImage, metrics.ReasonTooLong) - before),
+		"events":  len(rec.Events),
+	}
+	// dep: 1, dep2: 2 (its two images), 20 others: 1 each.
+	want := map[string]int{"counted": 1 + 2 + 2*warnBurst, "events": warnBurst}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, ReasonImageDropped) || !strings.Contains(ev, "over 4096 bytes") {
+		t.Errorf("event %q", ev)
 	}
 }

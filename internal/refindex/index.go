@@ -18,6 +18,9 @@ import (
 	"sync"
 	"unique"
 
+	"k8s.io/client-go/tools/record"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/eraser-oss/eraser/internal/references"
 )
 
@@ -36,7 +39,12 @@ type Index struct {
 
 	// sources are the watches Start runs (New sets them).
 	sources []source
-	stats   counters
+	// drops tells of images left out; events and eventSink send its
+	// Events (New sets them).
+	drops     *dropReporter
+	events    record.EventBroadcaster
+	eventSink record.EventSink
+	stats     counters
 	// pageSize is the list path's page; listOnly takes that path instead
 	// of streaming (tests).
 	pageSize int64
@@ -44,7 +52,7 @@ type Index struct {
 }
 
 func newIndex() *Index {
-	i := &Index{pageSize: pageSize, pods: newPodSets()}
+	i := &Index{pageSize: pageSize, pods: newPodSets(), drops: newDropReporter(ctrllog.Log.WithName("reference-index"))}
 	for k := range i.templates {
 		i.templates[k] = map[string]unique.Handle[string]{}
 	}

@@ -89,7 +89,7 @@ func (i *Index) streamEntries(ctx context.Context, s source, o metav1.ListOption
 				return setList(set, m.GetResourceVersion()), nil
 			}
 		default:
-			e, ok := toEntry(ev.Object)
+			e, d, ok := toEntry(ev.Object)
 			if !ok {
 				return nil, fmt.Errorf("%s stream: unexpected %T", s.kind, ev.Object)
 			}
@@ -97,6 +97,8 @@ func (i *Index) streamEntries(ctx context.Context, s source, o metav1.ListOption
 				// Not sent before the initial events end; should one be, an
 				// entry that does not count removes the object.
 				e.images = unique.Handle[string]{}
+			} else {
+				i.drops.report(d)
 			}
 			set.add(e)
 		}
@@ -131,7 +133,8 @@ func (i *Index) listEntries(ctx context.Context, s source, o metav1.ListOptions)
 			rv = lm.GetResourceVersion()
 		}
 		err = meta.EachListItem(page, func(obj runtime.Object) error {
-			if e, ok := toEntry(obj); ok {
+			if e, d, ok := toEntry(obj); ok {
+				i.drops.report(d)
 				set.add(e)
 			}
 			return nil

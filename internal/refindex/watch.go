@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/eraser-oss/eraser/internal/podspec"
 )
@@ -79,6 +82,12 @@ func New(cfg *rest.Config) (*Index, error) {
 	}
 	i := newIndex()
 	i.sources = sources(cs)
+	// Events on the objects whose images were left out, from a broadcaster
+	// of the index's own: it reaches every namespace, where the manager's
+	// recorder serves its own objects.
+	i.events = record.NewBroadcaster()
+	i.drops.recorder = i.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "eraser-manager"})
+	i.eventSink = &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events(metav1.NamespaceAll)}
 	return i, nil
 }
 
@@ -155,6 +164,10 @@ func notWorkers(o metav1.ListOptions) metav1.ListOptions {
 
 // Start runs the watches until ctx is done (manager.Runnable).
 func (i *Index) Start(ctx context.Context) error {
+	if i.events != nil {
+		i.events.StartRecordingToSink(i.eventSink)
+		defer i.events.Shutdown()
+	}
 	var wg sync.WaitGroup
 	for _, s := range i.sources {
 		r := cache.NewReflectorWithOptions(i.listWatch(s), s.example, &store{idx: i, kind: s.kind},
@@ -185,30 +198,32 @@ var _ cache.TransformingStore = (*store)(nil)
 // run, that store holds entries, not decoded pods.
 func (s *store) Transformer() cache.TransformFunc {
 	return func(obj any) (any, error) {
-		e, ok := toEntry(obj)
+		e, d, ok := toEntry(obj)
 		if !ok {
 			return nil, fmt.Errorf("reference index: unexpected %T in the %s watch", obj, s.kind)
 		}
+		s.idx.drops.report(d)
 		return e, nil
 	}
 }
 
-func (s *store) entry(obj any) (*entry, error) {
+func (s *store) entry(obj any) (*entry, drop, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	e, ok := toEntry(obj)
+	e, d, ok := toEntry(obj)
 	if !ok {
-		return nil, fmt.Errorf("reference index: unexpected %T in the %s watch", obj, s.kind)
+		return nil, d, fmt.Errorf("reference index: unexpected %T in the %s watch", obj, s.kind)
 	}
-	return e, nil
+	return e, d, nil
 }
 
 func (s *store) Add(obj any) error {
-	e, err := s.entry(obj)
+	e, d, err := s.entry(obj)
 	if err != nil {
 		return err
 	}
+	s.idx.drops.report(d)
 	s.idx.put(s.kind, e)
 	return nil
 }
@@ -216,7 +231,7 @@ func (s *store) Add(obj any) error {
 func (s *store) Update(obj any) error { return s.Add(obj) }
 
 func (s *store) Delete(obj any) error {
-	e, err := s.entry(obj)
+	e, _, err := s.entry(obj)
 	if err != nil {
 		return err
 	}
@@ -227,10 +242,11 @@ func (s *store) Delete(obj any) error {
 func (s *store) Replace(list []any, _ string) error {
 	entries := make([]*entry, 0, len(list))
 	for _, obj := range list {
-		e, err := s.entry(obj)
+		e, d, err := s.entry(obj)
 		if err != nil {
 			return err
 		}
+		s.idx.drops.report(d)
 		entries = append(entries, e)
 	}
 	s.idx.replace(s.kind, entries)
