@@ -67,13 +67,15 @@ type Reconciler struct {
 	// pendingSince is when a node was first seen due for a catch-up that
 	// has not started yet (schedule_catchup.go); this process's memory.
 	pendingSince time.Time
+	// stateLimit bounds the state ConfigMap's values (stateLimit).
+	stateLimit int
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler; started is when the manager started.
 func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, m *metrics.Recorder, namespace, removerImage string) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, metrics: m, namespace: namespace, removerImage: removerImage, started: clk.Now()}
+	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, metrics: m, namespace: namespace, removerImage: removerImage, started: clk.Now(), stateLimit: stateLimit}
 }
 
 // SetupWithManager wakes the schedule when a scheduled job changes, when the
@@ -304,7 +306,7 @@ func (r *Reconciler) state(ctx context.Context) (State, *corev1.ConfigMap, error
 // ConfigMap is caught here, before the API server would refuse the whole
 // update: the state is written without it, and the schedule goes on.
 func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st State) error {
-	data, bin, err := encodeState(st, stateLimit)
+	data, bin, err := encodeState(st, r.stateLimit)
 	if errors.Is(err, errStateTooLarge) {
 		log.FromContext(ctx).Error(err, "the schedule's state is written without its per-node record", "configMap", StateName)
 		r.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonStateTooLarge, "%v", err)
