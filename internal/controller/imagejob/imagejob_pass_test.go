@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -56,14 +55,7 @@ func TestFailedPassFreesItsNodes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			var failLists atomic.Bool
-			c := interceptor.NewClient(f.cached.(client.WithWatch), interceptor.Funcs{
-				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-					if _, ok := list.(*corev1.ConfigMapList); ok && failLists.Load() {
-						return errors.New("injected: the API server is unavailable")
-					}
-					return c.List(ctx, list, opts...)
-				},
-			})
+			c := failingLists{Client: f.cached, fail: &failLists}
 			f.r = NewReconciler(c, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs})
 			f.manyNodes(2, "freed")
 			f.job("broken", podspec.KindManual, tc.doc, "*")
@@ -108,4 +100,18 @@ func TestFailedPassFreesItsNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingLists is the manager's client whose ConfigMap lists fail while
+// fail is set, as when the API server does not answer.
+type failingLists struct {
+	client.Client
+	fail *atomic.Bool
+}
+
+func (c failingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.ConfigMapList); ok && c.fail.Load() {
+		return errors.New("injected: the API server is unavailable")
+	}
+	return c.Client.List(ctx, list, opts...)
 }
