@@ -3,13 +3,16 @@ package jobdata
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/references"
 )
 
@@ -27,7 +30,7 @@ func ReferencesName(job, set string, k int) string {
 // created again by the name, its dependents not yet collected) is
 // ErrConflict: pods must not mount what the garbage collector will delete.
 // existing reads the API server, not the cache, which holds no parts.
-// set and parts are references.EncodeCluster's.
+// set and parts are references.Encode's.
 func CreateReferences(ctx context.Context, c client.Client, existing client.Reader, namespace string, job *eraserv1.ImageJob, set string, parts [][]byte) ([]string, error) {
 	names := make([]string, len(parts))
 	for k, data := range parts {
@@ -51,4 +54,55 @@ func CreateReferences(ctx context.Context, c client.Client, existing client.Read
 		}
 	}
 	return names, nil
+}
+
+// LabelReferenceSet names, on a worker pod, the cluster set whose parts it
+// mounts: pods in the cache keep their labels but not their volumes, and
+// a set's parts are deleted once no unfinished pod carries its name.
+const LabelReferenceSet = "eraser.sh/references-set"
+
+// ReferenceSetOf is the set a part of job's cluster set belongs to, read
+// from its name (ReferencesName); ok is false for a name of another form.
+func ReferenceSetOf(job, name string) (set string, ok bool) {
+	rest, ok := strings.CutPrefix(name, job+"-refs-")
+	if !ok {
+		return "", false
+	}
+	set, k, ok := strings.Cut(rest, "-")
+	if !ok || set == "" || k == "" || strings.Trim(k, "0123456789") != "" {
+		return "", false
+	}
+	return set, true
+}
+
+// DeleteReferences deletes the parts of job's cluster sets for which keep
+// says false and returns their names. The parts are listed from the API
+// server, metadata only (the cache holds none, and each may be 900 KiB);
+// a part another run owns is left to the garbage collector, and each
+// delete is conditional on the part's UID, so that a part written again
+// since the list is kept.
+func DeleteReferences(ctx context.Context, c client.Client, existing client.Reader, namespace string, job *eraserv1.ImageJob, keep func(set string) bool) ([]string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := existing.List(ctx, list, client.InNamespace(namespace),
+		client.MatchingLabels{eraserv1.LabelReferences: "true", podspec.LabelJob: job.Name}); err != nil {
+		return nil, fmt.Errorf("listing the parts of the cluster's references: %w", err)
+	}
+	var deleted []string
+	for _, part := range list.Items {
+		set, ok := ReferenceSetOf(job.Name, part.Name)
+		if !ok || keep(set) || !SameRun(&part, job.UID) || part.DeletionTimestamp != nil {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: part.Namespace, Name: part.Name}}
+		err := c.Delete(ctx, cm, client.Preconditions{UID: &part.UID})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("deleting part %s of a superseded set of the cluster's references: %w", part.Name, err)
+		}
+		deleted = append(deleted, part.Name)
+	}
+	return deleted, nil
 }

@@ -29,13 +29,20 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs wa
 		if refs.node != nil {
 			node = references.EncodeNode(refs.node(target.Name))
 		}
-		return podspec.Build(podspec.Params{
+		pod, err := podspec.Build(podspec.Params{
 			References: refs.parts, NodeReferences: node,
 			Batch: index / cleanupBatch,
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
 		})
+		if err == nil && refs.set != "" {
+			// Which set's parts the pod mounts, where the cache shows it:
+			// they are kept until no unfinished pod names it
+			// (pruneReferences).
+			pod.Labels[jobdata.LabelReferenceSet] = refs.set
+		}
+		return pod, err
 	}
 }
 
