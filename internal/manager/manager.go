@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -97,6 +98,10 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
 
 	scheme, err := erasescheme.New()
+	if err == nil {
+		// For reading the CRDs, and filing Events on them.
+		err = apiextensionsv1.AddToScheme(scheme)
+	}
 	if err != nil {
 		return err
 	}
@@ -107,13 +112,27 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	// the cluster network, and the API server is what a run waits on.
 	restConfig.DisableCompression = true
 
+	// Before anything writes: a CRD that lacks fields would drop them from
+	// every write without an error (and a user's spec.dryRun with them).
+	reader, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	findings, err := readCRDs(ctx, log, reader)
+	if err != nil {
+		return err
+	}
+	heldBack := len(findings) > 0
+
 	cacheOpts, stores := cacheopts.Options(opts.Namespace)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:  opts.ProbeAddr,
-		PprofBindAddress:        opts.PprofAddr,
-		LeaderElection:          opts.LeaderElect,
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress: opts.ProbeAddr,
+		PprofBindAddress:       opts.PprofAddr,
+		// A manager held back runs nothing, so takes no lease from one that
+		// might run.
+		LeaderElection:          opts.LeaderElect && !heldBack,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
 		LeaseDuration:           nonZero(opts.LeaseDuration),
@@ -127,6 +146,9 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	if heldBack {
+		return runHeldBack(ctx, mgr, newCRDGate(log, reader, mgr.GetEventRecorderFor("eraser-manager"), opts.Namespace, findings))
+	}
 	if err := setupControllers(mgr, stores, opts, store); err != nil {
 		return err
 	}
@@ -137,6 +159,25 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// runHeldBack runs a manager with no controllers, unready with the gate's
+// message, until the CRDs keep every field; it then returns nil, and the
+// process exits to be restarted with its controllers.
+func runHeldBack(ctx context.Context, mgr ctrl.Manager, gate *crdGate) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("crds", gate.Ready); err != nil {
+		return err
+	}
+	if err := mgr.Add(gate); err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, errCRDsFixed) {
+		return err
+	}
+	return nil
 }
 
 // nonZero leaves a timing unset (controller-runtime's default) when the
