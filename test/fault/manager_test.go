@@ -43,16 +43,18 @@ func (p *process) exited() bool {
 }
 
 // startManager runs the manager binary in the scenario's namespace with the
-// EraserConfig doc, as the Deployment does (leader election on).
-func (s *scenario) startManager(doc string) *process {
+// EraserConfig doc, as the Deployment does (leader election on); extra
+// flags come last, so that they override the defaults here.
+func (s *scenario) startManager(doc string, extra ...string) *process {
 	s.t.Helper()
 	t := s.t
 	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(managerBin, "--kubeconfig="+env.KubeconfigPath, "--config="+cfg,
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
+	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + cfg,
+		"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
+	cmd := exec.Command(managerBin, args...)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
 	p := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log
