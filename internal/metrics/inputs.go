@@ -27,6 +27,8 @@ const (
 	// SourceClusterReferences: a reference left out of the cluster set a
 	// wave writes, which is then incomplete.
 	SourceClusterReferences = "cluster_references"
+	// SourceImageListEntry: an ImageList entry left out of its run.
+	SourceImageListEntry = "imagelist_entry"
 
 	// ReasonTooLong: over the bound of its kind.
 	ReasonTooLong = "too_long"

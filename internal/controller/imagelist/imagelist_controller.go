@@ -30,8 +30,10 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/configstore"
+	"github.com/eraser-oss/eraser/internal/imageref"
 	"github.com/eraser-oss/eraser/internal/jobdata"
 	"github.com/eraser-oss/eraser/internal/kname"
+	"github.com/eraser-oss/eraser/internal/metrics"
 	"github.com/eraser-oss/eraser/internal/podspec"
 	"github.com/eraser-oss/eraser/internal/runnow"
 )
@@ -242,8 +244,9 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, nam
 	if err := ctrl.SetControllerReference(list, job, r.client.Scheme()); err != nil {
 		return nil, err
 	}
+	images, dropped, longest := boundEntries(list.Spec.Images)
 	created, err := jobdata.CreateJob(ctx, r.client, r.namespace, job, jobdata.Data{
-		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: list.Spec.Images, Raw: raw, RemoverImage: r.removerImage,
+		Kind: podspec.KindManual, DryRun: list.Spec.DryRun, Images: images, Raw: raw, RemoverImage: r.removerImage,
 	})
 	if errors.Is(err, jobdata.ErrTooLarge) {
 		// Only an edit can fix it: record the refusal for this generation
@@ -260,6 +263,13 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, nam
 	}
 	if !created {
 		return job, nil
+	}
+	if dropped > 0 {
+		// Once per generation, as the job is: an edit is what fixes it.
+		metrics.InputsDropped(metrics.SourceImageListEntry, metrics.ReasonTooLong, dropped)
+		log.FromContext(ctx).Info("ImageList entries left out of the run: longer than any image reference", "imageList", list.Name, "dropped", dropped, "longestBytes", longest, "maxBytes", imageref.MaxLength)
+		r.recorder.Eventf(list, corev1.EventTypeWarning, ReasonEntriesDropped,
+			"%d entries left out of ImageJob %s: longer than any image reference can be (%d bytes; the longest %d)", dropped, job.Name, imageref.MaxLength, longest)
 	}
 	reason, how := "JobCreated", ""
 	if runNow {
