@@ -78,8 +78,15 @@ func (r *Reconciler) waveReferences(ctx context.Context, job *eraserv1.ImageJob,
 			"references", len(refs), "incomplete", enc.Incomplete(), "took", r.clock.Since(start).String())
 		st.refSet, st.refParts = digest, names
 	}
-	set, _ := jobdata.ReferenceSetOf(job.Name, st.refParts[0])
-	r.pruneReferences(ctx, job, st, set)
+	// Every set has a first part (Encode writes one even for no
+	// references); without a set to name, nothing is pruned.
+	set := ""
+	if len(st.refParts) > 0 {
+		set, _ = jobdata.ReferenceSetOf(job.Name, st.refParts[0])
+	}
+	if set != "" {
+		r.pruneReferences(ctx, job, st, set)
+	}
 	return waveRefs{set: set, parts: st.refParts, node: idx.Node}, nil
 }
 
