@@ -225,3 +225,25 @@ func values(data map[string]string, bin map[string][]byte) int {
 	}
 	return n
 }
+
+// FuzzDecodeNodes: whatever a node list's ConfigMap holds, reading it
+// never panics.
+func FuzzDecodeNodes(f *testing.F) {
+	z, err := gzipBytes([]byte("a linux\n--\nb NotReady\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("a linux\n", "b NotReady x\n", "", z)
+	f.Add("", "", "2", []byte("junk"))
+	f.Fuzz(func(t *testing.T, targets, skipped, parts string, compressed []byte) {
+		data := map[string]string{keyNodes: targets, keySkipped: skipped}
+		if parts != "" {
+			data[keyParts] = parts
+		}
+		var bin map[string][]byte
+		if compressed != nil {
+			bin = map[string][]byte{keyNodesZ: compressed}
+		}
+		_, _ = decodeNodes(data, bin, func(int) ([]byte, error) { return compressed, nil })
+	})
+}

@@ -267,3 +267,38 @@ func TestStateSizeAt10000Nodes(t *testing.T) {
 		t.Errorf("fits (-want +got):\n%s", diff)
 	}
 }
+
+// FuzzDecodeState: whatever the state ConfigMap holds (anyone who may edit
+// it can write anything), reading it never panics, and a record it reads
+// is written again and read back the same.
+func FuzzDecodeState(f *testing.F) {
+	z, err := gzipBytes([]byte("a 0 -\nb -3600 60\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("2026-11-01T00:00:00Z", `{"a":1764547200}`, `{}`, z)
+	f.Add("", "", "", []byte(nil))
+	f.Add("2026-11-01T00:00:00Z", `{"a":"x"}`, `[`, []byte("not gzip"))
+	f.Fuzz(func(t *testing.T, since, cleaned, tried string, compact []byte) {
+		data := map[string]string{keySince: since, keyCleaned: cleaned, keyTried: tried}
+		var bin map[string][]byte
+		if compact != nil {
+			bin = map[string][]byte{keyCoverage: compact}
+		}
+		st, err := decodeState(data, bin)
+		if err != nil || !st.Coverage.Known() {
+			return
+		}
+		out, outBin, err := encodeState(st, stateLimit)
+		if err != nil {
+			return
+		}
+		again, err := decodeState(out, outBin)
+		if err != nil {
+			t.Fatalf("a record read and written again is unreadable: %v", err)
+		}
+		if diff := cmp.Diff(st.Coverage.Cleaned, again.Coverage.Cleaned, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("cleaned changed (-read +again):\n%s", diff)
+		}
+	})
+}
