@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/builder"
 	"github.com/eraser-oss/eraser/internal/kname"
 	"github.com/eraser-oss/eraser/internal/podspec"
+	"github.com/eraser-oss/eraser/internal/reportcmd"
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
@@ -34,7 +36,8 @@ func TestStalledWaitIsGivenUp(t *testing.T) {
 		s.setNodeReady(n, true)
 	}
 	const wait = 20 * time.Second
-	s.startManager(config("15s", "0", "0", ", imageJob: {nodeWaitTimeout: 20s}"))
+	s.startManager("apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
+		"manager: {imageJob: {podStartTimeout: 15s, successRatio: 0, nodeWaitTimeout: 20s, cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n")
 	a, b := s.ns+"-a", s.ns+"-b"
 	s.createNamedList(a)
 	// A's worker on n0 stays Pending, and Terminating once deleted.
@@ -86,6 +89,22 @@ func TestStalledWaitIsGivenUp(t *testing.T) {
 		if p.Spec.NodeName == n0 && p.Labels[podspec.LabelJob] == jobB.Name {
 			t.Errorf("run B created pod %s on %s, which it gave up", p.Name, n0)
 		}
+	}
+	// The report names the node not started, with the cause.
+	testenv.WaitFor(t, 5*time.Minute, "run B's report complete", func() bool {
+		jobB = s.listJob(b, time.Minute, "run B", finished)
+		return jobB.Status.Report != nil && jobB.Status.Report.Complete
+	})
+	out, err := reportcmd.Load(s.ctx, env.Client, "imagejob/"+jobB.Name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]string{}
+	for _, n := range out.Nodes {
+		reported[n.Name] = n.Reason
+	}
+	if diff := cmp.Diff(map[string]string{n0: "NotStarted/WaitTimedOut"}, map[string]string{n0: reported[n0]}); diff != "" {
+		t.Errorf("run B's report on %s (-want +got):\n%s", n0, diff)
 	}
 	evs := eventsUntil(t, "ImageJob", jobB.Name, 30*time.Second, func(evs []corev1.Event) bool {
 		return findEvent(evs, "NodeFailed", "WaitTimedOut", n0) != nil
