@@ -35,8 +35,9 @@ const (
 	// maxParts bounds the parts a list may be read from: more than 100,000
 	// nodes of the longest names need.
 	maxParts = 64
-	// readNodesMax bounds what a compressed list may expand to.
-	readNodesMax = maxParts * 8 * MaxSize
+	// readNodesMax bounds what a compressed list may expand to: 100,000
+	// nodes of the longest names take 30 MB.
+	readNodesMax = 64 << 20
 )
 
 // NodesPartName is the ConfigMap of part k (from 1) of a job's node list,
