@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,6 +168,32 @@ func GetNodes(ctx context.Context, c client.Reader, namespace string, job *erase
 		}
 		return p.BinaryData[keyPart], nil
 	})
+}
+
+// DeleteNodes deletes a job's node list with its parts, if split: the
+// owner references would have the garbage collector do it too, but not on
+// clusters (and test servers) without one. The parts go first, so that a
+// list found is whole until it is gone.
+func DeleteNodes(ctx context.Context, c client.Client, namespace string, job *eraserv1.ImageJob) error {
+	cm, err := getOwned(ctx, c, namespace, NodesName(job.Name), job)
+	if apierrors.IsNotFound(err) || errors.Is(err, ErrConflict) {
+		// Gone, or another run's: not this job's to delete.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parts, _ := strconv.Atoi(cm.Data[keyParts])
+	for k := 1; k <= min(parts, maxParts); k++ {
+		p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: NodesPartName(job.Name, k)}}
+		if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ConfigMap %s: %w", p.Name, err)
+		}
+	}
+	if err := c.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting ConfigMap %s: %w", cm.Name, err)
+	}
+	return nil
 }
 
 func gzipBytes(raw []byte) ([]byte, error) {
