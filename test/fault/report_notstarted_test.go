@@ -67,6 +67,9 @@ func TestReportNamesNotStartedNodes(t *testing.T) {
 		job.Status.Succeeded != 1 || job.Status.Failed != 2 || job.Status.Skipped != 5 {
 		t.Fatalf("the run did not end as its failure budget stops it, with 4 nodes started, 1 succeeded, 2 failed, 5 untouched")
 	}
+	if !strings.Contains(c.Message, "5 nodes not started") {
+		t.Errorf("Ready message %q does not count the 5 nodes not started (the waiting one included)", c.Message)
+	}
 	if got := jobdata.ParseIndexes(job.Status.WaitingIndexes, job.Status.Started); !cmp.Equal(got, []int{1}) {
 		t.Errorf("waitingIndexes %q at the end, want node 1 (%s) still waiting", job.Status.WaitingIndexes, nodes[1])
 	}

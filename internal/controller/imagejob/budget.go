@@ -62,7 +62,7 @@ func budgetSetting(budget *config.MaxConcurrent) string {
 func setDraining(job *eraserv1.ImageJob, p progress, budget *config.MaxConcurrent) {
 	setCondition(job, metav1.ConditionUnknown, eraserv1.ReasonRunning, fmt.Sprintf(
 		"%s; no more worker pods are created, %d running are let finish, %d nodes will not be started",
-		budgetText(p, budget), p.active, p.eligible-p.started))
+		budgetText(p, budget), p.active, notStarted(p)))
 }
 
 // setOverrun explains a run ended by its budget: the counts, the nodes not
@@ -70,7 +70,7 @@ func setDraining(job *eraserv1.ImageJob, p progress, budget *config.MaxConcurren
 func setOverrun(job *eraserv1.ImageJob, p progress, budget *config.MaxConcurrent) {
 	finished := readyCondition(job).Message
 	setCondition(job, metav1.ConditionFalse, eraserv1.ReasonFailureBudgetExceeded, truncate(fmt.Sprintf(
-		"%s; %d nodes not started (counted as skipped); %s", budgetText(p, budget), p.eligible-p.started, finished)))
+		"%s; %d nodes not started (counted as skipped); %s", budgetText(p, budget), notStarted(p), finished)))
 }
 
 // announceOverrun emits a Warning the first time this process sees the
@@ -83,5 +83,9 @@ func (r *Reconciler) announceOverrun(job *eraserv1.ImageJob, st *jobState, p pro
 	st.overrun = true
 	r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonFailureBudgetExceeded,
 		"%s; no more worker pods are created, %d running are let finish, %d nodes will not be started",
-		budgetText(p, budget), p.active, p.eligible-p.started)
+		budgetText(p, budget), p.active, notStarted(p))
 }
+
+// notStarted counts the nodes a halted run never starts: those it never
+// reached and those that still wait for another run's worker.
+func notStarted(p progress) int { return p.eligible - p.started + p.waiting }
