@@ -100,7 +100,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 		_ = env.Stop()
 	}
 	parallel.For(16, n, func(i int) {
-		if err := c.Create(ctx, builder.MakeNode(benchworkload.Node(i)).Obj()); err != nil {
+		if err := c.Create(ctx, builder.MakeNode(benchNode(i)).Obj()); err != nil {
 			t.Error(err)
 		}
 	})
@@ -145,7 +145,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 // spec, mounts and security context, built by podspec.Build), so that the
 // ratios measure the manager, not the size of its pods.
 func (s *simCluster) barePod(t *testing.T, job string, i int) *corev1.Pod {
-	node := benchworkload.Node(i)
+	node := benchNode(i)
 	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: paths.Linux,
 		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500,
 		References: []string{"bare-refs-0123456789abcdef-1"}, NodeReferences: s.nodeSet(i)})

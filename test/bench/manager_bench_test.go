@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +71,9 @@ func TestManagerBench(t *testing.T) {
 			r["lastPodSucceededSeconds"], r["completedSeconds"], r["completedRatio"], r["completedAfterLastPodSeconds"], r["cleanupSeconds"],
 			r["reportCompleteAfterCompletedSeconds"], r["writesPerNode"], r["readsPerNode"], r["peakRssMiB"], r["peakRssSyncedMiB"], r["managerCpuMsPerNode"],
 			r["cpuShare_kube_apiserver"], r["cpuShare_etcd"], r["cpuShare_kwok"], r["cpuShare_manager"], r["loadBefore"], r["loadAfter"])
+	}
+	for _, r := range rows {
+		printRecords(r)
 	}
 	for _, o := range out {
 		fmt.Printf("%-6d median of %d run(s): fan-out %.2fx the bare client, Completed %.2fx bare all-Succeeded (maxWorkerPods %v, the bare client bounded alike)\n",
@@ -168,6 +173,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	var fanout time.Duration
 	var created atomic.Int64
 	w := watchPods(t, cs, "eraser-system")
+	records := watchRecords(t, cs, "eraser-system")
 	profile := startProfile(t, pprofAddr, n)
 	start = time.Now()
 	if err := c.Create(ctx, builder.MakeImageList("bench").Images("*").Obj()); err != nil {
@@ -212,6 +218,8 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		time.Sleep(50 * time.Millisecond)
 	}
 	profile()
+	records.addObject(t, c, "ImageList", &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: "bench"}})
+	records.addObject(t, c, "ImageJob", &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: list.Status.Job}})
 	// Cleanup: the job's pods go (delayOnSuccess 0s) in pages that the
 	// API server answers in time. Polled (metadata only, once a second): a
 	// watch held this long may be ended by the server.
@@ -250,6 +258,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 		"workloadCreateSeconds": workloadCreate.Seconds(), "managerSettledSeconds": indexSynced.Seconds(),
 		"kwokIdleShare": s.kwokIdle,
 	}
+	maps.Copy(row, records.row(n))
 	for name, v := range shares {
 		row["cpuShare_"+name] = (v - sharesBefore[name]) / run
 	}

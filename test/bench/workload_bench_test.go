@@ -55,7 +55,7 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 		}
 	}
 	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
-	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, benchworkload.Node(i/perNode), templates, false)) })
+	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, benchNode(i/perNode), templates, false)) })
 	s.perNode, s.templates = perNode, templates
 	// KWOK drops the workload's events, but decodes each: both clients
 	// start once it has caught up (its nodes' heartbeats go on).
