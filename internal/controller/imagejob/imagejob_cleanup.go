@@ -71,8 +71,8 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 	if err := r.deleteReport(ctx, job); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.deleteConfigMap(ctx, jobdata.NodesName(job.Name)); err != nil {
-		return reconcile.Result{}, err
+	if err := jobdata.DeleteNodes(ctx, r.client, r.opts.Namespace, job); err != nil {
+		return reconcile.Result{}, fmt.Errorf("deleting job %s's node list: %w", job.Name, err)
 	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 	r.forget(job.Name)
