@@ -257,7 +257,7 @@ demo: ## Root: a local cluster of real kubelets, Eraser installed in it, an Imag
 bench: bench-remover bench-manager bench-scanner bench-index ## Run every benchmark; figures are printed and written under bench/results.
 
 .PHONY: bench-manager
-bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10,000 KWOK nodes vs a bare client, then the queue case (10 ImageLists at once on 1,000 nodes: one worker per node, BENCH_QUEUE_NODES=0 skips it); writes per node, CPU per node, peak RSS, the control plane's CPU shares. BENCH_NODES=1000 for one size, BENCH_REPEAT=n runs each size n times (default 3 at 1,000 nodes, 1 above; medians printed), BENCH_PPROF=dir for profiles.
+bench-manager: ## Manager fan-out, completion and cleanup on 1,000, 5,000 and 10,000 KWOK nodes vs a bare client, then the queue case (10 ImageLists at once on 1,000 nodes: one worker per node, BENCH_QUEUE_NODES=0 skips it); writes per node, CPU per node, peak RSS, the control plane's CPU shares. BENCH_NODES=1000 for one size, BENCH_REPEAT=n runs each size n times (default 3 at 1,000 nodes, 1 above; medians printed), BENCH_PPROF=dir for profiles, BENCH_LONG_NAMES=1 for node names of 253 characters (every record the manager keeps is printed by size per node), BENCH_HUGE_REFERENCE=1 for one 1.2 MB image among the workload templates.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -tags bench -count=1 -run TestManagerBench -v -timeout 80m ./test/bench
 
 .PHONY: bench-references

@@ -243,7 +243,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	}
 	run := time.Since(start).Seconds()
 	row := map[string]any{
-		"nodes": n, "maxWorkerPods": bound, "bareSeconds": bare.Seconds(), "bareSucceededSeconds": bareSucceeded.Seconds(),
+		"nodes": n, "maxWorkerPods": bound, "hugeReference": hugeReference(), "bareSeconds": bare.Seconds(), "bareSucceededSeconds": bareSucceeded.Seconds(),
 		"fanoutSeconds": fanout.Seconds(), "fanoutRatio": fanout.Seconds() / bare.Seconds(),
 		"lastPodSucceededSeconds": lastSucceeded.Seconds(),
 		"completedSeconds":        completed.Seconds(), "completedRatio": completed.Seconds() / bareSucceeded.Seconds(),

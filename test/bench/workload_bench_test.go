@@ -4,14 +4,19 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/eraser-oss/eraser/internal/benchworkload"
 	"github.com/eraser-oss/eraser/internal/parallel"
@@ -56,6 +61,9 @@ func (s *simCluster) addWorkload(t *testing.T, perNode, templates int) time.Dura
 	}
 	parallel.For(48, templates, func(i int) { fail(createTemplate(ctx, cs, i)) })
 	parallel.For(48, s.n*perNode, func(i int) { fail(createPod(ctx, cs, i, benchNode(i/perNode), templates, false)) })
+	if hugeReference() {
+		fail(createHugeReference(ctx, cs))
+	}
 	s.perNode, s.templates = perNode, templates
 	// KWOK drops the workload's events, but decodes each: both clients
 	// start once it has caught up (its nodes' heartbeats go on).
@@ -100,4 +108,30 @@ func settleCPUBelow(t *testing.T, what string, pid int, share float64, limit tim
 	}
 	t.Logf("%s's CPU did not settle under %.2f of a core in %v", what, share, limit)
 	return time.Since(start)
+}
+
+// hugeReference is BENCH_HUGE_REFERENCE=1: one Deployment (scaled to zero)
+// among the templates whose image is 1.2 MB of random characters, as any
+// tenant may write. The manager leaves it out of the references; the run
+// must go as fast as without it.
+func hugeReference() bool { return os.Getenv("BENCH_HUGE_REFERENCE") == "1" }
+
+// hugeImageBytes is the tenant's image string's length.
+const hugeImageBytes = 1228821
+
+func createHugeReference(ctx context.Context, cs kubernetes.Interface) error {
+	raw := make([]byte, hugeImageBytes*3/4)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	image := base64.RawURLEncoding.EncodeToString(raw)[:hugeImageBytes]
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchworkload.Team(0), Name: "tenant-huge-image"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(0)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "tenant-huge-image"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "tenant-huge-image"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}},
+	}
+	_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	return err
 }
