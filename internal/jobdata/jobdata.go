@@ -159,7 +159,7 @@ func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.Config
 			size += len(nodes)
 		} else {
 			// A catch-up of many nodes with long names: compressed.
-			z, err := gzipBytes(nodes)
+			z, err := Gzip(nodes)
 			if err != nil {
 				return nil, err
 			}
@@ -258,7 +258,7 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 	}
 	s, ok := cm.Data[keyOnly]
 	if z, compressed := cm.BinaryData[keyOnlyZ]; compressed {
-		raw, err := gunzipBytes(z, readNodesMax)
+		raw, err := Gunzip(z, readNodesMax)
 		if err != nil {
 			return nil, fmt.Errorf("%w: job ConfigMap %s: %s: %w", ErrInvalid, job, keyOnlyZ, err)
 		}

@@ -70,7 +70,7 @@ func encodeNodes(n Nodes, limit int) (map[string]string, map[string][]byte, [][]
 	if len(targets)+len(skipped) <= limit {
 		return map[string]string{keyNodes: targets, keySkipped: skipped}, nil, nil, nil
 	}
-	z, err := gzipBytes([]byte(targets + "--\n" + skipped))
+	z, err := Gzip([]byte(targets + "--\n" + skipped))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -109,7 +109,7 @@ func decodeNodes(data map[string]string, bin map[string][]byte, part func(k int)
 		}
 	}
 	if compressed {
-		raw, err := gunzipBytes(z, readNodesMax)
+		raw, err := Gunzip(z, readNodesMax)
 		if err != nil {
 			return Nodes{}, fmt.Errorf("%w: node list: %w", ErrInvalid, err)
 		}
@@ -196,7 +196,9 @@ func DeleteNodes(ctx context.Context, c client.Client, namespace string, job *er
 	return nil
 }
 
-func gzipBytes(raw []byte) ([]byte, error) {
+// Gzip compresses a record written as binaryData (node lists, the
+// schedule's per-node record).
+func Gzip(raw []byte) ([]byte, error) {
 	var z bytes.Buffer
 	w, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
 	if err != nil {
@@ -211,9 +213,9 @@ func gzipBytes(raw []byte) ([]byte, error) {
 	return z.Bytes(), nil
 }
 
-// gunzipBytes expands z, to limit bytes at most: a damaged or hand-made
-// value cannot take the manager's memory.
-func gunzipBytes(z []byte, limit int) ([]byte, error) {
+// Gunzip expands z, to limit bytes at most: a damaged or hand-made value
+// cannot take the manager's memory.
+func Gunzip(z []byte, limit int) ([]byte, error) {
 	r, err := gzip.NewReader(bytes.NewReader(z))
 	if err != nil {
 		return nil, err

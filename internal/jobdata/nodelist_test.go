@@ -139,7 +139,7 @@ func TestNodesReadsPlainForm(t *testing.T) {
 // TestNodesUnreadable: a damaged compressed or split list is ErrInvalid
 // (or the part's own read error), never a shorter list taken for truth.
 func TestNodesUnreadable(t *testing.T) {
-	z, err := gzipBytes([]byte("a linux\n"))
+	z, err := Gzip([]byte("a linux\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func values(data map[string]string, bin map[string][]byte) int {
 // FuzzDecodeNodes: whatever a node list's ConfigMap holds, reading it
 // never panics.
 func FuzzDecodeNodes(f *testing.F) {
-	z, err := gzipBytes([]byte("a linux\n--\nb NotReady\n"))
+	z, err := Gzip([]byte("a linux\n--\nb NotReady\n"))
 	if err != nil {
 		f.Fatal(err)
 	}

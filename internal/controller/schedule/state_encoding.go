@@ -9,15 +9,15 @@ package schedule
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/jobdata"
 )
 
 const (
@@ -168,22 +168,7 @@ func compactTimes(c Coverage) ([]byte, error) {
 	for _, n := range nodeNames(c) {
 		fmt.Fprintf(&raw, "%s %s %s\n", n, rel(c.Cleaned, n), rel(c.Tried, n))
 	}
-	return gzipBytes(raw.Bytes())
-}
-
-func gzipBytes(raw []byte) ([]byte, error) {
-	var z bytes.Buffer
-	w, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := w.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return z.Bytes(), nil
+	return jobdata.Gzip(raw.Bytes())
 }
 
 // readCompactMax bounds what the compact form may expand to: far more
@@ -192,16 +177,9 @@ func gzipBytes(raw []byte) ([]byte, error) {
 const readCompactMax = 64 << 20
 
 func readCompact(z []byte, since time.Time) (cleaned, tried map[string]time.Time, err error) {
-	r, err := gzip.NewReader(bytes.NewReader(z))
+	raw, err := jobdata.Gunzip(z, readCompactMax)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", keyCoverage, err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, readCompactMax+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", keyCoverage, err)
-	}
-	if len(raw) > readCompactMax {
-		return nil, nil, fmt.Errorf("%s: expands past %d bytes", keyCoverage, readCompactMax)
 	}
 	cleaned, tried = map[string]time.Time{}, map[string]time.Time{}
 	for i, text := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {

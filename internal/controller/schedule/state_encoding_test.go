@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/eraser-oss/eraser/internal/jobdata"
 )
 
 // longNodeName is a 253-character DNS subdomain, as a cloud might name
@@ -219,7 +221,7 @@ func TestStateUnreadable(t *testing.T) {
 
 func mustGzip(t *testing.T, s string) []byte {
 	t.Helper()
-	z, err := gzipBytes([]byte(s))
+	z, err := jobdata.Gzip([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +274,7 @@ func TestStateSizeAt10000Nodes(t *testing.T) {
 // it can write anything), reading it never panics, and a record it reads
 // is written again and read back the same.
 func FuzzDecodeState(f *testing.F) {
-	z, err := gzipBytes([]byte("a 0 -\nb -3600 60\n"))
+	z, err := jobdata.Gzip([]byte("a 0 -\nb -3600 60\n"))
 	if err != nil {
 		f.Fatal(err)
 	}
