@@ -120,7 +120,7 @@ func hugeReference() bool { return os.Getenv("BENCH_HUGE_REFERENCE") == "1" }
 const hugeImageBytes = 1228821
 
 func createHugeReference(ctx context.Context, cs kubernetes.Interface) error {
-	raw := make([]byte, hugeImageBytes*3/4)
+	raw := make([]byte, hugeImageBytes*3/4+3)
 	if _, err := rand.Read(raw); err != nil {
 		return err
 	}
