@@ -51,11 +51,13 @@ func watchPods(t *testing.T, cs kubernetes.Interface, ns string) watch.Interface
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return cs.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	})
+	return retryWatch(t, list.ResourceVersion, cs.CoreV1().Pods(ns).Watch)
+}
+
+// retryWatch watches from the resource version on, resuming where it was
+// when the API server ends the watch.
+func retryWatch(t *testing.T, rv string, open func(context.Context, metav1.ListOptions) (watch.Interface, error)) watch.Interface {
+	w, err := watchtools.NewRetryWatcherWithContext(context.Background(), rv, &cache.ListWatch{WatchFuncWithContext: open})
 	if err != nil {
 		t.Fatal(err)
 	}

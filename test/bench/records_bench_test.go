@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -54,14 +52,7 @@ func watchRecords(t *testing.T, cs kubernetes.Interface, ns string) *recordSizes
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := watchtools.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return cs.CoreV1().ConfigMaps(ns).Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := retryWatch(t, list.ResourceVersion, cs.CoreV1().ConfigMaps(ns).Watch)
 	r := &recordSizes{sizes: map[string]int{}, kinds: map[string]string{}}
 	done := make(chan struct{})
 	go func() {
