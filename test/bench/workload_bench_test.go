@@ -25,7 +25,7 @@ import (
 
 // The cluster's own workload in the manager benchmark: the pods and
 // templates whose images the manager's reference index keeps and writes
-// into every wave (issue 25). Its pods stay Pending, bound to their nodes
+// into every wave. Its pods stay Pending, bound to their nodes
 // (the KWOK stages run only the bare and eraser-system namespaces' pods):
 // unfinished, so every one is in its node's set.
 

@@ -18,7 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/workertest"
 )
 
-// The worker tier on a real CRI-O (issue 24, item 2): the scenarios the
+// The worker tier on a real CRI-O: the scenarios the
 // containerd tier runs, against CRI-O's own image store, pinning and pause
 // image. CRI-O has no import: the images are pulled, as on a real node,
 // from a loopback registry (testcrio), so each has a repository digest.
@@ -170,7 +170,7 @@ func TestCRIONodeCommand(t *testing.T) {
 	}
 }
 
-// TestCRIOImageAgeFromTheStore (issue 24, item 3): CRI-O's CRI tells no pull
+// TestCRIOImageAgeFromTheStore: CRI-O's CRI tells no pull
 // times, but its image store records them. A month after the pull, the
 // first run on the node (a fresh state directory) with a minimum age of a
 // week removes the unused images when it reads the store, as the pod spec

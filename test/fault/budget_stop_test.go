@@ -15,7 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// The failure-budget scenarios (issue 22): manager.imageJob.maxFailedNodes
+// The failure-budget scenarios: manager.imageJob.maxFailedNodes
 // stops a run that fails on too many nodes, and with waves the first wave
 // is the canary.
 

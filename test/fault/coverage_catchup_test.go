@@ -18,7 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// The every-node-covered scenarios (issue 22): a node that misses a
+// The every-node-covered scenarios: a node that misses a
 // scheduled run gets a catch-up run of its own once it is eligible again.
 
 // The schedule state's per-node keys (docs/runs.md, Every node covered).

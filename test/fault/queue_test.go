@@ -27,7 +27,7 @@ const queueConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
 	"manager: {scheduling: {repeatInterval: 1h, beginImmediately: true}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
 	"components: {collector: {enabled: true}, scanner: {enabled: false}}\n"
 
-// TestQueueEightListsDuringAScheduledRun (issue 22, one worker per node):
+// TestQueueEightListsDuringAScheduledRun (one worker per node):
 // a scheduled run holds every one of 50 nodes when 8 ImageLists are created
 // together. From watches on the worker pods, the ImageLists and the ImageJobs
 // it checks, at every pod event, that no node ever holds two unfinished

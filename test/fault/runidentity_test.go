@@ -19,7 +19,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// The run-identity scenarios (issue 22): every run has an identity of its
+// The run-identity scenarios: every run has an identity of its
 // own, so that a list re-created under the same name, a deleted job or a
 // deleted scheduled job never makes a run adopt another run's objects or
 // start again by itself. They need the real garbage collector: it is what

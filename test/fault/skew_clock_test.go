@@ -15,7 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testenv"
 )
 
-// The skewed-clock scenarios (issue 22, one clock): the real manager with
+// The skewed-clock scenarios (one clock): the real manager with
 // its clock 10 minutes ahead of the API server's and the kubelet's, and 10
 // minutes behind (skew_proxy_test.go says how).
 

@@ -38,7 +38,7 @@ func TestWaitsForRecording(t *testing.T) {
 	}
 }
 
-// TestPodsWaitForTheReportAcrossARestart (issue 23, item 8): a manager that
+// TestPodsWaitForTheReportAcrossARestart: a manager that
 // was down across a job's end (longer than reportWait) does not delete the
 // pods at once when it comes back: the report's collector gets its time,
 // counted from this process's first sight of the finished job. The job's

@@ -157,7 +157,7 @@ func TestMissing(t *testing.T) {
 	}
 }
 
-// TestReportNamesEveryNode (issue 23, item 8): a job of 100 nodes and 2
+// TestReportNamesEveryNode: a job of 100 nodes and 2
 // skipped whose report could read only some pods: 20 finished, one still
 // running when the job ended (its collector failed, the remover waited),
 // 40 failed nodes without pods (more than status.failedNodes names: the

@@ -106,7 +106,7 @@ func readReport(t *testing.T, ctx context.Context, job *eraserv1.ImageJob) map[s
 	return out
 }
 
-// TestUnreachablePoolFirst (issue 23, item 7): 300 nodes whose logs cannot
+// TestUnreachablePoolFirst: 300 nodes whose logs cannot
 // be read (a pool whose kubelet port is firewalled) sort before 100 healthy
 // ones. Every healthy node's entries are in the report, and every
 // unreachable node says why it has none.

@@ -18,7 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/scan"
 )
 
-// TestReportHasScannerVerdicts (issue 23, item 11): a scheduled run's
+// TestReportHasScannerVerdicts: a scheduled run's
 // scanner judged three images; the report keeps each verdict with what
 // decided it (the findings that matched, bounded; end of life; the error)
 // and the DB the node judged with, and kubectl eraser report shows them.

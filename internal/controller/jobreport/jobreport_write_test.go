@@ -118,7 +118,7 @@ func checkAll(t *testing.T, job *eraserv1.ImageJob, got map[string]nodereport.No
 	}
 }
 
-// TestShardCreateTimedOutButSucceeded (issue 23, item 9): the first shard's
+// TestShardCreateTimedOutButSucceeded: the first shard's
 // create times out although the server created it; the retry, with more
 // nodes read since, finds it: the nodes it holds are written, the others
 // go to the next shard.
@@ -133,7 +133,7 @@ func TestShardCreateTimedOutButSucceeded(t *testing.T) {
 	checkAll(t, job, collectRetrying(t, ctx, r, clk, job), nodes, 1)
 }
 
-// TestShardFailsMidFlush (issue 23, item 9): a flush of several shards
+// TestShardFailsMidFlush: a flush of several shards
 // whose second create fails; the retry writes the nodes not written yet,
 // and none of the first shard's again.
 func TestShardFailsMidFlush(t *testing.T) {
@@ -152,7 +152,7 @@ func TestShardFailsMidFlush(t *testing.T) {
 	checkAll(t, job, got, nodes, images)
 }
 
-// TestLeftoverShardOfAnotherJob (issue 23, item 9): a shard of an earlier
+// TestLeftoverShardOfAnotherJob: a shard of an earlier
 // job of the same name (another UID) is still there; it is not taken as
 // this job's, and this job's nodes are in its report.
 func TestLeftoverShardOfAnotherJob(t *testing.T) {

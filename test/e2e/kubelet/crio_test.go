@@ -2,7 +2,7 @@
 
 package kubelet
 
-// The kubelet tier on CRI-O (issue 24, item 5): one node of the cluster is
+// The kubelet tier on CRI-O: one node of the cluster is
 // a real kubelet on a real CRI-O (hack/kubecluster -crio-nodes 1), and
 // TestCRIONode installs Eraser from the tier's registry with the chart and
 // a values file for runtime crio, as a user with CRI-O nodes would.

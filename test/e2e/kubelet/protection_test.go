@@ -2,7 +2,7 @@
 
 package kubelet
 
-// TestWorkloadProtection (issue 25): on a real containerd node, the images
+// TestWorkloadProtection: on a real containerd node, the images
 // the cluster will ask for again, and the one no registry can give back,
 // are kept by "*" and by a scheduled run with their reasons in the report
 // and the job's totals; a Deployment scaled up again starts without a pull;

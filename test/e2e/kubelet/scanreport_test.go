@@ -14,7 +14,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/report"
 )
 
-// scanVerdictsInReport (issue 23, item 11): the scheduled run's report
+// scanVerdictsInReport: the scheduled run's report
 // carries, per node, the scanner's verdict on each image it judged and what
 // decided it, read from the real scanner's log on real nodes: the
 // vulnerable image with the fixture DB's finding, the fixed one clean, and

@@ -221,7 +221,7 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 // reportEntries: the scanner's log, read as the manager's report reads it,
 // has one entry per image judged with its verdict, and the vulnerable one
 // says which finding decided it (ID, severity, package, fixed version); its
-// summary names the DB (issue 23, item 11).
+// summary names the DB.
 func reportEntries(t *testing.T, scanner run, want map[string]string) {
 	t.Helper()
 	entries, _, err := nodereport.ParseLog(strings.NewReader(scanner.Stderr), 1000)
