@@ -86,13 +86,13 @@ build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is larg
 	$(SCANNER_ENV) go -C $(SCANNER_MODULE) build $(GO_BUILD_FLAGS) -o $(BIN)/ ./cmd/trivy-scanner
 
 # Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
-# VERSION (the tag and the stamped version) defaults to internal/version.Version;
+# VERSION (the tag and the stamped version) defaults to internal/process/version.Version;
 # SOURCE_DATE_EPOCH (default 0) is every timestamp in them.
 IMAGES ?= manager collector remover trivy-scanner
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 VERSION ?=
 # REGISTRY: the registry path the images are named under, and that the
-# manager defaults its workers to (default: internal/version.DefaultRepo).
+# manager defaults its workers to (default: internal/process/version.DefaultRepo).
 REGISTRY ?=
 IMAGES_DIR := $(BIN)/images
 
@@ -144,14 +144,14 @@ test-deps: ## Install containerd and runc (Debian packages) if missing.
 .PHONY: build-windows
 build-windows: ## Check that the node workers build for Windows.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser ./examples/scanner
-	GOOS=windows GOARCH=amd64 go vet ./internal/handoff ./internal/cri ./internal/remover ./internal/collector ./pkg/scanner
+	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner
 
 # The Windows tier: these packages' tests built for Windows and run under
 # Wine (a CRI server on a named pipe, the remover against it, the portable
 # hand-off tests, which skip AF_UNIX there). Packages whose tests clean up
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
-WINDOWS_TEST_PACKAGES := ./internal/cri ./internal/handoff ./internal/remover ./internal/imageref ./internal/endpoint \
-	./internal/paths ./internal/protect ./internal/report ./internal/nodestate ./internal/retention ./internal/diskusage
+WINDOWS_TEST_PACKAGES := ./internal/node/cri ./internal/node/handoff ./internal/node/remover ./internal/wire/imageref ./internal/wire/endpoint \
+	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage
 
 .PHONY: test-windows
 test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
@@ -199,22 +199,22 @@ test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a re
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
 # make test's first line): each built once from the module proxy
-# (hack/build-containerd.sh, cached), run by internal/testcontainerd when
+# (hack/build-containerd.sh, cached), run by internal/testing/testcontainerd when
 # CONTAINERD_BIN_DIR names it; then the scanner's pipeline on each. CRI-O's
 # own tests are not run again.
 CONTAINERD_VERSIONS := v1.7.29 v2.3.3
 .PHONY: test-containerd-versions
-test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/remover, internal/cri, internal/containerdconfig) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
+test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/remover, internal/node/cri, internal/testing/containerdconfig) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
 	@for v in $(CONTAINERD_VERSIONS); do \
 		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
 		echo "worker tier on containerd $$v ($$dir)"; \
-		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m -skip CRIO ./test/e2e ./internal/remover ./internal/cri ./internal/containerdconfig || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m -skip CRIO ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
 		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 -skip /crio/ ./test/e2e || exit 1; \
 	done
 
 .PHONY: test-crio
 test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module proxy once (cold ~5 min, hack/build-crio.sh), started privately by the tests.
-	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 ./internal/testcrio/
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 ./internal/testing/testcrio/
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd and a real CRI-O.
@@ -222,30 +222,30 @@ test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and im
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short while each.
-	go test ./internal/config -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/config -run=^$$ -fuzz=^FuzzParseImage$$ -fuzztime=30s
-	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseConfig$$ -fuzztime=30s
-	go test ./internal/scan -run=^$$ -fuzz=^FuzzParseTrivyJSON$$ -fuzztime=30s
-	go test ./internal/endpoint -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
-	go test ./internal/handoff -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
-	go test ./internal/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/strictkeys -run=^$$ -fuzz=^FuzzJSON$$ -fuzztime=30s
-	go test ./internal/strictkeys -run=^$$ -fuzz=^FuzzYAML$$ -fuzztime=30s
-	go test ./internal/report -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
-	go test ./internal/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
-	go test ./internal/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
-	go test ./internal/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
-	go test ./internal/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
-	go test ./internal/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
-	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
-	go test ./internal/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
-	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
-	go test ./internal/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
-	go test ./internal/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
-	go test ./internal/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
+	go test ./internal/wire/config -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/wire/config -run=^$$ -fuzz=^FuzzParseImage$$ -fuzztime=30s
+	go test ./internal/node/scan -run=^$$ -fuzz=^FuzzParseConfig$$ -fuzztime=30s
+	go test ./internal/node/scan -run=^$$ -fuzz=^FuzzParseTrivyJSON$$ -fuzztime=30s
+	go test ./internal/wire/endpoint -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/wire/imageref -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/wire/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
+	go test ./internal/node/handoff -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/node/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/wire/strictkeys -run=^$$ -fuzz=^FuzzJSON$$ -fuzztime=30s
+	go test ./internal/wire/strictkeys -run=^$$ -fuzz=^FuzzYAML$$ -fuzztime=30s
+	go test ./internal/wire/workerresult -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/node/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
+	go test ./internal/node/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
+	go test ./internal/wire/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
+	go test ./internal/wire/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
+	go test ./internal/node/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	go test ./internal/node/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
+	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
+	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
+	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
+	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
+	go test ./internal/wire/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
+	go test ./internal/node/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
 
 ##@ Demo
 
@@ -266,7 +266,7 @@ bench-references: ## The manager's reference index on a real API server: 10,000 
 
 .PHONY: bench-index
 bench-index: ## The reference index in process at the size the sets are meant for: 10,000 nodes with 110 Running pods each and 50,000 workload templates, the objects of bench-references fed to its stores with no API server (BENCH_INDEX_NODES, BENCH_INDEX_PODS, BENCH_INDEX_TEMPLATES): ingest time, heap per pod, a wave's Cluster()/Node() times and the bytes it writes. About 70 s on 2 loaded cores.
-	go test -tags bench -count=1 -run TestIndexAtFullSize -v -timeout 30m ./internal/refindex
+	go test -tags bench -count=1 -run TestIndexAtFullSize -v -timeout 30m ./internal/manager/workloadindex
 
 .PHONY: bench-remover
 bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real containerd (200 and 2,000 images), and worker peak RSS.

@@ -2,7 +2,7 @@
 # Builds a containerd release other than Debian's (containerd and
 # containerd-shim-runc-v2) from its source on the Go module proxy into a
 # cache directory keyed by version, once, so that the worker tier also runs
-# on containerd 1.7 and 2.x (internal/testcontainerd runs it when
+# on containerd 1.7 and 2.x (internal/testing/testcontainerd runs it when
 # CONTAINERD_BIN_DIR names the directory): Debian ships 1.6 only, and no
 # prebuilt containerd can be downloaded where this project is tested.
 # Prints the directory holding the binaries on stdout; logs go to stderr.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds CRI-O (crio and pinns) from its source on the Go module proxy into a
-# cache directory keyed by version, once, for internal/testcrio: no prebuilt
+# cache directory keyed by version, once, for internal/testing/testcrio: no prebuilt
 # CRI-O can be downloaded where this project is tested, and Debian has no
 # CRI-O package. Installs Debian's conmon, which CRI-O runs per container.
 # Prints the directory holding the binaries on stdout; logs go to stderr.

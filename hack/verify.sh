@@ -3,7 +3,7 @@
 # deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
 # a file over 1 MiB or a compiled executable, or a relative markdown link is
-# broken. Run by `make verify`
+# broken, or the README's layout misses a package. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
 set -euo pipefail
@@ -68,6 +68,12 @@ fi
 if [ "${#binaries[@]}" -gt 0 ]; then
   echo "verify: executable binaries in the tree (build them with make build; never commit them):" >&2
   printf '  %s\n' "${binaries[@]}" >&2
+  fail=1
+fi
+
+# The README's map of the code lists every package under internal/.
+if ! go run ./hack/layoutmap; then
+  echo "verify: README.md's layout is out of date (above)" >&2
   fail=1
 fi
 

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/eraser-oss/eraser/internal/nodecmd"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
+	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 const usage = `usage: eraser node list|prune [flags]   (eraser node -h for more)

@@ -10,8 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/eraser-oss/eraser/internal/reportcmd"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
+	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 func main() {

@@ -15,13 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/nodereport"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 const flowNS = "eraser-flow"
@@ -60,7 +60,7 @@ func kubeletIn(t *testing.T, ctx context.Context, ns string) int {
 		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 			continue
 		}
-		s := report.Summary{Component: "remover", Counts: map[string]int{"removed": 2}, BytesFreed: 1000}
+		s := workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 2}, BytesFreed: 1000}
 		p.Status.Phase = corev1.PodSucceeded
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: string(s.Encode())}}}}

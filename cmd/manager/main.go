@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/memlimit"
+	"github.com/eraser-oss/eraser/internal/process/memlimit"
 )
 
 func main() {

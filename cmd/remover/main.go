@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/eraser-oss/eraser/internal/remover"
-	"github.com/eraser-oss/eraser/internal/worker"
+	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/node/worker"
 )
 
 func main() { worker.Main(&remover.Command{}) }

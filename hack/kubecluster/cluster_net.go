@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // buildPause builds the sandbox image every node's containerd runs pods in;

@@ -1,7 +1,7 @@
 //go:build linux
 
 // The cluster's CRI-O nodes (-crio-nodes): a kubelet on CRI-O (built by
-// hack/build-crio.sh, configured by internal/testcrio's Config) instead of
+// hack/build-crio.sh, configured by internal/testing/testcrio's Config) instead of
 // containerd, seen by its pods and by Eraser as a CRI-O node of a real
 // cluster sees it: the socket at CRI-O's default address and the image
 // store at its default root.
@@ -28,8 +28,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
 
 const (

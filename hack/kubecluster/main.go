@@ -48,8 +48,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/eraser-oss/eraser/internal/endpoint"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 const defaultState = "/tmp/eraser-kubecluster"

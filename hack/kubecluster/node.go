@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/containerdconfig"
+	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
 )
 
 // nodeCommand is the hidden subcommand that runs one node inside its own

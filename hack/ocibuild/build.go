@@ -21,11 +21,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 // versionPackage is where the -X stamps go.
-const versionPackage = "github.com/eraser-oss/eraser/internal/version"
+const versionPackage = "github.com/eraser-oss/eraser/internal/process/version"
 
 // result is one image built for one platform, and where it was written.
 type result struct {

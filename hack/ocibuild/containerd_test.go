@@ -13,7 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // TestContainerdRunsTheImage imports the linux/amd64 tarball into a real

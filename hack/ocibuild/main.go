@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/images"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // sourceURL is what the images' org.opencontainers.image.source label says.
@@ -76,7 +76,7 @@ func platformsOf(im images.Image) []platform {
 }
 
 // catalog is every image the project publishes, named and placed by
-// internal/images (which the release and the chart's tests share). The manager runs as the
+// internal/wire/images (which the release and the chart's tests share). The manager runs as the
 // unprivileged 65532 (the distroless "nonroot" user); the node workers run
 // as root because the runtime's socket is root's, and on Windows as SYSTEM
 // in HostProcess pods.
@@ -132,7 +132,7 @@ func main() {
 	platforms := flag.String("platforms", "linux/amd64 linux/arm64 windows/amd64", "platforms to build, separated by spaces or commas; each image gets those it supports")
 	flag.StringVar(&o.Out, "out", "bin/images", "output directory")
 	flag.StringVar(&o.Registry, "registry", "", "registry path of the image repositories, and of the workers the manager defaults to (default: "+version.DefaultRepo+")")
-	flag.StringVar(&o.Version, "version", "", "image tag and stamped version (default: internal/version.Version, "+version.Version+")")
+	flag.StringVar(&o.Version, "version", "", "image tag and stamped version (default: internal/process/version.Version, "+version.Version+")")
 	flag.StringVar(&o.Revision, "revision", "", "source revision for the label and the binaries (default: git rev-parse HEAD)")
 	flag.StringVar(&o.Tags, "tags", "", "go build -tags")
 	flag.StringVar(&o.LDFlags, "ldflags", "", "go build -ldflags, before the version stamps")

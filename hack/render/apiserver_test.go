@@ -12,12 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/config"
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/paths"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/references"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
 // The static manifest is what `kubectl apply --server-side -f
@@ -83,9 +83,9 @@ func TestPodSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	workers := map[string]podspec.Params{
-		"linux collector+scanner": {Kind: podspec.KindCollector, OS: paths.Linux},
-		"linux manual":            {Kind: podspec.KindManual, OS: paths.Linux},
-		"windows manual":          {Kind: podspec.KindManual, OS: paths.Windows},
+		"linux collector+scanner": {Kind: podspec.KindCollector, OS: podpaths.Linux},
+		"linux manual":            {Kind: podspec.KindManual, OS: podpaths.Linux},
+		"windows manual":          {Kind: podspec.KindManual, OS: podpaths.Windows},
 	}
 	for name, p := range workers {
 		p.Job, p.JobUID, p.Node, p.Config = "imagejob-psa", "0f0f0f0f-0000-4000-8000-000000000000", "node-1", cfg

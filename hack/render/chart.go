@@ -20,7 +20,7 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
-	"github.com/eraser-oss/eraser/internal/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 // Defaults of Options, as the docs install the chart.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 // find is the one rendered object of kind and name, or nil.
@@ -104,7 +104,7 @@ func TestChartImageRegistry(t *testing.T) {
 		// v1.0.0's values: components.eraser is the remover; the manager
 		// image is upstream's and stays so.
 		"upstream v1alpha1 values": {
-			o:       Options{ValuesFiles: []string{repoPath("internal", "config", "testdata", "upstream", "values-v1alpha1.yaml")}, Set: []string{"imageRegistry=" + mirror}},
+			o:       Options{ValuesFiles: []string{repoPath("internal", "wire", "config", "testdata", "upstream", "values-v1alpha1.yaml")}, Set: []string{"imageRegistry=" + mirror}},
 			manager: "ghcr.io/azure/eraser-manager:v1.0.0",
 			workers: []string{mirrored("collector", "v1.0.0"), mirrored("eraser-trivy-scanner", "v1.0.0"), mirrored("remover", "v1.0.0")},
 		},

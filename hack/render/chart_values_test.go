@@ -17,7 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Every value the chart documents reaches the object it is for.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 var env *testenv.Env

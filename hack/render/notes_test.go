@@ -21,7 +21,7 @@ import (
 	"helm.sh/helm/v4/pkg/getter"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // renderNotes is the text helm install prints after installing the chart

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 func repoPath(parts ...string) string {
@@ -30,13 +30,13 @@ func repoPath(parts ...string) string {
 func chartDir() string { return repoPath("charts", "eraser") }
 
 // ownUpstreamValues are the project's values files shaped like upstream's
-// (written from upstream's documented keys, in internal/config's testdata):
+// (written from upstream's documented keys, in internal/wire/config's testdata):
 // the chart is checked against them on every run.
 func ownUpstreamValues(t *testing.T) []string {
 	t.Helper()
-	files, _ := filepath.Glob(repoPath("internal", "config", "testdata", "upstream", "values-*.yaml"))
+	files, _ := filepath.Glob(repoPath("internal", "wire", "config", "testdata", "upstream", "values-*.yaml"))
 	if len(files) == 0 {
-		t.Fatal("no upstream-shaped values files in internal/config/testdata/upstream")
+		t.Fatal("no upstream-shaped values files in internal/wire/config/testdata/upstream")
 	}
 	return files
 }

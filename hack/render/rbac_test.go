@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/controller/schedule"
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/schedule"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // refusals records every request the API server refused for lack of
@@ -236,7 +236,7 @@ func finishPods(ctx context.Context) error {
 		pod.Status.Phase = corev1.PodSucceeded
 		pod.Status.ContainerStatuses = nil
 		for _, c := range pod.Spec.Containers {
-			summary := report.Summary{Component: c.Name, Node: pod.Spec.NodeName, Counts: map[string]int{}}
+			summary := workerresult.Summary{Component: c.Name, Node: pod.Spec.NodeName, Counts: map[string]int{}}
 			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
 				Name: c.Name, Image: c.Image, ImageID: c.Image,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: string(summary.Encode())}},

@@ -8,15 +8,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/cacheopts"
-	"github.com/eraser-oss/eraser/internal/configstore"
-	"github.com/eraser-oss/eraser/internal/controller/configmap"
-	"github.com/eraser-oss/eraser/internal/controller/imagejob"
-	"github.com/eraser-oss/eraser/internal/controller/imagelist"
-	"github.com/eraser-oss/eraser/internal/controller/jobreport"
-	"github.com/eraser-oss/eraser/internal/controller/schedule"
-	"github.com/eraser-oss/eraser/internal/metrics"
-	"github.com/eraser-oss/eraser/internal/refindex"
+	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
+	"github.com/eraser-oss/eraser/internal/manager/configreload"
+	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob"
+	"github.com/eraser-oss/eraser/internal/manager/imagelist"
+	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/reportwriter"
+	"github.com/eraser-oss/eraser/internal/manager/schedule"
+	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
 )
 
 // setupControllers registers every controller with its dependencies.
@@ -32,8 +32,8 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	recorder := mgr.GetEventRecorderFor("eraser-manager")
 	// The images the cluster's pods and templates reference: watched
 	// cluster-wide apart from the manager's cache, which holds only its
-	// namespace's pods, and kept compact (internal/refindex).
-	refs, err := refindex.New(mgr.GetConfig())
+	// namespace's pods, and kept compact (internal/manager/workloadindex).
+	refs, err := workloadindex.New(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		setup func() error
 	}{
 		{"config", func() error {
-			return configmap.NewReconciler(mgr.GetClient(), recorder, store,
+			return configreload.NewReconciler(mgr.GetClient(), recorder, store,
 				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
@@ -58,8 +58,8 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 			if err != nil {
 				return err
 			}
-			return jobreport.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), jobreport.PodLogs{Client: cs}, clk,
-				jobreport.Options{Namespace: opts.Namespace}).SetupWithManager(mgr)
+			return reportwriter.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reportwriter.PodLogs{Client: cs}, clk,
+				reportwriter.Options{Namespace: opts.Namespace}).SetupWithManager(mgr)
 		}},
 		{"imagelist", func() error {
 			return imagelist.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/crdcheck"
+	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 )
 
 // How long the start waits for an answer from the API server about the

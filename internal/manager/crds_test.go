@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/configstore"
-	"github.com/eraser-oss/eraser/internal/crdcheck"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Deadlines many times what a loaded 2-core machine needs.

@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/process/logging"
 )
 
 // NewLogger returns the manager's JSON logger at the level and makes it the

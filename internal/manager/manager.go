@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/eraser-oss/eraser/internal/cacheopts"
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/configstore"
-	erasescheme "github.com/eraser-oss/eraser/internal/scheme"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
+	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Leader election reads, creates and renews one Lease in the manager's

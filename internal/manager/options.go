@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/logging"
+	"github.com/eraser-oss/eraser/internal/process/logging"
 )
 
 // Defaults shared with the manifests and the Helm chart.

@@ -24,8 +24,8 @@ import (
 	"log/slog"
 	"runtime"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/paths"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
 // Image is one image of the node, as the collector reports it.
@@ -81,7 +81,7 @@ type provider struct {
 // that it exists before the remover can finish and signal it. (The remover
 // learns that a scanner runs from the manager's --scanner, not from it.)
 func NewImageProvider(opts ...Option) (ImageProvider, error) {
-	p := &provider{ctx: context.Background(), log: slog.Default(), dir: paths.SharedData(paths.OS(runtime.GOOS)), transport: handoff.Default()}
+	p := &provider{ctx: context.Background(), log: slog.Default(), dir: podpaths.SharedData(podpaths.OS(runtime.GOOS)), transport: handoff.Default()}
 	for _, o := range opts {
 		o(p)
 	}

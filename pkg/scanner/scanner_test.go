@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
 )
 
 // TestProviderProtocol plays the collector and the remover around a

@@ -23,13 +23,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/benchworkload"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/parallel"
-	"github.com/eraser-oss/eraser/internal/paths"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/parallel"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
 // buildKwok builds KWOK once (hack/build-kwok.sh caches it) and returns
@@ -146,7 +146,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 // ratios measure the manager, not the size of its pods.
 func (s *simCluster) barePod(t *testing.T, job string, i int) *corev1.Pod {
 	node := benchNode(i)
-	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: paths.Linux,
+	pod, err := podspec.Build(podspec.Params{Job: job, JobUID: types.UID(job + "-uid"), Kind: podspec.KindManual, Node: node, OS: podpaths.Linux,
 		Namespace: "bare", Config: s.podCfg, ConfigMap: "bare", ConfigKey: "config", LogLevel: "error", Batch: i / 500,
 		References: []string{"bare-refs-0123456789abcdef-1"}, NodeReferences: s.nodeSet(i)})
 	if err != nil {

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/parallel"
+	"github.com/eraser-oss/eraser/internal/manager/parallel"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestManagerBench measures fan-out and completion on simulated nodes

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/cri"
-	"github.com/eraser-oss/eraser/internal/remover"
-	"github.com/eraser-oss/eraser/internal/retention"
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/node/retention"
 )
 
 // Planning is measured at the sizes the retention issue names.

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/benchworkload"
-	"github.com/eraser-oss/eraser/internal/controller/schedule"
+	"github.com/eraser-oss/eraser/internal/manager/schedule"
+	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
 )
 
 // benchNode is node i's name: benchworkload's, or with BENCH_LONG_NAMES=1

@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/eraser-oss/eraser/internal/benchworkload"
-	"github.com/eraser-oss/eraser/internal/parallel"
-	"github.com/eraser-oss/eraser/internal/references"
-	"github.com/eraser-oss/eraser/internal/refindex"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/parallel"
+	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
+	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
 // TestReferencesBench measures the manager's reference index on a real API
@@ -64,7 +64,7 @@ func TestReferencesBench(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	rssBefore := vmRSS(os.Getpid())
 	resetPeakRSS(t)
-	idx, err := refindex.New(env.Config)
+	idx, err := workloadindex.New(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestReferencesBench(t *testing.T) {
 
 // measureWave times what one wave asks of the index and sizes what it
 // writes, three times.
-func measureWave(t *testing.T, cs kubernetes.Interface, idx *refindex.Index, nodes int, row map[string]any) {
+func measureWave(t *testing.T, cs kubernetes.Interface, idx *workloadindex.Index, nodes int, row map[string]any) {
 	var clusterBuild, clusterCached, encodeCluster, nodeSeq, node16 []float64
 	for wave := range 3 {
 		// A template changes before each wave: its Cluster() builds the set.

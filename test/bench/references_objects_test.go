@@ -2,7 +2,7 @@
 
 package bench
 
-// The objects of the reference index's benchmark (internal/benchworkload)
+// The objects of the reference index's benchmark (internal/testing/benchworkload)
 // created through the API server, and the process figures it reads.
 
 import (
@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/eraser-oss/eraser/internal/benchworkload"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // fastClient creates objects in protobuf, without client-side throttling:

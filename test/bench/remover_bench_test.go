@@ -25,13 +25,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/cri"
-	"github.com/eraser-oss/eraser/internal/exclusion"
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/protect"
-	"github.com/eraser-oss/eraser/internal/remover"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/exclusion"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 type figure struct {
@@ -150,12 +150,12 @@ func peakMiB(t *testing.T, summaryFile string) float64 {
 	return float64(summaryOf(t, summaryFile).PeakRSSBytes) / (1 << 20)
 }
 
-func summaryOf(t *testing.T, summaryFile string) report.Summary {
+func summaryOf(t *testing.T, summaryFile string) workerresult.Summary {
 	data, err := os.ReadFile(summaryFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := report.Decode(data)
+	s, err := workerresult.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/eraser-oss/eraser/internal/benchworkload"
-	"github.com/eraser-oss/eraser/internal/parallel"
-	"github.com/eraser-oss/eraser/internal/references"
+	"github.com/eraser-oss/eraser/internal/manager/parallel"
+	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
 // The cluster's own workload in the manager benchmark: the pods and

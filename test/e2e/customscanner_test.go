@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/workertest"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
 // TestCustomScanner: collector, the example custom scanner (built on

@@ -16,8 +16,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/nodestate"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/node/nodestate"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // fill writes to dir until its filesystem has no room left, and returns

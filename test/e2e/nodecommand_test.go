@@ -16,9 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/nodecmd"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/workertest"
+	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
 // TestNodeCommand: "eraser node list" explains each image; "prune" removes.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/references"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
 const airgapImage = "example.com/airgap/tool:1"

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/nodereport"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // sideloadStuck side-loads an image the way that leaves containerd unable

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/diskusage"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/node/diskusage"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // scheduled runs a scheduled run's collector and remover (no scanner),

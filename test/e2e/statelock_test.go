@@ -16,9 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/nodestate"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/workertest"
+	"github.com/eraser-oss/eraser/internal/node/nodestate"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
 // TestConcurrentWorkersShareState: two removers and "eraser node prune"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // TestAPIServerRestartMidJob: the kube-apiserver is restarted (SIGTERM, as

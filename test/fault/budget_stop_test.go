@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // The failure-budget scenarios: manager.imageJob.maxFailedNodes
@@ -194,7 +194,7 @@ func (s *scenario) failWorker(p *corev1.Pod, exit int32) {
 		if cur == nil {
 			return false
 		}
-		sum := report.Summary{Component: "remover", Node: cur.Spec.NodeName, Error: "fault tier: the remover failed"}
+		sum := workerresult.Summary{Component: "remover", Node: cur.Spec.NodeName, Error: "fault tier: the remover failed"}
 		cur.Status.Phase = corev1.PodFailed
 		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error", Message: string(sum.Encode())}}}}

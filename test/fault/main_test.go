@@ -29,11 +29,11 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/kname"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/kname"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 var (
@@ -241,7 +241,7 @@ func (s *scenario) kubeletPods(ok func(*corev1.Pod) bool) {
 			continue
 		}
 		removed := removedOn(p.Spec.NodeName)
-		sum := report.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
+		sum := workerresult.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
 		p.Status.Phase = corev1.PodSucceeded
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: string(sum.Encode())}}}}

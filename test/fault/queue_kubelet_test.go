@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // queueKubelet plays the nodes' kubelets from the pod watch: a worker pod
@@ -83,7 +83,7 @@ func (k *queueKubelet) round(ctx context.Context) {
 				continue
 			}
 			removed := removedBy(p.Labels[podspec.LabelJob], p.Spec.NodeName)
-			sum := report.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
+			sum := workerresult.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
 			p.Status.Phase = corev1.PodSucceeded
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
 				Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: string(sum.Encode())}}}}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // TestQuotaAdmitsSome: a ResourceQuota admits 2 worker pods for 5 nodes.

@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/jobdata"
-	"github.com/eraser-oss/eraser/internal/nodereport"
-	"github.com/eraser-oss/eraser/internal/reportcmd"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
+	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // TestReportNamesNotStartedNodes: 8 nodes, waves of 2, maxFailedNodes 1,

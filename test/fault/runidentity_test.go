@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/paths"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
 // The run-identity scenarios: every run has an identity of its
@@ -98,7 +98,7 @@ func TestReplaceDuringARun(t *testing.T) {
 		t.Errorf("the new job's data: %v", err)
 	} else if ref := metav1.GetControllerOf(data); ref == nil || ref.UID != job.UID {
 		t.Errorf("the new job's data ConfigMap is owned by %+v, not the new job %s", ref, job.UID)
-	} else if err := json.Unmarshal([]byte(data.Data[paths.ImageListKey]), &images); err != nil || !slices.Equal(images, []string{newImage}) {
+	} else if err := json.Unmarshal([]byte(data.Data[podpaths.ImageListKey]), &images); err != nil || !slices.Equal(images, []string{newImage}) {
 		t.Errorf("the new job runs images %v (%v), want only the new list's [%s]", images, err, newImage)
 	}
 	l := s.waitRecorded(time.Minute)

@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/parallel"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/parallel"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // stateCompact is the state's compact per-node record (docs/runs.md,
@@ -188,7 +188,7 @@ func (s *scenario) waitScheduledParallel(name string, timeout time.Duration) era
 // succeed writes the pod's success as its kubelet does (kubeletPods);
 // errors are left for the next round.
 func succeed(s *scenario, p *corev1.Pod) {
-	sum := report.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": 1}, BytesFreed: 1000}
+	sum := workerresult.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": 1}, BytesFreed: 1000}
 	p.Status.Phase = corev1.PodSucceeded
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
 		Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: string(sum.Encode())}}}}

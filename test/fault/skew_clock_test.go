@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // The skewed-clock scenarios (one clock): the real manager with
@@ -194,7 +194,7 @@ func (s *scenario) podRunning(node string) time.Time {
 func (s *scenario) podSucceeded(node string) {
 	s.t.Helper()
 	s.podStatus(node, func(p *corev1.Pod) {
-		sum := report.Summary{Component: "remover", Node: node, Counts: map[string]int{"removed": removedOn(node)}, BytesFreed: 1000}
+		sum := workerresult.Summary{Component: "remover", Node: node, Counts: map[string]int{"removed": removedOn(node)}, BytesFreed: 1000}
 		started := metav1.Time{Time: p.CreationTimestamp.Time}
 		if p.Status.StartTime != nil {
 			started = *p.Status.StartTime

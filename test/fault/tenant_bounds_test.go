@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/jobdata"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // hugeImage is what a tenant may give a container's image: Kubernetes

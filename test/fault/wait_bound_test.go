@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/builder"
-	"github.com/eraser-oss/eraser/internal/kname"
-	"github.com/eraser-oss/eraser/internal/podspec"
-	"github.com/eraser-oss/eraser/internal/reportcmd"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/kname"
 )
 
 // stuckFinalizer keeps a worker pod terminating, as an unreachable node's

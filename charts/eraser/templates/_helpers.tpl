@@ -73,7 +73,7 @@ rewritten. The remover is components.eraser before v1alpha2. */ -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
-{{/* Where the project's images live by default (internal/version.DefaultRepo). */}}
+{{/* Where the project's images live by default (internal/process/version.DefaultRepo). */}}
 {{- define "eraser.defaultRepo" -}}
 ghcr.io/eraser-oss
 {{- end -}}

@@ -17,7 +17,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // managerBin is the real manager binary, built once for the package.

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/eraser-oss/eraser/internal/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // kubectl apply of our static manifest over upstream's (applied as upstream

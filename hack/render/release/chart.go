@@ -16,7 +16,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/eraser-oss/eraser/internal/images"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // ImageRef is the reference a release gives an image of Images.

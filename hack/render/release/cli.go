@@ -51,7 +51,7 @@ const SumsFile = "SHA256SUMS"
 
 // versionPackage is where the version stamps go, as hack/ocibuild stamps
 // the images' binaries.
-const versionPackage = "github.com/eraser-oss/eraser/internal/version"
+const versionPackage = "github.com/eraser-oss/eraser/internal/process/version"
 
 // CLI is how a release builds the commands.
 type CLI struct {

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/eraser-oss/eraser/hack/render"
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/images"
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // The registry and version the documented overrides are checked for, as a
@@ -45,9 +45,9 @@ func pushedRefs(registry, version string) []string {
 	return out
 }
 
-// builtFor makes this process's internal/version what hack/ocibuild stamps
+// builtFor makes this process's internal/process/version what hack/ocibuild stamps
 // into a manager built with make images REGISTRY=registry VERSION=version,
-// so that internal/config's worker defaults are that manager's.
+// so that internal/wire/config's worker defaults are that manager's.
 func builtFor(t *testing.T, registry, v string) {
 	t.Helper()
 	repo, ver := version.DefaultRepo, version.Version
@@ -201,7 +201,7 @@ func kustomize(t *testing.T, kustomization string) []*unstructured.Unstructured 
 // Every way to install, with what docs/install.md says to give it, runs
 // exactly the images that make release pushed for the same REGISTRY and
 // VERSION, and the defaults are those images at ghcr.io/eraser-oss: the
-// chart's values and helpers, the manifests, internal/config's defaults
+// chart's values and helpers, the manifests, internal/wire/config's defaults
 // and the release's push path cannot drift apart.
 func TestInstallsRunReleasedImages(t *testing.T) {
 	doc := readRepoFile(t, "docs", "install.md")
@@ -264,7 +264,7 @@ func TestInstallsRunReleasedImages(t *testing.T) {
 	}
 }
 
-// hack/ocibuild and the release take their names from internal/images;
+// hack/ocibuild and the release take their names from internal/wire/images;
 // what else names the images is text, checked here: docs/images.md's
 // table, the Makefile's image lists, the chart's default registry path.
 func TestImageNamesAgree(t *testing.T) {
@@ -275,7 +275,7 @@ func TestImageNamesAgree(t *testing.T) {
 		names = append(names, im.Name)
 	}
 	if diff := cmp.Diff(images.All(), Images); diff != "" {
-		t.Errorf("the release's images differ from internal/images:\n%s", diff)
+		t.Errorf("the release's images differ from internal/wire/images:\n%s", diff)
 	}
 
 	got := map[string]string{}
@@ -305,6 +305,6 @@ func TestImageNamesAgree(t *testing.T) {
 
 	helpers := readRepoFile(t, "charts", "eraser", "templates", "_helpers.tpl")
 	if m := regexp.MustCompile(`(?s)define "eraser.defaultRepo" -}}\s*(\S+)\s*{{-`).FindStringSubmatch(helpers); m == nil || m[1] != version.DefaultRepo {
-		t.Errorf("the chart's eraser.defaultRepo is %v, want internal/version.DefaultRepo %s", m, version.DefaultRepo)
+		t.Errorf("the chart's eraser.defaultRepo is %v, want internal/process/version.DefaultRepo %s", m, version.DefaultRepo)
 	}
 }

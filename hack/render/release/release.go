@@ -27,8 +27,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/eraser-oss/eraser/internal/endpoint"
-	"github.com/eraser-oss/eraser/internal/images"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // Image is one of the images a release publishes: its directory under the
@@ -37,7 +37,7 @@ import (
 type Image = images.Image
 
 // Images are the images of a release, as hack/ocibuild builds them with
-// every platform: internal/images, which names them for every other place
+// every platform: internal/wire/images, which names them for every other place
 // too (docs/images.md).
 var Images = images.All()
 

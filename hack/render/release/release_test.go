@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eraser-oss/eraser/hack/render"
-	"github.com/eraser-oss/eraser/internal/config"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 const testVersion = "1.2.3-rc.1"

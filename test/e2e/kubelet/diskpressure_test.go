@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/diskusage"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/node/diskusage"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // diskConfig turns on scheduled runs whose only policy is disk pressure,

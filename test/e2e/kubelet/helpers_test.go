@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/configstore"
-	"github.com/eraser-oss/eraser/internal/cri"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // kubectlEraser runs the kubectl plugin through the real kubectl, as an

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
 // The tier puts its test images on the nodes with ctr images import, which

@@ -44,7 +44,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/scheme"
+	"github.com/eraser-oss/eraser/internal/manager/scheme"
 )
 
 // stateDir is fixed so that logs kept after a failure are easy to find; the

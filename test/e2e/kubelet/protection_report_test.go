@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // kept is what a run's report must say of one image on the node.

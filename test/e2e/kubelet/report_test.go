@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // reportOutlivesThePods: after a real run, the job's report says per node

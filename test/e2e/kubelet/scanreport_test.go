@@ -10,8 +10,8 @@ import (
 	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/nodereport"
-	"github.com/eraser-oss/eraser/internal/report"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // scanVerdictsInReport: the scheduled run's report
@@ -24,7 +24,7 @@ import (
 func scanVerdictsInReport(t *testing.T, nodes []Node, after, vulnerable, fixed string) {
 	t.Helper()
 	ctx := testCtx(t)
-	want := report.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
+	want := workerresult.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
 	var job string
 	eventually(t, 2*time.Minute, "a complete report with the scanner's verdicts on every node", func() (bool, string) {
 		var jobs eraserv1.ImageJobList
@@ -61,7 +61,7 @@ func scanVerdictsInReport(t *testing.T, nodes []Node, after, vulnerable, fixed s
 }
 
 // verdictProblem says what the job's report lacks, "" for nothing.
-func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, want []Node, vulnerable, fixed string, finding report.Finding) string {
+func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, want []Node, vulnerable, fixed string, finding workerresult.Finding) string {
 	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		return err.Error()
@@ -78,7 +78,7 @@ func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, want []Node, vu
 		if n.ScanDB == nil || n.ScanDB.Version != 2 || n.ScanDB.UpdatedAt == nil {
 			return fmt.Sprintf("node %s: DB %+v", n.Name, n.ScanDB)
 		}
-		verdicts := map[string]*report.Scan{}
+		verdicts := map[string]*workerresult.Scan{}
 		for _, e := range n.Entries {
 			if e.Scan != nil {
 				verdicts[e.Image] = e.Scan

@@ -23,7 +23,7 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/eraser-oss/eraser/hack/render/release"
-	"github.com/eraser-oss/eraser/internal/version"
+	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 func main() {

@@ -4,7 +4,7 @@
 package main
 
 import (
-	"github.com/eraser-oss/eraser/internal/worker"
+	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/app"
 )
 

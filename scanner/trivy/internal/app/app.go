@@ -18,11 +18,11 @@ import (
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
 	tlog "github.com/aquasecurity/trivy/pkg/log"
 
-	"github.com/eraser-oss/eraser/internal/config"
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/scan"
-	"github.com/eraser-oss/eraser/internal/worker"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/node/worker"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/pkg/scanner"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/engine"
@@ -48,7 +48,7 @@ type Command struct {
 
 	closeStore func() error
 	// db is the vulnerability DB the run judges with, for the summary.
-	db *report.ScanDB
+	db *workerresult.ScanDB
 }
 
 // Bind registers the flags (upstream's --config, plus the workers' own).
@@ -66,7 +66,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 // for ever and nothing is removed because of the failure.
 func (c *Command) Run(ctx context.Context) int {
 	log := c.Start(Component)
-	summary := report.Summary{Component: Component, Counts: map[string]int{}}
+	summary := workerresult.Summary{Component: Component, Counts: map[string]int{}}
 	cfg, err := c.scanConfig(log)
 	var opts []scanner.Option
 	opts = append(opts, scanner.WithContext(ctx), scanner.WithLogger(log), scanner.WithSharedDir(c.SharedDir))
@@ -211,7 +211,7 @@ func socketPath(endpoint string) (string, error) {
 	return u.Path, nil
 }
 
-func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engine, cfg scan.Config, images []handoff.Image, s *report.Summary) []handoff.Image {
+func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engine, cfg scan.Config, images []handoff.Image, s *workerresult.Summary) []handoff.Image {
 	if c.Now != "" {
 		if t, err := time.Parse(time.RFC3339, c.Now); err == nil {
 			ctx = clock.With(ctx, t)
@@ -239,7 +239,7 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engin
 		if j.Verdict != scan.Vulnerable && j.Verdict != scan.Failed {
 			why = ""
 		}
-		s.Verdicts = append(s.Verdicts, report.Verdict{Image: name, Verdict: string(j.Verdict), Remove: j.Remove, Reason: why})
+		s.Verdicts = append(s.Verdicts, workerresult.Verdict{Image: name, Verdict: string(j.Verdict), Remove: j.Remove, Reason: why})
 		if j.Verdict == scan.Failed {
 			s.AddFailure(name, j.Error)
 		}
@@ -247,7 +247,7 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engin
 			send = append(send, j.Image)
 		}
 	}
-	s.Counts[report.CountToRemove] = len(send)
+	s.Counts[workerresult.CountToRemove] = len(send)
 	return send
 }
 

@@ -1,7 +1,7 @@
 // Package engine scans one image with Trivy used as a library: the image is
 // read where it lies (the node's content store), analysed in memory against
 // the vulnerability DB opened once per run, and Trivy's report is turned
-// into our own engine-neutral report, which internal/scan judges.
+// into our own engine-neutral report, which internal/node/scan judges.
 package engine
 
 import (
@@ -26,8 +26,8 @@ import (
 	"github.com/aquasecurity/trivy/pkg/types"
 	"github.com/aquasecurity/trivy/pkg/vulnerability"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/scan"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
 )
 
 // Source opens one of the node's images for scanning.

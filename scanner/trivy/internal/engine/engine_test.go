@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/scan"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/engine"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/imagestore"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/imagestore"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 )
 

@@ -15,9 +15,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/eraser-oss/eraser/internal/handoff"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/testcrio"
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/storeimage"
 )

@@ -20,8 +20,8 @@ import (
 	xhttp "github.com/aquasecurity/trivy/pkg/x/http"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/scan"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // SchemaTag is the tag of the DB schema this Trivy reads.
@@ -165,7 +165,7 @@ func (b *doneBody) Close() error {
 // Info reads what the DB in dir says of itself (metadata.json): its schema
 // version, when it was built, downloaded and is due to be replaced. Zero
 // times are left out.
-func Info(dir string) (*report.ScanDB, error) {
+func Info(dir string) (*workerresult.ScanDB, error) {
 	m, err := metadata.NewClient(dir).Get()
 	if err != nil {
 		return nil, fmt.Errorf("reading the vulnerability DB's metadata in %s: %w", dir, err)
@@ -177,5 +177,5 @@ func Info(dir string) (*report.ScanDB, error) {
 		t = t.UTC()
 		return &t
 	}
-	return &report.ScanDB{Version: m.Version, UpdatedAt: at(m.UpdatedAt), DownloadedAt: at(m.DownloadedAt), NextUpdate: at(m.NextUpdate)}, nil
+	return &workerresult.ScanDB{Version: m.Version, UpdatedAt: at(m.UpdatedAt), DownloadedAt: at(m.DownloadedAt), NextUpdate: at(m.NextUpdate)}, nil
 }

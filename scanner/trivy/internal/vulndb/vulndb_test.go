@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/scan"
+	"github.com/eraser-oss/eraser/internal/node/scan"
 )
 
 // stallingRegistry accepts connections on loopback and never answers: a

@@ -25,8 +25,8 @@ import (
 
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
 
@@ -160,7 +160,7 @@ func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile str
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := report.Decode(data)
+	s, err := workerresult.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/eraser-oss/eraser/internal/nodereport"
-	"github.com/eraser-oss/eraser/internal/report"
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/workertest"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
 
@@ -209,7 +209,7 @@ func TestPipelineRemovesWhatThePolicySays(t *testing.T) {
 				if tc.deleteEOL {
 					wantSent = 2
 				}
-				if n := scanner.Summary.Counts[report.CountToRemove]; n != wantSent {
+				if n := scanner.Summary.Counts[workerresult.CountToRemove]; n != wantSent {
 					t.Errorf("scanner handed %d images to the remover, want %d", n, wantSent)
 				}
 				reportEntries(t, scanner, tc.verdicts)
@@ -238,7 +238,7 @@ func reportEntries(t *testing.T, scanner run, want map[string]string) {
 		if e.Scan.Verdict != "vulnerable" {
 			continue
 		}
-		f := report.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
+		f := workerresult.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
 		if len(e.Scan.Findings) != 1 || e.Scan.Findings[0] != f || !e.Scan.Remove || !strings.Contains(e.Detail, "CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0)") {
 			t.Errorf("vulnerable entry %+v (%+v): want the finding %+v", e, e.Scan, f)
 		}
@@ -350,7 +350,7 @@ func TestMultiPlatformImage(t *testing.T) {
 	}
 }
 
-func verdicts(s report.Summary) map[string]string {
+func verdicts(s workerresult.Summary) map[string]string {
 	got := map[string]string{}
 	for _, v := range s.Verdicts {
 		got[v.Image] = v.Verdict

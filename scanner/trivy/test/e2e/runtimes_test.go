@@ -5,8 +5,8 @@ package e2e
 import (
 	"testing"
 
-	"github.com/eraser-oss/eraser/internal/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
 
 // node is the runtime a pipeline runs against, with what the pod spec

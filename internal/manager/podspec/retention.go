@@ -1,0 +1,68 @@
+package podspec
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+)
+
+// retentionParts are what the retention policy adds to the collector and
+// remover.
+type retentionParts struct {
+	args    []string
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+}
+
+// retention passes the policy as the workers' flags. minAge protects every
+// job's candidates; unusedFor and the thresholds choose images on their own,
+// which only scheduled runs do: an ImageList's job removes what it lists.
+// Linux pods mount the node's state directory (writable: the workers keep
+// the node's history there) and, only when the thresholds need it, the
+// image filesystem, read-only. Windows HostProcess pods see the host's
+// filesystem and read the path the runtime names.
+func retention(p Params) retentionParts {
+	r := p.Config.Manager.Retention
+	var out retentionParts
+	out.args = append(out.args, "--min-age="+r.MinAge.String())
+	scheduled := p.Kind == KindCollector
+	if scheduled && r.UnusedFor > 0 {
+		out.args = append(out.args, "--unused-for="+r.UnusedFor.String())
+	}
+	diskPressure := scheduled && r.DiskPressure()
+	if diskPressure {
+		out.args = append(out.args, "--high-threshold-percent="+strconv.Itoa(r.HighThresholdPercent),
+			"--low-threshold-percent="+strconv.Itoa(r.LowThresholdPercent))
+	}
+	if p.OS != podpaths.Linux {
+		return out
+	}
+	state := podpaths.StateDir(p.OS)
+	out.volumes = append(out.volumes, corev1.Volume{Name: volState, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: state, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
+	}})
+	out.mounts = append(out.mounts, corev1.VolumeMount{Name: volState, MountPath: state})
+	if diskPressure {
+		out.args = append(out.args, "--imagefs-path="+r.ImageFsPath)
+	}
+	// CRI-O's CRI tells no pull times; its image store (containers/storage,
+	// at imageFsPath) records them, so the first run on a CRI-O node sees an
+	// image pulled a month ago as a month old (internal/node/imagestore).
+	crio := p.Config.Manager.Runtime.Name == config.RuntimeCrio
+	if crio {
+		out.args = append(out.args, "--image-store="+r.ImageFsPath)
+	}
+	if diskPressure || crio {
+		// Directory, not DirectoryOrCreate: a directory made up on the root
+		// filesystem would be measured in place of the image filesystem.
+		out.volumes = append(out.volumes, corev1.Volume{Name: volImageFs, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: r.ImageFsPath, Type: ptr.To(corev1.HostPathDirectory)},
+		}})
+		out.mounts = append(out.mounts, corev1.VolumeMount{Name: volImageFs, MountPath: r.ImageFsPath, ReadOnly: true})
+	}
+	return out
+}

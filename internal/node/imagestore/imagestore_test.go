@@ -1,0 +1,105 @@
+//go:build linux
+
+package imagestore_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/node/imagestore"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+)
+
+// TestTimesOnCRIO: on a real CRI-O, every image pulled has its pull time,
+// by ID and by name, within the pull's window; its build time (2024) is not
+// taken for it.
+func TestTimesOnCRIO(t *testing.T) {
+	testcrio.Require(t)
+	c := testcrio.Start(t)
+	before := time.Now().Add(-time.Second)
+	const app = "example.com/age/app:1"
+	c.Import(t, testcontainerd.Image{Tags: []string{app}, RandomBytes: 1 << 10})
+	after := time.Now().Add(time.Second)
+	times, err := imagestore.Times(c.RootDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.ImageIDs(t)[app]
+	for _, key := range []string{id, app} {
+		got, ok := times[key]
+		if !ok || got.Before(before) || got.After(after) {
+			t.Errorf("time of %s: %v (found %v), want within the pull, %v to %v", key, got, ok, before, after)
+		}
+	}
+	if _, err := imagestore.Times(t.TempDir()); err == nil {
+		t.Error("a directory without records: no error")
+	}
+}
+
+func write(t *testing.T, dir, driver, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, driver+"-images"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, driver+"-images", "images.json"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimes(t *testing.T) {
+	t1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	for name, tc := range map[string]struct {
+		records string
+		want    map[string]time.Time
+		wantErr bool
+	}{
+		"by ID and names": {
+			records: `[{"id":"aa","names":["example.com/a:1"],"created":"2026-11-01T00:00:00Z","layer":"x"}]`,
+			want:    map[string]time.Time{"aa": t1, "example.com/a:1": t1},
+		},
+		"a name on two records: the newer": {
+			records: `[{"id":"aa","names":["x:1"],"created":"2026-11-01T00:00:00Z"},{"id":"bb","names":["x:1"],"created":"2026-11-01T01:00:00Z"}]`,
+			want:    map[string]time.Time{"aa": t1, "bb": t2, "x:1": t2},
+		},
+		"no time, no ID: left out": {
+			records: `[{"id":"aa","names":["a:1"]},{"names":["b:1"],"created":"2026-11-01T00:00:00Z"}]`,
+			want:    map[string]time.Time{},
+		},
+		"not records": {records: `{"id":"aa"}`, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "overlay", tc.records)
+			got, err := imagestore.Times(dir)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
+				t.Errorf("times (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzTimes(f *testing.F) {
+	f.Add(`[{"id":"aa","names":["a:1"],"created":"2026-11-01T00:00:00Z"}]`)
+	f.Add(`[{"id":"","created":"bad"}]`)
+	f.Fuzz(func(t *testing.T, records string) {
+		dir := t.TempDir()
+		write(t, dir, "overlay", records)
+		times, err := imagestore.Times(dir)
+		if err == nil {
+			for key, at := range times {
+				if key == "" || at.IsZero() {
+					t.Fatalf("record %q at %v", key, at)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,80 @@
+//go:build linux
+
+package remover_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+)
+
+// lateStarter is the real runtime, except that right after the remover has
+// read the node's containers it starts a container from one of its targets:
+// a kubelet starting a pod between collection and deletion.
+type lateStarter struct {
+	*cri.Client
+	once  sync.Once
+	start func()
+}
+
+func (l *lateStarter) ListContainers(ctx context.Context) ([]cri.Container, error) {
+	out, err := l.Client.ListContainers(ctx)
+	l.once.Do(l.start)
+	return out, err
+}
+
+// runtimeNode is what this test needs of a real runtime; containerd's and
+// CRI-O's test instances both provide it, so one scenario runs on both.
+type runtimeNode interface {
+	Client(testing.TB) *cri.Client
+	Import(testing.TB, ...testcontainerd.Image)
+	RunContainer(t testing.TB, name, image string) (podID, containerID string)
+	ImageIDs(testing.TB) map[string]string
+}
+
+func TestContainerStartedAfterCollectionKeepsImage(t *testing.T) {
+	for name, start := range map[string]func(*testing.T) runtimeNode{
+		"containerd": func(t *testing.T) runtimeNode { return testcontainerd.Start(t) },
+		"cri-o": func(t *testing.T) runtimeNode {
+			testcrio.Require(t)
+			return testcrio.Start(t)
+		},
+	} {
+		t.Run(name, func(t *testing.T) { containerStartedAfterCollection(t, start(t)) })
+	}
+}
+
+func containerStartedAfterCollection(t *testing.T, node runtimeNode) {
+	pause := testcontainerd.Pause(t)
+	node.Import(t,
+		testcontainerd.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},
+		testcontainerd.Image{Tags: []string{"example.com/idle:1"}, RandomBytes: 512},
+	)
+	rt := &lateStarter{Client: node.Client(t)}
+	rt.start = func() { node.RunContainer(t, "late", "example.com/late:1") }
+
+	targets, _ := remover.ParseTargets([]string{"example.com/late:1", "example.com/idle:1"})
+	results, err := remover.Run(context.Background(), rt, targets, remover.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]remover.Outcome{}
+	for _, r := range results {
+		got[r.Target] = r.Outcome
+	}
+	if got["example.com/late:1"] != remover.InUse || got["example.com/idle:1"] != remover.Removed {
+		t.Errorf("outcomes %v: the late container's image must be kept, the idle one removed", got)
+	}
+	present := node.ImageIDs(t)
+	if _, ok := present["example.com/late:1"]; !ok {
+		t.Error("the image of a container started mid-run was removed")
+	}
+	if _, ok := present["example.com/idle:1"]; ok {
+		t.Error("the idle image is still there")
+	}
+}

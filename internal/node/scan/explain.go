@@ -1,0 +1,67 @@
+package scan
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+)
+
+// Explain is a judgement as the node's report keeps it: the verdict with
+// the findings that decided it (the first report.MaxFindings, and the count
+// of the rest), and a line that says why in words.
+func (j Judgement) Explain() (workerresult.Scan, string) {
+	s := workerresult.Scan{Verdict: string(j.Verdict), Remove: j.Remove, EndOfLife: j.EndOfLife}
+	for i, f := range j.Findings {
+		if i == workerresult.MaxFindings {
+			s.MoreFindings = len(j.Findings) - i
+			break
+		}
+		s.Findings = append(s.Findings, workerresult.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package, FixedVersion: f.FixedVersion})
+	}
+	switch j.Verdict {
+	case Vulnerable:
+		parts := make([]string, 0, min(3, len(j.Findings)))
+		for _, f := range j.Findings[:min(3, len(j.Findings))] {
+			part := fmt.Sprintf("%s %s %s", f.ID, f.Severity, f.Package)
+			if f.FixedVersion != "" {
+				part += " (fixed in " + f.FixedVersion + ")"
+			}
+			parts = append(parts, part)
+		}
+		why := strings.Join(parts, ", ")
+		if n := len(j.Findings) - len(parts); n > 0 {
+			why += fmt.Sprintf(" (+%d more)", n)
+		}
+		return s, why
+	case EndOfLife:
+		if j.Remove {
+			return s, "its OS is end of life (deleteEOLImages is on)"
+		}
+		return s, "its OS is end of life; kept (deleteEOLImages is off)"
+	case Clean:
+		return s, "no finding matched the policy"
+	case Unsupported:
+		return s, "the scanner cannot judge this image (a Windows image, or no OS and no packages it knows); kept"
+	case NotScanned:
+		return s, "the scan's total timeout ran out before this image; kept"
+	case Failed:
+		if j.Remove {
+			return s, j.Error + " (deleteFailedImages is on)"
+		}
+		return s, j.Error + "; kept"
+	}
+	return s, j.Error
+}
+
+// LogResult writes the judgement's result line, the one line per image the
+// node's report reads from the scanner's log (logging.ResultMessage), with
+// the verdict and what decided it. It returns the line's reason in words.
+func LogResult(log *slog.Logger, j Judgement) string {
+	verdict, why := j.Explain()
+	log.Info(logging.ResultMessage, "outcome", workerresult.ScanOutcome(string(j.Verdict)), "target", j.Image.ImageID,
+		"image", j.Image.ImageID, "names", j.Image.Names, "detail", why, "scan", verdict)
+	return why
+}

@@ -1,0 +1,64 @@
+package scan
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+)
+
+func TestExplain(t *testing.T) {
+	var many []Finding
+	var first []workerresult.Finding
+	for i := range 8 {
+		f := Finding{ID: fmt.Sprintf("CVE-2026-%d", i), Package: "openssl", Severity: "HIGH", FixedVersion: "3.0.13", Status: "fixed", Type: "os"}
+		many = append(many, f)
+		if i < workerresult.MaxFindings {
+			first = append(first, workerresult.Finding{ID: f.ID, Severity: "HIGH", Package: "openssl", FixedVersion: "3.0.13"})
+		}
+	}
+	for name, tc := range map[string]struct {
+		j       Judgement
+		want    workerresult.Scan
+		wantWhy string
+	}{
+		"vulnerable, bounded": {
+			j:       Judgement{Verdict: Vulnerable, Remove: true, Findings: many, EndOfLife: true},
+			want:    workerresult.Scan{Verdict: "vulnerable", Remove: true, Findings: first, MoreFindings: 3, EndOfLife: true},
+			wantWhy: "CVE-2026-0 HIGH openssl (fixed in 3.0.13), CVE-2026-1 HIGH openssl (fixed in 3.0.13), CVE-2026-2 HIGH openssl (fixed in 3.0.13) (+5 more)",
+		},
+		"vulnerable, unfixed": {
+			j:       Judgement{Verdict: Vulnerable, Remove: true, Findings: []Finding{{ID: "CVE-1", Package: "zlib", Severity: "CRITICAL"}}},
+			want:    workerresult.Scan{Verdict: "vulnerable", Remove: true, Findings: []workerresult.Finding{{ID: "CVE-1", Severity: "CRITICAL", Package: "zlib"}}},
+			wantWhy: "CVE-1 CRITICAL zlib",
+		},
+		"end of life, kept": {
+			j:    Judgement{Verdict: EndOfLife, EndOfLife: true},
+			want: workerresult.Scan{Verdict: "end-of-life", EndOfLife: true}, wantWhy: "its OS is end of life; kept (deleteEOLImages is off)",
+		},
+		"end of life, removed": {
+			j:    Judgement{Verdict: EndOfLife, EndOfLife: true, Remove: true},
+			want: workerresult.Scan{Verdict: "end-of-life", EndOfLife: true, Remove: true}, wantWhy: "its OS is end of life (deleteEOLImages is on)",
+		},
+		"clean":       {j: Judgement{Verdict: Clean}, want: workerresult.Scan{Verdict: "clean"}, wantWhy: "no finding matched the policy"},
+		"not scanned": {j: Judgement{Verdict: NotScanned}, want: workerresult.Scan{Verdict: "not scanned"}, wantWhy: "the scan's total timeout ran out before this image; kept"},
+		"unsupported": {j: Judgement{Verdict: Unsupported}, want: workerresult.Scan{Verdict: "unsupported"},
+			wantWhy: "the scanner cannot judge this image (a Windows image, or no OS and no packages it knows); kept"},
+		"failed, kept": {j: Judgement{Verdict: Failed, Error: "reading the image config: EOF"}, want: workerresult.Scan{Verdict: "failed"},
+			wantWhy: "reading the image config: EOF; kept"},
+		"failed, removed": {j: Judgement{Verdict: Failed, Remove: true, Error: "layer missing"}, want: workerresult.Scan{Verdict: "failed", Remove: true},
+			wantWhy: "layer missing (deleteFailedImages is on)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, why := tc.j.Explain()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("scan (-want +got):\n%s", diff)
+			}
+			if why != tc.wantWhy {
+				t.Errorf("why %q, want %q", why, tc.wantWhy)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+// Package scan is the scanner's judgement, kept apart from any scanning
+// engine so that it is tested without one: an engine reports findings per
+// image; the policy decides the verdict (vulnerable, end-of-life, clean,
+// unsupported, failed) and whether the image goes. What could not be judged
+// is kept: unsupported and unscanned images always, failed scans unless the
+// configuration opts in.
+package scan
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+)
+
+// Verdict is the outcome for one image.
+type Verdict string
+
+// The verdicts.
+const (
+	Vulnerable  Verdict = "vulnerable"
+	EndOfLife   Verdict = "end-of-life"
+	Clean       Verdict = "clean"
+	Unsupported Verdict = "unsupported"
+	Failed      Verdict = "failed"
+	// NotScanned: the total timeout ran out first.
+	NotScanned Verdict = "not scanned"
+)
+
+// Finding is one vulnerability an engine found.
+type Finding struct {
+	ID           string // CVE-2024-1234, GHSA-...
+	Package      string
+	Severity     string // CRITICAL, HIGH, MEDIUM, LOW, UNKNOWN
+	FixedVersion string
+	Status       string // fixed, affected, will_not_fix, ...
+	// Type is "os" (distribution packages) or "library" (language packages).
+	Type string
+}
+
+// Report is what an engine found for one image.
+type Report struct {
+	Findings []Finding
+	// EndOfLife: the image's OS is no longer supported by its vendor.
+	EndOfLife bool
+	// Unsupported: the engine cannot scan this kind of image (a Windows
+	// image for Trivy, say).
+	Unsupported bool
+}
+
+// Engine scans one image. An error means the scan failed.
+type Engine interface {
+	Scan(ctx context.Context, img handoff.Image) (Report, error)
+}
+
+// Policy is the scanner configuration's judgement part.
+type Policy struct {
+	Severities      []string
+	IgnoreUnfixed   bool
+	Types           []string
+	IgnoredStatuses []string
+	DeleteEOL       bool
+	DeleteFailed    bool
+}
+
+// Judgement is the verdict on one image, with the findings that decided it.
+type Judgement struct {
+	Image    handoff.Image
+	Verdict  Verdict
+	Remove   bool
+	Findings []Finding
+	// EndOfLife is the engine's word, whatever the verdict (a vulnerable
+	// image may be end of life too).
+	EndOfLife bool
+	Error     string
+}
+
+// Judge applies the policy to one image's report (or scan error).
+func (p Policy) Judge(img handoff.Image, r Report, err error) Judgement {
+	j := Judgement{Image: img, EndOfLife: err == nil && r.EndOfLife}
+	switch {
+	case err != nil:
+		j.Verdict, j.Error, j.Remove = Failed, err.Error(), p.DeleteFailed
+		return j
+	case r.Unsupported:
+		j.Verdict = Unsupported
+		return j
+	}
+	for _, f := range r.Findings {
+		if p.counts(f) {
+			j.Findings = append(j.Findings, f)
+		}
+	}
+	switch {
+	case len(j.Findings) > 0:
+		j.Verdict, j.Remove = Vulnerable, true
+	case r.EndOfLife:
+		j.Verdict, j.Remove = EndOfLife, p.DeleteEOL
+	default:
+		j.Verdict = Clean
+	}
+	return j
+}
+
+func (p Policy) counts(f Finding) bool {
+	if len(p.Severities) > 0 && !containsFold(p.Severities, f.Severity) {
+		return false
+	}
+	if len(p.Types) > 0 && f.Type != "" && !containsFold(p.Types, f.Type) {
+		return false
+	}
+	if p.IgnoreUnfixed && f.FixedVersion == "" {
+		return false
+	}
+	if f.Status != "" && containsFold(p.IgnoredStatuses, f.Status) {
+		return false
+	}
+	return true
+}
+
+func containsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+}
+
+// Run scans images one by one, each bounded by perImage, all by total. When
+// the total runs out, the rest are NotScanned and kept (upstream marked them
+// failed, and so removed them by default).
+func Run(ctx context.Context, e Engine, images []handoff.Image, p Policy, perImage, total time.Duration) []Judgement {
+	if total > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, total)
+		defer cancel()
+	}
+	out := make([]Judgement, 0, len(images))
+	for i, img := range images {
+		if ctx.Err() != nil {
+			for _, rest := range images[i:] {
+				out = append(out, Judgement{Image: rest, Verdict: NotScanned})
+			}
+			break
+		}
+		ictx, cancel := ctx, context.CancelFunc(func() {})
+		if perImage > 0 {
+			ictx, cancel = context.WithTimeout(ctx, perImage)
+		}
+		r, err := e.Scan(ictx, img)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			// The total ran out during this scan: not judged, kept.
+			out = append(out, Judgement{Image: img, Verdict: NotScanned})
+			continue
+		}
+		out = append(out, p.Judge(img, r, err))
+	}
+	return out
+}
+
+// Split separates the images to remove into non-compliant and failed, as a
+// scanner hands them on.
+func Split(js []Judgement) (nonCompliant, failed []handoff.Image) {
+	for _, j := range js {
+		switch {
+		case !j.Remove:
+		case j.Verdict == Failed:
+			failed = append(failed, j.Image)
+		default:
+			nonCompliant = append(nonCompliant, j.Image)
+		}
+	}
+	return nonCompliant, failed
+}

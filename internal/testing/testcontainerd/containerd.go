@@ -1,0 +1,338 @@
+//go:build linux
+
+// Package testcontainerd runs a private, real containerd (Debian's package,
+// installed by hack/install-test-deps.sh) for tests: own root, state, socket
+// and runc root, so it never touches a containerd the host may run. Tests
+// build images in Go, import them, and run real containers through CRI.
+//
+// Without containerd and runc installed the tests skip, except under CI,
+// where that is a failure.
+package testcontainerd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
+)
+
+// BinDirEnv names a directory holding another containerd (containerd and
+// containerd-shim-runc-v2, as hack/build-containerd.sh builds 2.x) to run
+// instead of Debian's: make test-containerd2 runs the worker tier on it.
+const BinDirEnv = "CONTAINERD_BIN_DIR"
+
+// binary is the containerd to run, and the PATH it finds its shim on.
+func binary() (bin string, env []string) {
+	dir := os.Getenv(BinDirEnv)
+	if dir == "" {
+		return "containerd", nil
+	}
+	return filepath.Join(dir, "containerd"), append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// SandboxImage is the pause image the private containerd is configured with.
+const SandboxImage = "registry.k8s.io/pause:3.10"
+
+// Containerd is a running private containerd.
+type Containerd struct {
+	Dir      string
+	Socket   string
+	Endpoint string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	conn     *grpc.ClientConn
+	Runtime  runtimeapi.RuntimeServiceClient
+	Images   runtimeapi.ImageServiceClient
+}
+
+// Require skips (or, under CI, fails) when containerd cannot run here.
+func Require(t testing.TB) {
+	t.Helper()
+	var missing []string
+	for _, b := range []string{"containerd", "ctr", "runc"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				missing = append(missing, BinDirEnv+"/"+b)
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("real containerd tests need %v; run hack/install-test-deps.sh (make test does)", missing)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+var (
+	pauseOnce sync.Once
+	pauseBin  []byte
+	pauseErr  error
+)
+
+// Pause is a static binary that sleeps until signalled, for test images.
+func Pause(t testing.TB) []byte {
+	t.Helper()
+	pauseOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pause")
+		if err != nil {
+			pauseErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "pause")
+		// By import path, from the test's own directory: it resolves in this
+		// module and in modules that require it (the scanner's), and does
+		// not depend on source paths, which -trimpath rewrites.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
+			return
+		}
+		pauseBin, pauseErr = os.ReadFile(out)
+	})
+	if pauseErr != nil {
+		t.Fatal(pauseErr)
+	}
+	return pauseBin
+}
+
+// Start runs a private containerd with the sandbox image imported; the test's
+// cleanup stops it, with every pod and mount it made. It pulls from the
+// plainHTTPRegistries (host:port, on this machine) over plain HTTP.
+func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
+	t.Helper()
+	return start(t, 0, plainHTTPRegistries)
+}
+
+// StartSmallDisk is Start with containerd's root (its content store and
+// snapshots: the image filesystem) on a tmpfs of sizeMiB, so a test fills
+// it with a few images and measures it as the kubelet would.
+func StartSmallDisk(t testing.TB, sizeMiB int) *Containerd {
+	t.Helper()
+	return start(t, sizeMiB, nil)
+}
+
+// RootDir is containerd's root directory (the image filesystem).
+func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
+
+func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd {
+	t.Helper()
+	Require(t)
+	pause := Pause(t)
+	// Short: the socket path must fit AF_UNIX's 107 bytes.
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock")}
+	if rootMiB > 0 {
+		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", rootMiB)); err != nil {
+			_ = os.RemoveAll(dir)
+			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", rootMiB, err)
+		}
+	}
+	c.Endpoint = "unix://" + c.Socket
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.stop(t) })
+	c.launch(t)
+	c.conn, err = grpc.NewClient("passthrough:///"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (netConn, error) { return dialUnix(ctx, c.Socket) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Runtime = runtimeapi.NewRuntimeServiceClient(c.conn)
+	c.Images = runtimeapi.NewImageServiceClient(c.conn)
+	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
+	return c
+}
+
+// launch starts the containerd process and waits for its socket.
+func (c *Containerd) launch(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.exited = make(chan struct{})
+	bin, env := binary()
+	c.cmd = exec.Command(bin, "--config", filepath.Join(c.Dir, "config.toml"))
+	c.cmd.Env = env
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, exited := c.cmd, c.exited
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(c.Socket); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
+			t.Fatalf("containerd did not start:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill kills containerd with SIGKILL, as a crash would; its shims, and so
+// the containers, keep running. Restart brings it back.
+func (c *Containerd) Kill(t testing.TB) {
+	t.Helper()
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	// A killed containerd leaves its socket; a new one replaces it.
+	_ = os.Remove(c.Socket)
+}
+
+// Restart starts containerd again on the same state, after Kill.
+func (c *Containerd) Restart(t testing.TB) {
+	t.Helper()
+	c.launch(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd's CRI did not come back after a restart: %v\n%s", err, c.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Signal sends sig to the containerd process (SIGSTOP/SIGCONT to hang it).
+func (c *Containerd) Signal(sig syscall.Signal) error { return c.cmd.Process.Signal(sig) }
+
+// Stop hangs containerd (SIGSTOP) and returns once it is stopped, so that
+// the next call surely finds it hung; Signal(SIGCONT) resumes it.
+func (c *Containerd) Stop(t testing.TB) {
+	t.Helper()
+	if err := c.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		// The state follows the command name, in parentheses.
+		if b, err := os.ReadFile(stat); err == nil {
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "T" {
+				return
+			}
+		}
+	}
+	t.Fatal("containerd did not stop")
+}
+
+func (c *Containerd) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stop removes every pod, stops containerd and its shims, unmounts what is
+// left under the base directory and removes it.
+func (c *Containerd) stop(t testing.TB) {
+	if c.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if pods, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+			for _, p := range pods.GetItems() {
+				_, _ = c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.GetId()})
+				_, _ = c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()})
+			}
+		}
+		cancel()
+		_ = c.conn.Close()
+	}
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGCONT)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+	}
+	killShims(c.Socket)
+	unmountUnder(c.Dir)
+	if err := os.RemoveAll(c.Dir); err != nil {
+		t.Logf("cleaning %s: %v", c.Dir, err)
+	}
+}
+
+// killShims ends containerd shims started for this instance (they outlive
+// containerd by design).
+func killShims(socket string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), socket) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	// Deepest first.
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
+		}
+	}
+}
+
+func config(dir, socket string, plainHTTPRegistries []string) string {
+	return containerdconfig.TOML(containerdconfig.Options{
+		Dir: dir, Socket: socket, SandboxImage: SandboxImage,
+		CNIBinDir: filepath.Join(dir, "cni", "bin"), CNIConfDir: filepath.Join(dir, "cni", "conf"),
+		PlainHTTPRegistries: plainHTTPRegistries,
+	})
+}

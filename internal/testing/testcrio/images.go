@@ -1,0 +1,287 @@
+//go:build linux
+
+// How images reach CRI-O: built in Go by testcontainerd.Image, pushed to a
+// registry on loopback that this instance's registries.conf names as a
+// mirror of their registries, and pulled through CRI.
+
+package testcrio
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+)
+
+func startRegistry() *httptest.Server {
+	// Quiet: it logs every request, which buries the test's own output.
+	return httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+}
+
+// hostOf is the registry of a reference as containers/image names it
+// (docker.io, not go-containerregistry's index.docker.io), which is the
+// prefix registries.conf matches.
+func hostOf(ref string) string {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return ""
+	}
+	h := r.Context().RegistryStr()
+	if h == name.DefaultRegistry {
+		return "docker.io"
+	}
+	return h
+}
+
+// canonical is the reference as CRI-O records it: fully qualified, so
+// "busybox:1" is "docker.io/library/busybox:1".
+func canonical(ref string) (string, error) {
+	r, err := name.NewTag(ref)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a tag: %w", ref, err)
+	}
+	return hostOf(ref) + "/" + r.RepositoryStr() + ":" + r.TagStr(), nil
+}
+
+func (c *CRIO) mirror(host string) bool {
+	if host == "" || c.mirrored[host] {
+		return false
+	}
+	c.mirrored[host] = true
+	return true
+}
+
+// registriesConf sends every mirrored host to the loopback registry, under a
+// path named after the host so that two registries' "app:1" stay apart.
+// No search registries: a short name would otherwise be tried against
+// docker.io, which this machine cannot reach.
+func (c *CRIO) registriesConf() string {
+	loop := strings.TrimPrefix(c.registry.URL, "http://")
+	hosts := make([]string, 0, len(c.mirrored))
+	for h := range c.mirrored {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	var b strings.Builder
+	b.WriteString("unqualified-search-registries = []\nshort-name-mode = \"disabled\"\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "\n[[registry]]\nprefix = %q\nlocation = %q\n\n[[registry.mirror]]\nlocation = %q\ninsecure = true\n",
+			h, h, loop+"/"+h)
+	}
+	return b.String()
+}
+
+// Import builds the images, pushes them to this instance's registry and pulls
+// every tag through CRI, so CRI-O records them as it would a registry pull.
+func (c *CRIO) Import(t testing.TB, images ...testcontainerd.Image) {
+	t.Helper()
+	var built []Tagged
+	for _, img := range images {
+		b, err := img.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, Tagged{Image: b, Tags: img.Tags})
+	}
+	c.ImportImages(t, built...)
+}
+
+// Tagged is an image already built, with the tags to give it.
+type Tagged struct {
+	Image v1.Image
+	Tags  []string
+}
+
+// ImportImages is Import for images built some other way (with a creation
+// time, say, which testcontainerd.Image leaves at zero).
+func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
+	t.Helper()
+	var pulls []string
+	added := false
+	for _, img := range images {
+		for _, tag := range img.Tags {
+			ref, err := canonical(tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Push(c.registry.URL, ref, img.Image); err != nil {
+				t.Fatalf("pushing %s to the loopback registry: %v", tag, err)
+			}
+			added = c.mirror(hostOf(ref)) || added
+			pulls = append(pulls, ref)
+		}
+	}
+	// containers/image caches registries.conf; only a reload makes CRI-O
+	// see a mirror for a registry host it has not seen before.
+	if added {
+		c.writeFile(t, "registries.conf", c.registriesConf())
+		c.Reload(t)
+	}
+	for _, ref := range pulls {
+		c.Pull(t, ref)
+	}
+}
+
+// Push uploads img as ref (PATH:TAG) into repository PATH of the registry at
+// base (http://HOST:PORT): host/repo:tag for a mirror's layout, as Import
+// does, or repo:tag for the registry's own names. By hand: go-containerregistry's
+// remote package would bring Docker's credential helpers into this module
+// for a registry that has no credentials.
+func Push(base, ref string, img v1.Image) error {
+	repo, tag := ref[:strings.LastIndex(ref, ":")], ref[strings.LastIndex(ref, ":")+1:]
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	type blob struct {
+		digest v1.Hash
+		data   func() ([]byte, error)
+	}
+	var blobs []blob
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		blobs = append(blobs, blob{d, func() ([]byte, error) {
+			r, err := l.Compressed()
+			if err != nil {
+				return nil, err
+			}
+			defer r.Close()
+			return io.ReadAll(r)
+		}})
+	}
+	cfgName, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	blobs = append(blobs, blob{cfgName, img.RawConfigFile})
+	for _, b := range blobs {
+		data, err := b.data()
+		if err != nil {
+			return err
+		}
+		// A monolithic upload: one POST with the digest, no session.
+		if err := send(http.MethodPost, base+"/v2/"+repo+"/blobs/uploads/?digest="+b.digest.String(), "application/octet-stream", data); err != nil {
+			return err
+		}
+	}
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	return send(http.MethodPut, base+"/v2/"+repo+"/manifests/"+tag, string(mt), manifest)
+}
+
+func send(method, url, contentType string, body []byte) error {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, msg)
+	}
+	return nil
+}
+
+// Pull pulls ref through CRI and returns the image ID CRI-O gives it.
+func (c *CRIO) Pull(t testing.TB, ref string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := c.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		t.Fatalf("PullImage %s: %v\n%s", ref, err, c.logTail(20))
+	}
+	return resp.GetImageRef()
+}
+
+// Reload makes CRI-O read its configuration files again (SIGHUP), as an
+// operator changing pinned_images or registries.conf on a node would, and
+// waits until it has.
+func (c *CRIO) Reload(t testing.TB) {
+	t.Helper()
+	c.reloads++
+	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(c.Dir, "crio.log"))
+		if strings.Count(string(b), "Unable to reload configuration") > 0 {
+			t.Fatalf("CRI-O could not reload its configuration:\n%s", c.logTail(20))
+		}
+		if strings.Count(string(b), "Configuration reload completed") >= c.reloads {
+			return
+		}
+	}
+	t.Fatalf("CRI-O did not reload its configuration within 30s:\n%s", c.logTail(20))
+}
+
+// SetPinnedImages rewrites pinned_images and reloads CRI-O.
+func (c *CRIO) SetPinnedImages(t testing.TB, refs ...string) {
+	t.Helper()
+	c.opts.pinnedImages = refs
+	c.writeFile(t, "crio.conf", c.config())
+	c.Reload(t)
+}
+
+// ImageIDs lists the IDs of CRI-O's images, by tag, repo digest and ID.
+func (c *CRIO) ImageIDs(t testing.TB) map[string]string {
+	t.Helper()
+	resp, err := c.Images.ListImages(context.Background(), &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, img := range resp.GetImages() {
+		for _, ref := range append(img.GetRepoTags(), img.GetRepoDigests()...) {
+			out[ref] = img.GetId()
+		}
+		out[img.GetId()] = img.GetId()
+	}
+	return out
+}
+
+// RepoDigest is the repository digest (name@sha256:...) CRI-O recorded for
+// the image tagged tag when it pulled it: what a user lists to name it by
+// digest.
+func (c *CRIO) RepoDigest(t testing.TB, tag string) string {
+	t.Helper()
+	resp, err := c.Images.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: tag}})
+	if err != nil {
+		t.Fatalf("image status of %s: %v", tag, err)
+	}
+	if resp.GetImage() == nil || len(resp.GetImage().GetRepoDigests()) == 0 {
+		t.Fatalf("CRI-O has no repo digest for %s", tag)
+	}
+	return resp.GetImage().GetRepoDigests()[0]
+}

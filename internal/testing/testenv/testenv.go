@@ -1,0 +1,362 @@
+// Package testenv starts a real kube-apiserver and etcd (envtest) with the
+// Eraser CRDs installed, once per test package, from TestMain.
+//
+// The binaries come from hack/build-control-plane.sh: KUBEBUILDER_ASSETS when
+// set (make test sets it), else the script's cache directory. Without them
+// the package's tests are skipped with a message, except under CI, where a
+// missing control plane is a failure: a tier that silently does not run is
+// worse than a red build.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+)
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	env    *envtest.Environment
+	// KubeconfigPath is an admin kubeconfig for processes the tests start.
+	KubeconfigPath string
+	// certDir is the kube-apiserver's certificate directory when testenv
+	// owns it (WithRestartableAPIServer), removed by Stop.
+	certDir string
+	// kcm is the kube-controller-manager of WithGarbageCollector;
+	// kcmMissing why there is none when it was asked for (outside CI).
+	kcm        *controllerManager
+	kcmMissing string
+}
+
+// skipReason is set when the control plane could not be found outside CI.
+var skipReason string
+
+// Run starts the control plane, runs the package's tests and stops it.
+// Use it as the body of TestMain.
+func Run(m *testing.M, env **Env, opts ...Option) int {
+	e, err := start(opts...)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			return 1
+		}
+		skipReason = err.Error()
+		return m.Run()
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stopping control plane:", err)
+	}
+	return code
+}
+
+// Require skips the test when the control plane is unavailable (never in CI,
+// where Run fails instead).
+func Require(t testing.TB) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skipf("no control plane: %s; run `make test`, which builds it", skipReason)
+	}
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func assetsDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	// Ask the build script where its cache is, without building.
+	out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(RepoRoot(), "hack", "build-control-plane.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and the cached control plane is not built")
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Kubectl is the kubectl that hack/build-control-plane.sh built with the
+// control plane, for tests of what a user sees through it. Without it the
+// test is skipped, except under CI, where that is a failure.
+func Kubectl(t testing.TB) string {
+	t.Helper()
+	dir, err := assetsDir()
+	if err == nil {
+		bin := filepath.Join(dir, "kubectl")
+		if _, err = os.Stat(bin); err == nil {
+			return bin
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("no kubectl: %v; hack/build-control-plane.sh builds it", err)
+	}
+	t.Skipf("no kubectl: %v; run `make test`, which builds it", err)
+	return ""
+}
+
+// Start starts a control plane outside TestMain (benchmarks); Stop it.
+func Start(opts ...Option) (*Env, error) { return start(opts...) }
+
+// Option changes the control plane before it starts.
+type Option func(*settings)
+
+// settings are what the options set: the control plane envtest starts and
+// the controllers to run beside it.
+type settings struct {
+	te          *envtest.Environment
+	controllers []string
+}
+
+// WithAPIServerFlag appends a kube-apiserver flag, for tests of behaviour
+// that only some clusters enable (an admission plugin, say).
+func WithAPIServerFlag(name, value string) Option {
+	return func(s *settings) {
+		s.te.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	}
+}
+
+// WithoutCRDs starts the control plane with no CRDs, for the tiers that
+// install them as users do (helm install, kubectl apply) and test their life
+// cycle: created, upgraded, kept or removed.
+func WithoutCRDs() Option {
+	return func(s *settings) {
+		s.te.CRDDirectoryPaths = nil
+		s.te.ErrorIfCRDPathMissing = false
+	}
+}
+
+// restartableCertDir prefixes the certificate directories that
+// WithRestartableAPIServer creates, so that start knows they are its own.
+const restartableCertDir = "eraser-testenv-apiserver-"
+
+// WithRestartableAPIServer lets StopAPIServer and StartAPIServer stop and
+// start the kube-apiserver while etcd keeps running. envtest removes a
+// certificate directory it created when the API server stops, and a restart
+// would then serve a new CA; in a directory of testenv's own the serving
+// certificates survive, and with them every kubeconfig written before.
+func WithRestartableAPIServer() Option {
+	return func(s *settings) {
+		dir, err := os.MkdirTemp("", restartableCertDir)
+		if err != nil {
+			panic(fmt.Sprintf("testenv: certificate directory: %v", err))
+		}
+		s.te.ControlPlane.GetAPIServer().CertDir = dir
+	}
+}
+
+// StopAPIServer stops the kube-apiserver (SIGTERM, as a rolling restart
+// does); etcd keeps running. Only with WithRestartableAPIServer.
+//
+// kube-controller-manager (WithGarbageCollector) is stopped first: its
+// watches keep a stopping API server draining past envtest's stop timeout.
+// StartAPIServer starts it again.
+func (e *Env) StopAPIServer() error {
+	if e.certDir == "" {
+		return fmt.Errorf("testenv: the API server is restartable only with WithRestartableAPIServer")
+	}
+	if e.kcm != nil {
+		e.kcm.Stop()
+	}
+	return e.env.ControlPlane.APIServer.Stop()
+}
+
+// StartAPIServer starts the kube-apiserver stopped by StopAPIServer again,
+// on the same address, port and certificates, and waits until it is
+// healthy.
+func (e *Env) StartAPIServer() error {
+	if e.certDir == "" {
+		return fmt.Errorf("testenv: the API server is restartable only with WithRestartableAPIServer")
+	}
+	api := e.env.ControlPlane.APIServer
+	before := api.SecureServing.Port
+	if err := api.Start(); err != nil {
+		return err
+	}
+	if after := api.SecureServing.Port; after != before {
+		return fmt.Errorf("testenv: the API server came back on port %s, not %s", after, before)
+	}
+	if e.kcm != nil {
+		e.kcm = e.kcm.restart()
+		if err := waitCollecting(context.Background(), e.Client, 2*time.Minute); err != nil {
+			return fmt.Errorf("kube-controller-manager after the API server's restart: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop stops the control plane, kube-controller-manager first.
+func (e *Env) Stop() error {
+	if e.kcm != nil {
+		e.kcm.Stop()
+	}
+	_ = os.Remove(e.KubeconfigPath)
+	err := e.env.Stop()
+	if e.certDir != "" {
+		_ = os.RemoveAll(e.certDir)
+	}
+	return err
+}
+
+func start(opts ...Option) (*Env, error) {
+	dir, err := assetsDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s", dir)
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: dir,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	set := &settings{te: te}
+	for _, o := range opts {
+		o(set)
+	}
+	var certDir string
+	if api := te.ControlPlane.APIServer; api != nil && strings.HasPrefix(filepath.Base(api.CertDir), restartableCertDir) {
+		certDir = api.CertDir
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
+		return nil, fmt.Errorf("starting control plane from %s: %w", dir, err)
+	}
+	e := &Env{Config: cfg, env: te, certDir: certDir}
+	scheme, err := erasescheme.New()
+	if err == nil {
+		err = apiextensionsv1.AddToScheme(scheme)
+	}
+	if err == nil {
+		e.Client, err = client.New(cfg, client.Options{Scheme: scheme})
+	}
+	if err == nil {
+		err = e.writeKubeconfig()
+	}
+	if err == nil && len(set.controllers) > 0 {
+		err = e.startControllers(dir, set.controllers)
+	}
+	if err != nil {
+		if e.kcm != nil {
+			e.kcm.Stop()
+		}
+		_ = te.Stop()
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// startControllers runs kube-controller-manager with the controllers and
+// waits until its garbage collector collects. A missing binary is an error
+// under CI; elsewhere the control plane goes on without it, and the tests
+// that need it skip (RequireGarbageCollector).
+func (e *Env) startControllers(dir string, controllers []string) error {
+	kcm, err := startControllerManager(dir, e.KubeconfigPath, controllers, &Buffer{})
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			return err
+		}
+		e.kcmMissing = err.Error()
+		fmt.Fprintf(os.Stderr, "testenv: %v; the tests needing the garbage collector skip\n", err)
+		return nil
+	}
+	e.kcm = kcm
+	if err := waitCollecting(context.Background(), e.Client, 2*time.Minute); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w; its log:\n%s", err, tailLines(kcm.log.String(), 40))
+	}
+	return nil
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func (e *Env) writeKubeconfig() error {
+	user, err := e.env.AddUser(envtest.User{Name: "eraser-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "eraser-kubeconfig-*")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(kc); err != nil {
+		return err
+	}
+	e.KubeconfigPath = f.Name()
+	return nil
+}
+
+// BuildBinary builds the main package pkg (an import path) into a fresh
+// temporary directory, as the tiers that run a real binary need, and returns
+// its path and a function removing it.
+func BuildBinary(pkg string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "eraser-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return bin, cleanup, nil
+}
+
+// FreePort returns a loopback address with a port free now, for a process
+// the test starts to listen on.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// WaitFor polls cond until it holds, failing the test after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

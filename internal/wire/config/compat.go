@@ -1,0 +1,128 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/images"
+)
+
+// This file holds the decisions about values upstream Eraser accepted that
+// do not fit this project's schema as they are: each is either read with the
+// effect it had upstream, with a warning where that effect is none, or
+// refused with the reason upstream's own workers could not use it either.
+
+// upstreamLogLevels are the manager.logLevel values upstream documented
+// beyond LogLevels: zap's levels above error.
+var upstreamLogLevels = []string{"dpanic", "panic", "fatal"}
+
+// logLevel decides manager.logLevel. Upstream never read the key (its
+// manager's --log-level flag set every level) and documented zap's seven
+// levels; the key has no effect here either, so upstream's extra levels are
+// accepted with a warning saying so, and an empty value is zap's default,
+// info.
+func logLevel(p *field.Path, s string) (level, warning string, err *field.Error) {
+	switch {
+	case s == "":
+		return "info", "", nil
+	case slices.Contains(LogLevels, s):
+		return s, "", nil
+	case slices.Contains(upstreamLogLevels, s):
+		return s, fmt.Sprintf("%q is accepted as upstream Eraser documented it; this key has no effect, as upstream: the manager's --log-level flag (%s) sets the level of the manager and its workers",
+			s, strings.Join(LogLevels, ", ")), nil
+	}
+	return "", "", field.NotSupported(p, s, append(slices.Clone(LogLevels), upstreamLogLevels...))
+}
+
+// removerDisabledWarning is the warning for components.remover.enabled:
+// false. Upstream's remover had no such key and dropped it, so removals went
+// on; they go on here too, and the warning says how to remove nothing.
+const removerDisabledWarning = "false has no effect, as with upstream Eraser, which had no such key: the remover always runs. " +
+	"To remove nothing, delete the ImageLists and set components.collector.enabled: false"
+
+// runtimeAddress reads a manager.runtime.address the way upstream's worker
+// pods used it: upstream mounted the URL's path from the host and ignored
+// its host part. An address whose host is localhost therefore keeps
+// working, with a warning. Any other host was the first directory of a
+// relative path ("unix://run/containerd/containerd.sock"), which upstream
+// silently cut off, mounting a path with no socket on every node, so it is
+// refused with the absolute address it most likely meant. tcp:// was
+// accepted by upstream's parser and usable by none of its workers, which
+// dial local sockets only (their pods even mounted an empty host path); it
+// stays refused, saying so.
+func runtimeAddress(s string) (canonical, warning string, err error) {
+	u, perr := url.Parse(s)
+	if perr == nil && u.Scheme == "tcp" {
+		return "", "", fmt.Errorf("%q: workers dial the runtime's local unix:// socket; upstream Eraser accepted tcp:// here, but its workers could not dial it and failed on every node", s)
+	}
+	if perr == nil && u.Scheme == "unix" && u.Host != "" {
+		if u.Host != "localhost" {
+			return "", "", fmt.Errorf("%q: a unix socket's address has no host, and upstream Eraser mounted %q, dropping %q; did you mean %q?",
+				s, path.Clean("/"+u.Path), u.Host, "unix:///"+u.Host+u.Path)
+		}
+		warning = fmt.Sprintf("the host %q is ignored, as upstream Eraser ignored it: the socket is %s", u.Host, path.Clean("/"+u.Path))
+		s = "unix://" + u.Path
+	}
+	return s, warning, nil
+}
+
+// isTrivyScanner tells whether the scanner image is the Trivy scanner, whose
+// configuration schema and limits this package knows; a custom scanner's
+// are its own.
+func isTrivyScanner(c Component) bool {
+	// The last element of the repository is upstream's and this
+	// project's alike.
+	return path.Base(c.Image.Repo) == images.Scanner.Repo
+}
+
+// scannerRuntime decides a runtime the scanner cannot read. The Trivy
+// scanner reads images from containerd's content store and from CRI-O's
+// image store; with cri-dockerd every scheduled run would fail on every
+// node, every night. Refusing the configuration says so when it is written
+// instead: on a live edit the previous configuration stays (InvalidConfig),
+// at start-up the manager exits naming this field (or starts with the last
+// good configuration on record). It applies only when scheduled runs scan
+// (the scanner runs nowhere else) and to the Trivy scanner image only: a
+// custom scanner may read any runtime.
+//
+// Running without the scanner instead would turn "remove vulnerable images"
+// into "remove every unused image" behind the user's back, which cannot be
+// undone for images that cannot be pulled again.
+func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
+	if rt == RuntimeContainerd || rt == RuntimeCrio || !comps.Collector.Enabled || !comps.Scanner.Enabled || !isTrivyScanner(comps.Scanner) {
+		return nil
+	}
+	return field.Invalid(field.NewPath("components", "scanner", "enabled"), true, fmt.Sprintf(
+		"the Trivy scanner reads images from containerd and CRI-O only, and manager.runtime is %s: every scheduled run would fail on every node. "+
+			"Set components.scanner.enabled: false (scheduled runs then remove every unused image that is not excluded) or set components.scanner.image to a scanner that reads %s",
+		rt, rt))
+}
+
+// scannerConfig checks the Trivy scanner's configuration when the manager
+// loads it, so that a value the scanner would refuse on every node is
+// refused once, with its path, and its warnings are seen where the
+// configuration is edited. While no scheduled run scans, the document is
+// not used, as upstream never read it then: what the scanner would refuse
+// is only a warning until scanning is turned on.
+func (c *converter) scannerConfig(p *field.Path, comps Components) {
+	if !isTrivyScanner(comps.Scanner) {
+		return
+	}
+	_, warnings, err := scan.Parse(comps.Scanner.Config)
+	for _, w := range warnings {
+		c.warn(p, w)
+	}
+	switch {
+	case err == nil:
+	case comps.Collector.Enabled && comps.Scanner.Enabled:
+		c.errs = append(c.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
+	default:
+		c.warn(p, "not used while scheduled runs do not scan; the scanner would refuse it: "+err.Error())
+	}
+}

@@ -1,0 +1,186 @@
+// Package workerresult is the summary a node worker leaves in its container's
+// termination message, from which the manager reads a node's results
+// through pod status, without any API access from the node.
+package workerresult
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// MaxSize is the kubelet's limit on a termination message.
+const MaxSize = 4096
+
+// maxFailures and maxMessage keep the summary far below MaxSize.
+const (
+	maxFailures = 5
+	maxMessage  = 200
+)
+
+// Summary is one worker's results on one node.
+type Summary struct {
+	Component string `json:"component"`
+	Node      string `json:"node,omitempty"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	// Counts holds the number of images per outcome ("removed", "in use",
+	// "pinned", "excluded", "not on node", "refused", "failed", "invalid").
+	Counts map[string]int `json:"counts"`
+	// BytesFreed is the size of the images removed (would be, on a dry run).
+	BytesFreed uint64 `json:"bytesFreed"`
+	// Failures are the first few failures.
+	Failures []Failure `json:"failures,omitempty"`
+	// Refused are the first few images the runtime would not remove for
+	// good: counted ("refused") and named, without failing the node.
+	Refused []Failure `json:"refused,omitempty"`
+	// Error is set when the worker failed: it could not run at all (exit
+	// code 1), or removals failed (exit code 2: the count and the first).
+	Error string `json:"error,omitempty"`
+	// Verdicts are the scanner's per-image verdicts, as many as fit.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+	// VerdictsOmitted counts the verdicts left out to stay under MaxSize.
+	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
+	// ScanDB is the vulnerability DB the scanner judged with.
+	ScanDB *ScanDB `json:"scanDB,omitempty"`
+	// SandboxImageGuessed is set when neither the runtime's status nor its
+	// pod sandboxes named a sandbox image, so every image that looks like a
+	// pause image was kept (counted as "pinned").
+	SandboxImageGuessed bool `json:"sandboxImageGuessed,omitempty"`
+	// MaxRecheckWindowMs is the longest time, in milliseconds, from the
+	// start of the container listing that cleared an image to the issue of
+	// its removal.
+	MaxRecheckWindowMs float64 `json:"maxRecheckWindowMs,omitempty"`
+	// PeakRSSBytes is the worker's peak resident memory, where measured.
+	PeakRSSBytes uint64 `json:"peakRssBytes,omitempty"`
+	// RemovedBy totals the removed images (would be, on a dry run) by the
+	// retention policy that chose each (retention.Policy).
+	RemovedBy map[string]PolicyTotal `json:"removedBy,omitempty"`
+	// ImageFs is the image filesystem before and after the run, when the
+	// disk-pressure policy measured it.
+	ImageFs *ImageFs `json:"imageFs,omitempty"`
+	// PlanMs is the time, in milliseconds, the remover spent deciding:
+	// reading ages and the node's state file, and planning.
+	PlanMs float64 `json:"planMs,omitempty"`
+	// AgeSource says where image ages came from: "runtime" (the runtime's
+	// image records) or "first seen" (the node's state file, when the
+	// runtime does not record when it pulled an image).
+	AgeSource string `json:"ageSource,omitempty"`
+}
+
+// PolicyTotal is what one retention policy removed.
+type PolicyTotal struct {
+	Images int    `json:"images"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// ImageFs is the image filesystem's size and use, in bytes, as statfs
+// reports the filesystem holding it (used = capacity - available, as the
+// kubelet counts it).
+type ImageFs struct {
+	CapacityBytes   uint64 `json:"capacityBytes"`
+	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
+	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
+}
+
+// Failure is one failed image, or an invalid ImageList entry.
+type Failure struct {
+	Image   string `json:"image"`
+	Message string `json:"message"`
+	// Invalid marks an entry that is not an image reference: nothing was
+	// attempted for it.
+	Invalid bool `json:"invalid,omitempty"`
+}
+
+// CountToRemove is the scanner's count of the images it handed to the
+// remover (upstream's vulnerable_images_run_total).
+const CountToRemove = "to remove"
+
+// Verdict is the scanner's judgement on one image.
+type Verdict struct {
+	Image   string `json:"image"`
+	Verdict string `json:"verdict"`
+	// Remove: the image was handed to the remover.
+	Remove bool `json:"remove,omitempty"`
+	// Reason is the deciding findings (a few IDs) or the error.
+	Reason string `json:"reason,omitempty"`
+}
+
+// AddFailure records a failure, keeping only the first few.
+func (s *Summary) AddFailure(image, message string) {
+	if len(s.Failures) >= maxFailures {
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Image: truncate(image), Message: truncate(message)})
+}
+
+// AddRefused records an image the runtime refused to remove for good,
+// keeping only the first few.
+func (s *Summary) AddRefused(image, message string) {
+	if len(s.Refused) >= maxFailures {
+		return
+	}
+	s.Refused = append(s.Refused, Failure{Image: truncate(image), Message: truncate(message)})
+}
+
+// AddInvalid records an invalid entry among the failures, keeping only the
+// first few.
+func (s *Summary) AddInvalid(entry, message string) {
+	if len(s.Failures) >= maxFailures {
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Image: truncate(entry), Message: truncate(message), Invalid: true})
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+// Encode is the summary's termination-message form, always under MaxSize.
+func (s Summary) Encode() []byte {
+	s.Error = truncate(s.Error)
+	for {
+		data, err := json.Marshal(s)
+		if err == nil && len(data) <= MaxSize {
+			return data
+		}
+		// Verdicts go first (the log has them all), then refusals, then
+		// failures.
+		if n := len(s.Verdicts); n > 0 {
+			drop := max(1, n/4)
+			s.Verdicts = s.Verdicts[:n-drop]
+			s.VerdictsOmitted += drop
+			continue
+		}
+		// Then refusals: they fail nothing, and the counts keep them.
+		if n := len(s.Refused); n > 0 {
+			s.Refused = s.Refused[:n-1]
+			continue
+		}
+		if len(s.Failures) == 0 {
+			return []byte(`{"error":"summary too large"}`)
+		}
+		s.Failures = s.Failures[:len(s.Failures)-1]
+	}
+}
+
+// Decode reads a termination message.
+func Decode(data []byte) (Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("worker summary is not JSON: %w", err)
+	}
+	return s, nil
+}
+
+// Write writes the summary to the termination message file. Outside a pod
+// that file may not exist; the caller logs the error and carries on.
+func Write(path string, s Summary) error {
+	s.PeakRSSBytes = PeakRSS()
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, s.Encode(), 0o644)
+}

@@ -1,0 +1,58 @@
+package workerresult
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEncodeStaysUnderLimit(t *testing.T) {
+	s := Summary{Component: "remover", Node: strings.Repeat("n", 253), Counts: map[string]int{"removed": 3, "failed": 100}, Error: strings.Repeat("e", 10000)}
+	for i := range 100 {
+		s.AddFailure(strings.Repeat("i", 600), strings.Repeat("m", 5000)+string(rune('a'+i%26)))
+	}
+	data := s.Encode()
+	if len(data) > MaxSize {
+		t.Fatalf("encoded summary is %d bytes", len(data))
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Counts["failed"] != 100 || len(got.Failures) == 0 || len(got.Failures) > maxFailures {
+		t.Errorf("decoded %+v", got)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	s := Summary{Component: "collector", Node: "n1", DryRun: true, Counts: map[string]int{"candidates": 2}, BytesFreed: 42, PeakRSSBytes: 1 << 20}
+	got, err := Decode(s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Decode([]byte("OOMKilled")); err == nil {
+		t.Error("a non-JSON termination message decoded")
+	}
+}
+
+func TestEncodeKeepsWhatFitsOfTheVerdicts(t *testing.T) {
+	s := Summary{Component: "scanner", Counts: map[string]int{"vulnerable": 2000}}
+	for i := range 2000 {
+		s.Verdicts = append(s.Verdicts, Verdict{Image: strings.Repeat("r", 60) + string(rune('a'+i%26)), Verdict: "vulnerable", Remove: true, Reason: "CVE-2099-0001"})
+	}
+	data := s.Encode()
+	if len(data) > MaxSize {
+		t.Fatalf("encoded summary is %d bytes", len(data))
+	}
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Verdicts) == 0 || len(got.Verdicts)+got.VerdictsOmitted != 2000 {
+		t.Errorf("kept %d verdicts, omitted %d; want some kept and all accounted for", len(got.Verdicts), got.VerdictsOmitted)
+	}
+}
