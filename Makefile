@@ -156,7 +156,7 @@ WINDOWS_TEST_PACKAGES := ./internal/node/cri ./internal/node/handoff ./internal/
 .PHONY: test-windows
 test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
 	WINEPREFIX="$$(hack/install-wine.sh)" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
-		go test -exec wine -count=1 $(WINDOWS_TEST_PACKAGES)
+		go test -exec wine -count=1 $(GO_TEST_RUN) $(WINDOWS_TEST_PACKAGES)
 
 # The kubelet tier: a local cluster of real kubelets (hack/kubecluster) whose
 # nodes pull from a registry on loopback that the test serves; it runs
@@ -168,19 +168,57 @@ test-windows: ## Run the Windows tier under Wine (installs Wine and builds its s
 .PHONY: test-e2e-kubelet
 test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*" under the minimum age, scheduled runs (with the scanner; disk pressure and its dry run on a tmpfs image filesystem), chart and uninstall on a local 2-node cluster, and a node on CRI-O (ImageList, scheduled run with the scanner).
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	CRIO_BIN_DIR="$$(hack/build-crio.sh)" ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v ./test/e2e/kubelet
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v $(GO_TEST_RUN) ./test/e2e/kubelet
+
+# The tiers of make test, each a target of its own; RUN=<regexp> passes -run
+# to every go test of a tier (RUN=TestPlan, RUN='TestEraser/ReportOutlivesThePods').
+# docs/testing.md says what each tier proves and how to run one test.
+RUN ?=
+GO_TEST_RUN = $(if $(RUN),-run '$(RUN)')
+
+# The control-plane tier: the API, the manager's assembly and every
+# reconciler against a real kube-apiserver and etcd.
+CONTROL_PLANE_PACKAGES := ./api/... ./cmd/... ./internal/manager/... ./internal/testing/testenv
+# The worker tier: the node workers and their test support against a real
+# containerd (Debian's 1.6 here; 1.7 and 2.x in test-containerd-versions) and
+# a real CRI-O.
+RUNTIME_PACKAGES := ./test/e2e ./internal/node/... ./internal/cli/... \
+	./internal/testing/testcontainerd ./internal/testing/testcrio ./internal/testing/containerdconfig ./internal/testing/workertest \
+	./hack/ocibuild ./hack/kubecluster
+
+.PHONY: test
+test: verify verify-selftest vet build-windows test-deps ## Verify, then every tier (unit, control plane, fault, worker on every runtime, install, Windows, kubelet), with a table of each tier's time at the end.
+	hack/test-tiers.sh unit control-plane fault runtimes install windows kubelet
+
+.PHONY: test-unit
+test-unit: ## The inner loop: every test that needs no control plane, runtime, Wine or kubelet (go test -short, all three modules).
+	go test -short -count=1 $(GO_TEST_RUN) ./...
+	go -C hack/render test -short -count=1 $(GO_TEST_RUN) ./...
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test -short -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) ./...
+
+.PHONY: test-control-plane
+test-control-plane: ## The API, the manager and its reconcilers against a real kube-apiserver and etcd (built once, cached).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(CONTROL_PLANE_PACKAGES)
 
 # EXTRA=1: the fault tier runs kube-controller-manager's garbage collector
 # beside the API server (the kubelet tier's build; the same cache).
-.PHONY: test
-test: verify verify-selftest vet build-windows test-deps ## Verify, then run every test tier: real control plane, real containerd, the scanner, install, Windows under Wine, real kubelets.
-	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 40m $(GO_PACKAGES)
+.PHONY: test-fault
+test-fault: ## The real manager binary against a real API server and garbage collector, with faults injected.
+	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 -timeout 30m $(GO_TEST_RUN) ./test/fault
+
+.PHONY: test-runtimes
+test-runtimes: test-deps ## The worker tier: the workers against a real containerd 1.6 and CRI-O, then containerd 1.7 and 2.x, then the Trivy scanner on both runtimes.
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(RUNTIME_PACKAGES)
 	$(MAKE) --no-print-directory test-containerd-versions
 	$(MAKE) --no-print-directory test-scanner
+
+.PHONY: test-install
+test-install: ## The install tier: the alert rules under promtool, then the chart and manifest with the real Helm CLI and kubectl on a real API server.
 	$(MAKE) --no-print-directory test-promrules
 	$(MAKE) --no-print-directory test-deploy
-	$(MAKE) --no-print-directory test-windows
-	$(MAKE) --no-print-directory test-e2e-kubelet
+
+.PHONY: test-kubelet
+test-kubelet: test-e2e-kubelet ## The kubelet tier (test-e2e-kubelet): end to end on real kubelets, installed from a loopback registry.
 
 # The alert rules' unit tests: promtool, built from the module proxy once
 # (hack/build-promtool.sh), runs hack/render/promrules/testdata against the
@@ -188,14 +226,14 @@ test: verify verify-selftest vet build-windows test-deps ## Verify, then run eve
 # them again with the cached promtool.
 .PHONY: test-promrules
 test-promrules: ## promtool unit tests of every alert of the chart's PrometheusRule (promtool built once from the module proxy, cached under ~/.cache/eraser).
-	promtool="$$(hack/build-promtool.sh)"; PROMTOOL="$$promtool" go -C hack/render test -count=1 ./promrules
+	promtool="$$(hack/build-promtool.sh)"; PROMTOOL="$$promtool" go -C hack/render test -count=1 $(GO_TEST_RUN) ./promrules
 
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
 .PHONY: test-deploy
 test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
 # make test's first line): each built once from the module proxy
@@ -208,8 +246,8 @@ test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/
 	@for v in $(CONTAINERD_VERSIONS); do \
 		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
 		echo "worker tier on containerd $$v ($$dir)"; \
-		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m -skip CRIO ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
-		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 -skip /crio/ ./test/e2e || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip CRIO ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) -skip /crio/ ./test/e2e || exit 1; \
 	done
 
 .PHONY: test-crio
@@ -218,7 +256,7 @@ test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module
 
 .PHONY: test-scanner
 test-scanner: test-deps ## The Trivy scanner's tests, offline: fixture DB and images, the pipeline on a real containerd and a real CRI-O.
-	CRIO_BIN_DIR="$$(hack/build-crio.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 ./...
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) ./...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short while each.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs the named tiers of make test (make test-<tier> each) and prints a
+# table of how long each took, also written to bin/test-logs/tiers.txt.
+#
+# The fault tier is mostly waiting on the manager (timeouts, a catch-up's
+# batch, slow deletes) and on little CPU, so it runs in the background beside
+# the others, its output kept in bin/test-logs/fault.log and printed when it
+# ends. TEST_TIERS_SERIAL=1 runs every tier in turn instead (for a profile).
+# Every tier runs even when one fails; the exit status is the first failure's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
+logdir=bin/test-logs
+mkdir -p "$logdir"
+
+background=fault
+if [ -n "${TEST_TIERS_SERIAL:-}" ]; then background=; fi
+
+rows=() status=0
+record() { # tier seconds rc how
+  local result=ok
+  [ "$3" = 0 ] || result="FAILED (exit $3)"
+  rows+=("$(printf '%-14s %7s  %-10s %s' "$1" "$(printf '%d:%02d' $(($2 / 60)) $(($2 % 60)))" "$4" "$result")")
+  if [ "$3" != 0 ] && [ "$status" = 0 ]; then status=$3; fi
+}
+
+begin=$(date +%s)
+bg_pid= bg_start=
+for tier in "$@"; do
+  if [ "$tier" = "$background" ]; then
+    bg_start=$(date +%s)
+    echo "== tier $tier: started in the background (log: $logdir/$tier.log)"
+    $MAKE --no-print-directory "test-$tier" >"$logdir/$tier.log" 2>&1 &
+    bg_pid=$!
+  fi
+done
+for tier in "$@"; do
+  [ "$tier" = "$background" ] && continue
+  echo "== tier $tier"
+  start=$(date +%s)
+  $MAKE --no-print-directory "test-$tier"
+  rc=$?
+  record "$tier" $(($(date +%s) - start)) "$rc" "in turn"
+done
+if [ -n "$bg_pid" ]; then
+  echo "== tier $background: waiting for it to end"
+  wait "$bg_pid"
+  rc=$?
+  cat "$logdir/$background.log"
+  record "$background" $(($(date +%s) - bg_start)) "$rc" "beside"
+fi
+
+{
+  echo
+  echo "tier            time   ran         result"
+  printf '%s\n' "${rows[@]}"
+  total=$(($(date +%s) - begin))
+  printf 'all tiers      %7s\n' "$(printf '%d:%02d' $((total / 60)) $((total % 60)))"
+} | tee "$logdir/tiers.txt"
+exit "$status"
