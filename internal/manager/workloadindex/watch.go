@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -31,8 +30,8 @@ import (
 type source struct {
 	kind    kind
 	example runtime.Object
-	list    func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch   func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	list    cache.ListWithContextFunc
+	watch   cache.WatchFuncWithContext
 }
 
 // counters say how the index was filled: a test checks that the initial
@@ -91,60 +90,33 @@ func New(cfg *rest.Config) (*Index, error) {
 	return i, nil
 }
 
+// sources are the watches of every kind: one filtered list-watch per row,
+// on the REST client of the kind's group.
 func sources(cs kubernetes.Interface) []source {
-	apps, batch, core := cs.AppsV1(), cs.BatchV1(), cs.CoreV1()
-	all := metav1.NamespaceAll
-	return []source{
-		{kindPod, &corev1.Pod{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Pods(all).List(ctx, notWorkers(o))
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return core.Pods(all).Watch(ctx, notWorkers(o))
-			}},
-		{kindDeployment, &appsv1.Deployment{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.Deployments(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return apps.Deployments(all).Watch(ctx, o)
-			}},
-		{kindStatefulSet, &appsv1.StatefulSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.StatefulSets(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return apps.StatefulSets(all).Watch(ctx, o)
-			}},
-		{kindDaemonSet, &appsv1.DaemonSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.DaemonSets(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return apps.DaemonSets(all).Watch(ctx, o)
-			}},
-		{kindReplicaSet, &appsv1.ReplicaSet{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.ReplicaSets(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return apps.ReplicaSets(all).Watch(ctx, o)
-			}},
-		{kindJob, &batchv1.Job{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return batch.Jobs(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return batch.Jobs(all).Watch(ctx, o)
-			}},
-		{kindCronJob, &batchv1.CronJob{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return batch.CronJobs(all).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return batch.CronJobs(all).Watch(ctx, o)
-			}},
+	clients := map[string]cache.Getter{
+		"v1":       cs.CoreV1().RESTClient(),
+		"apps/v1":  cs.AppsV1().RESTClient(),
+		"batch/v1": cs.BatchV1().RESTClient(),
 	}
+	watched := [numKinds]struct {
+		resource string
+		example  runtime.Object
+		narrow   func(*metav1.ListOptions)
+	}{
+		kindPod:         {"pods", &corev1.Pod{}, notWorkers},
+		kindDeployment:  {"deployments", &appsv1.Deployment{}, everything},
+		kindStatefulSet: {"statefulsets", &appsv1.StatefulSet{}, everything},
+		kindDaemonSet:   {"daemonsets", &appsv1.DaemonSet{}, everything},
+		kindReplicaSet:  {"replicasets", &appsv1.ReplicaSet{}, everything},
+		kindJob:         {"jobs", &batchv1.Job{}, everything},
+		kindCronJob:     {"cronjobs", &batchv1.CronJob{}, everything},
+	}
+	out := make([]source, 0, numKinds)
+	for k, w := range watched {
+		lw := cache.NewFilteredListWatchFromClient(clients[kind(k).apiVersion()], w.resource, metav1.NamespaceAll, w.narrow)
+		out = append(out, source{kind: kind(k), example: w.example, list: lw.ListWithContextFunc, watch: lw.WatchFuncWithContext})
+	}
+	return out
 }
 
 // workerSelector leaves out eraser's own worker pods, selected by the API
@@ -155,12 +127,12 @@ func sources(cs kubernetes.Interface) []source {
 // images, and its peers on other nodes do not count for this one.
 const workerSelector = "!" + podspec.LabelJob
 
-// notWorkers is o selecting no worker pod; every path (list, stream, watch)
-// goes through it.
-func notWorkers(o metav1.ListOptions) metav1.ListOptions {
-	o.LabelSelector = workerSelector
-	return o
-}
+// notWorkers narrows a pod list or watch to no worker pod; every path
+// (list, stream, watch) goes through it.
+func notWorkers(o *metav1.ListOptions) { o.LabelSelector = workerSelector }
+
+// everything leaves a workload kind's list or watch as the caller asked.
+func everything(*metav1.ListOptions) {}
 
 // Start runs the watches until ctx is done (manager.Runnable).
 func (i *Index) Start(ctx context.Context) error {
@@ -171,7 +143,7 @@ func (i *Index) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range i.sources {
 		r := cache.NewReflectorWithOptions(i.listWatch(s), s.example, &store{idx: i, kind: s.kind},
-			cache.ReflectorOptions{Name: "refindex/" + s.kind.String()})
+			cache.ReflectorOptions{Name: "workloadindex/" + s.kind.String()})
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
 	<-ctx.Done()
