@@ -47,3 +47,25 @@ func (c *converter) maxFailed(p *field.Path, s scalar) *MaxConcurrent {
 // runs arriving together on 5,000 nodes create pods as others finish
 // instead of 40,000 at once.
 const DefaultMaxWorkerPods = 1000
+
+// maxConcurrent reads a count ("50") or a percentage ("10%").
+func (c *converter) maxConcurrent(p *field.Path, s scalar) MaxConcurrent {
+	str := string(s)
+	if str == "" || str == "0" {
+		return MaxConcurrent{}
+	}
+	if pct, ok := strings.CutSuffix(str, "%"); ok {
+		n, err := strconv.Atoi(pct)
+		if err != nil || n < 1 || n > 100 {
+			c.errs = append(c.errs, field.Invalid(p, str, "a percentage must be between 1% and 100%"))
+			return MaxConcurrent{}
+		}
+		return MaxConcurrent{Percent: n}
+	}
+	n, err := strconv.Atoi(str)
+	if err != nil || n < 0 {
+		c.errs = append(c.errs, field.Invalid(p, str, `must be a number of nodes ("50") or a percentage of them ("10%")`))
+		return MaxConcurrent{}
+	}
+	return MaxConcurrent{Count: n}
+}

@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,83 +177,6 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.NodeFilter.Selectors = m.NodeFilter.Selectors
 
 	out.Retention = c.retention(p.Child("retention"), m.Retention)
-}
-
-// retention needs the runtime already converted: the image filesystem's
-// default path is the runtime's.
-func (c *converter) retention(p *field.Path, d retentionDoc) Retention {
-	out := Retention{MinAge: c.duration(p.Child("minAge"), d.MinAge, true),
-		IgnoreReferenced: !d.ProtectReferenced, KeepVulnerableReferenced: !d.RemoveVulnerableReferenced, RemoveNotRepullable: !d.ProtectNotRepullable}
-	if !d.ProtectReferenced && !d.RemoveVulnerableReferenced {
-		c.warn(p.Child("removeVulnerableReferenced"), "has no effect while protectReferenced is false")
-	}
-	if d.UnusedFor != "" {
-		out.UnusedFor = c.duration(p.Child("unusedFor"), d.UnusedFor, true)
-	}
-	high := c.percent(p.Child("highThresholdPercent"), d.HighThresholdPercent)
-	low := c.percent(p.Child("lowThresholdPercent"), d.LowThresholdPercent)
-	switch {
-	case d.HighThresholdPercent != "" && d.LowThresholdPercent == "":
-		c.errs = append(c.errs, field.Required(p.Child("lowThresholdPercent"), "set both thresholds or neither"))
-	case d.LowThresholdPercent != "" && d.HighThresholdPercent == "":
-		c.errs = append(c.errs, field.Required(p.Child("highThresholdPercent"), "set both thresholds or neither"))
-	case high > 0 && low > 0 && low >= high:
-		c.errs = append(c.errs, field.Invalid(p.Child("lowThresholdPercent"), low, fmt.Sprintf("must be below highThresholdPercent (%d)", high)))
-	case high > 0 && low > 0:
-		out.HighThresholdPercent, out.LowThresholdPercent = high, low
-	}
-
-	fs := p.Child("imageFsPath")
-	switch {
-	case d.ImageFsPath == "":
-		out.ImageFsPath = defaultImageFsPaths[c.cfg.Manager.Runtime.Name]
-	case !path.IsAbs(d.ImageFsPath):
-		c.errs = append(c.errs, field.Invalid(fs, d.ImageFsPath, "must be an absolute path"))
-	case path.Clean(d.ImageFsPath) == "/":
-		// Mounted at its own path, it would hide the worker's root.
-		c.errs = append(c.errs, field.Invalid(fs, d.ImageFsPath, "must be a directory below /, on the image filesystem"))
-	default:
-		out.ImageFsPath = path.Clean(d.ImageFsPath)
-	}
-	if d.ImageFsPath != "" && d.HighThresholdPercent == "" && d.LowThresholdPercent == "" {
-		c.warn(fs, "has no effect unless highThresholdPercent and lowThresholdPercent are set")
-	}
-	return out
-}
-
-// percent reads a whole percent in 1..100; unset is 0.
-func (c *converter) percent(p *field.Path, s scalar) int {
-	if s == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(string(s))
-	if err != nil || n < 1 || n > 100 {
-		c.errs = append(c.errs, field.Invalid(p, string(s), "must be a whole percent between 1 and 100"))
-		return 0
-	}
-	return n
-}
-
-// maxConcurrent reads a count ("50") or a percentage ("10%").
-func (c *converter) maxConcurrent(p *field.Path, s scalar) MaxConcurrent {
-	str := string(s)
-	if str == "" || str == "0" {
-		return MaxConcurrent{}
-	}
-	if pct, ok := strings.CutSuffix(str, "%"); ok {
-		n, err := strconv.Atoi(pct)
-		if err != nil || n < 1 || n > 100 {
-			c.errs = append(c.errs, field.Invalid(p, str, "a percentage must be between 1% and 100%"))
-			return MaxConcurrent{}
-		}
-		return MaxConcurrent{Percent: n}
-	}
-	n, err := strconv.Atoi(str)
-	if err != nil || n < 0 {
-		c.errs = append(c.errs, field.Invalid(p, str, `must be a number of nodes ("50") or a percentage of them ("10%")`))
-		return MaxConcurrent{}
-	}
-	return MaxConcurrent{Count: n}
 }
 
 // nodeSelector checks each pair as a label a node could carry, naming the

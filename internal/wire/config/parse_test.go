@@ -1,7 +1,7 @@
 package config
 
-// Documents refused or warned about, Helm's runtimeConfig, and image
-// references.
+// Documents refused or warned about, repeated keys among them, and Helm's
+// runtimeConfig.
 
 import (
 	"os"
@@ -158,34 +158,25 @@ func TestParseHelmRuntimeConfig(t *testing.T) {
 	}
 }
 
-func TestParseImage(t *testing.T) {
+// A repeated key, or one re-cased, in the EraserConfig or in the scanner's
+// configuration is refused: sigs.k8s.io/yaml keeps the last without a word
+// (a second nodeFilter would drop the first one's selectors).
+func TestRepeatedKeysRefused(t *testing.T) {
 	cases := map[string]struct {
-		ref     string
-		want    Image
-		wantErr bool
+		doc, want string
 	}{
-		"repo and tag":      {ref: "ghcr.io/x/remover:v1", want: Image{Repo: "ghcr.io/x/remover", Tag: "v1"}},
-		"no tag":            {ref: "remover", want: Image{Repo: "remover"}},
-		"registry port":     {ref: "localhost:5000/remover", want: Image{Repo: "localhost:5000/remover"}},
-		"registry port tag": {ref: "localhost:5000/remover:v2", want: Image{Repo: "localhost:5000/remover", Tag: "v2"}},
-		"digest":            {ref: "r/remover@sha256:abcd", want: Image{Repo: "r/remover@sha256:abcd"}},
-		"empty":             {ref: "", wantErr: true},
-		"space":             {ref: "a b", wantErr: true},
-		"no repo, tag":      {ref: ":v1", wantErr: true},
-		"empty tag":         {ref: "remover:", wantErr: true},
-		"no repo, digest":   {ref: "@sha256:abcd", wantErr: true},
+		"repeated nodeFilter": {doc: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager:\n  nodeFilter:\n    type: exclude\n    selectors: [pool=gpu]\n  nodeFilter:\n    type: exclude\n",
+			want: `EraserConfig: line 7: key "nodeFilter" appears again (first on line 4)`},
+		"re-cased manager": {doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {}\nManager: {}\n",
+			want: `EraserConfig: line 3: key "Manager" differs only in case from "manager" on line 2`},
+		"scanner config": {doc: "apiVersion: eraser.sh/v1alpha3\ncomponents:\n  collector:\n    enabled: true\n  scanner:\n    enabled: true\n    config: |\n      deleteFailedImages: false\n      deleteFailedImages: true\n",
+			want: `key "deleteFailedImages" appears again`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseImage(tc.ref)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v", err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if err == nil && got.Ref() != tc.ref {
-				t.Errorf("Ref() = %q, want %q", got.Ref(), tc.ref)
+			_, _, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
