@@ -1,10 +1,12 @@
 package render
 
-// Values a user sets, what the chart refuses, and helm lint.
+// Values a user sets, what the chart and its schema refuse, and helm lint.
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -163,5 +166,108 @@ func TestChartLint(t *testing.T) {
 		for _, err := range res.Errors {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+func writeValues(t *testing.T, doc string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// values.schema.json refuses a typo at the top level, in deploy and in
+// metrics, naming the key, while every values file written for upstream's
+// chart still renders.
+func TestChartSchema(t *testing.T) {
+	refused := map[string]struct{ values, want string }{
+		"deploy typo":         {"deploy:\n  replicass: 2\n", "at '/deploy': additional properties 'replicass' not allowed"},
+		"deploy.image typo":   {"deploy:\n  image:\n    reop: registry.example/manager\n", "at '/deploy/image': additional properties 'reop' not allowed"},
+		"unknown top level":   {"runtimeConfig: {}\nrutimeConfig:\n  manager: {}\n", "at '': additional properties 'rutimeConfig' not allowed"},
+		"metrics typo":        {"metrics:\n  serviceMonitor:\n    enable: true\n", "at '/metrics/serviceMonitor': additional properties 'enable' not allowed"},
+		"wrong type":          {"deploy:\n  replicas: two\n", "at '/deploy/replicas'"},
+		"bad pull policy":     {"deploy:\n  image:\n    pullPolicy: Sometimes\n", "at '/deploy/image/pullPolicy'"},
+		"registry not a host": {"imageRegistry: \"https://registry.example\"\n", "at '/imageRegistry'"},
+	}
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			_, err := Chart(chartDir(), Options{KubeVersion: kubeVersion, ValuesFiles: []string{writeValues(t, tc.values)}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+
+	// The defaults, every documented value (TestChartValues) and every
+	// upstream values file pass the schema.
+	accepted := append(ownUpstreamValues(t), upstreamValuesIfPresent()...)
+	accepted = append(accepted, writeValues(t, "runtimeConfig:\n  anything: {goes: here}\ndeploy:\n  image: {tag: 1.2}\nglobal: {}\n"))
+	for _, f := range append([]string{""}, accepted...) {
+		var files []string
+		if f != "" {
+			files = []string{f}
+		}
+		if _, err := Chart(chartDir(), Options{KubeVersion: kubeVersion, ValuesFiles: files}); err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+		}
+	}
+}
+
+// imageRegistry moves every image at the default location to the mirror,
+// the tags unchanged, and leaves any other repository alone.
+func TestChartImageRegistry(t *testing.T) {
+	const mirror = "registry.example:5000/mirror"
+	mirrored := func(name, tag string) string { return mirror + "/" + name + ":" + tag }
+	cases := map[string]struct {
+		o                    Options
+		manager, windowsRepo string
+		workers              []string // collector, scanner, remover
+	}{
+		"defaults": {
+			o:       Options{Set: []string{"imageRegistry=" + mirror + "/"}},
+			manager: mirrored("eraser-manager", version.Version),
+			workers: []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), mirrored("remover", version.Version)},
+		},
+		"repositories set elsewhere are kept, default ones under windows moved": {
+			o: Options{Set: []string{
+				"imageRegistry=" + mirror,
+				"deploy.image.repo=other.example/eraser-manager",
+				"runtimeConfig.components.remover.image.repo=other.example/remover",
+				"runtimeConfig.components.remover.image.tag=v2",
+				"runtimeConfig.components.scanner.image.repo=" + version.DefaultRepo + "/eraser-trivy-scanner",
+				"runtimeConfig.components.collector.windows.image.repo=" + version.DefaultRepo + "/collector",
+				"runtimeConfig.components.collector.windows.image.tag=win",
+			}},
+			manager:     "other.example/eraser-manager:" + version.Version,
+			workers:     []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), "other.example/remover:v2"},
+			windowsRepo: mirror + "/collector",
+		},
+		// v1.0.0's values: components.eraser is the remover; the manager
+		// image is upstream's and stays so.
+		"upstream v1alpha1 values": {
+			o:       Options{ValuesFiles: []string{repoPath("internal", "wire", "config", "testdata", "upstream", "values-v1alpha1.yaml")}, Set: []string{"imageRegistry=" + mirror}},
+			manager: "ghcr.io/azure/eraser-manager:v1.0.0",
+			workers: []string{mirrored("collector", "v1.0.0"), mirrored("eraser-trivy-scanner", "v1.0.0"), mirrored("remover", "v1.0.0")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := render(t, tc.o)
+			checkInstall(t, objs, DefaultNamespace)
+			cfg, _ := managerConfig(t, objs)
+			c := cfg.Components
+			if diff := cmp.Diff(tc.workers, []string{c.Collector.Image.Ref(), c.Scanner.Image.Ref(), c.Remover.Image.Ref()}); diff != "" {
+				t.Errorf("worker images (-want +got):\n%s", diff)
+			}
+			if tc.windowsRepo != "" && c.Collector.Windows.Image.Repo != tc.windowsRepo {
+				t.Errorf("collector's Windows image %s, want repo %s", c.Collector.Windows.Image.Ref(), tc.windowsRepo)
+			}
+			dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")
+			if got := dep.Spec.Template.Spec.Containers[0].Image; got != tc.manager {
+				t.Errorf("manager image %s, want %s", got, tc.manager)
+			}
+		})
 	}
 }

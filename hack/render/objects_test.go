@@ -108,6 +108,16 @@ func staticManifest(t *testing.T) objects {
 	return decode(t, string(data))
 }
 
+// find is the one rendered object of kind and name, or nil.
+func find(objs objects, kind, name string) *unstructured.Unstructured {
+	for _, u := range objs {
+		if u.GetKind() == kind && u.GetName() == name {
+			return u
+		}
+	}
+	return nil
+}
+
 // get converts the one object of kind and name into a typed object.
 func get[T any](t *testing.T, objs objects, kind, name string) *T {
 	t.Helper()

@@ -1,19 +1,111 @@
 package render
 
-// The chart's alerts: what they say, and that every metric they and the
-// dashboards name is one the manager serves.
+// The chart's metrics: the manager's metrics Service, the Prometheus
+// operator's kinds and the dashboard; what the alerts say; and that every
+// metric they and the dashboards name is one the manager serves.
 
 import (
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+// The manager's metrics port has a Service; the Prometheus operator's kinds
+// and the dashboard render only when enabled.
+func TestChartMetrics(t *testing.T) {
+	objs := render(t, Options{})
+	svc := get[corev1.Service](t, objs, "Service", "eraser-controller-manager-metrics")
+	dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")
+	if !cmp.Equal(svc.Spec.Selector, dep.Spec.Selector.MatchLabels) {
+		t.Errorf("Service selects %v, the manager's pods are %v", svc.Spec.Selector, dep.Spec.Selector.MatchLabels)
+	}
+	want := []corev1.ServicePort{{Name: "metrics", Port: 8889, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}
+	if !cmp.Equal(svc.Spec.Ports, want) {
+		t.Errorf("Service ports %+v, want %+v", svc.Spec.Ports, want)
+	}
+	if !slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == "metrics" && p.ContainerPort == 8889
+	}) {
+		t.Error("the manager container has no port named metrics on 8889")
+	}
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		for _, u := range objs {
+			if u.GetKind() == kind {
+				t.Errorf("%s rendered by default", kind)
+			}
+		}
+	}
+	if find(objs, "ConfigMap", "eraser-grafana-dashboard") != nil {
+		t.Error("dashboard ConfigMap rendered by default")
+	}
+	if off := render(t, Options{Set: []string{"metrics.service.enabled=false"}}); find(off, "Service", svc.Name) != nil {
+		t.Error("metrics.service.enabled=false still renders the Service")
+	}
+	if _, err := Chart(chartDir(), Options{KubeVersion: kubeVersion, Set: []string{"metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"}}); err == nil ||
+		!strings.Contains(err.Error(), "needs metrics.service.enabled") {
+		t.Errorf("a ServiceMonitor without its Service: err %v", err)
+	}
+
+	objs = render(t, Options{Namespace: "ops", Set: []string{
+		"metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prometheus", "metrics.serviceMonitor.interval=30s",
+		"metrics.prometheusRule.enabled=true", "metrics.prometheusRule.labels.release=prometheus", "metrics.prometheusRule.severity=critical",
+		"metrics.grafanaDashboard.enabled=true", "metrics.grafanaDashboard.namespace=monitoring",
+	}})
+	svc = get[corev1.Service](t, objs, "Service", "eraser-controller-manager-metrics")
+	sm := find(objs, "ServiceMonitor", "eraser-controller-manager")
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" || sm.GetNamespace() != "ops" || sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor %s in %q, labels %v", sm.GetAPIVersion(), sm.GetNamespace(), sm.GetLabels())
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range sel {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s; the Service's labels are %v", k, v, svc.Labels)
+		}
+	}
+	if len(sel) == 0 {
+		t.Error("ServiceMonitor selects every Service")
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" || endpoints[0].(map[string]any)["interval"] != "30s" {
+		t.Errorf("ServiceMonitor endpoints %v", endpoints)
+	}
+
+	pr := find(objs, "PrometheusRule", "eraser")
+	if pr == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	rules := ruleExpressions(t, pr)
+	if len(rules) < 2 || pr.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PrometheusRule rules %v, labels %v", rules, pr.GetLabels())
+	}
+	for alert, expr := range rules {
+		if !strings.Contains(expr, `namespace="ops"`) {
+			t.Errorf("alert %s is not scoped to the release's namespace: %s", alert, expr)
+		}
+	}
+
+	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", "eraser-grafana-dashboard")
+	file, err := os.ReadFile(filepath.Join(chartDir(), "dashboards", "eraser.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Namespace != "monitoring" || cm.Labels["grafana_dashboard"] != "1" || strings.TrimSpace(cm.Data["eraser.json"]) != strings.TrimSpace(string(file)) {
+		t.Errorf("dashboard ConfigMap in %q, labels %v, or its JSON differs from dashboards/eraser.json", cm.Namespace, cm.Labels)
+	}
+}
 
 // TestChartNodeFailingRunsAlert: the alert on a node failing runs in a
 // row fires per node at metrics.prometheusRule.nodeFailedRunsThreshold (3
