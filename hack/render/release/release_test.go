@@ -3,35 +3,22 @@ package release
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/cli"
 	helmregistry "helm.sh/helm/v4/pkg/registry"
-	"sigs.k8s.io/yaml"
-
-	"github.com/eraser-oss/eraser/hack/render"
-	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 const testVersion = "1.2.3-rc.1"
@@ -59,64 +46,6 @@ func isolate(t *testing.T) string {
 	t.Setenv("HELM_CONTENT_CACHE", filepath.Join(home, "helm", "content"))
 	t.Setenv("HELM_REPOSITORY_CONFIG", filepath.Join(home, "helm", "repositories.yaml"))
 	return filepath.Join(home, "helm", "registry.json")
-}
-
-// writeLayouts writes, for every image of Images, an OCI layout shaped as
-// hack/ocibuild writes it (index.json -> one annotated multi-platform
-// index) with a tiny image per platform, named for registry and version.
-// It returns the indexes' digests. With only, just those platforms (as
-// make images PLATFORMS=... writes them).
-func writeLayouts(t *testing.T, dir, registry, version string, only ...string) map[string]v1.Hash {
-	t.Helper()
-	digests := map[string]v1.Hash{}
-	for _, im := range Images {
-		var adds []mutate.IndexAddendum
-		for _, p := range im.Platforms {
-			if len(only) > 0 && !slices.Contains(only, p) {
-				continue
-			}
-			goos, goarch, _ := strings.Cut(p, "/")
-			layer := static.NewLayer([]byte(im.Name+" for "+p), types.OCILayer)
-			img, err := mutate.AppendLayers(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), layer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cf, err := img.ConfigFile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cf = cf.DeepCopy()
-			cf.OS, cf.Architecture = goos, goarch
-			if img, err = mutate.ConfigFile(img, cf); err != nil {
-				t.Fatal(err)
-			}
-			adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: goos, Architecture: goarch}}})
-		}
-		idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-		lp, err := layout.Write(filepath.Join(dir, im.Name), empty.Index)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{
-			annotationRefName:       version,
-			annotationContainerName: ImageRef(registry, im.Repo, version),
-		})); err != nil {
-			t.Fatal(err)
-		}
-		if digests[im.Name], err = idx.Digest(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return digests
-}
-
-func chartDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "charts", "eraser"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func options(t *testing.T, reg, images, helmConfig string) Options {
@@ -220,135 +149,61 @@ func TestReleaseToLoopbackRegistry(t *testing.T) {
 	}
 }
 
-// checkRemoteIndex reads ref back from the registry: one index of the
-// given digest whose manifests are the platforms, each pullable.
-func checkRemoteIndex(t *testing.T, ref string, digest v1.Hash, platforms []string) {
-	t.Helper()
-	tag, err := name.NewTag(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
+func TestCheck(t *testing.T) {
+	ok := Options{Registry: "ghcr.io/owner/eraser", Version: "1.2.3"}
+	if err := Check(ok); err != nil {
+		t.Errorf("%+v: %v", ok, err)
 	}
-	idx, err := remote.Index(tag)
-	if err != nil {
-		t.Fatalf("%s: %v", ref, err)
-	}
-	if got, _ := idx.Digest(); got != digest {
-		t.Errorf("%s: index %s, want %s", ref, got, digest)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, d := range m.Manifests {
-		got = append(got, d.Platform.OS+"/"+d.Platform.Architecture)
-		if _, err := remote.Image(tag.Digest(d.Digest.String())); err != nil {
-			t.Errorf("%s %s: %v", ref, d.Platform, err)
+	for _, reg := range []string{"127.0.0.1:5000/eraser", "127.3.4.5:80", "localhost:5000/x", "localhost/x", "[::1]:5000/eraser"} {
+		if err := Check(Options{Registry: reg, Version: "1.2.3", Insecure: true}); err != nil {
+			t.Errorf("insecure %s: %v", reg, err)
 		}
 	}
-	if !slices.Equal(got, platforms) {
-		t.Errorf("%s: platforms %v, want %v", ref, got, platforms)
+	bad := map[string]Options{
+		"no registry":          {Version: "1.2.3"},
+		"no version":           {Registry: "ghcr.io/o/e"},
+		"leading v":            {Registry: "ghcr.io/o/e", Version: "v1.2.3"},
+		"not semver":           {Registry: "ghcr.io/o/e", Version: "1.2"},
+		"build metadata":       {Registry: "ghcr.io/o/e", Version: "1.2.3+abc"},
+		"no host":              {Registry: "owner/eraser", Version: "1.2.3"},
+		"scheme":               {Registry: "https://ghcr.io/o/e", Version: "1.2.3"},
+		"upper case":           {Registry: "ghcr.io/Owner/eraser", Version: "1.2.3"},
+		"insecure remote":      {Registry: "ghcr.io/o/e", Version: "1.2.3", Insecure: true},
+		"insecure private IP":  {Registry: "10.0.0.5:5000/e", Version: "1.2.3", Insecure: true},
+		"insecure lookalike":   {Registry: "localhost.example.com/e", Version: "1.2.3", Insecure: true},
+		"unknown platform":     {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"linux/s390x"}},
+		"platform of no image": {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"windows/amd64"}},
+	}
+	for name, o := range bad {
+		if err := Check(o); err == nil {
+			t.Errorf("%s (%+v): accepted", name, o)
+		}
+	}
+	if err := Check(bad["insecure remote"]); err == nil || !strings.Contains(err.Error(), "127.0.0.0/8, localhost, [::1]") {
+		t.Errorf("insecure refusal does not say what is allowed: %v", err)
 	}
 }
 
-// checkRendered renders the chart at path with no values, as helm install
-// would, and checks that the manifests name the release's images.
-func checkRendered(t *testing.T, path, reg string) {
-	t.Helper()
-	checkRenderedWith(t, path, reg, render.Options{})
-}
-
-func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
-	t.Helper()
-	// Helm stands a test binary for Kubernetes 1.20, older than the chart
-	// allows: render for the one the module's client-go is.
-	o.KubeVersion = "v1.37.2"
-	out, err := render.Chart(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var managerImage string
-	var cfg *config.Config
-	for doc := range strings.SplitSeq(out, "\n---\n") {
-		var obj struct {
-			Kind     string
-			Metadata struct{ Name string }
-			Data     map[string]string
-			Spec     struct {
-				Template struct {
-					Spec struct{ Containers []struct{ Image string } }
-				}
-			}
-		}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatalf("rendered document: %v\n%s", err, doc)
-		}
-		switch {
-		case obj.Kind == "Deployment" && obj.Metadata.Name == "eraser-controller-manager":
-			managerImage = obj.Spec.Template.Spec.Containers[0].Image
-		case obj.Kind == "ConfigMap" && obj.Metadata.Name == "eraser-manager-config":
-			var warnings []string
-			cfg, warnings, err = config.Parse([]byte(obj.Data["controller_manager_config.yaml"]))
-			if err != nil || len(warnings) > 0 {
-				t.Fatalf("rendered EraserConfig: %v %v", err, warnings)
-			}
+// Plain HTTP to anything but this machine never leaves the process, even
+// when a client library picks HTTP by itself.
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	rt := loopbackOnlyHTTP{next: failTransport{}}
+	for _, u := range []string{"http://10.0.0.5:5000/v2/", "http://ghcr.io/v2/", "http://localhost.example.com/v2/"} {
+		req := httptest.NewRequest("GET", u, nil)
+		if _, err := rt.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "refusing plain HTTP") {
+			t.Errorf("%s: %v", u, err)
 		}
 	}
-	if want := ImageRef(reg, "eraser-manager", testVersion); managerImage != want {
-		t.Errorf("manager image %q, want %s", managerImage, want)
-	}
-	if cfg == nil {
-		t.Fatal("no EraserConfig rendered")
-	}
-	if got, want := cfg.Components.Collector.Image.Ref(), ImageRef(reg, "collector", testVersion); got != want {
-		t.Errorf("collector image %s, want %s", got, want)
-	}
-	if got, want := cfg.Components.Scanner.Image.Ref(), ImageRef(reg, "eraser-trivy-scanner", testVersion); got != want {
-		t.Errorf("scanner image %s, want %s", got, want)
+	for _, u := range []string{"http://127.0.0.1:5000/v2/", "http://[::1]:5000/v2/", "http://localhost/v2/", "https://ghcr.io/v2/"} {
+		req := httptest.NewRequest("GET", u, nil)
+		if _, err := rt.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "reached") {
+			t.Errorf("%s: %v, want it let through", u, err)
+		}
 	}
 }
 
-// helm install oci://REGISTRY/charts/eraser --version VERSION, with no
-// values file: Helm's install action finds the chart in the registry, and
-// it renders with the release's images.
-func TestInstallFromRegistry(t *testing.T) {
-	helmConfig := isolate(t)
-	reg := startRegistry(t)
-	images := t.TempDir()
-	writeLayouts(t, images, reg, testVersion)
-	if _, err := Run(context.Background(), options(t, reg, images, helmConfig)); err != nil {
-		t.Fatal(err)
-	}
+type failTransport struct{}
 
-	client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptCredentialsFile(helmConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings := cli.New()
-	install := action.NewInstall(&action.Configuration{RegistryClient: client})
-	install.Version = testVersion
-	install.PlainHTTP = true
-	path, err := install.LocateChart("oci://"+reg+"/"+ChartRepo, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRendered(t, path, reg)
-
-	// The render tool pulls it the same way (go -C hack/render run
-	// ./cmd/chart --plain-http --version VERSION oci://...), as the
-	// kubelet tier installs it.
-	checkRenderedWith(t, "oci://"+reg+"/"+ChartRepo, reg, render.Options{Version: testVersion, PlainHTTP: true})
-	for _, bad := range []struct {
-		src string
-		o   render.Options
-	}{
-		{"oci://" + reg + "/" + ChartRepo, render.Options{PlainHTTP: true}},
-		{"oci://" + reg + "/" + ChartRepo + ":" + testVersion, render.Options{Version: testVersion, PlainHTTP: true}},
-		{"oci://10.0.0.5:5000/eraser/" + ChartRepo, render.Options{Version: testVersion, PlainHTTP: true}},
-		{chartDir(t), render.Options{Version: testVersion}},
-	} {
-		if _, err := render.Chart(bad.src, bad.o); err == nil {
-			t.Errorf("render.Chart(%s, %+v): no error", bad.src, bad.o)
-		}
-	}
+func (failTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return nil, fmt.Errorf("reached %s", r.URL)
 }
