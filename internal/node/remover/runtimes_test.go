@@ -9,8 +9,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
 
 // lateStarter is the real runtime, except that right after the remover has
@@ -28,28 +28,13 @@ func (l *lateStarter) ListContainers(ctx context.Context) ([]cri.Container, erro
 	return out, err
 }
 
-// runtimeNode is what this test needs of a real runtime; containerd's and
-// CRI-O's test instances both provide it, so one scenario runs on both.
-type runtimeNode interface {
-	Client(testing.TB) *cri.Client
-	Import(testing.TB, ...testcontainerd.Image)
-	RunContainer(t testing.TB, name, image string) (podID, containerID string)
-	ImageIDs(testing.TB) map[string]string
-}
-
 func TestContainerStartedAfterCollectionKeepsImage(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) runtimeNode{
-		"containerd": func(t *testing.T) runtimeNode { return testcontainerd.Start(t) },
-		"cri-o": func(t *testing.T) runtimeNode {
-			testcrio.Require(t)
-			return testcrio.Start(t)
-		},
-	} {
-		t.Run(name, func(t *testing.T) { containerStartedAfterCollection(t, start(t)) })
-	}
+	noderuntime.EachNode(t, noderuntime.Options{}, func(t *testing.T, _ noderuntime.Runtime, n noderuntime.Node) {
+		containerStartedAfterCollection(t, n)
+	})
 }
 
-func containerStartedAfterCollection(t *testing.T, node runtimeNode) {
+func containerStartedAfterCollection(t *testing.T, node noderuntime.Node) {
 	pause := testcontainerd.Pause(t)
 	node.Import(t,
 		testcontainerd.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},

@@ -5,8 +5,12 @@
 // and runc root, so it never touches a containerd the host may run. Tests
 // build images in Go, import them, and run real containers through CRI.
 //
-// Without containerd and runc installed the tests skip, except under CI,
-// where that is a failure.
+// Under -short (the unit tier) the tests skip. Without containerd and runc
+// installed they skip too, except under CI, where that is a failure.
+//
+// The package also holds what every runtime's test instance shares: the
+// images tests build (Image, Pause) and the CRI operations (CRI), which
+// testcrio's CRIO embeds as Containerd does.
 package testcontainerd
 
 import (
@@ -21,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
@@ -47,17 +49,14 @@ const SandboxImage = "registry.k8s.io/pause:3.10"
 
 // Containerd is a running private containerd.
 type Containerd struct {
-	Dir      string
-	Socket   string
-	Endpoint string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	conn     *grpc.ClientConn
-	Runtime  runtimeapi.RuntimeServiceClient
-	Images   runtimeapi.ImageServiceClient
+	*CRI
+	Dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
-// Require skips (or, under CI, fails) when containerd cannot run here.
+// Require skips under -short (the unit tier), and skips (or, under CI,
+// fails) when containerd cannot run here.
 func Require(t testing.TB) {
 	t.Helper()
 	var missing []string
@@ -76,14 +75,7 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("real containerd tests need %v; run hack/install-test-deps.sh (make test does)", missing)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
 }
 
 var (
@@ -148,7 +140,12 @@ func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock")}
+	c := &Containerd{Dir: dir}
+	c.CRI, err = DialCRI(filepath.Join(dir, "c.sock"), CRIOptions{Pod: c.pod, LogTail: c.logTail})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatal(err)
+	}
 	if rootMiB > 0 {
 		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
 			t.Fatal(err)
@@ -158,21 +155,25 @@ func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd 
 			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", rootMiB, err)
 		}
 	}
-	c.Endpoint = "unix://" + c.Socket
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.stop(t) })
 	c.launch(t)
-	c.conn, err = grpc.NewClient("passthrough:///"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (netConn, error) { return dialUnix(ctx, c.Socket) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Runtime = runtimeapi.NewRuntimeServiceClient(c.conn)
-	c.Images = runtimeapi.NewImageServiceClient(c.conn)
 	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
 	return c
+}
+
+// pod is a pod as the tests run it on containerd: host network, logs under
+// the instance's directory.
+func (c *Containerd) pod(name string) (*runtimeapi.PodSandboxConfig, *runtimeapi.LinuxContainerConfig) {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
+		LogDirectory: filepath.Join(c.Dir, "logs", name),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		}},
+	}, &runtimeapi.LinuxContainerConfig{}
 }
 
 // launch starts the containerd process and waits for its socket.
@@ -269,17 +270,7 @@ func (c *Containerd) logTail() string {
 // stop removes every pod, stops containerd and its shims, unmounts what is
 // left under the base directory and removes it.
 func (c *Containerd) stop(t testing.TB) {
-	if c.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if pods, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
-			for _, p := range pods.GetItems() {
-				_, _ = c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.GetId()})
-				_, _ = c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()})
-			}
-		}
-		cancel()
-		_ = c.conn.Close()
-	}
+	c.CRI.Close()
 	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
@@ -292,7 +283,7 @@ func (c *Containerd) stop(t testing.TB) {
 		<-c.exited
 	}
 	killShims(c.Socket)
-	unmountUnder(c.Dir)
+	UnmountUnder(c.Dir)
 	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Logf("cleaning %s: %v", c.Dir, err)
 	}
@@ -310,21 +301,6 @@ func killShims(socket string) {
 		var pid int
 		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return
-	}
-	lines := strings.Split(string(b), "\n")
-	// Deepest first.
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
-			_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
 		}
 	}
 }

@@ -13,8 +13,8 @@
 // image keeps the name the test gave it and gets a repo digest, as a pull
 // from the real registry would record.
 //
-// Without the binaries, root, conmon or runc the tests skip, except under CI,
-// where that is a failure.
+// Under -short (the unit tier) the tests skip. Without the binaries, root,
+// conmon or runc they skip too, except under CI, where that is a failure.
 package testcrio
 
 import (
@@ -30,8 +30,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
@@ -43,11 +41,8 @@ const SandboxImage = testcontainerd.SandboxImage
 
 // CRIO is a running private CRI-O.
 type CRIO struct {
-	Dir      string
-	Socket   string
-	Endpoint string
-	Runtime  runtimeapi.RuntimeServiceClient
-	Images   runtimeapi.ImageServiceClient
+	*testcontainerd.CRI
+	Dir string
 
 	bin  string
 	opts options
@@ -56,7 +51,6 @@ type CRIO struct {
 	cgroup   string
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	conn     *grpc.ClientConn
 	registry *httptest.Server
 	// mirrored are the registry hosts registries.conf sends to the loopback
 	// registry; a new one needs the file rewritten and CRI-O reloaded.
@@ -87,7 +81,8 @@ func WithPinnedImages(refs ...string) Option {
 	return func(o *options) { o.pinnedImages = append(o.pinnedImages, refs...) }
 }
 
-// Require skips (or, under CI, fails) when CRI-O cannot run here.
+// Require skips under -short (the unit tier), and skips (or, under CI,
+// fails) when CRI-O cannot run here.
 func Require(t testing.TB) {
 	t.Helper()
 	_, missing := binDir()
@@ -99,14 +94,7 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("real CRI-O tests need %v; run hack/build-crio.sh", missing)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testcontainerd.RequireRuntime(t, "CRI-O", missing, "run hack/build-crio.sh")
 }
 
 // binDir finds crio and pinns: CRIO_BIN_DIR, else the build script's cache,
@@ -143,15 +131,20 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 	bin, _ := binDir()
 	dir := t.TempDir()
 	c := &CRIO{
-		Dir: dir, Socket: filepath.Join(dir, "crio.sock"), bin: bin, opts: o, mirrored: map[string]bool{},
+		Dir: dir, bin: bin, opts: o, mirrored: map[string]bool{},
 		cgroup: fmt.Sprintf("/eraser-testcrio-%d-%d", os.Getpid(), time.Now().UnixNano()),
 	}
+	socket := filepath.Join(dir, "crio.sock")
 	// AF_UNIX paths are limited to 107 bytes. conmon reaches its own sockets
 	// through /proc/self/fd, whatever their length; CRI-O's listener cannot.
-	if len(c.Socket) > 100 {
+	if len(socket) > 100 {
 		t.Fatalf("CRI-O's directory %s is too long for its sockets; use a shorter test name", dir)
 	}
-	c.Endpoint = "unix://" + c.Socket
+	var err error
+	c.CRI, err = testcontainerd.DialCRI(socket, testcontainerd.CRIOptions{Pod: c.pod, LogTail: func() string { return c.logTail(20) }, DigestsInIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range Dirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -173,13 +166,6 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 	c.writeFile(t, "registries.conf", c.registriesConf())
 	c.writeFile(t, "crio.conf", c.config())
 	c.launch(t)
-	var err error
-	c.conn, err = grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Runtime = runtimeapi.NewRuntimeServiceClient(c.conn)
-	c.Images = runtimeapi.NewImageServiceClient(c.conn)
 	c.waitReady(t)
 	c.Import(t, testcontainerd.Image{
 		Tags: []string{o.pauseImage}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"},
@@ -252,17 +238,7 @@ func (c *CRIO) logTail(n int) string {
 // stop removes every pod (CRI-O's conmons outlive it otherwise), stops
 // CRI-O, unmounts what is left under its directory and removes it.
 func (c *CRIO) stop(t testing.TB) {
-	if c.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if pods, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
-			for _, p := range pods.GetItems() {
-				_, _ = c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.GetId()})
-				_, _ = c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()})
-			}
-		}
-		cancel()
-		_ = c.conn.Close()
-	}
+	c.CRI.Close()
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -280,10 +256,10 @@ func (c *CRIO) stop(t testing.TB) {
 	if c.registry != nil {
 		c.registry.Close()
 	}
-	unmountUnder(c.Dir)
+	testcontainerd.UnmountUnder(c.Dir)
 	// t.TempDir removes the directory after this; a mount left in it would
 	// make that fail, so say which.
-	if left := mountsUnder(c.Dir); len(left) > 0 {
+	if left := testcontainerd.MountsUnder(c.Dir); len(left) > 0 {
 		t.Errorf("mounts left under %s: %v", c.Dir, left)
 	}
 }
@@ -336,32 +312,4 @@ func RemoveCgroups(parent string) (left []string) {
 		}
 	}
 	return left
-}
-
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && (f[1] == dir || strings.HasPrefix(f[1], dir+"/")) {
-			out = append(out, f[1])
-		}
-	}
-	return out
-}
-
-func unmountUnder(dir string) {
-	// Deepest (latest) first: the overlay storage mounts its own directory
-	// and each container's rootfs inside it; namespaces are bind mounts.
-	for range 3 {
-		m := mountsUnder(dir)
-		if len(m) == 0 {
-			return
-		}
-		for i := len(m) - 1; i >= 0; i-- {
-			_ = syscall.Unmount(m[i], syscall.MNT_DETACH)
-		}
-	}
 }

@@ -253,35 +253,3 @@ func (c *CRIO) SetPinnedImages(t testing.TB, refs ...string) {
 	c.writeFile(t, "crio.conf", c.config())
 	c.Reload(t)
 }
-
-// ImageIDs lists the IDs of CRI-O's images, by tag, repo digest and ID.
-func (c *CRIO) ImageIDs(t testing.TB) map[string]string {
-	t.Helper()
-	resp, err := c.Images.ListImages(context.Background(), &runtimeapi.ListImagesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, img := range resp.GetImages() {
-		for _, ref := range append(img.GetRepoTags(), img.GetRepoDigests()...) {
-			out[ref] = img.GetId()
-		}
-		out[img.GetId()] = img.GetId()
-	}
-	return out
-}
-
-// RepoDigest is the repository digest (name@sha256:...) CRI-O recorded for
-// the image tagged tag when it pulled it: what a user lists to name it by
-// digest.
-func (c *CRIO) RepoDigest(t testing.TB, tag string) string {
-	t.Helper()
-	resp, err := c.Images.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: tag}})
-	if err != nil {
-		t.Fatalf("image status of %s: %v", tag, err)
-	}
-	if resp.GetImage() == nil || len(resp.GetImage().GetRepoDigests()) == 0 {
-		t.Fatalf("CRI-O has no repo digest for %s", tag)
-	}
-	return resp.GetImage().GetRepoDigests()[0]
-}
