@@ -155,7 +155,9 @@ type containerd struct{ *testcontainerd.Containerd }
 
 // SideLoad imports as "ctr images import" does: tags and an ID, no repo
 // digest.
-func (c containerd) SideLoad(t testing.TB, images ...testcontainerd.Image) { c.ImportUnpulled(t, images...) }
+func (c containerd) SideLoad(t testing.TB, images ...testcontainerd.Image) {
+	c.ImportUnpulled(t, images...)
+}
 
 type crio struct{ *testcrio.CRIO }
 
