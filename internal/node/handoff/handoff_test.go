@@ -14,8 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// These tests carry no build tag: they run against every transport the
-// platform offers, so the FIFO and socket transports cannot drift apart.
+// These tests carry no build tag: those of the transports run against every
+// transport the platform offers, so the FIFO and socket transports cannot
+// drift apart.
 
 func forEachTransport(t *testing.T, f func(t *testing.T, tr Transport, dir string)) {
 	for _, tr := range Available() {
@@ -320,4 +321,53 @@ func TestCancellation(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestDecodeRejectsRepeatedKeys: Go's decoder would read only the last of
+// two equal (or re-cased) keys of an image, so the image handed on would not
+// be the one the payload names first.
+func TestDecodeRejectsRepeatedKeys(t *testing.T) {
+	a, b := `"sha256:`+strings.Repeat("a", 64)+`"`, `"sha256:`+strings.Repeat("b", 64)+`"`
+	cases := map[string]struct {
+		data, want string
+	}{
+		"repeated image_id": {data: `[{"image_id":` + a + `,"image_id":` + b + `}]`, want: `hand-off payload: $[0]: key "image_id" appears twice; only the last would be read`},
+		"re-cased names":    {data: `[{"image_id":` + a + `,"names":["x"],"Names":[]}]`, want: `hand-off payload: $[0]: keys "names" and "Names" differ only in case; only the last would be read`},
+		"re-cased alone":    {data: `[{"Image_ID":` + a + `}]`, want: `hand-off payload: $[0]: key "Image_ID": the key is "image_id" (keys are case-sensitive here)`},
+		"well formed":       {data: `[{"image_id":` + a + `,"names":["x"],"digests":[]},{"image_id":` + b + `}]`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ""
+			if _, err := Decode([]byte(tc.data)); err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Decode (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecodeRejectsNonIDs: an image_id is an image ID or a digest; "*" or a
+// tag would widen a removal beyond the images the collector listed.
+func TestDecodeRejectsNonIDs(t *testing.T) {
+	cases := map[string]string{
+		"star":      `[{"image_id":"*"}]`,
+		"tag":       `[{"image_id":"alpine"}]`,
+		"full tag":  `[{"image_id":"docker.io/library/alpine:3.19"}]`,
+		"short hex": `[{"image_id":"sha256:abc"}]`,
+		"upper hex": `[{"image_id":"sha256:` + strings.Repeat("A", 64) + `"}]`,
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Decode([]byte(data)); err == nil || !strings.Contains(err.Error(), "not an image ID or digest") {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+	ok := `[{"image_id":"sha256:` + strings.Repeat("a", 64) + `"},{"image_id":"` + strings.Repeat("b", 64) + `"}]`
+	if _, err := Decode([]byte(ok)); err != nil {
+		t.Errorf("IDs refused: %v", err)
+	}
 }
