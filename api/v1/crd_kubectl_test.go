@@ -1,23 +1,17 @@
 package v1_test
 
-// What kubectl shows of the CRDs, and upstream's ImageList manifests
-// applied as its users have them.
+// What kubectl shows of the CRDs: the printer columns, the short names and
+// the category.
 
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/yaml"
 
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -89,101 +83,5 @@ func TestShortNamesAndCategory(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("short names and categories (-want +got):\n%s", diff)
-	}
-}
-
-// TestUpstreamShapedImageLists applies the project's ImageLists shaped like
-// upstream's e2e suite's, on every run, and reads each back as v1.
-func TestUpstreamShapedImageLists(t *testing.T) {
-	testenv.Require(t)
-	files, _ := filepath.Glob(filepath.Join("testdata", "upstream-imagelists", "*.yaml"))
-	if len(files) == 0 {
-		t.Fatal("no ImageLists in testdata/upstream-imagelists")
-	}
-	applyImageLists(t, files)
-}
-
-// TestUpstreamImageLists applies the ImageList manifests of upstream Eraser's
-// e2e suite, read in place from the shared reference data where it exists.
-func TestUpstreamImageLists(t *testing.T) {
-	testenv.Require(t)
-	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "imagelists")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if len(files) == 0 {
-		t.Skipf("upstream's own ImageLists are not at %s; TestUpstreamShapedImageLists applied the project's instead", dir)
-	}
-	applyImageLists(t, files)
-}
-
-// applyImageLists creates each manifest in the version it was written in,
-// checks that v1 reads the same images, and deletes it.
-func applyImageLists(t *testing.T, files []string) {
-	t.Helper()
-	dc, _ := dynamicClient(t)
-	ctx := context.Background()
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal(data, &u.Object); err != nil {
-				t.Fatal(err)
-			}
-			gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
-			res := dc.Resource(imageLists.WithVersion(gv.Version))
-			if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("upstream-shaped manifest refused: %v", err)
-			}
-			defer func() {
-				if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
-					t.Error(err)
-				}
-			}()
-			got, err := dc.Resource(imageLists.WithVersion("v1")).Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "images")
-			images, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "images")
-			if diff := cmp.Diff(want, images); diff != "" {
-				t.Errorf("spec.images read as v1 (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func jsonRoundTrip(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func checkErr(t *testing.T, err error, want []string) {
-	t.Helper()
-	if len(want) == 0 {
-		if err != nil {
-			t.Fatalf("refused: %v", err)
-		}
-		return
-	}
-	if err == nil {
-		t.Fatalf("accepted, want an error mentioning %q", want)
-	}
-	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
-		t.Errorf("error is not Invalid: %v", err)
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q does not mention %q", err, w)
-		}
 	}
 }

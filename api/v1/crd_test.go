@@ -2,7 +2,6 @@ package v1_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -173,94 +173,23 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestImageListValidation(t *testing.T) {
-	testenv.Require(t)
-	many := func(n int, f func(int) string) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = f(i)
+func checkErr(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
 		}
-		return out
+		return
 	}
-	cases := map[string]struct {
-		spec map[string]any
-		// wantErr are substrings of the API server's message; none means accepted.
-		wantErr []string
-	}{
-		"upstream sample": {spec: map[string]any{"images": []string{"docker.io/library/alpine:3.7.3", "nginx", "sha256:2834dc507516af02784808c5f48b7cbe38b8ed5d0f4837f16e78d00deb7e7767"}}},
-		"prune all":       {spec: map[string]any{"images": []string{"*"}}},
-		"digest ref":      {spec: map[string]any{"images": []string{"registry.example.com:5000/team/app@sha256:2834dc507516af02784808c5f48b7cbe38b8ed5d0f4837f16e78d00deb7e7767"}}},
-		"10,000 entries": {spec: map[string]any{"images": many(10000, func(i int) string {
-			return fmt.Sprintf("registry.example.com/team/application-%05d:v1.2.3", i)
-		})}},
-		"dry run": {spec: map[string]any{"images": []string{"*"}, "dryRun": true}},
-
-		"missing spec":     {spec: nil, wantErr: []string{"spec", "Required value"}},
-		"missing images":   {spec: map[string]any{}, wantErr: []string{"spec.images", "Required value"}},
-		"empty images":     {spec: map[string]any{"images": []string{}}, wantErr: []string{"spec.images", "at least 1 items"}},
-		"empty entry":      {spec: map[string]any{"images": []string{"nginx", ""}}, wantErr: []string{"spec.images[1]", "at least 1 chars"}},
-		"blank entry":      {spec: map[string]any{"images": []string{" "}}, wantErr: []string{"spec.images[0]", "should match"}},
-		"entry with space": {spec: map[string]any{"images": []string{"nginx latest"}}, wantErr: []string{"spec.images[0]", "should match"}},
-		"entry too long":   {spec: map[string]any{"images": []string{strings.Repeat("a", 513)}}, wantErr: []string{"spec.images[0]", "more than 512"}},
-		"too many entries": {spec: map[string]any{"images": many(20001, func(i int) string { return fmt.Sprintf("i%d", i) })},
-			wantErr: []string{"spec.images", "at most 20000"}},
-		"images not a list": {spec: map[string]any{"images": "nginx"}, wantErr: []string{"spec.images", "must be of type array"}},
-		"dryRun not bool":   {spec: map[string]any{"images": []string{"*"}, "dryRun": "yes"}, wantErr: []string{"spec.dryRun", "must be of type boolean"}},
+	if err == nil {
+		t.Fatalf("accepted, want an error mentioning %q", want)
 	}
-	i := 0
-	for name, tc := range cases {
-		i++
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			dc, _ := dynamicClient(t)
-			u := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "eraser.sh/v1", "kind": "ImageList",
-				"metadata": map[string]any{"name": fmt.Sprintf("validation-%d", i)},
-			}}
-			if tc.spec != nil {
-				u.Object["spec"] = jsonRoundTrip(t, tc.spec)
-			}
-			res := dc.Resource(imageLists.WithVersion("v1"))
-			_, err := res.Create(ctx, u, metav1.CreateOptions{})
-			if err == nil {
-				_ = res.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
-			}
-			checkErr(t, err, tc.wantErr)
-		})
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+		t.Errorf("error is not Invalid: %v", err)
 	}
-}
-
-func TestImageJobStatusValidation(t *testing.T) {
-	testenv.Require(t)
-	tooMany := builder.MakeImageJob("x").Phase(eraserv1.PhaseFailed)
-	for i := range eraserv1.MaxReportedNodes + 1 {
-		tooMany.FailedNode(fmt.Sprintf("node-%d", i), "PodFailed", "")
-	}
-	cases := map[string]struct {
-		job     *eraserv1.ImageJob
-		wantErr []string
-	}{
-		"running":               {job: builder.MakeImageJob("x").Phase(eraserv1.PhaseRunning).Counts(3, 0, 0, 1).Obj()},
-		"bounded failures":      {job: builder.MakeImageJob("x").Phase(eraserv1.PhaseFailed).FailedNode("n1", "Timeout", "").Obj()},
-		"unknown phase":         {job: builder.MakeImageJob("x").Phase("Exploded").Obj(), wantErr: []string{"status.phase", "Unsupported value"}},
-		"too many failed nodes": {job: tooMany.Obj(), wantErr: []string{"status.failedNodes", "at most 32"}},
-		"duplicate failed node": {job: builder.MakeImageJob("x").FailedNode("n1", "A", "").FailedNode("n1", "B", "").Obj(),
-			wantErr: []string{"status.failedNodes[1]", "Duplicate value"}},
-	}
-	i := 0
-	for name, tc := range cases {
-		i++
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			job := tc.job.DeepCopy()
-			job.Name = fmt.Sprintf("status-validation-%d", i)
-			status := job.Status
-			if err := env.Client.Create(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = env.Client.Delete(ctx, job) })
-			job.Status = status
-			checkErr(t, env.Client.Status().Update(ctx, job), tc.wantErr)
-		})
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
 	}
 }
