@@ -17,13 +17,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
-// TestNodeCommand: "eraser node list" explains each image; "prune" removes.
+// TestNodeCommand: "eraser node list" explains each image, the pinned and
+// sandbox images included; "prune" removes what it may and says why it
+// kept the rest.
 func TestNodeCommand(t *testing.T) {
-	n := seed(t)
+	onEveryRuntime(t, nodeCommand)
+}
+
+func nodeCommand(t *testing.T, n *workerNode) {
 	exclFile := filepath.Join(workertest.ExclusionDir(t, keepExact), "exclude-test-list", "excluded.json")
 	stateDir := t.TempDir()
 	eraser := func(args ...string) (string, string, int) {
@@ -31,7 +35,7 @@ func TestNodeCommand(t *testing.T) {
 			args = workertest.WithDefaults(args, "--state-dir="+stateDir, "--min-age=0s")
 		}
 		cmd := exec.Command(filepath.Join(bin, "eraser"), append([]string{"node"}, args...)...)
-		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.Endpoint)
+		cmd.Env = append(os.Environ(), "ERASER_RUNTIME_ENDPOINT="+n.CRIEndpoint())
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -53,7 +57,7 @@ func TestNodeCommand(t *testing.T) {
 	// containerd 1.6 and 1.7 name the sandbox image in their status;
 	// 2.x pins it instead: kept either way, and the line says which.
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, testcontainerd.SandboxImage) && !strings.Contains(line, "sandbox image") && !strings.Contains(line, "pinned by the runtime") {
+		if strings.Contains(line, n.rt.SandboxImage) && !strings.Contains(line, "sandbox image") && !strings.Contains(line, "pinned by the runtime") {
 			t.Errorf("the sandbox image's line does not say why it is kept: %s", line)
 		}
 	}
@@ -92,8 +96,14 @@ func TestNodeCommand(t *testing.T) {
 			verdicts[name] = img.Verdict
 		}
 	}
-	if verdicts[runImage] != "in use" || verdicts[junkC] != "removable" {
-		t.Errorf("list -o json verdicts: %v", verdicts)
+	want := map[string]string{junkC: "removable", runImage: "in use", exitedImage: "in use", createdImage: "in use"}
+	for _, p := range n.pinned() {
+		want[p] = "pinned"
+	}
+	for name, v := range want {
+		if verdicts[name] != v {
+			t.Errorf("list -o json: %s: verdict %q, want %q (all: %v)", name, verdicts[name], v, verdicts)
+		}
 	}
 	for _, help := range [][]string{{"-h"}, {"list", "-h"}, {"prune", "--help"}} {
 		if _, stderr, code := eraser(help...); code != nodecmd.ExitOK {
@@ -103,10 +113,25 @@ func TestNodeCommand(t *testing.T) {
 	if _, stderr, code := eraser("list", "--images=x"); code != nodecmd.ExitUsage || !strings.Contains(stderr, "flag provided but not defined: -images") {
 		t.Errorf("list with a prune flag: exit %d: %s", code, stderr)
 	}
-	out, stderr, code = eraser("prune", "-o", "json", "--images="+junkC+",Not A Reference")
+	// As a script calls it: what it removed, and why it kept the rest.
+	targets := append([]string{junkC, runImage}, n.pinned()...)
+	out, stderr, code = eraser("prune", "-o", "json", "--images="+strings.Join(targets, ",")+",Not A Reference")
 	var pruned nodecmd.PruneOutput
 	if err := json.Unmarshal([]byte(out), &pruned); code != nodecmd.ExitInvalidEntry || err != nil || pruned.Summary.Counts["removed"] != 1 || pruned.Summary.Counts["invalid"] != 1 {
 		t.Errorf("prune with an invalid entry: exit %d (want %d), %v\n%s\n%s", code, nodecmd.ExitInvalidEntry, err, out, stderr)
+	}
+	outcomes := map[string]string{}
+	for _, r := range pruned.Results {
+		outcomes[r.Target] = r.Outcome
+	}
+	wantOutcomes := map[string]string{junkC: "removed", runImage: "in use"}
+	for _, p := range n.pinned() {
+		wantOutcomes[p] = "pinned"
+	}
+	for target, o := range wantOutcomes {
+		if outcomes[target] != o {
+			t.Errorf("prune -o json: %s: outcome %q, want %q (all: %v)", target, outcomes[target], o, outcomes)
+		}
 	}
 	if n.present(t)[junkC] {
 		t.Error("the valid entry beside an invalid one was not removed")

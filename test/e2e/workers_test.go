@@ -1,8 +1,8 @@
 //go:build linux
 
 // Package e2e runs the real worker binaries (collector, remover, eraser)
-// against a real containerd, as separate processes handing off over real
-// FIFOs, the way a worker pod runs them.
+// against a real containerd and a real CRI-O, as separate processes handing
+// off over real FIFOs, the way a worker pod runs them.
 package e2e
 
 import (
@@ -44,7 +44,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// node is a containerd seeded with the images every scenario uses.
+// node is a containerd seeded with the images every scenario uses, for
+// the scenarios that need containerd itself (its tools, its crashes).
 type node struct {
 	*testcontainerd.Containerd
 	ids map[string]string // tag -> image ID
@@ -157,112 +158,113 @@ func imageListFile(t *testing.T, entries ...string) string {
 	return p
 }
 
-// TestRemoverImageList: an ImageList's entries in every form; protected
-// images stay whatever the list says.
+// TestRemoverImageList: an ImageList's entries in every form, short
+// names included; protected images stay whatever the list says.
 func TestRemoverImageList(t *testing.T) {
-	n := seed(t)
-	byRepoDigest := n.AddRepoDigest(t, junkC)
-	_, bareDigest, _ := strings.Cut(n.AddRepoDigest(t, junkD), "@")
-	list := imageListFile(t,
-		appImage,     // by tag: removes both tags of the image
-		byRepoDigest, // by repo@digest
-		bareDigest,   // by the digest part of a repo digest
-		n.ids[junkA], // by image ID
-		strings.TrimPrefix(n.ids[junkB], "sha256:"), // by bare ID
-		"example.com/ghost:1",                       // not on node
-		keepExact, keepWildcard,                     // excluded
-		runImage, exitedImage, // used by containers
-		testcontainerd.SandboxImage, // the runtime's sandbox image
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r := runWorker(t, ctx, "remover", "--imagelist="+list, "--runtime-endpoint="+n.Endpoint,
-		"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
-	if r.Code != 0 {
-		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
-	}
-	want := map[string]int{"removed": 5, "not on node": 1, "excluded": 2, "in use": 2, "pinned": 1}
-	if diff := cmp.Diff(want, r.Summary.Counts); diff != "" {
-		t.Errorf("counts (-want +got):\n%s\n%s", diff, r.Stderr)
-	}
-	if r.Summary.BytesFreed == 0 {
-		t.Error("no bytes freed reported")
-	}
-	present := n.present(t)
-	for _, gone := range []string{appImage, appAlias, junkA, junkB, junkC, junkD} {
-		if present[gone] {
-			t.Errorf("%s is still on the node", gone)
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		byRepoDigest := n.RepoDigest(t, junkC)
+		_, bareDigest, _ := strings.Cut(n.RepoDigest(t, junkD), "@")
+		list := append([]string{
+			appImage,     // by tag: removes both tags of the image
+			byRepoDigest, // by repo@digest
+			bareDigest,   // by the digest part of a repo digest
+			n.ids[junkA], // by image ID
+			strings.TrimPrefix(n.ids[junkB], "sha256:"), // by bare ID
+			shortName,               // by short name
+			"example.com/ghost:1",   // not on node
+			keepExact, keepWildcard, // excluded
+			runImage, exitedImage, createdImage, // used by containers
+		}, n.pinned()...) // the sandbox image, and what the runtime's configuration pins
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, list...), "--runtime-endpoint="+n.CRIEndpoint(),
+			"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
 		}
-	}
-	for _, kept := range []string{keepExact, keepWildcard, runImage, exitedImage, testcontainerd.SandboxImage} {
-		if !present[kept] {
-			t.Errorf("%s was removed", kept)
+		want := map[string]int{"removed": n.removable, "not on node": 1, "excluded": 2, "in use": 3, "pinned": len(n.pinned())}
+		if diff := cmp.Diff(want, r.Summary.Counts); diff != "" {
+			t.Errorf("counts (-want +got):\n%s\n%s", diff, r.Stderr)
 		}
-	}
-	for _, outcome := range []string{`"outcome":"removed"`, `"outcome":"in use"`, `"outcome":"pinned"`, `"outcome":"excluded"`, `"outcome":"not on node"`} {
-		if !strings.Contains(r.Stderr, outcome) {
-			t.Errorf("no log line with %s", outcome)
+		if r.Summary.BytesFreed == 0 {
+			t.Error("no bytes freed reported")
 		}
-	}
+		present := n.present(t)
+		for _, gone := range []string{appImage, appAlias, junkA, junkB, junkC, junkD, shortImage} {
+			if present[gone] {
+				t.Errorf("%s is still on the node", gone)
+			}
+		}
+		if diff := cmp.Diff(n.kept, present); diff != "" {
+			t.Errorf("images left (-want +got):\n%s", diff)
+		}
+		for _, outcome := range []string{`"outcome":"removed"`, `"outcome":"in use"`, `"outcome":"pinned"`, `"outcome":"excluded"`, `"outcome":"not on node"`} {
+			if !strings.Contains(r.Stderr, outcome) {
+				t.Errorf("no log line with %s", outcome)
+			}
+		}
+	})
 }
 
 // TestRemoverPruneAll: "*" removes every unused, unprotected image.
 func TestRemoverPruneAll(t *testing.T) {
-	n := seed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint,
-		"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
-	if r.Code != 0 {
-		t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
-	}
-	got := n.present(t)
-	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("images left (-want +got):\n%s", diff)
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.CRIEndpoint(),
+			"--exclusion-dir="+workertest.ExclusionDir(t, keepExact, "example.com/protected/*"))
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s", r.Code, r.Stderr)
+		}
+		if diff := cmp.Diff(n.kept, n.present(t)); diff != "" {
+			t.Errorf("images left (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestRemoverDryRun(t *testing.T) {
-	n := seed(t)
-	before := n.present(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r := runWorker(t, ctx, "remover", "--dry-run", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint)
-	if r.Code != 0 || !r.Summary.DryRun || r.Summary.Counts["removed"] != 7 || r.Summary.BytesFreed == 0 {
-		t.Fatalf("exit %d, summary %+v\n%s", r.Code, r.Summary, r.Stderr)
-	}
-	if diff := cmp.Diff(before, n.present(t)); diff != "" {
-		t.Errorf("a dry run changed the node (-before +after):\n%s", diff)
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		before := n.present(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r := runWorker(t, ctx, "remover", "--dry-run", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.CRIEndpoint())
+		// Without exclusions the two excluded images are removable too.
+		if r.Code != 0 || !r.Summary.DryRun || r.Summary.Counts["removed"] != n.removable+2 || r.Summary.BytesFreed == 0 {
+			t.Fatalf("exit %d, summary %+v\n%s", r.Code, r.Summary, r.Stderr)
+		}
+		if diff := cmp.Diff(before, n.present(t)); diff != "" {
+			t.Errorf("a dry run changed the node (-before +after):\n%s", diff)
+		}
+	})
 }
 
 // TestRemoverRefusesBadInput: set-up errors end the run before anything is
 // removed, with the reason in the log and the summary.
 func TestRemoverRefusesBadInput(t *testing.T) {
-	n := seed(t)
-	before := n.present(t)
-	cases := map[string]struct {
-		args []string
-		want string
-	}{
-		"socket missing":      {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=unix:///nonexistent/cri.sock"}, want: "runtime socket /nonexistent/cri.sock"},
-		"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.Endpoint, "--exclusion-dir=" + workertest.ExclusionDir(t, "alp*ne")}, want: "wildcards are allowed only"},
-		"image list not JSON": {args: []string{"--imagelist=" + writeFile(t, "alpine"), "--runtime-endpoint=" + n.Endpoint}, want: "not a JSON array"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			r := runWorker(t, ctx, "remover", tc.args...)
-			if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Summary.Error, tc.want) {
-				t.Errorf("exit %d, summary error %q; want 1 and %q in log and summary:\n%s", r.Code, r.Summary.Error, tc.want, r.Stderr)
-			}
-		})
-	}
-	if diff := cmp.Diff(before, n.present(t)); diff != "" {
-		t.Errorf("images changed (-before +after):\n%s", diff)
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		before := n.present(t)
+		cases := map[string]struct {
+			args []string
+			want string
+		}{
+			"socket missing":      {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=unix:///nonexistent/cri.sock"}, want: "runtime socket /nonexistent/cri.sock"},
+			"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.CRIEndpoint(), "--exclusion-dir=" + workertest.ExclusionDir(t, "alp*ne")}, want: "wildcards are allowed only"},
+			"image list not JSON": {args: []string{"--imagelist=" + writeFile(t, "alpine"), "--runtime-endpoint=" + n.CRIEndpoint()}, want: "not a JSON array"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				r := runWorker(t, ctx, "remover", tc.args...)
+				if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) || !strings.Contains(r.Summary.Error, tc.want) {
+					t.Errorf("exit %d, summary error %q; want 1 and %q in log and summary:\n%s", r.Code, r.Summary.Error, tc.want, r.Stderr)
+				}
+			})
+		}
+		if diff := cmp.Diff(before, n.present(t)); diff != "" {
+			t.Errorf("images changed (-before +after):\n%s", diff)
+		}
+	})
 }
 
 func writeFile(t *testing.T, content string) string {
@@ -277,63 +279,64 @@ func writeFile(t *testing.T, content string) string {
 // TestPipelineScanDisabled: collector → remover over real FIFOs, as two
 // processes sharing a directory, as in a worker pod with scanning off.
 func TestPipelineScanDisabled(t *testing.T) {
-	n := seed(t)
-	excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	collector, remover := pipeline(t, ctx, n.Endpoint, workertest.SharedDir(t), excl, true)
-	if collector.Summary.Counts["candidates"] != 5 {
-		t.Errorf("collector counts %v, want 5 candidates", collector.Summary.Counts)
-	}
-	if remover.Summary.Counts["removed"] != 5 {
-		t.Errorf("remover counts %v", remover.Summary.Counts)
-	}
-	want := map[string]bool{keepExact: true, keepWildcard: true, runImage: true, exitedImage: true, testcontainerd.SandboxImage: true}
-	if diff := cmp.Diff(want, n.present(t)); diff != "" {
-		t.Errorf("images left (-want +got):\n%s", diff)
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		excl := workertest.ExclusionDir(t, keepExact, "example.com/protected/*")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		collector, remover := pipeline(t, ctx, n.CRIEndpoint(), workertest.SharedDir(t), excl, true)
+		if collector.Summary.Counts["candidates"] != n.removable {
+			t.Errorf("collector counts %v, want %d candidates", collector.Summary.Counts, n.removable)
+		}
+		if remover.Summary.Counts["removed"] != n.removable {
+			t.Errorf("remover counts %v, want %d removed", remover.Summary.Counts, n.removable)
+		}
+		if diff := cmp.Diff(n.kept, n.present(t)); diff != "" {
+			t.Errorf("images left (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestPipelineWithScanner: collector and remover processes with a scanner in
 // between, played by this test through the hand-off API as a custom scanner
 // would: it keeps one candidate, and must be told when removal is done.
 func TestPipelineWithScanner(t *testing.T) {
-	n := seed(t)
-	shared := workertest.SharedDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	fifo := handoff.FIFO{}
-	scanErr := make(chan error, 1)
-	go func() {
-		done, err := fifo.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
-		if err != nil {
-			scanErr <- err
-			return
-		}
-		defer done.Close()
-		images, err := fifo.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
-		if err != nil {
-			scanErr <- err
-			return
-		}
-		var vulnerable []handoff.Image
-		for _, img := range images {
-			if img.ImageID != n.ids[junkA] {
-				vulnerable = append(vulnerable, img)
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		shared := workertest.SharedDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		fifo := handoff.FIFO{}
+		scanErr := make(chan error, 1)
+		go func() {
+			done, err := fifo.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
+			if err != nil {
+				scanErr <- err
+				return
 			}
+			defer done.Close()
+			images, err := fifo.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
+			if err != nil {
+				scanErr <- err
+				return
+			}
+			var vulnerable []handoff.Image
+			for _, img := range images {
+				if img.ImageID != n.ids[junkA] {
+					vulnerable = append(vulnerable, img)
+				}
+			}
+			if err := fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable); err != nil {
+				scanErr <- err
+				return
+			}
+			scanErr <- done.Wait(ctx)
+		}()
+		pipeline(t, ctx, n.CRIEndpoint(), shared, "", false)
+		if err := <-scanErr; err != nil {
+			t.Fatalf("scanner: %v", err)
 		}
-		if err := fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable); err != nil {
-			scanErr <- err
-			return
+		present := n.present(t)
+		if !present[junkA] || present[junkB] || present[appImage] {
+			t.Errorf("after the scan: %v; want junk/a kept (the scanner kept it), junk/b and app removed", present)
 		}
-		scanErr <- done.Wait(ctx)
-	}()
-	pipeline(t, ctx, n.Endpoint, shared, "", false)
-	if err := <-scanErr; err != nil {
-		t.Fatalf("scanner: %v", err)
-	}
-	present := n.present(t)
-	if !present[junkA] || present[junkB] || present[appImage] {
-		t.Errorf("after the scan: %v; want junk/a kept (the scanner kept it), junk/b and app removed", present)
-	}
+	})
 }

@@ -151,6 +151,10 @@ func On(t *testing.T, name string, test func(t *testing.T, rt Runtime)) {
 	t.Fatalf("no runtime %q", name)
 }
 
+// OfContainerd is c as a Node, for a test that also uses containerd's own
+// tools on it.
+func OfContainerd(c *testcontainerd.Containerd) Node { return containerd{c} }
+
 type containerd struct{ *testcontainerd.Containerd }
 
 // SideLoad imports as "ctr images import" does: tags and an ID, no repo
