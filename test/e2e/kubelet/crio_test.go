@@ -43,7 +43,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
-	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
 
 const (
@@ -198,18 +197,6 @@ func crioImage(name string) string {
 	return strings.TrimSuffix(registryPath, "/eraser") + "/e2e/" + name + ":1"
 }
 
-// seedImages are images each with its own content (so its own ID).
-func seedImages(t *testing.T, tags ...string) []testcontainerd.Image {
-	t.Helper()
-	pause := testcontainerd.Pause(t)
-	var imgs []testcontainerd.Image
-	for _, tag := range tags {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
-			Entrypoint: []string{"/pause"}, RandomBytes: 64 << 10})
-	}
-	return imgs
-}
-
 // pullToCRIO pushes the images to the tier's registry and has every CRI-O
 // node pull them through CRI: CRI-O imports nothing, images reach it by a
 // pull, as on a real node.
@@ -217,24 +204,6 @@ func pullToCRIO(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
 	t.Helper()
 	pushImages(t, imgs...)
 	pullThroughCRI(t, nodes, imgs...)
-}
-
-// pushImages pushes the images (tags crioImage names) to the tier's
-// registry.
-func pushImages(t *testing.T, imgs ...testcontainerd.Image) {
-	t.Helper()
-	host := strings.TrimSuffix(registryPath, "/eraser")
-	for _, img := range imgs {
-		built, err := img.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tag := range img.Tags {
-			if err := testcrio.Push("http://"+host, strings.TrimPrefix(tag, host+"/"), built); err != nil {
-				t.Fatalf("pushing %s: %v", tag, err)
-			}
-		}
-	}
 }
 
 // pullThroughCRI has each node's runtime pull the images from the tier's

@@ -2,8 +2,8 @@
 
 package kubelet
 
-// What the tier's tests share: runs, configuration, the nodes' images
-// through CRI, waiting, and what a failed test dumps.
+// What the tier's tests share: the install's names, runs, waiting, and
+// what a failed test dumps.
 
 import (
 	"context"
@@ -26,9 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
-	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+)
+
+const (
+	namespace  = "eraser-system"
+	managerApp = "eraser-controller-manager"
+	configMap  = "eraser-manager-config"
+	configKey  = "controller_manager_config.yaml"
+	labelJob   = "eraser.sh/job"
 )
 
 // kubectlEraser runs the kubectl plugin through the real kubectl, as an
@@ -96,40 +101,6 @@ func expectJobsCleanedUp(t *testing.T) {
 	})
 }
 
-func createExclusionList(t *testing.T) {
-	t.Helper()
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-exclusions", Namespace: namespace,
-			Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
-		Data: map[string]string{"e2e.json": exclusionList()},
-	}
-	if err := kube.Create(testCtx(t), cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-func setConfig(t *testing.T, config string) {
-	t.Helper()
-	var cm corev1.ConfigMap
-	ctx := testCtx(t)
-	if err := kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: configMap}, &cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Data[configKey] = config
-	if err := kube.Update(ctx, &cm); err != nil {
-		t.Fatal(err)
-	}
-	// The manager records a document once it is in force: from then on
-	// every new job runs with it, so no scenario races the reload.
-	eventually(t, time.Minute, "the manager to apply the configuration", func() (bool, string) {
-		got, err := configstore.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
-		if err != nil {
-			return false, err.Error()
-		}
-		return string(got) == config, "an earlier document is in force"
-	})
-}
-
 // runPod runs a container from image on the node until the test ends.
 func runPod(t *testing.T, node, name, image string) {
 	t.Helper()
@@ -163,113 +134,6 @@ func runPod(t *testing.T, node, name, image string) {
 		}
 		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s", pod.Status.Phase)
 	})
-}
-
-// seed imports images, each with its own content (so its own ID), into the
-// nodes' runtimes.
-func seed(t *testing.T, nodes []Node, tags ...string) {
-	t.Helper()
-	pause := testcontainerd.Pause(t)
-	var imgs []testcontainerd.Image
-	for _, tag := range tags {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
-			Entrypoint: []string{"/pause"}, RandomBytes: 64 << 10})
-	}
-	importImages(t, nodes, imgs)
-	for _, n := range nodes {
-		expectImages(t, n, tags, nil)
-	}
-}
-
-// goneFromEveryNode waits until no node has the image.
-func goneFromEveryNode(t *testing.T, timeout time.Duration, what, image string) {
-	t.Helper()
-	eventually(t, timeout, what, func() (bool, string) {
-		var left []string
-		for _, n := range cluster.Nodes {
-			if nodeImages(t, n)[image] {
-				left = append(left, n.Name)
-			}
-		}
-		return len(left) == 0, fmt.Sprintf("still on %v", left)
-	})
-}
-
-// importImages builds the images and imports them into every node's
-// runtime as pulled images: with the repository digest of a pull, which the
-// automatic policies may remove (imported_test.go).
-func importImages(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
-	t.Helper()
-	importUnpulled(t, nodes, imgs)
-	for _, n := range nodes {
-		addRepoDigests(t, n, imgs)
-	}
-}
-
-// seedAlpine imports Alpine-like images (an os-release and an apk
-// database, as the fixture DB of the scanner module expects: Alpine 3.22)
-// whose musl is at the given version, tag → version.
-func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
-	t.Helper()
-	var imgs []testcontainerd.Image
-	for tag, version := range musl {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{
-			"etc/alpine-release":   []byte("3.22.1\n"),
-			"lib/apk/db/installed": []byte("P:musl\nV:" + version + "\nA:x86_64\no:musl\n\n"),
-			"etc/e2e-tag":          []byte(tag),
-		}})
-	}
-	importImages(t, nodes, imgs)
-}
-
-func criClient(t *testing.T, n Node) *cri.Client {
-	t.Helper()
-	c, err := cri.Dial(testCtx(t), "unix://"+n.Socket, cri.DefaultTimeouts)
-	if err != nil {
-		t.Fatalf("%s: %v", n.Name, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// nodeImages lists the tags on the node, asking its runtime directly.
-func nodeImages(t *testing.T, n Node) map[string]bool {
-	t.Helper()
-	imgs, err := criClient(t, n).ListImages(testCtx(t))
-	if err != nil {
-		t.Fatalf("%s: %v", n.Name, err)
-	}
-	out := map[string]bool{}
-	for _, img := range imgs {
-		for _, tag := range img.Tags {
-			out[tag] = true
-		}
-	}
-	return out
-}
-
-func nodeContainers(t *testing.T, n Node) []cri.Container {
-	t.Helper()
-	cs, err := criClient(t, n).ListContainers(testCtx(t))
-	if err != nil {
-		t.Fatalf("%s: %v", n.Name, err)
-	}
-	return cs
-}
-
-func expectImages(t *testing.T, n Node, present, absent []string) {
-	t.Helper()
-	have := nodeImages(t, n)
-	for _, img := range present {
-		if !have[img] {
-			t.Errorf("%s: %s was removed; want it kept", n.Name, img)
-		}
-	}
-	for _, img := range absent {
-		if have[img] {
-			t.Errorf("%s: %s is still there; want it removed", n.Name, img)
-		}
-	}
 }
 
 // eventually polls cond until it holds; on timeout it prints what the
@@ -350,4 +214,73 @@ func managerPodObject(ctx context.Context) *corev1.Pod {
 		return nil
 	}
 	return &pods.Items[0]
+}
+
+// policyResult is the job's total for one policy (zero when absent).
+func policyResult(r *eraserv1.ImageResults, p eraserv1.RemovalPolicy) eraserv1.PolicyResult {
+	if r != nil {
+		for _, pr := range r.Policies {
+			if pr.Policy == p {
+				return pr
+			}
+		}
+	}
+	return eraserv1.PolicyResult{Policy: p}
+}
+
+// finishedScheduledJob waits for a scheduled job, a dry run or not, to
+// complete, and returns it. The configuration in force decides what the
+// next job is: jobs started before it came in force (dry runs, when a real
+// run is wanted) are told apart by the dry-run annotation.
+func finishedScheduledJob(t *testing.T, dryRun bool) *eraserv1.ImageJob {
+	t.Helper()
+	var found *eraserv1.ImageJob
+	eventually(t, 4*time.Minute, fmt.Sprintf("a scheduled job (dry run: %v) to complete", dryRun), func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		if err := kube.List(testCtx(t), &jobs, client.MatchingLabels{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector}); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for i := range jobs.Items {
+			j := &jobs.Items[i]
+			seen = append(seen, fmt.Sprintf("%s %s", j.Name, j.Status.Phase))
+			if (j.Annotations[eraserv1.AnnotationDryRun] == "true") != dryRun {
+				continue
+			}
+			if j.Status.Phase == eraserv1.PhaseCompleted && j.Status.Results != nil {
+				found = j
+				return true, ""
+			}
+			if j.Status.Phase == eraserv1.PhaseFailed {
+				t.Fatalf("scheduled job %s failed: %+v", j.Name, j.Status)
+			}
+		}
+		return false, fmt.Sprintf("jobs: %v", seen)
+	})
+	t.Logf("ImageJob %s: results %+v", found.Name, found.Status.Results)
+	return found
+}
+
+// stopScheduledRuns turns scheduled runs off, waits for the one going to
+// end, and deletes the jobs kept for their status.
+func stopScheduledRuns(t *testing.T) {
+	t.Helper()
+	setConfig(t, baseConfig)
+	ctx := testCtx(t)
+	eventually(t, 3*time.Minute, "the scheduled run going to end", func() (bool, string) {
+		var jobs eraserv1.ImageJobList
+		if err := kube.List(ctx, &jobs); err != nil {
+			return false, err.Error()
+		}
+		for _, j := range jobs.Items {
+			if j.Status.Phase == "" || j.Status.Phase == eraserv1.PhaseRunning {
+				return false, j.Name + " is running"
+			}
+		}
+		return true, ""
+	})
+	if err := kube.DeleteAllOf(ctx, &eraserv1.ImageJob{}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	expectJobsCleanedUp(t)
 }
