@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -27,19 +26,14 @@ import (
 
 var (
 	env        *testenv.Env
-	managerBin string
+	managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
 )
 
-// TestMain builds the real manager binary and starts the control plane once.
+// TestMain shares one control plane and one build of the real manager
+// binary among the tests, each made by the first test needing it.
 func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	managerBin = bin
 	code := testenv.Run(m, &env)
-	cleanup()
+	managerBin.Remove()
 	os.Exit(code)
 }
 
@@ -60,7 +54,7 @@ type process struct {
 
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(managerBin, args...)
+	cmd := exec.Command(managerBin.Path(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	p := &process{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr

@@ -38,24 +38,19 @@ import (
 
 var (
 	env        *testenv.Env
-	managerBin string
+	managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
 )
 
-// TestMain builds the real manager binary and starts a control plane whose
-// API server can be restarted, with kube-controller-manager's garbage
-// collector beside it, so that owner references behave as in a cluster.
+// TestMain shares among the tests the real manager binary and a control
+// plane whose API server can be restarted, with kube-controller-manager's
+// garbage collector beside it, so that owner references behave as in a
+// cluster; each is made by the first test needing it.
 func TestMain(m *testing.M) {
 	// The tests' own clients log nothing worth reading; the manager under
 	// test is a separate process with its own log.
 	ctrllog.SetLogger(logr.Discard())
-	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	managerBin = bin
-	code := testenv.Run(m, &env, testenv.WithRestartableAPIServer(), testenv.WithGarbageCollector())
-	cleanup()
+	code := testenv.Run(m, &env, testenv.Tier("fault"), testenv.WithRestartableAPIServer(), testenv.WithGarbageCollector())
+	managerBin.Remove()
 	os.Exit(code)
 }
 

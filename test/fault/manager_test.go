@@ -54,7 +54,7 @@ func (s *scenario) startManager(doc string, extra ...string) *process {
 	}
 	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + cfg,
 		"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
-	cmd := exec.Command(managerBin, args...)
+	cmd := exec.Command(managerBin.Path(t), args...)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
 	p := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log

@@ -296,7 +296,7 @@ func (s *scenario) startSkewedManager(p *skewProxy, doc string) *process {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(managerBin, "--kubeconfig="+p.kubeconfig, "--config="+cfg,
+	cmd := exec.Command(managerBin.Path(t), "--kubeconfig="+p.kubeconfig, "--config="+cfg,
 		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
 	proc := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}

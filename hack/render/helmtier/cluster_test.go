@@ -43,6 +43,9 @@ type cluster struct {
 // under CI, where that fails it: a tier never passes by running nothing.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("install tier: run make test-install")
+	}
 	helmBin := helmBinary(t)
 	kubectl := testenv.Kubectl(t)
 	env, err := testenv.Start(testenv.WithoutCRDs())

@@ -2,7 +2,6 @@ package helmtier
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,18 +19,13 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
-// managerBin is the real manager binary, built once for the package.
-var managerBin string
+// managerBin is the real manager binary, built once for the package by
+// the first test running it.
+var managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
 
 func TestMain(m *testing.M) {
-	bin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/manager")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	managerBin = bin
 	code := m.Run()
-	cleanup()
+	managerBin.Remove()
 	os.Exit(code)
 }
 
@@ -51,7 +45,7 @@ func (c *cluster) managerReconciles(list string) {
 	if err := os.WriteFile(file, []byte(cm.Data[manager.ConfigKey]), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(managerBin, "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
+	cmd := exec.Command(managerBin.Path(c.t), "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
 		"--health-probe-bind-address="+testenv.FreePort(c.t), "--metrics-bind-address=0")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+namespace)
 	logs := &testenv.Buffer{}

@@ -63,6 +63,7 @@ func line(outcome, image, id, policy string, bytes uint64, detail string) string
 
 func setup(t *testing.T) context.Context {
 	t.Helper()
+	testenv.Require(t)
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -146,7 +146,10 @@ func (e *Env) HasGarbageCollector() bool { return e != nil && e.kcm != nil }
 // garbage collector (never in CI, where the start fails instead).
 func (e *Env) RequireGarbageCollector(t testing.TB) {
 	t.Helper()
-	Require(t)
+	if e == nil {
+		// The package's env before its first Require.
+		e = Require(t)
+	}
 	if !e.HasGarbageCollector() {
 		t.Skipf("%v: %s; run `make test`, which builds kube-controller-manager", errNoController, e.kcmMissing)
 	}

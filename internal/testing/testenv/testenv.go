@@ -1,11 +1,13 @@
 // Package testenv starts a real kube-apiserver and etcd (envtest) with the
-// Eraser CRDs installed, once per test package, from TestMain.
+// Eraser CRDs installed, once per test package and only when a test asks for
+// it (Require): a run of the package's pure tests starts nothing.
 //
 // The binaries come from hack/build-control-plane.sh: KUBEBUILDER_ASSETS when
 // set (make test sets it), else the script's cache directory. Without them
-// the package's tests are skipped with a message, except under CI, where a
-// missing control plane is a failure: a tier that silently does not run is
-// worse than a red build.
+// the tests asking for the control plane are skipped with a message, except
+// under CI, where a missing control plane is a failure: a tier that silently
+// does not run is worse than a red build. Under go test -short (the unit
+// tier) they skip, naming the tier that runs them.
 package testenv
 
 import (
@@ -17,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,36 +47,57 @@ type Env struct {
 	kcmMissing string
 }
 
-// skipReason is set when the control plane could not be found outside CI.
-var skipReason string
+// shared is the package's one control plane: Run records how to start it,
+// the first Require starts it, and Run stops it after the tests.
+var shared struct {
+	once sync.Once
+	// ran is set by Run: without it no one would stop the control plane.
+	ran  bool
+	opts []Option
+	tier string
+	dst  **Env
+	env  *Env
+	err  error
+}
 
-// Run starts the control plane, runs the package's tests and stops it.
-// Use it as the body of TestMain.
+// Run runs the package's tests and stops the control plane if one of them
+// started it (Require); *env is set when it starts. Use it as the body of
+// TestMain.
 func Run(m *testing.M, env **Env, opts ...Option) int {
-	e, err := start(opts...)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			fmt.Fprintln(os.Stderr, "testenv:", err)
-			return 1
-		}
-		skipReason = err.Error()
-		return m.Run()
-	}
-	*env = e
+	shared.ran, shared.dst, shared.opts, shared.tier = true, env, opts, apply(opts).tier
 	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv: stopping control plane:", err)
+	if shared.env != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: stopping control plane:", err)
+		}
 	}
 	return code
 }
 
-// Require skips the test when the control plane is unavailable (never in CI,
-// where Run fails instead).
-func Require(t testing.TB) {
+// Require returns the package's control plane, starting it on the first
+// call. Under -short the test skips, naming its tier (Tier). A control
+// plane that cannot start skips the test, except under CI, where it fails.
+func Require(t testing.TB) *Env {
 	t.Helper()
-	if skipReason != "" {
-		t.Skipf("no control plane: %s; run `make test`, which builds it", skipReason)
+	if testing.Short() {
+		t.Skipf("%s tier: run make test-%s", shared.tier, shared.tier)
 	}
+	if !shared.ran {
+		t.Fatal("testenv: the package's TestMain must be testenv.Run")
+	}
+	shared.once.Do(func() {
+		shared.env, shared.err = start(shared.opts...)
+		if shared.err == nil {
+			*shared.dst = shared.env
+		}
+	})
+	if shared.err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no control plane: %v", shared.err)
+		}
+		t.Skipf("no control plane: %v; run `make test-%s`, which builds it", shared.err, shared.tier)
+	}
+	return shared.env
 }
 
 // RepoRoot is the repository's top directory.
@@ -124,6 +148,26 @@ type Option func(*settings)
 type settings struct {
 	te          *envtest.Environment
 	controllers []string
+	restartable bool
+	// tier names the make target (test-<tier>) that runs the package's
+	// control-plane tests, for the message of a test skipped under -short.
+	tier string
+}
+
+// apply is the settings the options make, on a control plane not started
+// (no option has an effect outside settings).
+func apply(opts []Option) *settings {
+	set := &settings{te: &envtest.Environment{}, tier: "control-plane"}
+	for _, o := range opts {
+		o(set)
+	}
+	return set
+}
+
+// Tier names the tier (make test-<name>) whose tests are the package's
+// control-plane tests, when it is not the control-plane tier.
+func Tier(name string) Option {
+	return func(s *settings) { s.tier = name }
 }
 
 // WithAPIServerFlag appends a kube-apiserver flag, for tests of behaviour
@@ -145,7 +189,7 @@ func WithoutCRDs() Option {
 }
 
 // restartableCertDir prefixes the certificate directories that
-// WithRestartableAPIServer creates, so that start knows they are its own.
+// WithRestartableAPIServer makes start create.
 const restartableCertDir = "eraser-testenv-apiserver-"
 
 // WithRestartableAPIServer lets StopAPIServer and StartAPIServer stop and
@@ -154,13 +198,7 @@ const restartableCertDir = "eraser-testenv-apiserver-"
 // would then serve a new CA; in a directory of testenv's own the serving
 // certificates survive, and with them every kubeconfig written before.
 func WithRestartableAPIServer() Option {
-	return func(s *settings) {
-		dir, err := os.MkdirTemp("", restartableCertDir)
-		if err != nil {
-			panic(fmt.Sprintf("testenv: certificate directory: %v", err))
-		}
-		s.te.ControlPlane.GetAPIServer().CertDir = dir
-	}
+	return func(s *settings) { s.restartable = true }
 }
 
 // StopAPIServer stops the kube-apiserver (SIGTERM, as a rolling restart
@@ -234,8 +272,11 @@ func start(opts ...Option) (*Env, error) {
 		o(set)
 	}
 	var certDir string
-	if api := te.ControlPlane.APIServer; api != nil && strings.HasPrefix(filepath.Base(api.CertDir), restartableCertDir) {
-		certDir = api.CertDir
+	if set.restartable {
+		if certDir, err = os.MkdirTemp("", restartableCertDir); err != nil {
+			return nil, fmt.Errorf("testenv: certificate directory: %w", err)
+		}
+		te.ControlPlane.GetAPIServer().CertDir = certDir
 	}
 	cfg, err := te.Start()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -110,6 +111,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// testing.Short is known only once the flags are parsed.
+	flag.Parse()
+	if testing.Short() {
+		skipReason = "kubelet tier: run make test-kubelet"
+		return m.Run()
+	}
 	if os.Getenv("ERASER_E2E_KUBELET") != "1" {
 		skipReason = "the kubelet tier runs a local cluster as root; run it with make test-e2e-kubelet (part of make test), or ERASER_E2E_KUBELET=1"
 		return m.Run()
