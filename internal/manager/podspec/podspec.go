@@ -110,10 +110,6 @@ func PodName(job, node string) string {
 	return kname.Shorten(job+"-"+node, kname.MaxLabelValue-len(suffix)-1) + "-" + suffix
 }
 
-// WindowsMemoryFloor is the least memory limit a Windows HostProcess
-// container starts with; below it the container dies at start.
-var WindowsMemoryFloor = resource.MustParse("256Mi")
-
 // Build returns the worker pod for one node.
 func Build(p Params) (*corev1.Pod, error) {
 	if p.OS != podpaths.Linux && p.OS != podpaths.Windows {
@@ -302,37 +298,6 @@ func container(p Params, name string, comp config.Component, args []string, moun
 	return c
 }
 
-// windowsPod makes the pod a HostProcess pod: it runs on the host as SYSTEM,
-// reaches the runtime's named pipe directly (no socket mount), and must use
-// the host network.
-func windowsPod(pod *corev1.Pod) {
-	pod.Spec.HostNetwork = true
-	pod.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
-		HostProcess:   ptr.To(true),
-		RunAsUserName: ptr.To(WindowsUser),
-	}}
-}
-
-// WindowsUser is the account HostProcess workers run as.
-const WindowsUser = `NT AUTHORITY\SYSTEM`
-
-// windowsContainer applies the explicit Windows executable contract: the
-// component's Windows image, and its configured command or else the image's
-// own entrypoint, never a name derived from the container's. The Linux-only
-// security fields are invalid on Windows and go.
-func windowsContainer(c *corev1.Container, comp config.Component, cfg *config.Config) {
-	c.Image = comp.WindowsImage().Ref()
-	c.Command = comp.Windows.Command
-	c.SecurityContext = nil
-	c.Env = append(c.Env, corev1.EnvVar{Name: "ERASER_RUNTIME_ENDPOINT", Value: cfg.Manager.Runtime.WindowsAddress})
-	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && q.Cmp(WindowsMemoryFloor) < 0 {
-		c.Resources.Limits[corev1.ResourceMemory] = WindowsMemoryFloor.DeepCopy()
-	}
-	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok && q.Cmp(c.Resources.Limits[corev1.ResourceMemory]) > 0 {
-		c.Resources.Requests[corev1.ResourceMemory] = c.Resources.Limits[corev1.ResourceMemory].DeepCopy()
-	}
-}
-
 func resources(comp config.Component) corev1.ResourceRequirements {
 	r := corev1.ResourceRequirements{}
 	set := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
@@ -368,18 +333,4 @@ func JobRequest(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: job}}}
 	}
 	return nil
-}
-
-// sharedDataLimit bounds the hand-off directory in memory: the candidates'
-// record (a few MiB for 10,000 images) and the FIFOs, which hold nothing.
-var sharedDataLimit = resource.MustParse("64Mi")
-
-// sharedData is the hand-off directory between the workers. On Linux it is
-// in memory, so that a full disk, which most needs the removals, cannot
-// refuse the hand-off before them; Windows has no memory-backed volumes.
-func sharedData(os podpaths.OS) *corev1.EmptyDirVolumeSource {
-	if os != podpaths.Linux {
-		return &corev1.EmptyDirVolumeSource{}
-	}
-	return &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &sharedDataLimit}
 }

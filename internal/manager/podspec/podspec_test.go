@@ -205,87 +205,6 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
-// TestBuildWindows: a HostProcess pod with the explicit executable contract,
-// no Linux-only fields and no socket mount; Linux pods are unchanged.
-func TestBuildWindows(t *testing.T) {
-	c := cfg(t, `manager: {runtime: {name: containerd, windowsAddress: 'npipe://./pipe/custom'}}
-components:
-  collector: {enabled: true, image: {repo: c, tag: "1"}}
-  remover:
-    image: {repo: r, tag: "1"}
-    windows: {image: {repo: r-win, tag: "1"}, command: ['%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe']}`)
-	cases := map[string]struct {
-		kind       Kind
-		wantImages []string
-		wantCmd    [][]string
-		wantArgs   string
-	}{
-		"manual": {kind: KindManual, wantImages: []string{"r-win:1"}, wantCmd: [][]string{{`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
-			wantArgs: `--imagelist=C:\run\eraser.sh\imagelist\images --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=C:\run\eraser.sh\references`},
-		"scheduled": {kind: KindCollector, wantImages: []string{"c:1", "r-win:1"}, wantCmd: [][]string{nil, {`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
-			wantArgs: `--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s`},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pod, err := Build(Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "win-1", OS: podpaths.Windows, ConfigMap: "j", LogLevel: "info", Config: c, Exclusions: []string{"keep"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := pod.Spec
-			if !s.HostNetwork || s.OS.Name != corev1.Windows || s.SecurityContext == nil || !*s.SecurityContext.WindowsOptions.HostProcess ||
-				*s.SecurityContext.WindowsOptions.RunAsUserName != WindowsUser {
-				t.Errorf("not a HostProcess pod: %+v", s)
-			}
-			var images []string
-			var cmds [][]string
-			for _, ctr := range s.Containers {
-				images = append(images, ctr.Image)
-				cmds = append(cmds, ctr.Command)
-				if ctr.SecurityContext != nil {
-					t.Errorf("%s keeps a Linux security context", ctr.Name)
-				}
-				if q := ctr.Resources.Limits[corev1.ResourceMemory]; q.Cmp(WindowsMemoryFloor) < 0 {
-					t.Errorf("%s memory limit %s below the HostProcess floor", ctr.Name, q.String())
-				}
-				env := map[string]string{}
-				for _, e := range ctr.Env {
-					env[e.Name] = e.Value
-				}
-				if env["ERASER_RUNTIME_ENDPOINT"] != "npipe://./pipe/custom" {
-					t.Errorf("%s endpoint %q", ctr.Name, env["ERASER_RUNTIME_ENDPOINT"])
-				}
-				for _, m := range ctr.VolumeMounts {
-					if m.Name == volRuntime || strings.HasPrefix(m.MountPath, "/") {
-						t.Errorf("%s has a Linux mount %s at %s", ctr.Name, m.Name, m.MountPath)
-					}
-				}
-			}
-			for _, v := range s.Volumes {
-				if v.HostPath != nil {
-					t.Errorf("a hostPath volume %s on a Windows pod", v.Name)
-				}
-			}
-			if diff := cmp.Diff(tc.wantImages, images); diff != "" {
-				t.Errorf("images (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantCmd, cmds); diff != "" {
-				t.Errorf("commands (-want +got):\n%s", diff)
-			}
-			if got := strings.Join(s.Containers[0].Args, " "); got != tc.wantArgs {
-				t.Errorf("args %q\nwant %q", got, tc.wantArgs)
-			}
-		})
-	}
-	// The same config on a Linux node: the Linux image, its entrypoint.
-	linux, err := Build(Params{References: testRefs, Job: "j", Kind: KindManual, Node: "l", OS: podpaths.Linux, ConfigMap: "j", Config: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := linux.Spec.Containers[0]; got.Image != "r:1" || got.Command != nil || linux.Spec.HostNetwork {
-		t.Errorf("Linux pod changed: image %s command %v hostNetwork %v", got.Image, got.Command, linux.Spec.HostNetwork)
-	}
-}
-
 // TestBuildTolerations: configured tolerations replace tolerate-all, on
 // Linux and Windows pods alike; unset keeps upstream's tolerate-all.
 func TestBuildTolerations(t *testing.T) {
@@ -348,3 +267,49 @@ func TestPodName(t *testing.T) {
 // testRefs name a wave's cluster set: every pod of a configuration that
 // protects referenced images mounts one.
 var testRefs = []string{"j-refs-0123456789abcdef-1"}
+
+// TestHandoffTimeoutFollowsScan: the collector and the remover of a
+// scheduled run wait for their peers as long as the configured scan may
+// take, not the hour they were once capped at.
+func TestHandoffTimeoutFollowsScan(t *testing.T) {
+	const trivy = "components: {collector: {enabled: true}, scanner: {enabled: true, config: 'timeout: {total: %s}'}}"
+	cases := map[string]string{
+		"upstream's 23h total":       strings.Replace(trivy, "%s", "23h", 1),
+		"a 47h total":                strings.Replace(trivy, "%s", "47h", 1),
+		"a 2h total":                 strings.Replace(trivy, "%s", "2h", 1),
+		"no total: the pod's bound":  strings.Replace(trivy, "%s", "0s", 1),
+		"no scanner":                 "components: {collector: {enabled: true}, scanner: {enabled: false}}",
+		"a custom scanner, 30h pods": "manager: {imageJob: {podRunTimeout: 30h}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true, image: {repo: example.com/mine}}}",
+	}
+	want := map[string]string{
+		"upstream's 23h total":       "23h40m0s",
+		"a 47h total":                "47h40m0s",
+		"a 2h total":                 "2h40m0s",
+		"no total: the pod's bound":  "24h0m0s",
+		"no scanner":                 "1h0m0s",
+		"a custom scanner, 30h pods": "30h0m0s",
+	}
+	got := map[string]string{}
+	for name, doc := range cases {
+		pod, err := Build(Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n1", OS: podpaths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", LogLevel: "info", Config: cfg(t, doc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pod.Spec.Containers {
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--handoff-timeout="); ok {
+					if prev, seen := got[name]; seen && prev != v {
+						t.Errorf("%s: the workers wait differently: %s and %s", name, prev, v)
+					}
+					got[name] = v
+				}
+			}
+			if c.Name == ScannerContainer && strings.Contains(strings.Join(c.Args, " "), "--handoff-timeout") {
+				t.Errorf("%s: the scanner got --handoff-timeout, which a custom scanner would refuse", name)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("--handoff-timeout (-want +got):\n%s", diff)
+	}
+}
