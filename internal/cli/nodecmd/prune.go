@@ -1,0 +1,199 @@
+package nodecmd
+
+// "eraser node prune": the remover's removals, by list or by the retention
+// policies, against the node's runtime.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/cli/bytesize"
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+)
+
+// pruneOptions are prune's flags.
+type pruneOptions struct {
+	policy      protect.Policy
+	entries     []string
+	dryRun      bool
+	concurrency int
+	retention   retention.Flags
+	protection  remover.ProtectionFlags
+	now         time.Time
+	json        bool
+}
+
+// prepare checks prune's flags and reads its entries.
+func (o *pruneOptions) prepare(images string, stderr io.Writer) int {
+	if images == "" && !o.retention.Choosing() {
+		// Nothing is removed by default: "*" or a policy has to be asked for.
+		fmt.Fprintln(stderr, `error: prune needs --images (a list of images, or "*" for every unused, unprotected image), --unused-for, or the thresholds`)
+		return ExitUsage
+	}
+	if err := o.retention.Validate(); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return ExitUsage
+	}
+	now, err := o.retention.Clock()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return ExitUsage
+	}
+	o.now = now
+	if images != "" {
+		o.entries = strings.Split(images, ",")
+	}
+	return ExitOK
+}
+
+// PruneOutput is "prune -o json": every target's or image's outcome, and
+// the summary a remover would leave.
+type PruneOutput struct {
+	Results []PrunedImage        `json:"results"`
+	Summary workerresult.Summary `json:"summary"`
+}
+
+// PrunedImage is one outcome in "prune -o json".
+type PrunedImage struct {
+	Target  string   `json:"target"`
+	ImageID string   `json:"imageId,omitempty"`
+	Names   []string `json:"names"`
+	Outcome string   `json:"outcome"`
+	Policy  string   `json:"policy,omitempty"`
+	Bytes   uint64   `json:"bytes"`
+	Detail  string   `json:"detail,omitempty"`
+}
+
+// prune runs the removals and prints their outcomes; it returns the exit
+// code: removals that failed come first, then invalid entries.
+func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintln(errOut, "error:", err)
+		return ExitCouldNotRun
+	}
+	targets, invalid := remover.ParseTargets(o.entries)
+	if o.retention.Choosing() {
+		// As a scheduled run: the policies choose among every image.
+		images, err := client.ListImages(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		targets.Scheduled = true
+		for _, img := range images {
+			targets.Collected = append(targets.Collected, img.ID)
+		}
+	}
+	start := time.Now()
+	info := &remover.RunInfo{}
+	opts := remover.Options{
+		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
+		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
+		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
+		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+	}
+	o.protection.Apply(&opts)
+	results, err := remover.Run(ctx, client, targets, opts)
+	if err != nil {
+		return fail(err)
+	}
+	results = append(invalid, results...)
+	s := remover.Summarize(results, o.dryRun)
+	info.Apply(&s)
+	if o.json {
+		err = writeJSON(out, pruneOutput(results, s))
+	} else {
+		err = printPrune(out, results, s, time.Since(start))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := errors.Join(remover.NodeOutcome(s), info.StateErr, info.DiskErr); err != nil {
+		fmt.Fprintln(errOut, "error:", err)
+		if s.Counts[string(remover.Failed)] > 0 {
+			return ExitRemovalsFail
+		}
+		return ExitCouldNotRun
+	}
+	if len(invalid) > 0 {
+		fmt.Fprintf(errOut, "error: %d --images entries are not image references; nothing was removed for them\n", len(invalid))
+		return ExitInvalidEntry
+	}
+	return ExitOK
+}
+
+// progressTo reports progress on w at most once a second.
+func progressTo(w io.Writer, start time.Time) func(done, total int) {
+	var mu sync.Mutex
+	last := time.Time{}
+	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < time.Second && done < total {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(w, "\r%d/%d images processed (%s)", done, total, time.Since(start).Round(100*time.Millisecond))
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func pruneOutput(results []remover.Result, s workerresult.Summary) PruneOutput {
+	out := PruneOutput{Results: make([]PrunedImage, 0, len(results)), Summary: s}
+	for _, r := range results {
+		out.Results = append(out.Results, PrunedImage{Target: r.Target, ImageID: r.ImageID, Names: nonNil(r.Names),
+			Outcome: string(r.Outcome), Policy: string(r.Policy), Bytes: r.Bytes, Detail: r.Detail})
+	}
+	return out
+}
+
+func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary, took time.Duration) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tNAMES\tOUTCOME\tPOLICY\tSIZE\tDETAIL")
+	for _, r := range results {
+		detail, pol := r.Detail, string(r.Policy)
+		if detail == "" {
+			detail = "-"
+		}
+		if pol == "" {
+			pol = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortID(r.Target), strings.Join(r.Names, ","), r.Outcome, pol, bytesize.Format(r.Bytes), detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verb := "freed"
+	if s.DryRun {
+		verb = "would free"
+	}
+	var parts []string
+	for _, o := range remover.Outcomes {
+		if n := s.Counts[string(o)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, o))
+		}
+	}
+	fmt.Fprintf(out, "\n%s; %s %s in %s\n", strings.Join(parts, ", "), verb, bytesize.Format(s.BytesFreed), took.Round(time.Millisecond))
+	for _, p := range retention.Policies {
+		if t, ok := s.RemovedBy[string(p)]; ok {
+			fmt.Fprintf(out, "  %s: %d images, %s\n", p, t.Images, bytesize.Format(t.Bytes))
+		}
+	}
+	if fs := s.ImageFs; fs != nil && fs.CapacityBytes > 0 {
+		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
+			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), bytesize.Format(fs.CapacityBytes))
+	}
+	return nil
+}
