@@ -1,14 +1,10 @@
 package reportcmd
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -45,65 +41,6 @@ func TestSummarize(t *testing.T) {
 			}
 			if got.String() != tc.text {
 				t.Errorf("text %q, want %q", got.String(), tc.text)
-			}
-		})
-	}
-}
-
-func TestPrint(t *testing.T) {
-	for name, tc := range map[string]struct {
-		out  Output
-		want string
-	}{
-		"a halted run": {
-			out: Output{Job: "j", Phase: "Failed", Complete: true, Nodes: halted},
-			want: `ImageJob j: Failed, report complete, 6 nodes: 1 succeeded, 1 failed, 3 not started, 1 skipped
-NODE  OUTCOME        IMAGE                         POLICY                 SIZE  DETAIL
-n1    removed        docker.io/library/nginx:1.25  Listed                       
-n2    (node failed)                                PodFailed                    container remover exited with code 1
-n2    (no entries)                                                              no pod left to read
-n3    (not started)                                Waiting                      the run ended while this node waited for its worker pod
-n4    (not started)                                WaitTimedOut                 the run gave up waiting
-n5    (not started)                                FailureBudgetExceeded        the run ended before it reached this node
-s1    (skipped)                                    NotReady                     the job left this node out
-`,
-		},
-		"an old report's NotStarted, and a note": {
-			out: Output{Job: "j", Phase: "Failed", Complete: true, Note: "the run of generation 2 was deleted",
-				Nodes: []nodereport.Node{{Name: "a", Reason: "NotStarted", Message: "the run ended before it reached this node"}}},
-			want: `ImageJob j: Failed, report complete, 1 nodes: 1 not started
-note: the run of generation 2 was deleted
-NODE  OUTCOME        IMAGE  POLICY      SIZE  DETAIL
-a     (not started)         NotStarted        the run ended before it reached this node
-`,
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			var b strings.Builder
-			Print(&b, tc.out)
-			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
-				t.Errorf("printed (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestDeletedRun(t *testing.T) {
-	ready := func(reason string) metav1.Condition {
-		return metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: 3}
-	}
-	for name, tc := range map[string]struct {
-		list *eraserv1.ImageList
-		want string
-	}{
-		"the current run deleted": {builder.MakeImageList("l").Condition(ready(eraserv1.ReasonRunDeleted)).Obj(),
-			"the run of generation 3 was deleted before it finished and has no report (its nodes' outcomes are unknown); this is the last run recorded before it"},
-		"the last run failed": {builder.MakeImageList("l").Condition(ready(eraserv1.ReasonFailureBudgetExceeded)).Obj(), ""},
-		"no condition":        {builder.MakeImageList("l").Obj(), ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := deletedRun(tc.list); got != tc.want {
-				t.Errorf("note %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,116 @@
+package reportcmd
+
+// The text form of a report.
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/cli/bytesize"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+)
+
+// Print writes the report as a table, a line per image, and a line per node
+// whose entries are missing or trimmed.
+func Print(w io.Writer, out Output) {
+	state := "complete"
+	if !out.Complete {
+		state = "incomplete (nodes are still being read)"
+	}
+	dry := ""
+	if out.DryRun {
+		dry = ", dry run: nothing was removed, \"removed\" is what would have been"
+	}
+	summary := ""
+	if s := Summarize(out.Nodes).String(); s != "" {
+		summary = ": " + s
+	}
+	fmt.Fprintf(w, "ImageJob %s: %s, report %s, %d nodes%s%s\n", out.Job, out.Phase, state, len(out.Nodes), summary, dry)
+	if out.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", out.Note)
+	}
+	if out.OmittedNodes > 0 {
+		fmt.Fprintf(w, "%d nodes left out: the report reached its size cap\n", out.OmittedNodes)
+	}
+	for _, db := range scanDBs(out.Nodes) {
+		fmt.Fprintln(w, db)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
+	for _, n := range out.Nodes {
+		kind, cause := n.Kind()
+		if cause == "" {
+			cause = n.Reason
+		}
+		switch {
+		case n.Failed:
+			fmt.Fprintf(tw, "%s\t(node failed)\t\t%s\t\t%s\n", n.Name, n.Reason, oneLine(n.Message))
+		case kind == nodereport.KindSkipped:
+			fmt.Fprintf(tw, "%s\t(skipped)\t\t%s\t\t%s\n", n.Name, cause, oneLine(n.Message))
+		case n.Reason != "":
+			fmt.Fprintf(tw, "%s\t(not started)\t\t%s\t\t%s\n", n.Name, cause, oneLine(n.Message))
+		}
+		if n.Unavailable != "" {
+			detail := oneLine(n.Unavailable)
+			if len(n.Counts) > 0 {
+				detail += "; counts: " + counts(n.Counts)
+			}
+			fmt.Fprintf(tw, "%s\t(no entries)\t\t\t\t%s\n", n.Name, detail)
+		}
+		for _, e := range n.Entries {
+			size := ""
+			if e.Bytes > 0 {
+				size = bytesize.Format(e.Bytes)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, e.Outcome, e.Image, e.Policy, size, oneLine(e.Detail))
+		}
+		if n.Omitted > 0 {
+			fmt.Fprintf(tw, "%s\t(%d more)\t\t\t\tleft out to bound the report; counts: %s\n", n.Name, n.Omitted, counts(n.Counts))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// scanDBs says which vulnerability DBs the nodes' scanners judged with:
+// one line per DB, with how many nodes used it (nodes download their own,
+// so a run may span a DB update).
+func scanDBs(nodes []nodereport.Node) []string {
+	seen := map[string]int{}
+	for _, n := range nodes {
+		if db := n.ScanDB; db != nil {
+			line := fmt.Sprintf("vulnerability DB: schema %d", db.Version)
+			if db.UpdatedAt != nil {
+				line += ", built " + db.UpdatedAt.UTC().Format(time.RFC3339)
+			}
+			if db.NextUpdate != nil {
+				line += ", next update " + db.NextUpdate.UTC().Format(time.RFC3339)
+			}
+			seen[line]++
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for line, n := range seen {
+		out = append(out, fmt.Sprintf("%s (%d nodes)", line, n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
