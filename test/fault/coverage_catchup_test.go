@@ -29,19 +29,21 @@ const (
 )
 
 // catchUpBatch is how long the first node due for a catch-up waits for
-// others before its run starts (the schedule controller's catchUpBatch).
-const catchUpBatch = time.Minute
+// others before its run starts (manager.scheduling.catchUpBatch): shorter
+// than the default minute, and still many times a reconcile's reaction, so
+// that a catch-up started without waiting for it shows.
+const catchUpBatch = 15 * time.Second
 
 // catchUpConfig runs a scheduled run at start-up and no other for a day;
 // finished jobs are kept an hour, so that the test can read them.
 const catchUpConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
-	"manager: {scheduling: {repeatInterval: 24h, beginImmediately: true}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
+	"manager: {scheduling: {repeatInterval: 24h, beginImmediately: true, catchUpBatch: 15s}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
 	"components: {collector: {enabled: true}, scanner: {enabled: false}}\n"
 
 // TestCatchUpAfterNotReady: of 6 nodes, one is NotReady while the
 // scheduled run goes; the run completes on the 5 others and starts nothing
 // for the NotReady node while it stays so. Once it is Ready again, and a
-// catch-up batch's minute later, one catch-up run starts on that node alone
+// catch-up batch later, one catch-up run starts on that node alone
 // (its job data, node list and only pod); it completes, the state records
 // the node cleaned, the schedule's rhythm (lastEnd, lastRun) stays the
 // scheduled run's, and no other run starts, even when the node's readiness

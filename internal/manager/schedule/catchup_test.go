@@ -72,6 +72,10 @@ func finishRun(t *testing.T, ctx context.Context, ns string, job *eraserv1.Image
 	}
 }
 
+// catchUpBatch is manager.scheduling.catchUpBatch's default, which the
+// tests' configurations leave.
+const catchUpBatch = time.Minute
+
 // TestCatchUp: a node that failed in the scheduled run, and later a node
 // that was NotReady during it and one that joined after it, each get a
 // catch-up run on those nodes alone, batched, without moving the rhythm;

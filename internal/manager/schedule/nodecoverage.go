@@ -41,11 +41,6 @@ type EligibleNode struct {
 	Created time.Time
 }
 
-// catchUpBatch is how long the first node due for a catch-up waits for
-// others to join its run: nodes that come back from one upgrade or outage
-// come back within minutes of each other.
-const catchUpBatch = time.Minute
-
 // succeededNodes are the job's nodes whose worker succeeded: reached,
 // neither failed nor waiting. targets is the job's node list. It is pure.
 func succeededNodes(targets []string, st eraserv1.ImageJobStatus) []string {

@@ -103,21 +103,23 @@ func (r *Reconciler) observeCoverage(c Coverage, eligible []EligibleNode, every 
 }
 
 // catchUp starts a catch-up run on the nodes due for one, once the first
-// of them has waited catchUpBatch for others, and says when to look again.
+// of them has waited the configured batch for others, and says when to look
+// again.
 // next is the next scheduled run, which covers every node anyway.
 func (r *Reconciler) catchUp(ctx context.Context, cfg *config.Config, raw []byte, cm *corev1.ConfigMap, st *State, eligible []EligibleNode, next time.Time) (reconcile.Result, error) {
 	now := r.clock.Now()
 	every := interval(cfg.Manager.Scheduling, st.LastStart)
 	wait := next.Sub(now)
 	nodes := due(st.Coverage, eligible, now, every)
-	if len(nodes) == 0 || next.Sub(now) <= catchUpBatch {
+	batch := cfg.Manager.Scheduling.CatchUpBatch
+	if len(nodes) == 0 || next.Sub(now) <= batch {
 		r.pendingSince = time.Time{}
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if r.pendingSince.IsZero() {
 		r.pendingSince = now
 	}
-	if left := catchUpBatch - now.Sub(r.pendingSince); left > 0 {
+	if left := batch - now.Sub(r.pendingSince); left > 0 {
 		// Batching: other nodes coming back meanwhile join this run.
 		return reconcile.Result{RequeueAfter: min(wait, left)}, nil
 	}

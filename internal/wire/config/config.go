@@ -129,6 +129,10 @@ type Scheduling struct {
 	// reported, nothing is removed. An ImageList has spec.dryRun for this;
 	// scheduled runs have no object of their own to carry it.
 	DryRun bool
+	// CatchUpBatch is how long the first node due for a catch-up run waits
+	// for others to join it: nodes that come back from one upgrade or
+	// outage come back within minutes of each other.
+	CatchUpBatch time.Duration
 }
 
 // Profile enables pprof in the manager and the workers.

@@ -103,6 +103,8 @@ type schedulingDoc struct {
 	Cron string `json:"cron"`
 	// DryRun is our addition: scheduled runs report and remove nothing.
 	DryRun bool `json:"dryRun"`
+	// CatchUpBatch is our addition: how long a catch-up waits for others.
+	CatchUpBatch scalar `json:"catchUpBatch"`
 }
 
 type profileDoc struct {
@@ -221,7 +223,7 @@ func (s *scalar) UnmarshalJSON(b []byte) error {
 func defaultManagerCommon() managerCommon {
 	return managerCommon{
 		LogLevel:   "info",
-		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true},
+		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true, CatchUpBatch: "1m"},
 		Profile:    profileDoc{Port: 6060},
 		ImageJob: imageJobDoc{
 			SuccessRatio:    1.0,

@@ -26,6 +26,7 @@ func TestParseErrors(t *testing.T) {
 		"wrong kind":             {doc: v3("kind: ConfigMap"), want: []string{`kind: Unsupported value: "ConfigMap"`}},
 		"bad duration":           {doc: v3("manager: {scheduling: {repeatInterval: 1day}}"), want: []string{"manager.scheduling.repeatInterval", `"1day"`, "duration"}},
 		"zero repeatInterval":    {doc: v3("manager: {scheduling: {repeatInterval: 0s}}"), want: []string{"manager.scheduling.repeatInterval", "greater than zero"}},
+		"negative catchUpBatch":  {doc: v3("manager: {scheduling: {catchUpBatch: -1m}}"), want: []string{"manager.scheduling.catchUpBatch", "negative"}},
 		"negative delay":         {doc: v3("manager: {imageJob: {cleanup: {delayOnFailure: -1h}}}"), want: []string{"manager.imageJob.cleanup.delayOnFailure", "negative"}},
 		"bad quantity":           {doc: v3("components: {collector: {request: {mem: lots}}}"), want: []string{"components.collector.request.mem", `"lots"`, "quantity"}},
 		"negative quantity":      {doc: v3("components: {scanner: {limit: {mem: -1Gi}}}"), want: []string{"components.scanner.limit.mem", "negative"}},
