@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -260,5 +261,33 @@ func TestTooLargeList(t *testing.T) {
 	c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady)
 	if c == nil || c.Reason != eraserv1.ReasonTooLarge || !strings.Contains(c.Message, "bytes") || list.Status.ObservedGeneration != list.Generation {
 		t.Errorf("status %+v, want Ready=False %s naming the size", list.Status, eraserv1.ReasonTooLarge)
+	}
+}
+
+// A list deleted and created again under the same name is another list: its
+// runs never take the first one's job names.
+func TestJobNameFoldsInTheUID(t *testing.T) {
+	list := func(uid string) *eraserv1.ImageList {
+		l := builder.MakeImageList("gitops").Generation(1).Obj()
+		l.UID = types.UID(uid)
+		return l
+	}
+	names := map[string]string{
+		"first list":             JobName(list("0f0f0f0f-0000-4000-8000-000000000001")),
+		"re-created list":        JobName(list("0f0f0f0f-0000-4000-8000-000000000002")),
+		"first list, run-now":    RunNowJobName(list("0f0f0f0f-0000-4000-8000-000000000001")),
+		"re-created, run-now":    RunNowJobName(list("0f0f0f0f-0000-4000-8000-000000000002")),
+		"first list, read again": JobName(list("0f0f0f0f-0000-4000-8000-000000000001")),
+	}
+	if names["first list"] != names["first list, read again"] {
+		t.Errorf("one list, two job names: %s, %s", names["first list"], names["first list, read again"])
+	}
+	delete(names, "first list, read again")
+	seen := map[string]string{}
+	for what, n := range names {
+		if other, dup := seen[n]; dup {
+			t.Errorf("%s and %s share the job name %s", what, other, n)
+		}
+		seen[n] = what
 	}
 }

@@ -18,36 +18,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
-func TestNewerResults(t *testing.T) {
-	at := func(sec int64) *metav1.Time { ts := metav1.Unix(sec, 0); return &ts }
-	job := func(gen string, done *metav1.Time) *eraserv1.ImageJob {
-		j := builder.MakeImageJob("j").Phase(eraserv1.PhaseCompleted).Obj()
-		j.Annotations = map[string]string{eraserv1.AnnotationGeneration: gen}
-		j.Status.CompletionTime = done
-		return j
-	}
-	cases := map[string]struct {
-		status eraserv1.ImageListStatus
-		job    *eraserv1.ImageJob
-		want   bool
-	}{
-		"nothing recorded yet":                 {job: job("1", at(100)), want: true},
-		"a later generation":                   {status: eraserv1.ImageListStatus{ObservedGeneration: 1, Timestamp: at(500)}, job: job("2", at(100)), want: true},
-		"an earlier generation":                {status: eraserv1.ImageListStatus{ObservedGeneration: 2, Timestamp: at(100)}, job: job("1", at(500)), want: false},
-		"a re-run finished later":              {status: eraserv1.ImageListStatus{ObservedGeneration: 2, Timestamp: at(100)}, job: job("2", at(200)), want: true},
-		"a re-run finished in the same second": {status: eraserv1.ImageListStatus{ObservedGeneration: 2, Timestamp: at(100)}, job: job("2", at(100)), want: true},
-		"an older run of the generation":       {status: eraserv1.ImageListStatus{ObservedGeneration: 2, Timestamp: at(200)}, job: job("2", at(100)), want: false},
-		"no completion time":                   {status: eraserv1.ImageListStatus{ObservedGeneration: 2, Timestamp: at(200)}, job: job("2", nil), want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := newerResults(&tc.status, tc.job); got != tc.want {
-				t.Errorf("newerResults = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestRunNowJobName: a re-run's job is never the generation's, two requests
 // get two jobs, one request read twice gets one, and any list name fits.
 func TestRunNowJobName(t *testing.T) {
