@@ -23,72 +23,74 @@ import (
 // TestCustomScanner: collector, the example custom scanner (built on
 // pkg/scanner) and remover as three processes over real FIFOs.
 func TestCustomScanner(t *testing.T) {
-	n := seed(t)
-	shared := workertest.SharedDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	scan := exec.CommandContext(ctx, filepath.Join(bin, "scanner"), "--shared-dir="+shared, "--flag=junk/a,app")
-	var scanLog bytes.Buffer
-	scan.Stderr = &scanLog
-	if err := scan.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pipeline(t, ctx, n.Endpoint, shared, "", false)
-	if err := scan.Wait(); err != nil {
-		t.Fatalf("scanner: %v\n%s", err, scanLog.String())
-	}
-	present := n.present(t)
-	for _, gone := range []string{junkA, appImage} {
-		if present[gone] {
-			t.Errorf("%s was flagged by the scanner but is still there", gone)
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		shared := workertest.SharedDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		scan := exec.CommandContext(ctx, filepath.Join(bin, "scanner"), "--shared-dir="+shared, "--flag=junk/a,app")
+		var scanLog bytes.Buffer
+		scan.Stderr = &scanLog
+		if err := scan.Start(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, kept := range []string{junkB, junkC, junkD} {
-		if !present[kept] {
-			t.Errorf("%s was removed although the scanner kept it", kept)
+		pipeline(t, ctx, n.CRIEndpoint(), shared, "", false)
+		if err := scan.Wait(); err != nil {
+			t.Fatalf("scanner: %v\n%s", err, scanLog.String())
 		}
-	}
+		present := n.present(t)
+		for _, gone := range []string{junkA, appImage} {
+			if present[gone] {
+				t.Errorf("%s was flagged by the scanner but is still there", gone)
+			}
+		}
+		for _, kept := range []string{junkB, junkC, junkD} {
+			if !present[kept] {
+				t.Errorf("%s was removed although the scanner kept it", kept)
+			}
+		}
+	})
 }
 
 // TestHandoffCannotWiden: a scanner that hands the remover "*", a tag, or
 // an image the collector did not list gets the whole hand-off refused: the
 // remover exits 1 saying why, and nothing is removed.
 func TestHandoffCannotWiden(t *testing.T) {
-	n := seed(t)
-	cases := map[string]struct {
-		send func(collected []handoff.Image) []handoff.Image
-		want string
-	}{
-		"star": {send: func(c []handoff.Image) []handoff.Image { return append(c[:1:1], handoff.Image{ImageID: "*"}) },
-			want: `"*" is not an image ID or digest`},
-		"bare tag": {send: func([]handoff.Image) []handoff.Image { return []handoff.Image{{ImageID: "example.com/junk/a"}} },
-			want: "is not an image ID or digest"},
-		"not listed (in use)": {send: func(c []handoff.Image) []handoff.Image { return append(c, handoff.Image{ImageID: n.ids[runImage]}) },
-			want: "is not among the"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			before := n.present(t)
-			shared := workertest.SharedDir(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			scanErr := make(chan error, 1)
-			go func() { scanErr <- playScanner(ctx, shared, tc.send) }()
-			collector, remover := pipelineRun(t, ctx, n.Endpoint, shared, "", false)
-			if err := <-scanErr; err != nil {
-				t.Errorf("scanner: %v", err)
-			}
-			if remover.Code != 1 || !strings.Contains(remover.Summary.Error, tc.want) || !strings.Contains(remover.Summary.Error, "nothing removed") {
-				t.Errorf("remover exit %d, error %q; want 1 and %q\n%s", remover.Code, remover.Summary.Error, tc.want, remover.Stderr)
-			}
-			if collector.Code != 0 {
-				t.Errorf("collector exit %d: it must still be told the remover finished\n%s", collector.Code, collector.Stderr)
-			}
-			if diff := cmp.Diff(before, n.present(t)); diff != "" {
-				t.Errorf("images changed (-before +after):\n%s", diff)
-			}
-		})
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		cases := map[string]struct {
+			send func(collected []handoff.Image) []handoff.Image
+			want string
+		}{
+			"star": {send: func(c []handoff.Image) []handoff.Image { return append(c[:1:1], handoff.Image{ImageID: "*"}) },
+				want: `"*" is not an image ID or digest`},
+			"bare tag": {send: func([]handoff.Image) []handoff.Image { return []handoff.Image{{ImageID: "example.com/junk/a"}} },
+				want: "is not an image ID or digest"},
+			"not listed (in use)": {send: func(c []handoff.Image) []handoff.Image { return append(c, handoff.Image{ImageID: n.ids[runImage]}) },
+				want: "is not among the"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				before := n.present(t)
+				shared := workertest.SharedDir(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				scanErr := make(chan error, 1)
+				go func() { scanErr <- playScanner(ctx, shared, tc.send) }()
+				collector, remover := pipelineRun(t, ctx, n.CRIEndpoint(), shared, "", false)
+				if err := <-scanErr; err != nil {
+					t.Errorf("scanner: %v", err)
+				}
+				if remover.Code != 1 || !strings.Contains(remover.Summary.Error, tc.want) || !strings.Contains(remover.Summary.Error, "nothing removed") {
+					t.Errorf("remover exit %d, error %q; want 1 and %q\n%s", remover.Code, remover.Summary.Error, tc.want, remover.Stderr)
+				}
+				if collector.Code != 0 {
+					t.Errorf("collector exit %d: it must still be told the remover finished\n%s", collector.Code, collector.Stderr)
+				}
+				if diff := cmp.Diff(before, n.present(t)); diff != "" {
+					t.Errorf("images changed (-before +after):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // playScanner is a scanner built on the hand-off API: it sends the remover

@@ -60,20 +60,22 @@ func TestHandoffTimeout(t *testing.T) {
 // TestRuntimeSocketRemoved: the runtime's socket disappears (the runtime
 // went away, or the mount is wrong): a clear error, exit 1, nothing removed.
 func TestRuntimeSocketRemoved(t *testing.T) {
-	n := seed(t)
-	before := n.present(t)
-	if err := os.Remove(n.Socket); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.Endpoint)
-	if r.Code != 1 || !strings.Contains(r.Summary.Error, "runtime socket "+n.Socket) || !strings.Contains(r.Summary.Error, "no such file") {
-		t.Errorf("exit %d, error %q\n%s", r.Code, r.Summary.Error, r.Stderr)
-	}
-	if diff := cmp.Diff(before, n.present(t)); diff != "" {
-		t.Errorf("images changed (-before +after):\n%s", diff)
-	}
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		socket := strings.TrimPrefix(n.CRIEndpoint(), "unix://")
+		before := n.present(t)
+		if err := os.Remove(socket); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.CRIEndpoint())
+		if r.Code != 1 || !strings.Contains(r.Summary.Error, "runtime socket "+socket) || !strings.Contains(r.Summary.Error, "no such file") {
+			t.Errorf("exit %d, error %q\n%s", r.Code, r.Summary.Error, r.Stderr)
+		}
+		if diff := cmp.Diff(before, n.present(t)); diff != "" {
+			t.Errorf("images changed (-before +after):\n%s", diff)
+		}
+	})
 }
 
 // TestHandoffPeerFaults: a scanner process that dies after writing part of
@@ -81,51 +83,52 @@ func TestRuntimeSocketRemoved(t *testing.T) {
 // remover refuses what it got (it is not one valid list of collected
 // images), removes nothing, and neither side hangs.
 func TestHandoffPeerFaults(t *testing.T) {
-	n := seed(t)
-	before := n.present(t)
-	collected := []handoff.Image{{ImageID: n.ids[junkA]}, {ImageID: n.ids[junkB]}}
-	listA, _ := handoff.Encode(collected[:1])
-	listB, _ := handoff.Encode(collected[1:])
-	// Each writer holds the FIFO open before writing, so both are connected
-	// when the remover reads: their bytes reach it together.
-	const writer = `exec 3>"$1"; sleep 0.5; printf '%s' "$2" >&3; `
-	cases := map[string][]string{
-		"dies mid-write": {writer + `kill -KILL $$`, string(listA[:len(listA)/2])},
-		"two writers":    {writer + `exec 3>&-`, string(listA), string(listB)},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			shared := workertest.SharedDir(t)
-			if err := handoff.WriteCollected(shared, collected); err != nil {
-				t.Fatal(err)
-			}
-			fifo := handoff.Path(shared, handoff.ScanErase)
-			if err := exec.Command("mkfifo", fifo).Run(); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var writers []*exec.Cmd
-			for _, payload := range tc[1:] {
-				w := exec.CommandContext(ctx, "sh", "-c", tc[0], "scanner", fifo, payload)
-				if err := w.Start(); err != nil {
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		before := n.present(t)
+		collected := []handoff.Image{{ImageID: n.ids[junkA]}, {ImageID: n.ids[junkB]}}
+		listA, _ := handoff.Encode(collected[:1])
+		listB, _ := handoff.Encode(collected[1:])
+		// Each writer holds the FIFO open before writing, so both are connected
+		// when the remover reads: their bytes reach it together.
+		const writer = `exec 3>"$1"; sleep 0.5; printf '%s' "$2" >&3; `
+		cases := map[string][]string{
+			"dies mid-write": {writer + `kill -KILL $$`, string(listA[:len(listA)/2])},
+			"two writers":    {writer + `exec 3>&-`, string(listA), string(listB)},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				shared := workertest.SharedDir(t)
+				if err := handoff.WriteCollected(shared, collected); err != nil {
 					t.Fatal(err)
 				}
-				writers = append(writers, w)
-			}
-			r := runWorker(t, ctx, "remover", "--shared-dir="+shared, "--runtime-endpoint="+n.Endpoint, "--handoff-timeout=20s", "--scanner=enabled")
-			for _, w := range writers {
-				_ = w.Wait()
-			}
-			if ctx.Err() != nil {
-				t.Fatal("a side hung")
-			}
-			if r.Code != 1 || !strings.Contains(r.Summary.Error, "nothing removed") || !strings.Contains(r.Summary.Error, "not a JSON list") {
-				t.Errorf("exit %d, error %q; want 1, refused as not a JSON list\n%s", r.Code, r.Summary.Error, r.Stderr)
-			}
-			if diff := cmp.Diff(before, n.present(t)); diff != "" {
-				t.Errorf("images changed (-before +after):\n%s", diff)
-			}
-		})
-	}
+				fifo := handoff.Path(shared, handoff.ScanErase)
+				if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				var writers []*exec.Cmd
+				for _, payload := range tc[1:] {
+					w := exec.CommandContext(ctx, "sh", "-c", tc[0], "scanner", fifo, payload)
+					if err := w.Start(); err != nil {
+						t.Fatal(err)
+					}
+					writers = append(writers, w)
+				}
+				r := runWorker(t, ctx, "remover", "--shared-dir="+shared, "--runtime-endpoint="+n.CRIEndpoint(), "--handoff-timeout=20s", "--scanner=enabled")
+				for _, w := range writers {
+					_ = w.Wait()
+				}
+				if ctx.Err() != nil {
+					t.Fatal("a side hung")
+				}
+				if r.Code != 1 || !strings.Contains(r.Summary.Error, "nothing removed") || !strings.Contains(r.Summary.Error, "not a JSON list") {
+					t.Errorf("exit %d, error %q; want 1, refused as not a JSON list\n%s", r.Code, r.Summary.Error, r.Stderr)
+				}
+				if diff := cmp.Diff(before, n.present(t)); diff != "" {
+					t.Errorf("images changed (-before +after):\n%s", diff)
+				}
+			})
+		}
+	})
 }
