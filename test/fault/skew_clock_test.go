@@ -23,19 +23,19 @@ import (
 // podRunTimeout: far below the skew, so that a timeout measured against
 // the API server's or the kubelet's timestamps fires at once (manager
 // ahead) or 10 minutes late (manager behind).
-const skewStart, skewRun = 2 * time.Minute, 3 * time.Minute
+const skewStart, skewRun = time.Minute, 90 * time.Second
 
 const skewConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
-	"manager: {imageJob: {podStartTimeout: 2m, podRunTimeout: 3m, cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n"
+	"manager: {imageJob: {podStartTimeout: 1m, podRunTimeout: 90s, cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n"
 
 // The kubelet's timeline, from the worker pods' creation: the manager is
 // restarted (a new leader, which saw none of the pods start), the prompt
 // node's pod starts well within the start timeout and finishes well within
 // the run timeout.
 const (
-	skewRestartAt     = 40 * time.Second
-	skewPromptStarts  = 80 * time.Second
-	skewPromptRunsFor = 60 * time.Second
+	skewRestartAt     = 15 * time.Second
+	skewPromptStarts  = 30 * time.Second
+	skewPromptRunsFor = 30 * time.Second
 )
 
 // TestSkewManagerAhead: the manager's clock 10 minutes ahead. Every
@@ -49,7 +49,7 @@ func TestSkewManagerAhead(t *testing.T) { testSkew(t, "fault-skew-ahead", 10*tim
 func TestSkewManagerBehind(t *testing.T) { testSkew(t, "fault-skew-behind", -10*time.Minute) }
 
 // testSkew: three nodes, an ImageList, and a manager restarted mid-run.
-// One node's pod starts after 80 s and succeeds a minute later: it
+// One node's pod starts after 30 s and succeeds 30 s later: it
 // succeeds (no start or run timeout fired early). One stays Pending
 // (ImagePullBackOff): StartTimeout, no sooner than podStartTimeout after
 // its creation and within three of them. One runs for ever: RunTimeout, no
