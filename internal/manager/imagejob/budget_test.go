@@ -9,69 +9,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/wire/config"
 )
-
-// TestOverBudget: the run stops once more nodes failed than the budget
-// allows, not when as many did; no budget never stops it.
-func TestOverBudget(t *testing.T) {
-	count := func(n int) *config.MaxConcurrent { return &config.MaxConcurrent{Count: n} }
-	pct := func(n int) *config.MaxConcurrent { return &config.MaxConcurrent{Percent: n} }
-	cases := map[string]struct {
-		failed, nodes int
-		budget        *config.MaxConcurrent
-		want          bool
-	}{
-		"no budget, every node failed": {failed: 10, nodes: 10, want: false},
-		"zero, none failed":            {failed: 0, nodes: 10, budget: count(0), want: false},
-		"zero, one failed":             {failed: 1, nodes: 10, budget: count(0), want: true},
-		"at the budget":                {failed: 2, nodes: 10, budget: count(2), want: false},
-		"one over":                     {failed: 3, nodes: 10, budget: count(2), want: true},
-		"5% of 100, 5 failed":          {failed: 5, nodes: 100, budget: pct(5), want: false},
-		"5% of 100, 6 failed":          {failed: 6, nodes: 100, budget: pct(5), want: true},
-		"10% of 5 rounds down to none": {failed: 1, nodes: 5, budget: pct(10), want: true},
-		"100% never stops":             {failed: 7, nodes: 7, budget: pct(100), want: false},
-	}
-	got, want := map[string]bool{}, map[string]bool{}
-	for name, tc := range cases {
-		got[name], want[name] = overBudget(tc.failed, tc.budget, tc.nodes), tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("over budget (-want +got):\n%s", diff)
-	}
-}
-
-// TestReach: how far the waves may go. With a budget and waves the first
-// wave is the canary; over the budget nothing more starts.
-func TestReach(t *testing.T) {
-	one := &config.MaxConcurrent{Count: 1}
-	cases := map[string]struct {
-		p      progress
-		limit  int
-		budget *config.MaxConcurrent
-		want   int
-	}{
-		"no budget: the waves roll on":            {p: progress{eligible: 10, started: 3, active: 3}, limit: 3, want: 10},
-		"no waves: every node":                    {p: progress{eligible: 10}, budget: one, want: 10},
-		"waves as wide as the run: no canary":     {p: progress{eligible: 3}, limit: 3, budget: one, want: 3},
-		"canary not started":                      {p: progress{eligible: 10}, limit: 3, budget: one, want: 3},
-		"canary running, one failed":              {p: progress{eligible: 10, started: 3, active: 2, failed: 1}, limit: 3, budget: one, want: 3},
-		"canary partly started (a refusal)":       {p: progress{eligible: 10, started: 2, failed: 1, succeeded: 1}, limit: 3, budget: one, want: 3},
-		"canary done within the budget":           {p: progress{eligible: 10, started: 3, succeeded: 2, failed: 1}, limit: 3, budget: one, want: 10},
-		"past the canary":                         {p: progress{eligible: 10, started: 5, active: 3, succeeded: 2}, limit: 3, budget: one, want: 10},
-		"canary over the budget: no more":         {p: progress{eligible: 10, started: 3, active: 1, failed: 2}, limit: 3, budget: one, want: 3},
-		"over the budget later: none beyond":      {p: progress{eligible: 10, started: 6, active: 2, succeeded: 2, failed: 2}, limit: 3, budget: one, want: 6},
-		"over the budget without waves":           {p: progress{eligible: 10, started: 10, failed: 2, succeeded: 8}, budget: one, want: 10},
-		"over the budget mid-canary, not started": {p: progress{eligible: 10, started: 2, active: 0, failed: 2}, limit: 3, budget: one, want: 2},
-	}
-	got, want := map[string]int{}, map[string]int{}
-	for name, tc := range cases {
-		got[name], want[name] = reach(tc.p, tc.limit, tc.budget), tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("reach (-want +got):\n%s", diff)
-	}
-}
 
 // TestFailureBudgetStopsWaves: with waves of 3 and a budget of 1, the first
 // wave is the canary: a first failure starts nothing new while the wave

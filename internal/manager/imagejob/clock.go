@@ -1,30 +1,5 @@
-// One clock for the timeouts. A pod's creationTimestamp is the API server's
-// clock and its start time the kubelet's; comparing either with the
-// manager's clock makes a manager that runs ahead by more than
-// podStartTimeout fail every node at once, and one that runs behind wait for
-// ever. So every timeout is measured on the manager's own clock, from when
-// this process created the pod or first saw it (and first saw it running).
-//
-// A restarted manager (or a new leader) did not see the pods start. It
-// counts from its first sight, which never fails a node early and bounds
-// the wait at one more timeout. When it has measured the skew to the API
-// server (from the creationTimestamp of a pod it created itself), it counts
-// a pod's start from the pod's creationTimestamp shifted by that skew, or
-// from its first sight if that is sooner, and so loses none of the time the
-// pod already waited. The API server's Date header would measure the same
-// skew without a pod created, but only through a transport shared by every
-// client of the manager; the pods this package creates give it for free.
-// The kubelet's clock is a third one no measurement here covers, so a run
-// always counts from the pod's first sight running. Times this process
-// reads from its clock keep Go's monotonic reading, so that a step of the
-// wall clock (NTP) mid-run moves no deadline either.
-//
-// The job-level times (status.startTime, completionTime, deleteAfter, the
-// report's deleteAfter) and the creation backoff are the manager's own
-// writes compared with the manager's clock: consistent as they are. A new
-// leader on another machine brings that machine's clock to them, which
-// shifts a cleanup by the difference between the replicas' clocks and
-// fails no node.
+// The skew to the API server's clock, measured on the pods this process
+// creates; wave.Sighted says how the timeouts use it.
 
 package imagejob
 
@@ -32,61 +7,15 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 )
-
-// sight is when this process saw a pod begin each of its timeouts, on its
-// own clock.
-type sight struct {
-	uid types.UID
-	// created starts the start timeout, running the run timeout.
-	created, running time.Time
-}
-
-// skew is the manager's clock minus the API server's, as last measured.
-type skew struct {
-	d  time.Duration
-	ok bool
-}
-
-// sighted updates a pod's sight at time now (manager's clock). createdAt is
-// when this process's creation of the pod returned, zero when it did not
-// create it. It is pure.
-func sighted(prev sight, pod *corev1.Pod, createdAt time.Time, sk skew, now time.Time) sight {
-	s := prev
-	if s.uid != pod.UID {
-		// Another pod of the same name: nothing seen of the old one counts.
-		s = sight{uid: pod.UID}
-	}
-	if s.created.IsZero() {
-		switch {
-		case !createdAt.IsZero():
-			s.created = createdAt
-		case sk.ok:
-			// The measured skew includes the request's latency and the
-			// sample's truncation to whole seconds, both of which make the
-			// pod look younger; the grain covers this pod's own truncation.
-			s.created = pod.CreationTimestamp.Add(sk.d + timestampGrain)
-			if s.created.After(now) {
-				s.created = now
-			}
-		default:
-			s.created = now
-		}
-	}
-	if s.running.IsZero() && pod.Status.Phase == corev1.PodRunning {
-		s.running = now
-	}
-	return s
-}
 
 // skewMeter keeps the latest skew sample. The latest, not the smallest: a
 // clock stepped forward since an older sample would make the smallest too
 // small, and pods would time out early.
 type skewMeter struct {
 	mu sync.Mutex
-	sk skew
+	sk wave.Skew
 }
 
 // observe records one sample: the manager's time once the API server's
@@ -96,11 +25,11 @@ func (m *skewMeter) observe(now, server time.Time) {
 		return
 	}
 	m.mu.Lock()
-	m.sk = skew{d: now.Sub(server), ok: true}
+	m.sk = wave.Skew{D: now.Sub(server), OK: true}
 	m.mu.Unlock()
 }
 
-func (m *skewMeter) get() skew {
+func (m *skewMeter) get() wave.Skew {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sk

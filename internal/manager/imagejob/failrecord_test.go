@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 )
@@ -47,11 +48,11 @@ func TestFailureRecord(t *testing.T) {
 	}{
 		"no failure, no record": {nodes: 3, failures: map[string]eraserv1.NodeFailure{}},
 		"runs and singles, by reason": {nodes: 10,
-			failures: merge(failed(ReasonStartTimeout, 0, 1, 2, 3, 7), failed(ReasonPodFailed, 5), failed(ReasonRemovalsFailed, 8, 9)),
-			want:     map[string]string{ReasonStartTimeout: "0-3,7", ReasonPodFailed: "5", ReasonRemovalsFailed: "8-9"}},
+			failures: merge(failed(wave.ReasonStartTimeout, 0, 1, 2, 3, 7), failed(wave.ReasonPodFailed, 5), failed(wave.ReasonRemovalsFailed, 8, 9)),
+			want:     map[string]string{wave.ReasonStartTimeout: "0-3,7", wave.ReasonPodFailed: "5", wave.ReasonRemovalsFailed: "8-9"}},
 		"a failure of a node not in the list is not recorded": {nodes: 2,
-			failures: merge(failed(ReasonCreateFailed, 1), map[string]eraserv1.NodeFailure{"gone": {Node: "gone", Reason: ReasonPodMissing}}),
-			want:     map[string]string{ReasonCreateFailed: "1"}},
+			failures: merge(failed(wave.ReasonCreateFailed, 1), map[string]eraserv1.NodeFailure{"gone": {Node: "gone", Reason: wave.ReasonPodMissing}}),
+			want:     map[string]string{wave.ReasonCreateFailed: "1"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -113,12 +114,12 @@ func TestRestartKeepsFailuresBeyondTheNamed(t *testing.T) {
 	if job.Status.Phase != eraserv1.PhaseFailed || job.Status.Failed != 36 || job.Status.Succeeded != 4 {
 		t.Fatalf("after the restart: %+v", job.Status)
 	}
-	if diff := cmp.Diff(map[string]string{ReasonStartTimeout: "0-35"}, job.Status.FailedIndexes); diff != "" {
+	if diff := cmp.Diff(map[string]string{wave.ReasonStartTimeout: "0-35"}, job.Status.FailedIndexes); diff != "" {
 		t.Errorf("failure record (-want +got):\n%s", diff)
 	}
 	for _, nf := range job.Status.FailedNodes {
-		if nf.Reason != ReasonStartTimeout {
-			t.Errorf("failed node %+v, want %s", nf, ReasonStartTimeout)
+		if nf.Reason != wave.ReasonStartTimeout {
+			t.Errorf("failed node %+v, want %s", nf, wave.ReasonStartTimeout)
 		}
 	}
 	close(f.rec.Events)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 )
@@ -74,7 +75,7 @@ func TestQuotaRefusesSome(t *testing.T) {
 	if res.RequeueAfter < time.Second || res.RequeueAfter > 2*time.Second {
 		t.Errorf("requeue after %v, want the first backoff (1-2s)", res.RequeueAfter)
 	}
-	f.expectEvent(ReasonCreateFailed)
+	f.expectEvent(wave.ReasonCreateFailed)
 	pod := f.pods("quota")[0]
 	f.finishPod(&pod, corev1.PodSucceeded, removed(1, 1))
 	// The quota still counts the finished pod: the others stay refused.
@@ -85,8 +86,8 @@ func TestQuotaRefusesSome(t *testing.T) {
 		t.Fatalf("status %+v, want Completed (ratio 0.3) with 2 failed nodes", job.Status)
 	}
 	for _, fn := range job.Status.FailedNodes {
-		if fn.Reason != ReasonCreateFailed || !strings.Contains(fn.Message, "exceeded quota") {
-			t.Errorf("failed node %+v, want %s with the quota's message", fn, ReasonCreateFailed)
+		if fn.Reason != wave.ReasonCreateFailed || !strings.Contains(fn.Message, "exceeded quota") {
+			t.Errorf("failed node %+v, want %s with the quota's message", fn, wave.ReasonCreateFailed)
 		}
 	}
 }

@@ -5,43 +5,34 @@
 package imagejob
 
 import (
+	"maps"
+	"slices"
+
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
-// admit plans the job's next wave with the queue locked, so that two jobs'
-// passes never both take one node, and records the plan in the queue.
-func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w world, o observation, budget *config.MaxConcurrent) (wave, error) {
-	rank := rankOf(job, data.Kind)
-	r.queue.mu.Lock()
-	defer r.queue.mu.Unlock()
-	inFlight, err := r.queue.inFlight(r.cached)
-	if err != nil {
-		return wave{}, err
-	}
-	w.room, w.bounded = room(data.Config.Manager.ImageJob.MaxWorkerPods, inFlight)
-	w.holder = r.queue.holder(r.cached, job, rank)
-	p := plan(within(w, reach(o.progress, w.limit, budget)), o)
-	create := make([]string, 0, len(p.create))
-	for _, i := range p.create {
-		create = append(create, w.targets[i].Name)
-	}
-	waiting := make([]string, 0, len(p.waiting))
-	for node := range p.waiting {
-		waiting = append(waiting, node)
-	}
-	r.queue.record(job.Name, rank, create, waiting, p.starved)
-	return p, nil
+// admit plans the job's next wave inside the queue's take, so that two
+// jobs' passes never both take one node, and the queue records the plan.
+func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.World, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
+	var p wave.Wave
+	err := r.queue.take(job, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s slot) taken {
+		w.Room, w.Bounded, w.Holder = s.room, s.bounded, s.holder
+		p = wave.Next(w, o, budget)
+		return taken{create: nodeNames(w.Targets, p.Create), waiting: slices.Collect(maps.Keys(p.Waiting)), starved: p.Starved}
+	})
+	return p, err
 }
 
 // recordWaiting writes the reached nodes that wait into the status, and the
 // run the first of them waits for.
-func recordWaiting(job *eraserv1.ImageJob, w world, holders map[string]string) {
+func recordWaiting(job *eraserv1.ImageJob, w wave.World, holders map[string]string) {
 	var idx []int
 	behind := ""
-	for i, target := range w.targets[:w.started] {
-		if !waits(w, target.Name) {
+	for i, target := range w.Targets[:w.Started] {
+		if !wave.Waits(w, target.Name) {
 			continue
 		}
 		idx = append(idx, i)

@@ -7,6 +7,7 @@ package imagejob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // NewReconciler builds the reconciler with its dependencies.
 // The Stores must be those of the cache the client reads through.
 func NewReconciler(c client.Client, apiReader client.Reader, cached *cacheopts.Stores, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts, queue: newNodeQueue()}
+	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts, queue: newNodeQueue(cached)}
 }
 
 // SetupWithManager watches jobs, their pods, and node deletions (a deleted
@@ -132,27 +133,42 @@ func (r *Reconciler) nodeDeleted(ctx context.Context, e event.TypedDeleteEvent[c
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile moves one job forward.
+// Reconcile moves one job forward. Its steps, by the names their errors
+// carry: get (the job), then the step of its phase: start (a new job's
+// nodes fixed, then its first pass), run (a pass, imagejob_pass.go), or
+// cleanup (a finished job's pods, report and the job itself, after their
+// delays).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &eraserv1.ImageJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
+			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, step("get", err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		r.forget(job.Name)
 		return reconcile.Result{}, nil
 	}
+	name, do := "cleanup", r.cleanup
 	switch job.Status.Phase {
 	case "":
-		return r.start(ctx, job)
+		name, do = "start", r.start
 	case eraserv1.PhaseRunning:
-		return r.run(ctx, job)
-	default:
-		return r.cleanup(ctx, job)
+		name, do = "run", r.run
 	}
+	res, err := do(ctx, job)
+	return res, step(name, err)
+}
+
+// step names a step's error, so that the log says which step failed; nil
+// stays nil.
+func step(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // data reads the job's data, from the API server when the cache does not

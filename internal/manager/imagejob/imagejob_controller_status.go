@@ -7,11 +7,14 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 func setCondition(job *eraserv1.ImageJob, status metav1.ConditionStatus, reason, message string) {
@@ -42,9 +45,9 @@ func setRunning(job *eraserv1.ImageJob, eligible int, skipped []nodefilter.Skipp
 }
 
 // setFinished explains the outcome, naming failed nodes.
-func setFinished(job *eraserv1.ImageJob, p progress, ratio, want float64) {
-	msg := fmt.Sprintf("%d of %d nodes succeeded (ratio %.3f, required %.3f), %d failed", p.succeeded, p.eligible, ratio, want, p.failed)
-	if p.eligible == 0 {
+func setFinished(job *eraserv1.ImageJob, p wave.Progress, ratio, want float64) {
+	msg := fmt.Sprintf("%d of %d nodes succeeded (ratio %.3f, required %.3f), %d failed", p.Succeeded, p.Eligible, ratio, want, p.Failed)
+	if p.Eligible == 0 {
 		msg = "no eligible nodes"
 	}
 	if n := len(job.Status.FailedNodes); n > 0 {
@@ -53,8 +56,8 @@ func setFinished(job *eraserv1.ImageJob, p progress, ratio, want float64) {
 			parts = append(parts, f.Node+" ("+f.Reason+")")
 		}
 		msg += ": " + strings.Join(parts, ", ")
-		if p.failed > 5 {
-			msg += fmt.Sprintf(" and %d more", p.failed-5)
+		if p.Failed > 5 {
+			msg += fmt.Sprintf(" and %d more", p.Failed-5)
 		}
 	}
 	if job.Status.Phase == eraserv1.PhaseCompleted {
@@ -101,3 +104,31 @@ func skippedText(skipped []nodefilter.Skipped) string {
 
 // maxDetails bounds the taints or labels named per skip reason.
 const maxDetails = 3
+
+// setDraining says why no more pods start while the running ones finish.
+func setDraining(job *eraserv1.ImageJob, p wave.Progress, budget *config.MaxConcurrent) {
+	setCondition(job, metav1.ConditionUnknown, eraserv1.ReasonRunning, fmt.Sprintf(
+		"%s; no more worker pods are created, %d running are let finish, %d nodes will not be started",
+		wave.BudgetText(p, budget), p.Active, wave.NotStarted(p)))
+}
+
+// setOverrun explains a run ended by its budget: the counts, the nodes not
+// started (counted as skipped) and the first failures (setFinished's).
+func setOverrun(job *eraserv1.ImageJob, p wave.Progress, budget *config.MaxConcurrent) {
+	finished := readyCondition(job).Message
+	setCondition(job, metav1.ConditionFalse, eraserv1.ReasonFailureBudgetExceeded, wave.Truncate(fmt.Sprintf(
+		"%s; %d nodes not started (counted as skipped); %s", wave.BudgetText(p, budget), wave.NotStarted(p), finished)))
+}
+
+// announceOverrun emits a Warning the first time this process sees the
+// budget exceeded: the moment the run stops growing, which may be long
+// before its running pods let it end. A restart may repeat it.
+func (r *Reconciler) announceOverrun(job *eraserv1.ImageJob, st *jobState, p wave.Progress, budget *config.MaxConcurrent) {
+	if st.overrun {
+		return
+	}
+	st.overrun = true
+	r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonFailureBudgetExceeded,
+		"%s; no more worker pods are created, %d running are let finish, %d nodes will not be started",
+		wave.BudgetText(p, budget), p.Active, wave.NotStarted(p))
+}

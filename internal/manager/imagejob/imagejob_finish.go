@@ -15,26 +15,30 @@ import (
 	"k8s.io/utils/ptr"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
-// finish decides the outcome: the success ratio is over the nodes the job was
-// meant to run on, in floating point; skipped nodes are not successes. A
-// run over its failure budget (halted) failed, whatever the ratio.
-func (r *Reconciler) finish(job *eraserv1.ImageJob, p progress, cfg *config.Config, halted bool) {
+// Reasons a whole job fails for, beside those of its nodes (wave).
+const (
+	// ReasonPodsRefused fails a whole job whose every pod was refused.
+	ReasonPodsRefused = "PodsRefused"
+	// ReasonReferencesNotSynced fails a job whose wave waited for the
+	// reference index longer than podStartTimeout.
+	ReasonReferencesNotSynced = "ReferencesNotSynced"
+)
+
+// finish writes the outcome of an ended run (wave.Ended): its phase by
+// wave.Result, when it is cleaned up, and the condition that explains it.
+func (r *Reconciler) finish(job *eraserv1.ImageJob, p wave.Progress, cfg *config.Config, halted bool) {
 	now := metav1.NewTime(r.clock.Now())
 	job.Status.CompletionTime = &now
-	ratio := 1.0
-	if p.eligible > 0 {
-		ratio = float64(p.succeeded) / float64(p.eligible)
-	}
+	phase, ratio := wave.Result(p, cfg.Manager.ImageJob.SuccessRatio, halted)
+	job.Status.Phase = phase
 	delay := cfg.Manager.ImageJob.Cleanup.DelayOnSuccess
-	if ratio >= cfg.Manager.ImageJob.SuccessRatio && !halted {
-		job.Status.Phase = eraserv1.PhaseCompleted
-	} else {
-		job.Status.Phase = eraserv1.PhaseFailed
+	if phase == eraserv1.PhaseFailed {
 		delay = cfg.Manager.ImageJob.Cleanup.DelayOnFailure
 	}
 	deleteAfter := metav1.NewTime(now.Add(delay))
@@ -116,11 +120,4 @@ func boundedFailures(m map[string]eraserv1.NodeFailure) []eraserv1.NodeFailure {
 		return nil
 	}
 	return out
-}
-
-func truncate(s string) string {
-	if len(s) > 1000 {
-		return s[:997] + "..."
-	}
-	return s
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
@@ -37,7 +38,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if st.data == nil {
 		data, nodes, done, err := r.load(ctx, job)
 		if done || err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, step("load", err)
 		}
 		st.loaded(job, data, nodes)
 	}
@@ -56,54 +57,62 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 }
 
 // pass is one pass over a running job, with its memory locked. Its steps,
-// in order: gather, admit (the wave takes its nodes in the queue), prepare
-// the wave (exclusion lists, references, the pod-build check), create the
-// pods, write the status. A step that fails after admit releases the
-// wave's claims: no pod of it exists, and neither another run waiting for
-// those nodes nor the bound on pods in flight may count it.
+// by the names their errors carry:
+//   - gather: the job's pods and nodes, from the cache (and the API server
+//     for a pod nothing explains);
+//   - observe and plan, pure (package wave): each node judged, the next
+//     wave chosen;
+//   - admit: the wave takes its nodes in the queue;
+//   - prepare: the exclusion lists, the references, the pod-build check;
+//   - create: the wave's pods;
+//   - status: the figures and the run's end (wave.Ended), written once.
+//
+// A step that fails after admit releases the wave's claims: no pod of it
+// exists, and neither another run waiting for those nodes nor the bound on
+// pods in flight may count it.
 func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
 	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("gathering the job's pods and nodes: %w", err)
+		return reconcile.Result{}, step("gather", err)
 	}
-	o := observe(w)
+	o := wave.Observe(w)
 	budget := data.Config.Manager.ImageJob.MaxFailedNodes
-	w.halted = overBudget(o.failed, budget, o.eligible)
+	w.Halted = wave.OverBudget(o.Failed, budget, o.Eligible)
 	p, err := r.admit(job, data, w, o, budget)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("admitting the next wave: %w", err)
+		return reconcile.Result{}, step("admit", err)
 	}
 	build, failed, err := r.prepare(ctx, job, data, st, w, p)
 	if err != nil || failed {
-		r.queue.release(job.Name, nodeNames(w.targets, p.create)...)
-		return reconcile.Result{}, err
+		r.queue.release(job.Name, nodeNames(w.Targets, p.Create)...)
+		return reconcile.Result{}, step("prepare", err)
 	}
-	errs := r.createPods(ctx, w.targets, p.create, build)
-	for k, i := range p.create {
+	errs := r.createPods(ctx, w.Targets, p.Create, build)
+	for k, i := range p.Create {
 		if errs[k] != nil {
-			r.queue.release(job.Name, w.targets[i].Name)
+			r.queue.release(job.Name, w.Targets[i].Name)
 		}
 	}
-	if msg, all := refusedAll(errs); all && len(w.pods) == 0 && len(st.created) == 0 {
+	if msg, all := refusedAll(errs); all && len(w.Pods) == 0 && len(st.created) == 0 {
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
-		job.Status.Failed = len(w.targets)
-		return reconcile.Result{}, r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg)
+		job.Status.Failed = len(w.Targets)
+		return reconcile.Result{}, step("create", r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg))
 	}
 	r.recordCreates(job, st, w, p, errs)
-	changed := len(p.create) > 0 || len(p.failed) > 0 || p.started != o.started || len(p.waiting) != o.waiting
-	w = advance(w, p, errs)
+	changed := len(p.Create) > 0 || len(p.Failed) > 0 || p.Started != o.Started || len(p.Waiting) != o.Waiting
+	w = wave.Advance(w, p, errs)
 	if changed {
 		// Judged again with the wave in place: one set of rules counts
 		// every node, whether it was reached by this wave or an earlier one.
-		o = observe(w)
+		o = wave.Observe(w)
 	}
-	maps.Copy(st.failures, w.failures)
-	maps.Copy(st.failures, o.newFailures)
+	maps.Copy(st.failures, w.Failures)
+	maps.Copy(st.failures, o.NewFailures)
 	before := job.Status.DeepCopy()
-	halted := overBudget(o.failed, budget, o.eligible)
-	recordWaiting(job, w, p.waiting)
-	finished := r.compose(job, data.Config, nodes, o.progress, st.failures, halted)
+	halted := wave.OverBudget(o.Failed, budget, o.Eligible)
+	recordWaiting(job, w, p.Waiting)
+	finished := r.compose(job, data.Config, nodes, o.Progress, st.failures, halted)
 	if finished {
 		r.queue.leave(job.Name)
 	}
@@ -111,26 +120,26 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
 		if err := r.client.Status().Update(ctx, job); err != nil {
-			return reconcile.Result{}, fmt.Errorf("writing the job's status: %w", err)
+			return reconcile.Result{}, step("status", err)
 		}
 	}
-	r.afterUpdate(ctx, job, st, o.timedOut)
+	r.afterUpdate(ctx, job, st, o.TimedOut)
 	if halted {
-		r.announceOverrun(job, st, o.progress, budget)
+		r.announceOverrun(job, st, o.Progress, budget)
 	}
 	if finished {
-		r.announce(job, o.perNode)
+		r.announce(job, o.PerNode)
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{RequeueAfter: wakeUp(w, o, p, st)}, nil
+	return reconcile.Result{RequeueAfter: wave.WakeUp(w, o, p)}, nil
 }
 
 // prepare readies the admitted wave: the exclusion lists and references
 // its pods mount, and its pod builder, checked once. failed is whether the
 // job has failed (its configuration cannot build a pod): the error then is
 // only the failure's own status write.
-func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w world, p wave) (podBuilder, bool, error) {
-	if len(p.create) == 0 {
+func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w wave.World, p wave.Wave) (podBuilder, bool, error) {
+	if len(p.Create) == 0 {
 		return r.builder(job, data, waveRefs{}), false, nil
 	}
 	// Exclusion lists are read as each wave is created, not when the job
@@ -160,7 +169,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 	build := r.builder(job, data, refs)
 	// Checked once here, so that a bad configuration fails the job rather
 	// than every node.
-	if _, err := build(p.create[0], w.targets[p.create[0]]); err != nil {
+	if _, err := build(p.Create[0], w.Targets[p.Create[0]]); err != nil {
 		return nil, true, r.fail(ctx, job, "InvalidPodSpec", err.Error())
 	}
 	return build, false, nil
@@ -181,21 +190,21 @@ func nodeNames(targets []nodefilter.Target, idx []int) []string {
 // gather reads what one pass needs: the job's pods and the nodes from the
 // cache, and, for started nodes whose pod the cache lacks and nothing
 // explains, the API server's word.
-func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (world, error) {
+func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (wave.World, error) {
 	now := r.clock.Now()
-	w := world{
-		targets: nodes.Targets, started: min(job.Status.Started, len(nodes.Targets)),
-		pods: map[string]*corev1.Pod{}, pending: map[string]bool{}, missing: map[string]bool{}, nodes: map[string]bool{},
-		finished: make(map[string]outcome, len(st.finished)),
-		failures: st.failures, creating: st.creating, sights: st.sights, now: now,
+	w := wave.World{
+		Targets: nodes.Targets, Started: min(job.Status.Started, len(nodes.Targets)),
+		Pods: map[string]*corev1.Pod{}, Pending: map[string]bool{}, Missing: map[string]bool{}, Nodes: map[string]bool{},
+		Finished: make(map[string]wave.Outcome, len(st.finished)),
+		Failures: st.failures, Creating: st.creating, Sights: st.sights, Now: now,
 		// A scanning run's pods may outlive podRunTimeout: config.Waits.
-		timeouts: timeouts{start: cfg.Manager.ImageJob.PodStartTimeout, run: cfg.Waits(scheduled).PodRun, wait: cfg.Manager.ImageJob.NodeWaitTimeout},
-		limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
-		waiting:  map[string]bool{},
+		Timeouts: wave.Timeouts{Start: cfg.Manager.ImageJob.PodStartTimeout, Run: cfg.Waits(scheduled).PodRun, Wait: cfg.Manager.ImageJob.NodeWaitTimeout},
+		Limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
+		Waiting:  map[string]bool{},
 	}
-	w.stall = r.stallOf(job, st, now)
-	for _, i := range jobdata.ParseIndexes(job.Status.WaitingIndexes, w.started) {
-		w.waiting[nodes.Targets[i].Name] = true
+	w.Stall = r.stallOf(job, st, now)
+	for _, i := range jobdata.ParseIndexes(job.Status.WaitingIndexes, w.Started) {
+		w.Waiting[nodes.Targets[i].Name] = true
 	}
 	// Read in place: the cache's own pods, never modified here.
 	pods, err := r.cached.JobPods(job.Name)
@@ -212,7 +221,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			continue
 		}
 		node := pod.Spec.NodeName
-		w.pods[node] = pod
+		w.Pods[node] = pod
 		createdAt, claimed := st.created[node]
 		if claimed {
 			// The cache shows it: the cache holds the node from now on.
@@ -224,39 +233,39 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			// (and its termination messages decoded) once per version.
 			m, ok := st.finished[node]
 			if !ok || m.version != pod.ResourceVersion {
-				m = judged{version: pod.ResourceVersion, out: classify(pod, sight{}, now, w.timeouts, true)}
+				m = judged{version: pod.ResourceVersion, out: wave.Classify(pod, wave.Sight{}, now, w.Timeouts, true)}
 				st.finished[node] = m
 			}
-			w.finished[node] = m.out
+			w.Finished[node] = m.out
 		} else {
-			st.sights[node] = sighted(st.sights[node], pod, createdAt, r.skew.get(), now)
+			st.sights[node] = wave.Sighted(st.sights[node], pod, createdAt, r.skew.get(), now)
 		}
 	}
 	// Every node's, finished ones included: a finished pod's outcome counts
 	// for the node's metrics only while the node exists (observe.outcome).
-	for _, target := range w.targets {
+	for _, target := range w.Targets {
 		ok, err := r.cached.NodeExists(target.Name)
 		if err != nil {
 			return w, fmt.Errorf("reading node %s from the cache: %w", target.Name, err)
 		}
 		if ok {
-			w.nodes[target.Name] = true
+			w.Nodes[target.Name] = true
 		}
 	}
 	for node := range st.created {
 		if st.expected(node, now) {
-			w.pending[node] = true
+			w.Pending[node] = true
 		} else {
 			shown = append(shown, node)
 		}
 	}
-	for _, node := range unconfirmed(w) {
+	for _, node := range wave.Unconfirmed(w) {
 		err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: podspec.PodName(job.Name, node)}, &corev1.Pod{})
 		switch {
 		case err == nil:
-			w.pending[node] = true
+			w.Pending[node] = true
 		case apierrors.IsNotFound(err):
-			w.missing[node] = true
+			w.Missing[node] = true
 		default:
 			return w, err
 		}
@@ -266,103 +275,71 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 
 // stallOf builds the pass's stallFunc over the cache; st remembers when a
 // node whose Ready condition carries no time was first seen not Ready.
-func (r *Reconciler) stallOf(job *eraserv1.ImageJob, st *jobState, now time.Time) stallFunc {
-	return func(name string) (stall, bool) {
+func (r *Reconciler) stallOf(job *eraserv1.ImageJob, st *jobState, now time.Time) wave.StallFunc {
+	return func(name string) (wave.Stall, bool) {
 		node, err := r.cached.Node(name)
 		if err != nil || node == nil {
 			// Not synced, or gone: a deleted node fails on its own.
-			return stall{}, false
+			return wave.Stall{}, false
 		}
-		if nodeReady(node) {
+		if wave.NodeReady(node) {
 			delete(st.notReady, name)
 		} else if _, ok := st.notReady[name]; !ok {
 			st.notReady[name] = now
 		}
 		busy, err := r.cached.BusyOn(name)
 		if err != nil {
-			return stall{}, false
+			return wave.Stall{}, false
 		}
-		return stalled(node, busy, job.Name, job.UID, st.notReady[name])
+		ours := func(pod *corev1.Pod) bool {
+			return pod.Labels[podspec.LabelJob] == job.Name && jobdata.SameRun(pod, job.UID)
+		}
+		return wave.Stalled(node, busy, ours, st.notReady[name])
 	}
 }
 
 // recordCreates remembers the wave's created pods and its refusals (with
 // their backoff), logging each refusal and announcing each distinct one.
-func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w world, p wave, errs []error) {
+func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.World, p wave.Wave, errs []error) {
 	// Read once every creation has returned, so that no pod's start timeout
 	// counts from before it existed.
 	created := r.clock.Now()
-	for k, i := range p.create {
-		node := w.targets[i].Name
+	for k, i := range p.Create {
+		node := w.Targets[i].Name
 		if errs[k] == nil {
 			st.created[node] = created
 			delete(st.creating, node)
 			continue
 		}
 		prev, had := st.creating[node]
-		st.creating[node] = refused(prev, had, w.now, errs[k].Error())
+		st.creating[node] = wave.Refused(prev, had, w.Now, errs[k].Error())
 		msg := apiMessage(errs[k])
 		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
 			st.refusals[msg] = true
-			r.recorder.Eventf(job, corev1.EventTypeWarning, ReasonCreateFailed,
-				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", truncate(msg))
+			r.recorder.Eventf(job, corev1.EventTypeWarning, wave.ReasonCreateFailed,
+				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", wave.Truncate(msg))
 		}
 	}
-}
-
-// advance is the world once the wave's creations are known: the cursor
-// stops at the first node whose pod could not be created, so that it is
-// retried, and a node that waited and could not be created waits on;
-// created pods are pending until the cache shows them, nodes ended without
-// a pod are failures on record, and the wave's waiting nodes wait.
-func advance(w world, p wave, errs []error) world {
-	end := p.started
-	next := w
-	next.waiting = map[string]bool{}
-	for node := range p.waiting {
-		next.waiting[node] = true
-	}
-	for k, i := range p.create {
-		if errs[k] == nil {
-			continue
-		}
-		if i < p.from {
-			next.waiting[w.targets[i].Name] = true
-			continue
-		}
-		end = i
-		break
-	}
-	next.started = end
-	next.failures = maps.Clone(w.failures)
-	maps.Copy(next.failures, p.failed)
-	next.pending = maps.Clone(w.pending)
-	for k, i := range p.create {
-		if errs[k] == nil {
-			next.pending[w.targets[i].Name] = true
-		}
-	}
-	return next
 }
 
 // compose writes the pass's figures into the job's status and says whether
 // the job has finished.
 // A run over its failure budget (halted) ends once its running pods have.
-func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p progress, failures map[string]eraserv1.NodeFailure, halted bool) bool {
-	job.Status.Started = p.started
-	job.Status.Succeeded = p.succeeded
-	job.Status.Failed = p.failed
-	job.Status.Results = &p.results
+func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes jobdata.Nodes, p wave.Progress, failures map[string]eraserv1.NodeFailure, halted bool) bool {
+	job.Status.Started = p.Started
+	job.Status.Succeeded = p.Succeeded
+	job.Status.Failed = p.Failed
+	job.Status.Results = &p.Results
 	job.Status.FailedNodes = boundedFailures(failures)
 	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)
 	job.Status.ObservedGeneration = job.Generation
-	finished := (p.started == p.eligible && p.waiting == 0 || halted) && p.active == 0
+	finished := wave.Ended(p, halted)
 	budget := cfg.Manager.ImageJob.MaxFailedNodes
 	switch {
 	case finished && halted:
 		// The nodes never reached are untouched: neither succeeded nor
 		// failed, they count with those the filter left out.
-		job.Status.Skipped = len(nodes.Skipped) + p.eligible - p.started + p.waiting
+		job.Status.Skipped = len(nodes.Skipped) + wave.NotStarted(p)
 		r.finish(job, p, cfg, true)
 		setOverrun(job, p, budget)
 	case finished:
@@ -370,7 +347,7 @@ func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes j
 	case halted:
 		setDraining(job, p, budget)
 	default:
-		setRunning(job, p.eligible, nodes.Skipped)
+		setRunning(job, p.Eligible, nodes.Skipped)
 	}
 	return finished
 }
@@ -422,42 +399,5 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 	if more := len(fs) - shown; more > 0 {
 		text += fmt.Sprintf("; and %d more", more)
 	}
-	return truncate(text)
-}
-
-// wakeUp is when the job needs a pass that no event will bring: a pod's
-// timeout, or a node's creation backoff. Pod events drive the rest.
-func wakeUp(w world, o observation, p wave, st *jobState) time.Duration {
-	next := o.next
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	earliest(p.wake)
-	for _, cf := range st.creating {
-		earliest(cf.next)
-	}
-	if len(p.waiting) > 0 || p.starved {
-		// A worker that ends wakes the queued jobs (podEvents); this bounds
-		// the wait should its event have come before this job queued.
-		earliest(w.now.Add(queueRecheck))
-	}
-	if len(p.create) > 0 && w.timeouts.start > 0 {
-		earliest(w.now.Add(w.timeouts.start))
-	}
-	if next.IsZero() {
-		return 0
-	}
-	return max(next.Sub(w.now), time.Second)
-}
-
-// queueRecheck is the longest a queued job waits between passes.
-const queueRecheck = 10 * time.Second
-
-// progress tallies a job's nodes.
-type progress struct {
-	// started counts the reached nodes, waiting included.
-	eligible, started, active, succeeded, failed, waiting int
-	results                                               eraserv1.ImageResults
+	return wave.Truncate(text)
 }

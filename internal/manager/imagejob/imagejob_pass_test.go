@@ -5,13 +5,19 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestFailedPassFreesItsNodes drives each step of a pass that can fail
@@ -114,4 +120,64 @@ func (c failingLists) List(ctx context.Context, list client.ObjectList, opts ...
 		return errors.New("injected: the API server is unavailable")
 	}
 	return c.Client.List(ctx, list, opts...)
+}
+
+// trimmedAt is the time the trimmed-pod tests judge at.
+var trimmedAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func trimmedPod() *builder.PodWrapper {
+	return builder.MakePod("p-a", "a", trimmedAt.Add(-time.Minute))
+}
+
+// TestTrimmedPodsJudgedAlike: the manager's cache trims pods
+// (cacheopts.TrimPod); every pod is judged the same trimmed as whole.
+func TestTrimmedPodsJudgedAlike(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"pending":              trimmedPod().Waiting(podspec.RemoverContainer, "ImagePullBackOff").Obj(),
+		"old":                  builder.MakePod("p", "a", trimmedAt.Add(-time.Hour)).Obj(),
+		"running":              trimmedPod().Running(trimmedAt.Add(-2 * time.Hour)).Obj(),
+		"succeeded":            trimmedPod().Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, string((&workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 3}}).Encode())).Obj(),
+		"failed":               trimmedPod().Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 2, string((&workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 1}}).Encode())).Obj(),
+		"oom in a running pod": trimmedPod().Running(trimmedAt).Terminated(podspec.ScannerContainer, 137, "").Obj(),
+	}
+	for name, p := range pods {
+		t.Run(name, func(t *testing.T) {
+			p.Spec.Containers = []corev1.Container{{Name: podspec.RemoverContainer, Image: "remover"}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			p.Annotations = map[string]string{"x": "y"}
+			trimmed, err := cacheopts.TrimPod(p.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := wave.Timeouts{Start: 5 * time.Minute, Run: time.Hour}
+			seen := wave.Sight{Created: trimmedAt.Add(-10 * time.Minute), Running: trimmedAt.Add(-2 * time.Hour)}
+			want, got := wave.Classify(p, seen, trimmedAt, to, true), wave.Classify(trimmed.(*corev1.Pod), seen, trimmedAt, to, true)
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(wave.Outcome{})); diff != "" {
+				t.Errorf("outcome (-whole +trimmed):\n%s", diff)
+			}
+			if !wave.Deadline(p, seen, to).Equal(wave.Deadline(trimmed.(*corev1.Pod), seen, to)) {
+				t.Error("deadlines differ")
+			}
+		})
+	}
+}
+
+// TestSightedTrimmed: the cache's trimmed pods (cacheopts.TrimPod) keep
+// what a restarted manager's sight is taken from.
+func TestSightedTrimmed(t *testing.T) {
+	for name, p := range map[string]*corev1.Pod{
+		"pending": builder.MakePod("p", "a", trimmedAt.Add(-time.Hour)).Obj(),
+		"running": builder.MakePod("p", "a", trimmedAt.Add(-time.Hour)).Running(trimmedAt.Add(-time.Minute)).Obj(),
+	} {
+		p.UID = "u1"
+		trimmed, err := cacheopts.TrimPod(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk := wave.Skew{D: time.Minute, OK: true}
+		want, got := wave.Sighted(wave.Sight{}, p, time.Time{}, sk, trimmedAt), wave.Sighted(wave.Sight{}, trimmed.(*corev1.Pod), time.Time{}, sk, trimmedAt)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: sight (-whole +trimmed):\n%s", name, diff)
+		}
+	}
 }

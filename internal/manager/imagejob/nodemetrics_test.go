@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
@@ -43,7 +44,7 @@ func TestConsecutiveFailedRunsCountFinishedPods(t *testing.T) {
 	fail := func(pod *corev1.Pod) { f.finishPod(pod, corev1.PodFailed, nil) }
 	removalsFail := func(pod *corev1.Pod) {
 		f.finishPod(pod, corev1.PodFailed, removed(0, 0))
-		pod.Status.ContainerStatuses[0].State.Terminated.ExitCode = exitRemovalsFailed
+		pod.Status.ContainerStatuses[0].State.Terminated.ExitCode = podspec.ExitRemovalsFailed
 		if err := env.Client.Status().Update(f.ctx, pod); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestConsecutiveFailedRunsCountFinishedPods(t *testing.T) {
 	for _, nf := range f.get("first").Status.FailedNodes {
 		reasons[nf.Node] = nf.Reason
 	}
-	if diff := cmp.Diff(map[string]string{"failed": ReasonPodFailed, "removals": ReasonRemovalsFailed}, reasons); diff != "" {
+	if diff := cmp.Diff(map[string]string{"failed": wave.ReasonPodFailed, "removals": wave.ReasonRemovalsFailed}, reasons); diff != "" {
 		t.Errorf("the first job's failed nodes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]float64{"ok": 0, "failed": 1, "removals": 1}, failedRuns(t, reg)); diff != "" {

@@ -5,17 +5,18 @@
 // The queue is this process's memory. What a node holds is read from the
 // cache (every unfinished worker pod, indexed by node); the queue adds the
 // pods created a moment ago that the cache does not show yet (claims) and
-// the runs waiting for each node, in their order (ImageList runs before
-// scheduled ones, then the earlier run first). A restarted manager rebuilds
-// the waits as each running job passes; until then the cache alone keeps the
-// exclusion.
+// the runs waiting for each node, in their order (wave.Rank). A restarted
+// manager rebuilds the waits as each running job passes; until then the
+// cache alone keeps the exclusion.
+//
+// The queue locks itself: every method takes its lock, and what a wave
+// takes is chosen and recorded under one hold of it (take).
 
 package imagejob
 
 import (
 	"context"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,65 +26,95 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 )
 
-// runRank orders the runs that wait for one node. It is pure.
-type runRank struct {
-	// scheduled runs (the collector's, hours of scanning) go after
-	// ImageLists: a list that names a vulnerable image must not wait
-	// behind them on a node both want.
-	scheduled bool
-	created   time.Time
-	name      string
-}
-
-// before is whether a goes first.
-func (a runRank) before(b runRank) bool {
-	if a.scheduled != b.scheduled {
-		return !a.scheduled
-	}
-	if !a.created.Equal(b.created) {
-		return a.created.Before(b.created)
-	}
-	return a.name < b.name
-}
-
-func rankOf(job *eraserv1.ImageJob, kind podspec.Kind) runRank {
-	return runRank{scheduled: kind == podspec.KindCollector, created: job.CreationTimestamp.Time, name: job.Name}
+// busyPods is what the queue reads of the cache: the unfinished worker
+// pods of every run (cacheopts.Stores).
+type busyPods interface {
+	// Busy counts them.
+	Busy() (int, error)
+	// BusyOn lists those on a node.
+	BusyOn(node string) ([]*corev1.Pod, error)
 }
 
 // nodeQueue is the memory shared by every job's passes.
 type nodeQueue struct {
-	mu sync.Mutex
+	busy busyPods
+	mu   sync.Mutex
 	// claims are nodes whose pod a job created that the cache may not show
 	// yet, by node: the job's name.
 	claims map[string]string
 	// waits are the runs waiting for each node, by node, then job name.
-	waits map[string]map[string]runRank
+	waits map[string]map[string]wave.Rank
 	// sleepers are jobs that wait for a node or for room under the bound:
 	// any worker that ends wakes them.
 	sleepers map[string]bool
 }
 
-func newNodeQueue() *nodeQueue {
-	return &nodeQueue{claims: map[string]string{}, waits: map[string]map[string]runRank{}, sleepers: map[string]bool{}}
+func newNodeQueue(busy busyPods) *nodeQueue {
+	return &nodeQueue{busy: busy, claims: map[string]string{}, waits: map[string]map[string]wave.Rank{}, sleepers: map[string]bool{}}
 }
 
-// holderFunc answers, for a node of this job, the run it must wait for:
-// another run's worker on it, or a run queued for it first. Empty is free.
-type holderFunc func(node string) string
+// slot is what a wave may take of the nodes: the room the bound on pods in
+// flight leaves (when bounded) and, per node, the run it must wait for.
+// Holder reads the queue: it is valid only inside take's choose.
+type slot struct {
+	room    int
+	bounded bool
+	holder  wave.HolderFunc
+}
 
-// holder builds the job's holderFunc over the cache's busy pods. Call with
-// the queue locked and use it before unlocking.
-func (q *nodeQueue) holder(stores *cacheopts.Stores, job *eraserv1.ImageJob, rank runRank) holderFunc {
+// taken is what a wave took: the nodes it creates pods on, those it left
+// waiting, and whether the bound stopped it short.
+type taken struct {
+	create, waiting []string
+	starved         bool
+}
+
+// take lets one wave of the job choose its nodes with the queue held, so
+// that two jobs' passes never both take one node, and records the choice:
+// the nodes created on are claimed (and no longer waited for), the nodes
+// left waiting are waited for in the job's rank, and a job that waits for
+// anything sleeps until a worker ends. bound is maxWorkerPods (0: none).
+func (q *nodeQueue) take(job *eraserv1.ImageJob, rank wave.Rank, bound int, choose func(slot) taken) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	inFlight, err := q.inFlight()
+	if err != nil {
+		return err
+	}
+	s := slot{holder: q.holder(job, rank)}
+	s.room, s.bounded = wave.Room(bound, inFlight)
+	t := choose(s)
+	for _, node := range t.create {
+		q.claims[node] = job.Name
+		q.unwait(node, job.Name)
+	}
+	for _, node := range t.waiting {
+		if q.waits[node] == nil {
+			q.waits[node] = map[string]wave.Rank{}
+		}
+		q.waits[node][job.Name] = rank
+	}
+	if len(t.waiting) > 0 || t.starved {
+		q.sleepers[job.Name] = true
+	} else {
+		delete(q.sleepers, job.Name)
+	}
+	return nil
+}
+
+// holder is the job's HolderFunc over the cache's busy pods and the
+// queue. Called with the queue held; used only while it is.
+func (q *nodeQueue) holder(job *eraserv1.ImageJob, rank wave.Rank) wave.HolderFunc {
 	return func(node string) string {
 		if c := q.claims[node]; c != "" && c != job.Name {
 			return c
 		}
-		pods, err := stores.BusyOn(node)
+		pods, err := q.busy.BusyOn(node)
 		if err != nil {
 			// Not synced: a pass never runs before its watches synced; if
 			// it did, waiting is the safe answer.
@@ -95,9 +126,9 @@ func (q *nodeQueue) holder(stores *cacheopts.Stores, job *eraserv1.ImageJob, ran
 			}
 		}
 		ahead := ""
-		var best runRank
+		var best wave.Rank
 		for name, r := range q.waits[node] {
-			if name != job.Name && r.before(rank) && (ahead == "" || r.before(best)) {
+			if name != job.Name && r.Before(rank) && (ahead == "" || r.Before(best)) {
 				ahead, best = name, r
 			}
 		}
@@ -106,15 +137,15 @@ func (q *nodeQueue) holder(stores *cacheopts.Stores, job *eraserv1.ImageJob, ran
 }
 
 // inFlight is the worker pods of every run that are not finished: the
-// cache's, and the claims the cache does not show yet. Call locked.
-func (q *nodeQueue) inFlight(stores *cacheopts.Stores) (int, error) {
-	n, err := stores.Busy()
+// cache's, and the claims the cache does not show yet. Called held.
+func (q *nodeQueue) inFlight() (int, error) {
+	n, err := q.busy.Busy()
 	if err != nil {
 		return 0, err
 	}
 	for node, job := range q.claims {
 		shown := false
-		pods, err := stores.BusyOn(node)
+		pods, err := q.busy.BusyOn(node)
 		if err != nil {
 			return 0, err
 		}
@@ -126,37 +157,6 @@ func (q *nodeQueue) inFlight(stores *cacheopts.Stores) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// room is how many pods a pass may create under the bound, and whether
-// there is a bound at all. It is pure.
-func room(bound, inFlight int) (int, bool) {
-	if bound <= 0 {
-		return 0, false
-	}
-	return max(bound-inFlight, 0), true
-}
-
-// record applies one pass's plan: the nodes it creates pods on are claimed
-// (and no longer waited for), the nodes it leaves waiting are waited for in
-// the job's rank. A job that waits for anything sleeps until a worker ends.
-// Call locked.
-func (q *nodeQueue) record(job string, rank runRank, create, waiting []string, starved bool) {
-	for _, node := range create {
-		q.claims[node] = job
-		q.unwait(node, job)
-	}
-	for _, node := range waiting {
-		if q.waits[node] == nil {
-			q.waits[node] = map[string]runRank{}
-		}
-		q.waits[node][job] = rank
-	}
-	if len(waiting) > 0 || starved {
-		q.sleepers[job] = true
-	} else {
-		delete(q.sleepers, job)
-	}
 }
 
 func (q *nodeQueue) unwait(node, job string) {

@@ -1,192 +1,26 @@
 package imagejob
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
-
-// queued is the part of a wave the queue decides.
-type queued struct {
-	Create  []string
-	Started int
-	Waiting map[string]string
-	Failed  map[string]string
-	Starved bool
-}
-
-func held(m map[string]string) holderFunc { return func(n string) string { return m[n] } }
-
-// TestPlanQueued: a node another run holds is passed and waits, a node that
-// waited is taken first once free, and the bound on pods in flight stops a
-// wave short without passing anyone.
-func TestPlanQueued(t *testing.T) {
-	cases := map[string]struct {
-		world world
-		want  queued
-	}{
-		"a held node is passed, the others go on": {
-			world: newWorld("a", "b", "c").with(func(w *world) { w.holder = held(map[string]string{"b": "imagejob-scheduled-1"}) }),
-			want:  queued{Create: []string{"a", "c"}, Started: 3, Waiting: map[string]string{"b": "imagejob-scheduled-1"}},
-		},
-		"every node held: the run is reached and waits": {
-			world: newWorld("a", "b").with(func(w *world) { w.holder = held(map[string]string{"a": "x", "b": "y"}) }),
-			want:  queued{Started: 2, Waiting: map[string]string{"a": "x", "b": "y"}},
-		},
-		"a node that waited is taken once free, before the cursor's": {
-			world: newWorld("a", "b", "c").with(func(w *world) {
-				w.limit, w.started = 1, 2
-				w.waiting = map[string]bool{"a": true}
-				w.pods["b"] = pod("b").Phase(corev1.PodSucceeded).Obj()
-			}),
-			want: queued{Create: []string{"a"}, Started: 2},
-		},
-		"a node still held waits on": {
-			world: newWorld("a", "b").with(func(w *world) {
-				w.started = 1
-				w.waiting = map[string]bool{"a": true}
-				w.holder = held(map[string]string{"a": "x"})
-			}),
-			want: queued{Create: []string{"b"}, Started: 2, Waiting: map[string]string{"a": "x"}},
-		},
-		"a waiting node whose pod appeared waits no more": {
-			world: newWorld("a").with(func(w *world) {
-				w.started = 1
-				w.waiting = map[string]bool{"a": true}
-				w.pods["a"] = pod("a").Running(t0).Obj()
-			}),
-			want: queued{Started: 1},
-		},
-		"a waiting node that was deleted fails": {
-			world: newWorld("a").with(func(w *world) {
-				w.started = 1
-				w.waiting = map[string]bool{"a": true}
-				delete(w.nodes, "a")
-			}),
-			want: queued{Started: 1, Failed: map[string]string{"a": ReasonNodeDeleted}},
-		},
-		"the bound stops the wave without passing nodes": {
-			world: newWorld("a", "b", "c").with(func(w *world) { w.room, w.bounded = 1, true }),
-			want:  queued{Create: []string{"a"}, Started: 1, Starved: true},
-		},
-		"no room: waiting nodes wait, the cursor stays": {
-			world: newWorld("a", "b").with(func(w *world) {
-				w.started = 1
-				w.waiting = map[string]bool{"a": true}
-				w.room, w.bounded = 0, true
-			}),
-			want: queued{Started: 1, Waiting: map[string]string{"a": ""}, Starved: true},
-		},
-		"over the budget a waiting node is never started": {
-			world: newWorld("a", "b").with(func(w *world) {
-				w.started = 2
-				w.waiting = map[string]bool{"a": true}
-				w.halted = true
-			}),
-			want: queued{Started: 2, Waiting: map[string]string{"a": ""}},
-		},
-		"a waiting node in creation backoff waits it out": {
-			world: newWorld("a").with(func(w *world) {
-				w.started = 1
-				w.waiting = map[string]bool{"a": true}
-				w.creating["a"] = createFailure{first: t0.Add(-time.Second), next: t0.Add(time.Second), attempts: 1}
-			}),
-			want: queued{Started: 1, Waiting: map[string]string{"a": ""}},
-		},
-	}
-	got, want := map[string]queued{}, map[string]queued{}
-	for name, tc := range cases {
-		p := plan(tc.world, observe(tc.world))
-		q := queued{Started: p.started, Starved: p.starved}
-		for _, i := range p.create {
-			q.Create = append(q.Create, tc.world.targets[i].Name)
-		}
-		if len(p.waiting) > 0 {
-			q.Waiting = p.waiting
-		}
-		if len(p.failed) > 0 {
-			q.Failed = map[string]string{}
-			for n, f := range p.failed {
-				q.Failed[n] = f.Reason
-			}
-		}
-		got[name], want[name] = q, tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("plan (-want +got):\n%s", diff)
-	}
-}
-
-// TestWaitingThenAdvance: a node that waited and whose creation fails waits
-// on, rather than rewinding the cursor over the nodes reached after it.
-func TestWaitingThenAdvance(t *testing.T) {
-	w := newWorld("a", "b", "c").with(func(w *world) {
-		w.started = 2
-		w.waiting = map[string]bool{"a": true}
-		w.pods["b"] = pod("b").Running(t0).Obj()
-	})
-	o := observe(w)
-	p := plan(w, o)
-	errs := make([]error, len(p.create))
-	errs[0] = errTest // a, the waiting node
-	next := advance(w, p, errs)
-	got := struct {
-		Started int
-		Waiting map[string]bool
-		Pending map[string]bool
-		Tally   int
-	}{next.started, next.waiting, next.pending, observe(next).waiting}
-	want := struct {
-		Started int
-		Waiting map[string]bool
-		Pending map[string]bool
-		Tally   int
-	}{3, map[string]bool{"a": true}, map[string]bool{"c": true}, 1}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("after the wave (-want +got):\n%s", diff)
-	}
-}
-
-type testError string
-
-func (e testError) Error() string { return string(e) }
-
-const errTest = testError("refused")
-
-// TestRunRank: ImageList runs before scheduled ones, then the earlier run.
-func TestRunRank(t *testing.T) {
-	list := func(name string, at time.Duration) runRank { return runRank{created: t0.Add(at), name: name} }
-	sched := func(name string, at time.Duration) runRank {
-		return runRank{scheduled: true, created: t0.Add(at), name: name}
-	}
-	cases := map[string]struct {
-		a, b runRank
-		want bool
-	}{
-		"a list before an earlier schedule": {a: list("l", time.Hour), b: sched("s", 0), want: true},
-		"a schedule after a later list":     {a: sched("s", 0), b: list("l", time.Hour), want: false},
-		"the earlier list first":            {a: list("l1", 0), b: list("l2", time.Second), want: true},
-		"the later list after":              {a: list("l2", time.Second), b: list("l1", 0), want: false},
-		"same time: by name":                {a: list("a", 0), b: list("b", 0), want: true},
-		"not before itself":                 {a: list("a", 0), b: list("a", 0), want: false},
-	}
-	got, want := map[string]bool{}, map[string]bool{}
-	for name, tc := range cases {
-		got[name], want[name] = tc.a.before(tc.b), tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("before (-want +got):\n%s", diff)
-	}
-}
 
 // busyNodes counts, per node, the unfinished worker pods of every job.
 func (f *fixture) busyNodes() map[string]int {
@@ -372,5 +206,255 @@ func TestConfine(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("confine (-want +got):\n%s", diff)
+	}
+}
+
+// fakeBusy is the cache's busy pods, by node, for the queue's unit tests.
+type fakeBusy struct {
+	mu   sync.Mutex
+	pods map[string][]*corev1.Pod
+	// err fails Busy, errOn BusyOn.
+	err, errOn error
+}
+
+func (f *fakeBusy) Busy() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, ps := range f.pods {
+		n += len(ps)
+	}
+	return n, f.err
+}
+
+func (f *fakeBusy) BusyOn(node string) ([]*corev1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.pods[node]), f.errOn
+}
+
+func (f *fakeBusy) add(job, node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods[node] = append(f.pods[node], builder.MakePod(job+"-"+node, node, time.Time{}).Job(job).Obj())
+}
+
+func (f *fakeBusy) remove(job, node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods[node] = slices.DeleteFunc(f.pods[node], func(p *corev1.Pod) bool { return p.Labels[podspec.LabelJob] == job })
+}
+
+func queueJob(name string, created time.Time) *eraserv1.ImageJob {
+	return &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+}
+
+// takeFree takes every free node of nodes, up to the room, and leaves the
+// held ones waiting: a wave's choice, reduced to the queue's part.
+func takeFree(nodes []string, got *slot) func(slot) taken {
+	return func(s slot) taken {
+		if got != nil {
+			*got = slot{room: s.room, bounded: s.bounded}
+		}
+		var t taken
+		for _, n := range nodes {
+			switch {
+			case s.holder(n) != "":
+				t.waiting = append(t.waiting, n)
+			case s.bounded && len(t.create) >= s.room:
+				t.starved = true
+			default:
+				t.create = append(t.create, n)
+			}
+		}
+		return t
+	}
+}
+
+// TestQueueTake: what a wave may take as the runs before it took theirs,
+// their pods showed in the cache, were released or ended.
+func TestQueueTake(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	list, sched, late := queueJob("list", at), queueJob("sched", at.Add(-time.Hour)), queueJob("late", at.Add(time.Hour))
+	listRank := wave.RankOf(list, podspec.KindManual)
+	schedRank := wave.RankOf(sched, podspec.KindCollector)
+	lateRank := wave.RankOf(late, podspec.KindManual)
+	early := queueJob("early", at.Add(-time.Minute))
+	earlyRank := wave.RankOf(early, podspec.KindManual)
+	type result struct {
+		Create, Waiting []string
+		Starved         bool
+		Holders         map[string]string
+		Room            int
+		Bounded         bool
+	}
+	cases := map[string]struct {
+		// before runs against the queue and its cache first.
+		before func(q *nodeQueue, busy *fakeBusy)
+		bound  int
+		want   result
+	}{
+		"an empty queue: every node": {
+			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
+		},
+		"a node another run claimed waits for it": {
+			before: func(q *nodeQueue, _ *fakeBusy) {
+				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
+			},
+			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "sched"}},
+		},
+		"a claim released while the cache shows the pod: the pod holds the node": {
+			before: func(q *nodeQueue, busy *fakeBusy) {
+				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
+				busy.add("sched", "a")
+				q.release("sched", "a")
+			},
+			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "sched"}},
+		},
+		"a run that left frees its claims": {
+			before: func(q *nodeQueue, _ *fakeBusy) {
+				_ = q.take(sched, schedRank, 0, takeFree([]string{"a", "b"}, nil))
+				q.leave("sched")
+			},
+			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
+		},
+		"a run queued for the node that ranks first goes first": {
+			before: func(q *nodeQueue, busy *fakeBusy) {
+				busy.add("other", "a")
+				_ = q.take(early, earlyRank, 0, takeFree([]string{"a"}, nil))
+				busy.remove("other", "a")
+			},
+			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "early"}},
+		},
+		"runs queued for the node that rank after are passed: a later list, a schedule": {
+			before: func(q *nodeQueue, busy *fakeBusy) {
+				busy.add("other", "a")
+				_ = q.take(late, lateRank, 0, takeFree([]string{"a"}, nil))
+				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
+				busy.remove("other", "a")
+			},
+			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
+		},
+		"the bound counts the claims the cache does not show yet": {
+			before: func(q *nodeQueue, busy *fakeBusy) {
+				busy.add("sched", "x")
+				_ = q.take(sched, schedRank, 0, takeFree([]string{"y"}, nil))
+			},
+			bound: 3,
+			want:  result{Create: []string{"a"}, Starved: true, Holders: map[string]string{}, Room: 1, Bounded: true},
+		},
+	}
+	got, want := map[string]result{}, map[string]result{}
+	for name, tc := range cases {
+		busy := &fakeBusy{pods: map[string][]*corev1.Pod{}}
+		q := newNodeQueue(busy)
+		if tc.before != nil {
+			tc.before(q, busy)
+		}
+		var s slot
+		var holders map[string]string
+		choose := takeFree([]string{"a", "b"}, &s)
+		err := q.take(list, listRank, tc.bound, func(in slot) taken {
+			holders = map[string]string{}
+			for _, n := range []string{"a", "b"} {
+				if h := in.holder(n); h != "" {
+					holders[n] = h
+				}
+			}
+			return choose(in)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tk := choose(slot{room: s.room, bounded: s.bounded, holder: func(n string) string { return holders[n] }})
+		got[name] = result{Create: tk.create, Waiting: tk.waiting, Starved: tk.starved, Holders: holders, Room: s.room, Bounded: s.bounded}
+		want[name] = tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("take (-want +got):\n%s", diff)
+	}
+}
+
+// TestQueueCacheNotSynced: a cache that cannot count the pods in flight
+// fails the take, which records nothing; one that cannot list a node's
+// pods holds the node (waiting is the safe answer).
+func TestQueueCacheNotSynced(t *testing.T) {
+	job := queueJob("j", time.Time{})
+	rank := wave.RankOf(job, podspec.KindManual)
+	q := newNodeQueue(&fakeBusy{pods: map[string][]*corev1.Pod{}, err: errors.New("not synced")})
+	if err := q.take(job, rank, 0, takeFree([]string{"a"}, nil)); err == nil {
+		t.Error("a take with an unsynced cache succeeded")
+	}
+	if len(q.claims) != 0 || len(q.sleepers) != 0 {
+		t.Errorf("a failed take recorded claims %v, sleepers %v", q.claims, q.sleepers)
+	}
+	q = newNodeQueue(&fakeBusy{pods: map[string][]*corev1.Pod{}, errOn: errors.New("not synced")})
+	var holder string
+	if err := q.take(job, rank, 0, func(s slot) taken { holder = s.holder("a"); return taken{} }); err != nil {
+		t.Fatal(err)
+	}
+	if holder == "" {
+		t.Error("a node the cache cannot answer for is free")
+	}
+}
+
+// TestQueueNeverTwoWorkersOnANode: many runs' passes at once, each taking
+// what is free of a few shared nodes, its pods showing in the cache, then
+// ending: no node is ever held by two runs, and the bound on pods in
+// flight is never passed. Run it under -race.
+func TestQueueNeverTwoWorkersOnANode(t *testing.T) {
+	const runs, passes, bound = 8, 50, 3
+	nodes := []string{"a", "b", "c", "d"}
+	busy := &fakeBusy{pods: map[string][]*corev1.Pod{}}
+	q := newNodeQueue(busy)
+	var mu sync.Mutex
+	on := map[string]string{}
+	var violations []string
+	var wg sync.WaitGroup
+	for r := range runs {
+		job := queueJob(fmt.Sprintf("run-%d", r), time.Unix(int64(r), 0))
+		rank := wave.RankOf(job, map[bool]podspec.Kind{true: podspec.KindCollector, false: podspec.KindManual}[r%2 == 0])
+		wg.Go(func() {
+			for range passes {
+				var mine []string
+				err := q.take(job, rank, bound, func(s slot) taken {
+					t := takeFree(nodes, nil)(s)
+					mu.Lock()
+					for _, n := range t.create {
+						if h := on[n]; h != "" {
+							violations = append(violations, fmt.Sprintf("%s took %s, held by %s", job.Name, n, h))
+						}
+						on[n] = job.Name
+					}
+					if len(on) > bound {
+						violations = append(violations, fmt.Sprintf("%d pods in flight, bound %d", len(on), bound))
+					}
+					mu.Unlock()
+					mine = t.create
+					return t
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The pods show in the cache, the claims go; then they end.
+				for _, n := range mine {
+					busy.add(job.Name, n)
+				}
+				q.release(job.Name, mine...)
+				runtime.Gosched()
+				for _, n := range mine {
+					mu.Lock()
+					delete(on, n)
+					mu.Unlock()
+					busy.remove(job.Name, n)
+				}
+			}
+			q.leave(job.Name)
+		})
+	}
+	wg.Wait()
+	if len(violations) > 0 {
+		t.Errorf("%d violations, first: %s", len(violations), violations[0])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 )
 
@@ -24,7 +25,7 @@ type jobState struct {
 	// cache may not show yet.
 	created map[string]time.Time
 	// creating are nodes whose pod creation failed and is being retried.
-	creating map[string]createFailure
+	creating map[string]wave.CreateFailure
 	// failures are every node failure on record; the status names at most
 	// MaxReportedNodes of them.
 	failures map[string]eraserv1.NodeFailure
@@ -49,7 +50,7 @@ type jobState struct {
 	finished map[string]judged
 	// sights are when this process saw each unfinished pod begin its
 	// timeouts, by node (clock.go).
-	sights map[string]sight
+	sights map[string]wave.Sight
 	// seen is when this process first saw the job, for the wait for its
 	// data: the job's creationTimestamp is the API server's clock.
 	seen time.Time
@@ -64,7 +65,7 @@ type jobState struct {
 // judged is a finished pod's outcome as of a resource version.
 type judged struct {
 	version string
-	out     outcome
+	out     wave.Outcome
 }
 
 // state returns the job's memory, seeded from its status on first use so
@@ -75,9 +76,9 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 		return v.(*jobState)
 	}
 	st := &jobState{uid: job.UID,
-		created: map[string]time.Time{}, creating: map[string]createFailure{},
+		created: map[string]time.Time{}, creating: map[string]wave.CreateFailure{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
-		finished: map[string]judged{}, sights: map[string]sight{}, notReady: map[string]time.Time{},
+		finished: map[string]judged{}, sights: map[string]wave.Sight{}, notReady: map[string]time.Time{},
 	}
 	for _, f := range job.Status.FailedNodes {
 		st.failures[f.Node] = f

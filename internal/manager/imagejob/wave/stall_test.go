@@ -1,13 +1,13 @@
-package imagejob
+package wave
 
 import (
 	"testing"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
 
 // TestStalled: a wait stalls when the node is not Ready (since its
@@ -51,10 +51,11 @@ func TestStalled(t *testing.T) {
 			want: got{Stalled: true, Since: t0.Add(-5 * time.Minute)},
 		},
 	}
+	ours := func(p *corev1.Pod) bool { return p.Labels[podspec.LabelJob] == "job" }
 	gotAll, wantAll := map[string]got{}, map[string]got{}
 	for name, tc := range cases {
-		s, ok := stalled(tc.node, tc.busy, "job", "", seen)
-		gotAll[name], wantAll[name] = got{Stalled: ok, Since: s.since}, tc.want
+		s, ok := Stalled(tc.node, tc.busy, ours, seen)
+		gotAll[name], wantAll[name] = got{Stalled: ok, Since: s.Since}, tc.want
 	}
 	if diff := cmp.Diff(wantAll, gotAll); diff != "" {
 		t.Errorf("stalled (-want +got):\n%s", diff)
@@ -67,73 +68,73 @@ func TestStalled(t *testing.T) {
 // wait stalled past the bound is given up at once.
 func TestPlanGivesUpStalledWaits(t *testing.T) {
 	const bound = 10 * time.Minute
-	stalledSince := func(m map[string]time.Time) stallFunc {
-		return func(n string) (stall, bool) {
+	stalledSince := func(m map[string]time.Time) StallFunc {
+		return func(n string) (Stall, bool) {
 			since, ok := m[n]
-			return stall{since: since, why: "the node has not been Ready"}, ok
+			return Stall{Since: since, Why: "the node has not been Ready"}, ok
 		}
 	}
-	waiting := func(w *world) {
-		w.started = 1
-		w.waiting = map[string]bool{"a": true}
-		w.holder = held(map[string]string{"a": "imagejob-x"})
-		w.timeouts.wait = bound
+	waiting := func(w *World) {
+		w.Started = 1
+		w.Waiting = map[string]bool{"a": true}
+		w.Holder = held(map[string]string{"a": "imagejob-x"})
+		w.Timeouts.Wait = bound
 	}
 	type result struct {
 		Queued queued
 		Wake   time.Time
 	}
 	cases := map[string]struct {
-		world world
+		World World
 		want  result
 	}{
 		"a wait that did not stall waits on, however long": {
-			world: newWorld("a").with(waiting),
+			World: newWorld("a").with(waiting),
 			want:  result{Queued: queued{Started: 1, Waiting: map[string]string{"a": "imagejob-x"}}},
 		},
 		"a stalled wait within the bound waits, and wakes at the bound": {
-			world: newWorld("a").with(func(w *world) {
+			World: newWorld("a").with(func(w *World) {
 				waiting(w)
-				w.stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Minute)})
+				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Minute)})
 			}),
 			want: result{Queued: queued{Started: 1, Waiting: map[string]string{"a": "imagejob-x"}}, Wake: t0.Add(bound - time.Minute)},
 		},
 		"a stalled wait past the bound is given up": {
-			world: newWorld("a").with(func(w *world) {
+			World: newWorld("a").with(func(w *World) {
 				waiting(w)
-				w.stall = stalledSince(map[string]time.Time{"a": t0.Add(-bound)})
+				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-bound)})
 			}),
 			want: result{Queued: queued{Started: 1, Failed: map[string]string{"a": ReasonWaitTimedOut}}},
 		},
 		"a node first reached, stalled past the bound, is given up at once": {
-			world: newWorld("a", "b").with(func(w *world) {
-				w.holder = held(map[string]string{"a": "imagejob-x"})
-				w.timeouts.wait = bound
-				w.stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
+			World: newWorld("a", "b").with(func(w *World) {
+				w.Holder = held(map[string]string{"a": "imagejob-x"})
+				w.Timeouts.Wait = bound
+				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
 			}),
 			want: result{Queued: queued{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": ReasonWaitTimedOut}}},
 		},
 		"a stalled node no run holds gets its pod": {
-			world: newWorld("a").with(func(w *world) {
-				w.timeouts.wait = bound
-				w.stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
+			World: newWorld("a").with(func(w *World) {
+				w.Timeouts.Wait = bound
+				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
 			}),
 			want: result{Queued: queued{Create: []string{"a"}, Started: 1}},
 		},
 	}
 	got, want := map[string]result{}, map[string]result{}
 	for name, tc := range cases {
-		p := plan(tc.world, observe(tc.world))
-		r := result{Queued: queued{Started: p.started}, Wake: p.wake}
-		for _, i := range p.create {
-			r.Queued.Create = append(r.Queued.Create, tc.world.targets[i].Name)
+		p := Plan(tc.World, Observe(tc.World))
+		r := result{Queued: queued{Started: p.Started}, Wake: p.Wake}
+		for _, i := range p.Create {
+			r.Queued.Create = append(r.Queued.Create, tc.World.Targets[i].Name)
 		}
-		if len(p.waiting) > 0 {
-			r.Queued.Waiting = p.waiting
+		if len(p.Waiting) > 0 {
+			r.Queued.Waiting = p.Waiting
 		}
-		if len(p.failed) > 0 {
+		if len(p.Failed) > 0 {
 			r.Queued.Failed = map[string]string{}
-			for n, f := range p.failed {
+			for n, f := range p.Failed {
 				r.Queued.Failed[n] = f.Reason
 			}
 		}

@@ -1,13 +1,12 @@
-package imagejob
+package wave
 
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestAddResults: each remover summary adds to the job's totals, the
@@ -78,7 +77,7 @@ func TestAddResults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := tc.total
 			for _, s := range tc.summaries {
-				addResults(&got, s)
+				AddResults(&got, s)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("totals (-want +got):\n%s", diff)
@@ -92,27 +91,27 @@ func TestAddResults(t *testing.T) {
 func TestCounts(t *testing.T) {
 	fs := &workerresult.ImageFs{CapacityBytes: 1000, UsedBeforeBytes: 900, UsedAfterBytes: 700}
 	cases := map[string]struct {
-		out  outcome
+		out  Outcome
 		want metrics.NodeCounts
 	}{
 		"nothing": {},
 		"removals by policy and the filesystem": {
-			out: outcome{summary: &workerresult.Summary{Counts: map[string]int{"removed": 3}, ImageFs: fs,
+			out: Outcome{Summary: &workerresult.Summary{Counts: map[string]int{"removed": 3}, ImageFs: fs,
 				RemovedBy: map[string]workerresult.PolicyTotal{"DiskPressure": {Images: 2, Bytes: 200}, "UnusedFor": {Images: 1}, "Other": {Images: 1, Bytes: 1}}}},
 			want: metrics.NodeCounts{Removed: 3, BytesFreed: map[string]int64{"DiskPressure": 200},
 				ImageFs: &metrics.ImageFs{CapacityBytes: 1000, UsedBeforeBytes: 900, UsedAfterBytes: 700}},
 		},
 		"dry run": {
-			out: outcome{summary: &workerresult.Summary{DryRun: true, Counts: map[string]int{"removed": 3}, ImageFs: fs,
+			out: Outcome{Summary: &workerresult.Summary{DryRun: true, Counts: map[string]int{"removed": 3}, ImageFs: fs,
 				RemovedBy: map[string]workerresult.PolicyTotal{"DiskPressure": {Images: 2, Bytes: 200}}}},
 			want: metrics.NodeCounts{ImageFs: &metrics.ImageFs{CapacityBytes: 1000, UsedBeforeBytes: 900, UsedAfterBytes: 900}},
 		},
 		"refused": {
-			out:  outcome{summary: &workerresult.Summary{Counts: map[string]int{"removed": 1, "refused": 2}}},
+			out:  Outcome{Summary: &workerresult.Summary{Counts: map[string]int{"removed": 1, "refused": 2}}},
 			want: metrics.NodeCounts{Removed: 1, Refused: 2},
 		},
 		"scanner": {
-			out:  outcome{scanner: &workerresult.Summary{Counts: map[string]int{workerresult.CountToRemove: 2}}},
+			out:  Outcome{Scanner: &workerresult.Summary{Counts: map[string]int{workerresult.CountToRemove: 2}}},
 			want: metrics.NodeCounts{Vulnerable: 2},
 		},
 	}
