@@ -183,7 +183,7 @@ CONTROL_PLANE_PACKAGES := ./api/... ./cmd/... ./internal/manager/... ./internal/
 # containerd (Debian's 1.6 here; 1.7 and 2.x in test-containerd-versions) and
 # a real CRI-O.
 RUNTIME_PACKAGES := ./test/e2e ./internal/node/... ./internal/cli/... \
-	./internal/testing/testcontainerd ./internal/testing/testcrio ./internal/testing/containerdconfig ./internal/testing/workertest \
+	./internal/testing/noderuntime ./internal/testing/testcontainerd ./internal/testing/testcrio ./internal/testing/containerdconfig ./internal/testing/workertest \
 	./hack/ocibuild ./hack/kubecluster
 
 .PHONY: test
@@ -236,17 +236,17 @@ test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a re
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
-# make test's first line): each built once from the module proxy
+# test-runtimes' first line): each built once from the module proxy
 # (hack/build-containerd.sh, cached), run by internal/testing/testcontainerd when
 # CONTAINERD_BIN_DIR names it; then the scanner's pipeline on each. CRI-O's
-# own tests are not run again.
+# subtests (/crio) are not run again.
 CONTAINERD_VERSIONS := v1.7.29 v2.3.3
 .PHONY: test-containerd-versions
 test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/remover, internal/node/cri, internal/testing/containerdconfig) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
 	@for v in $(CONTAINERD_VERSIONS); do \
 		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
 		echo "worker tier on containerd $$v ($$dir)"; \
-		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip CRIO ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip /crio ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
 		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) -skip /crio/ ./test/e2e || exit 1; \
 	done
 
