@@ -16,8 +16,6 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
-	"github.com/eraser-oss/eraser/internal/manager/jobdata"
-	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
@@ -182,31 +180,6 @@ func podNodes(pods []corev1.Pod) []string {
 		out = append(out, p.Spec.NodeName)
 	}
 	return out
-}
-
-// TestConfine: a catch-up run keeps only its nodes, in the node list's
-// order, skipped ones included; nil keeps every node.
-func TestConfine(t *testing.T) {
-	all := jobdata.Nodes{
-		Targets: []nodefilter.Target{{Name: "a", OS: "linux"}, {Name: "b", OS: "linux"}, {Name: "c", OS: "windows"}},
-		Skipped: []nodefilter.Skipped{{Name: "d", Reason: nodefilter.ReasonNotReady}},
-	}
-	cases := map[string]struct {
-		only []string
-		want jobdata.Nodes
-	}{
-		"nil: all":   {want: all},
-		"some":       {only: []string{"c", "a", "gone"}, want: jobdata.Nodes{Targets: []nodefilter.Target{all.Targets[0], all.Targets[2]}, Skipped: []nodefilter.Skipped{}}},
-		"a skipped":  {only: []string{"d"}, want: jobdata.Nodes{Targets: []nodefilter.Target{}, Skipped: all.Skipped}},
-		"empty list": {only: []string{}, want: jobdata.Nodes{Targets: []nodefilter.Target{}, Skipped: []nodefilter.Skipped{}}},
-	}
-	got, want := map[string]jobdata.Nodes{}, map[string]jobdata.Nodes{}
-	for name, tc := range cases {
-		got[name], want[name] = confine(all, tc.only), tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("confine (-want +got):\n%s", diff)
-	}
 }
 
 // fakeBusy is the cache's busy pods, by node, for the queue's unit tests.

@@ -49,7 +49,7 @@ type jobState struct {
 	// finished memoizes finished pods' outcomes by node.
 	finished map[string]judged
 	// sights are when this process saw each unfinished pod begin its
-	// timeouts, by node (clock.go).
+	// timeouts, by node (wave/sight.go).
 	sights map[string]wave.Sight
 	// seen is when this process first saw the job, for the wait for its
 	// data: the job's creationTimestamp is the API server's clock.

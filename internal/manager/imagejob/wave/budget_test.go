@@ -3,8 +3,9 @@ package wave
 import (
 	"testing"
 
-	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestOverBudget: the run stops once more nodes failed than the budget

@@ -1,3 +1,10 @@
+// Package wave holds the pure decisions of a pass over a running ImageJob:
+// each reached node judged (Observe, Classify), the next wave chosen (Next:
+// the canary and the failure budget's Reach, the queue's Room and the
+// holders of nodes, creation backoff, stalled waits given up), the world
+// once the wave is in place (Advance), when the next pass is due (WakeUp),
+// and the end of a run with its outcome (Ended, Result). It reads nothing:
+// the reconciler gathers a World and acts on what comes back.
 package wave
 
 import (
@@ -35,7 +42,7 @@ type World struct {
 	// Creating are nodes whose pod creation failed and is being retried.
 	Creating map[string]CreateFailure
 	// Sights are when this process saw each unfinished pod begin its
-	// timeouts (clock.go).
+	// timeouts (sight.go).
 	Sights   map[string]Sight
 	Now      time.Time
 	Timeouts Timeouts

@@ -91,7 +91,7 @@ type Timeouts struct {
 }
 
 // Classify judges a node's pod at time now, its timeouts counted from what
-// this process saw of it (clock.go). nodeExists is false when the node has
+// this process saw of it (sight.go). nodeExists is false when the node has
 // been deleted.
 func Classify(pod *corev1.Pod, seen Sight, now time.Time, t Timeouts, nodeExists bool) Outcome {
 	summary, scanner := workerSummary(pod, podspec.RemoverContainer), workerSummary(pod, podspec.ScannerContainer)

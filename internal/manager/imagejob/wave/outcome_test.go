@@ -3,10 +3,11 @@ package wave
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestAddResults: each remover summary adds to the job's totals, the

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
-	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
 // planned is the part of a wave the table compares.

@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
 
 // TestSighted: every time a timeout counts from is on the manager's clock,

@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
 
 // TestStalled: a wait stalls when the node is not Ready (since its

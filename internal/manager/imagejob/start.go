@@ -72,7 +72,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 }
 
 // waitedFor is how long this process has known the job, on its own clock
-// (clock.go): a restarted manager waits for the data a minute again.
+// (wave/sight.go): a restarted manager waits for the data a minute again.
 func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
 	return r.clock.Since(r.firstSight(job, func(st *jobState) *time.Time { return &st.seen }))
 }

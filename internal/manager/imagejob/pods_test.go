@@ -1,6 +1,7 @@
 package imagejob
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -21,35 +26,126 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-func TestMissingData(t *testing.T) {
-	f := newFixture(t)
-	job := builder.MakeImageJob("nodata").Obj()
-	if err := env.Client.Create(f.ctx, job); err != nil {
-		t.Fatal(err)
+func TestRefusedAll(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	forbidden := apierrors.NewForbidden(gr, "p", errors.New(`violates PodSecurity "baseline:latest": hostPath volumes`))
+	cases := map[string]struct {
+		errs []error
+		want bool
+	}{
+		"none sent":               {errs: nil},
+		"all forbidden":           {errs: []error{forbidden, forbidden}, want: true},
+		"one created":             {errs: []error{forbidden, nil}},
+		"a transient error":       {errs: []error{forbidden, apierrors.NewServiceUnavailable("busy")}},
+		"invalid (PriorityClass)": {errs: []error{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil)}, want: true},
 	}
-	if res := f.reconcile("nodata"); res.RequeueAfter == 0 {
-		t.Error("no requeue while the ConfigMap may still come")
-	}
-	f.clock.Step(2 * time.Minute)
-	f.reconcile("nodata")
-	job = f.get("nodata")
-	if job.Status.Phase != eraserv1.PhaseFailed || meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady).Reason != "ConfigMissing" {
-		t.Fatalf("status %+v", job.Status)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, got := refusedAll(tc.errs); got != tc.want {
+				t.Errorf("refusedAll = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
-// TestIncludeFilter: upstream's imagelist_include_nodes at the API level.
-func TestIncludeFilter(t *testing.T) {
-	f := newFixture(t)
-	f.nodes(builder.MakeNode("in").Label("eraser-target", "yes").Obj(), builder.MakeNode("out").Obj())
-	f.job("include", podspec.KindManual, baseConfig+"manager: {nodeFilter: {type: include, selectors: [eraser-target=yes]}}", "nginx")
-	f.reconcile("include")
-	pods := f.pods("include")
-	if len(pods) != 1 || pods[0].Spec.NodeName != "in" {
-		t.Fatalf("pods %v, want one on the included node", len(pods))
+// TestAPIMessageOmitsThePod: one refusal of many pods reads as one.
+func TestAPIMessageOmitsThePod(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	a := apiMessage(apierrors.NewForbidden(gr, "job-node-a-12345678", errors.New("exceeded quota: q")))
+	b := apiMessage(apierrors.NewForbidden(gr, "job-node-b-87654321", errors.New("exceeded quota: q")))
+	if a != b || strings.Contains(a, "node-a") || !strings.Contains(a, "exceeded quota") {
+		t.Errorf("messages %q and %q", a, b)
 	}
-	if job := f.get("include"); job.Status.Skipped != 1 || job.Status.Desired != 2 {
-		t.Errorf("status %+v", job.Status)
+}
+
+// TestEveryPodRefused: Pod Security "baseline" enforced on the namespace
+// refuses every worker pod (they mount the runtime socket). The job fails at
+// once with the API server's reason, instead of retrying for ever.
+func TestEveryPodRefused(t *testing.T) {
+	f := newFixture(t)
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: f.ns}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if err := env.Client.Update(f.ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	f.manyNodes(3, "psa")
+	f.job("psa", podspec.KindManual, baseConfig, "*")
+	f.reconcile("psa")
+	job := f.get("psa")
+	if job.Status.Phase != eraserv1.PhaseFailed {
+		t.Fatalf("phase %q after the first pass, want Failed; status %+v", job.Status.Phase, job.Status)
+	}
+	c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady)
+	if c == nil || c.Reason != ReasonPodsRefused || !strings.Contains(c.Message, "PodSecurity") || !strings.Contains(c.Message, "hostPath") {
+		t.Errorf("Ready condition %+v, want %s naming Pod Security and the hostPath volume", c, ReasonPodsRefused)
+	}
+	if n := len(f.pods("psa")); n != 0 {
+		t.Errorf("%d pods", n)
+	}
+	f.expectEvent(ReasonPodsRefused)
+}
+
+// TestQuotaRefusesSome: a quota admits one worker pod of three. The others
+// are retried with backoff (not every pass) until the start timeout, then
+// fail with the quota's message, and the job ends.
+func TestQuotaRefusesSome(t *testing.T) {
+	f := newFixture(t)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "one-pod"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if err := env.Client.Create(f.ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// No quota controller runs here: publish the usage it would have.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if err := env.Client.Status().Update(f.ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	f.manyNodes(3, "q")
+	f.job("quota", podspec.KindManual, baseConfig+"manager: {imageJob: {podStartTimeout: 2m, successRatio: 0.3}}", "*")
+	f.reconcile("quota")
+	res := f.reconcile("quota")
+	if n := len(f.pods("quota")); n != 1 {
+		t.Fatalf("%d pods, want the one the quota admits", n)
+	}
+	if job := f.get("quota"); job.Status.Phase != eraserv1.PhaseRunning {
+		t.Fatalf("phase %q, want Running while the refused nodes are retried", job.Status.Phase)
+	}
+	if res.RequeueAfter < time.Second || res.RequeueAfter > 2*time.Second {
+		t.Errorf("requeue after %v, want the first backoff (1-2s)", res.RequeueAfter)
+	}
+	f.expectEvent(wave.ReasonCreateFailed)
+	pod := f.pods("quota")[0]
+	f.finishPod(&pod, corev1.PodSucceeded, removed(1, 1))
+	// The quota still counts the finished pod: the others stay refused.
+	f.clock.Step(3 * time.Minute)
+	f.reconcile("quota")
+	job := f.get("quota")
+	if job.Status.Phase != eraserv1.PhaseCompleted || job.Status.Succeeded != 1 || job.Status.Failed != 2 {
+		t.Fatalf("status %+v, want Completed (ratio 0.3) with 2 failed nodes", job.Status)
+	}
+	for _, fn := range job.Status.FailedNodes {
+		if fn.Reason != wave.ReasonCreateFailed || !strings.Contains(fn.Message, "exceeded quota") {
+			t.Errorf("failed node %+v, want %s with the quota's message", fn, wave.ReasonCreateFailed)
+		}
+	}
+}
+
+// expectEvent waits for an Event with the reason on the fake recorder.
+func (f *fixture) expectEvent(reason string) {
+	f.t.Helper()
+	for {
+		select {
+		case e := <-f.rec.Events:
+			if strings.Contains(e, " "+reason+" ") {
+				return
+			}
+		default:
+			f.t.Errorf("no %s Event", reason)
+			return
+		}
 	}
 }
 

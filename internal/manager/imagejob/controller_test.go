@@ -183,7 +183,7 @@ func TestStuckPodTimesOut(t *testing.T) {
 	f.job("stuck", podspec.KindManual, baseConfig+"manager: {imageJob: {podStartTimeout: 2m, cleanup: {delayOnFailure: 1h}}}", "*")
 	f.reconcile("stuck")
 	res := f.reconcile("stuck")
-	// The deadline is the pod's creation on the manager's clock (clock.go)
+	// The deadline is the pod's creation on the manager's clock (wave/sight.go)
 	// plus the timeout.
 	if res.RequeueAfter < 2*time.Minute-3*time.Second || res.RequeueAfter > 2*time.Minute+3*time.Second {
 		t.Errorf("requeue after %v, want the start timeout", res.RequeueAfter)

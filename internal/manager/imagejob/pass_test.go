@@ -3,21 +3,24 @@ package imagejob
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
+	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestFailedPassFreesItsNodes drives each step of a pass that can fail
@@ -179,5 +182,155 @@ func TestSightedTrimmed(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: sight (-whole +trimmed):\n%s", name, diff)
 		}
+	}
+}
+
+// TestFailureBudgetStopsWaves: with waves of 3 and a budget of 1, the first
+// wave is the canary: a first failure starts nothing new while the wave
+// runs, a second exceeds the budget, the wave's last pod is let finish, and
+// the run ends Failed (FailureBudgetExceeded) without a pod on the seven
+// other nodes, which count as skipped.
+func TestFailureBudgetStopsWaves(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(10, "b")
+	f.job("budget", podspec.KindManual, baseConfig+"manager: {imageJob: {maxConcurrentNodes: 3, maxFailedNodes: 1}}", "*")
+	f.reconcile("budget")
+	f.reconcile("budget")
+	pods := f.pods("budget")
+	if len(pods) != 3 {
+		t.Fatalf("%d pods in the first wave, want 3", len(pods))
+	}
+	// One failure is within the budget, but the canary still runs.
+	f.finishPod(&pods[0], corev1.PodFailed, nil)
+	f.reconcile("budget")
+	if n := len(f.pods("budget")); n != 3 {
+		t.Fatalf("%d pods while the canary runs, want 3", n)
+	}
+	// The second exceeds it: the last pod of the wave runs on.
+	f.finishPod(&pods[1], corev1.PodFailed, nil)
+	f.runPod(&pods[2])
+	f.reconcile("budget")
+	job := f.get("budget")
+	if job.Status.Phase != eraserv1.PhaseRunning || !strings.Contains(readyCondition(job).Message, "failure budget exceeded") {
+		t.Fatalf("over the budget with a pod running: phase %s, %+v", job.Status.Phase, readyCondition(job))
+	}
+	if n := len(f.pods("budget")); n != 3 {
+		t.Fatalf("%d pods after the budget was exceeded, want 3", n)
+	}
+	f.finishPod(&pods[2], corev1.PodSucceeded, removed(1, 1))
+	f.reconcile("budget")
+	f.reconcile("budget")
+	job = f.get("budget")
+	type counts struct {
+		Phase                                     eraserv1.JobPhase
+		Reason                                    string
+		Desired, Started, Succeeded, Failed, Skip int
+		Pods                                      int
+	}
+	want := counts{Phase: eraserv1.PhaseFailed, Reason: eraserv1.ReasonFailureBudgetExceeded, Desired: 10, Started: 3, Succeeded: 1, Failed: 2, Skip: 7, Pods: 3}
+	got := counts{Phase: job.Status.Phase, Reason: readyCondition(job).Reason, Desired: job.Status.Desired, Started: job.Status.Started,
+		Succeeded: job.Status.Succeeded, Failed: job.Status.Failed, Skip: job.Status.Skipped, Pods: len(f.pods("budget"))}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the stopped run (-want +got):\n%s", diff)
+	}
+	msg := readyCondition(job).Message
+	for _, s := range []string{"2 of 10 nodes failed", "maxFailedNodes 1 allows (1)", "7 nodes not started"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("condition message %q lacks %q", msg, s)
+		}
+	}
+	// The nodes never reached got no pod: only the canary's have one.
+	canary := map[string]bool{}
+	for _, p := range pods {
+		canary[p.Spec.NodeName] = true
+	}
+	for _, p := range f.pods("budget") {
+		if !canary[p.Spec.NodeName] {
+			t.Errorf("pod on untouched node %s", p.Spec.NodeName)
+		}
+	}
+	events := drain(f)
+	if n := strings.Count(events, "Warning "+eraserv1.ReasonFailureBudgetExceeded+" "); n != 1 {
+		t.Errorf("%d FailureBudgetExceeded Warnings, want 1; events:\n%s", n, events)
+	}
+	if !strings.Contains(events, "Warning Failed ") {
+		t.Errorf("no Failed Warning; events:\n%s", events)
+	}
+}
+
+// drain reads the recorded Events so far, one per line.
+func drain(f *fixture) string {
+	var b strings.Builder
+	for {
+		select {
+		case e := <-f.rec.Events:
+			b.WriteString(e + "\n")
+		default:
+			return b.String()
+		}
+	}
+}
+
+// TestExclusionListAddedMidJob: an exclusion list created while a rolling
+// job runs is mounted into the pods of the nodes not reached yet.
+func TestExclusionListAddedMidJob(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(2, "ex")
+	f.job("excl", podspec.KindManual, baseConfig+"manager: {imageJob: {maxConcurrentNodes: 1}}", "*")
+	f.reconcile("excl")
+	first := f.pods("excl")
+	if len(first) != 1 || mountsList(&first[0], "late-list") {
+		t.Fatalf("first wave: %d pods", len(first))
+	}
+	list := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "late-list", Labels: map[string]string{jobdata.LabelExclusionList: "true"}},
+		Data: map[string]string{"list.json": `{"excluded":["docker.io/library/*"]}`}}
+	if err := env.Client.Create(f.ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	f.finishPod(&first[0], corev1.PodSucceeded, removed(1, 1))
+	f.reconcile("excl")
+	for _, p := range f.pods("excl") {
+		if p.Name != first[0].Name && !mountsList(&p, "late-list") {
+			t.Errorf("pod %s of the second wave does not mount the list created during the job", p.Name)
+		}
+	}
+}
+
+func mountsList(pod *corev1.Pod, cm string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == cm {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFailuresAnnouncedOnce: failures beyond the 32 the status names are
+// counted every pass but announced once, in one Event per pass, not re-read
+// and re-announced.
+func TestFailuresAnnouncedOnce(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(40, "fo")
+	f.job("once", podspec.KindManual, baseConfig+"manager: {imageJob: {cleanup: {delayOnFailure: 1h}}}", "*")
+	f.reconcile("once")
+	pods := f.pods("once")
+	for i := range pods[:39] {
+		f.finishPod(&pods[i], corev1.PodFailed, nil)
+	}
+	for range 3 {
+		f.reconcile("once")
+	}
+	job := f.get("once")
+	if job.Status.Failed != 39 || job.Status.Phase != eraserv1.PhaseRunning || len(job.Status.FailedNodes) != eraserv1.MaxReportedNodes {
+		t.Fatalf("status: failed %d, phase %s, %d named", job.Status.Failed, job.Status.Phase, len(job.Status.FailedNodes))
+	}
+	var events []string
+	for len(f.rec.Events) > 0 {
+		if e := <-f.rec.Events; strings.Contains(e, " NodeFailed ") {
+			events = append(events, e)
+		}
+	}
+	if len(events) != 1 || !strings.Contains(events[0], "39 node(s) failed") || !strings.Contains(events[0], "and 34 more") {
+		t.Errorf("NodeFailed Events %q, want one naming the 39 failures", events)
 	}
 }

@@ -135,7 +135,7 @@ func (r *Reconciler) nodeDeleted(ctx context.Context, e event.TypedDeleteEvent[c
 
 // Reconcile moves one job forward. Its steps, by the names their errors
 // carry: get (the job), then the step of its phase: start (a new job's
-// nodes fixed, then its first pass), run (a pass, imagejob_pass.go), or
+// nodes fixed, then its first pass), run (a pass, pass.go), or
 // cleanup (a finished job's pods, report and the job itself, after their
 // delays).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
