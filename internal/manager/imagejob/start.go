@@ -19,6 +19,9 @@ import (
 )
 
 // start fixes the job's nodes, marks it Running and starts the first wave.
+// Its steps, by the names their errors carry: data (the job's ConfigMap),
+// nodes (chosen once and recorded), status (Running), then the first pass
+// (run).
 func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconcile.Result, error) {
 	data, err := r.data(ctx, job)
 	if apierrors.IsNotFound(err) {
@@ -34,14 +37,14 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		return reconcile.Result{}, r.fail(ctx, job, "InvalidJobData", err.Error())
 	}
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, step("data", err)
 	}
 
 	nodes, err := r.nodes(ctx, job)
 	if apierrors.IsNotFound(err) {
 		var list corev1.NodeList
 		if err := r.client.List(ctx, &list); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, step("nodes", err)
 		}
 		targets, skipped, err := nodefilter.Select(list.Items, nodefilter.RulesFor(data.Kind == podspec.KindCollector, data.Config))
 		if err != nil {
@@ -49,10 +52,10 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		}
 		nodes = confine(jobdata.Nodes{Targets: targets, Skipped: skipped}, data.Nodes)
 		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, step("nodes", err)
 		}
 	} else if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, step("nodes", err)
 	}
 
 	now := metav1.NewTime(r.clock.Now())
@@ -63,12 +66,13 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	job.Status.ObservedGeneration = job.Generation
 	setRunning(job, len(nodes.Targets), nodes.Skipped)
 	if err := r.client.Status().Update(ctx, job); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, step("status", err)
 	}
 	r.recorder.Eventf(job, corev1.EventTypeNormal, "Started", "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
 	// Straight on to the first wave, rather than waiting for the status
 	// update to come back as an event.
-	return r.run(ctx, job)
+	res, err := r.run(ctx, job)
+	return res, step("run", err)
 }
 
 // waitedFor is how long this process has known the job, on its own clock

@@ -11,7 +11,7 @@ import (
 )
 
 // OverBudget is whether more nodes failed than the budget allows of this
-// many nodes. Nil is no budget. It is pure.
+// many nodes. Nil is no budget.
 func OverBudget(failed int, budget *config.MaxConcurrent, nodes int) bool {
 	return budget != nil && failed > budget.Budget(nodes)
 }
@@ -22,7 +22,7 @@ func OverBudget(failed int, budget *config.MaxConcurrent, nodes int) bool {
 // starts until all of it finished within the budget, so that a bad image
 // or configuration fails a wave's worth of nodes, not the window rolling
 // on while the first failures come in. Without a budget the waves roll on
-// as before: nothing would stop them anyway. It is pure.
+// as before: nothing would stop them anyway.
 func Reach(p Progress, limit int, budget *config.MaxConcurrent) int {
 	switch {
 	case OverBudget(p.Failed, budget, p.Eligible):

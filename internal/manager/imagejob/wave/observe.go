@@ -75,7 +75,7 @@ type Observation struct {
 	PerNode map[string]metrics.NodeCounts
 }
 
-// Observe judges every node the waves have reached. It is pure: the same
+// Observe judges every node the waves have reached. The same
 // world gives the same observation.
 func Observe(w World) Observation {
 	o := Observation{

@@ -70,7 +70,7 @@ type Wave struct {
 // Plan picks the next wave: first the nodes that waited for another run,
 // as they come free, then targets from the cursor on, while fewer than the
 // limit have a live pod and the bound on pods in flight leaves room. A node
-// another run holds is passed and waits. It is pure.
+// another run holds is passed and waits.
 func Plan(w World, o Observation) Wave {
 	p := Wave{From: o.Started, Started: o.Started, Failed: map[string]eraserv1.NodeFailure{}, Waiting: map[string]string{}}
 	active := o.Active

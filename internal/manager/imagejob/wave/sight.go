@@ -51,7 +51,7 @@ type Skew struct {
 
 // Sighted updates a pod's sight at time now (manager's clock). createdAt is
 // when this process's creation of the pod returned, zero when it did not
-// create it. It is pure.
+// create it.
 func Sighted(prev Sight, pod *corev1.Pod, createdAt time.Time, sk Skew, now time.Time) Sight {
 	s := prev
 	if s.UID != pod.UID {
