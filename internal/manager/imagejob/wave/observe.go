@@ -75,6 +75,13 @@ type Observation struct {
 	PerNode map[string]metrics.NodeCounts
 }
 
+// Progress tallies a job's nodes.
+type Progress struct {
+	// Started counts the reached nodes, waiting included.
+	Eligible, Started, Active, Succeeded, Failed, Waiting int
+	Results                                               eraserv1.ImageResults
+}
+
 // Observe judges every node the waves have reached. The same
 // world gives the same observation.
 func Observe(w World) Observation {
@@ -174,11 +181,4 @@ func Unconfirmed(w World) []string {
 		}
 	}
 	return out
-}
-
-// Progress tallies a job's nodes.
-type Progress struct {
-	// started counts the reached nodes, waiting included.
-	Eligible, Started, Active, Succeeded, Failed, Waiting int
-	Results                                               eraserv1.ImageResults
 }
