@@ -30,10 +30,10 @@ const stateCompact = "coverage.gz"
 // objectLimit is what the API server allows a ConfigMap's values.
 const objectLimit = 1 << 20
 
-// sizeConfig runs a scheduled run at start-up and the next a minute after
-// it ends.
+// sizeConfig runs a scheduled run at start-up and the next 15 s after it
+// ends.
 const sizeConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
-	"manager: {scheduling: {repeatInterval: 1m, beginImmediately: true}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
+	"manager: {scheduling: {repeatInterval: 15s, beginImmediately: true}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
 	"components: {collector: {enabled: true}, scanner: {enabled: false}}\n"
 
 // longName is node i's 253-character name: four DNS labels, the first its
