@@ -62,6 +62,9 @@ func binaryKind(t *testing.T, path string) string {
 // one artifact that gives back the same files; the build is reproducible,
 // so a second release changes nothing.
 func TestReleaseCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("install tier: builds both commands for every platform; run make test-install")
+	}
 	cases := map[string]struct {
 		platforms []string
 		want      map[string]string // file -> binaryKind
