@@ -198,13 +198,13 @@ test-unit: ## The inner loop: every test that needs no control plane, runtime, W
 
 .PHONY: test-control-plane
 test-control-plane: ## The API, the manager and its reconcilers against a real kube-apiserver and etcd (built once, cached).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(CONTROL_PLANE_PACKAGES)
+	assets="$$(hack/build-control-plane.sh)"; KUBEBUILDER_ASSETS="$$assets" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(CONTROL_PLANE_PACKAGES)
 
 # EXTRA=1: the fault tier runs kube-controller-manager's garbage collector
 # beside the API server (the kubelet tier's build; the same cache).
 .PHONY: test-fault
 test-fault: ## The real manager binary against a real API server and garbage collector, with faults injected.
-	KUBEBUILDER_ASSETS="$$(EXTRA=1 hack/build-control-plane.sh)" go test -count=1 -timeout 30m $(GO_TEST_RUN) ./test/fault
+	assets="$$(EXTRA=1 hack/build-control-plane.sh)"; KUBEBUILDER_ASSETS="$$assets" go test -count=1 -timeout 30m $(GO_TEST_RUN) ./test/fault
 
 .PHONY: test-runtimes
 test-runtimes: test-deps ## The worker tier: the workers against a real containerd 1.6 and CRI-O, then containerd 1.7 and 2.x, then the Trivy scanner on both runtimes.
@@ -233,7 +233,7 @@ test-promrules: ## promtool unit tests of every alert of the chart's PrometheusR
 .PHONY: test-deploy
 test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" HELM="$$(hack/build-helm.sh)" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
+	assets="$$(hack/build-control-plane.sh)"; helm="$$(hack/build-helm.sh)"; KUBEBUILDER_ASSETS="$$assets" HELM="$$helm" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
 # test-runtimes' first line): each built once from the module proxy
