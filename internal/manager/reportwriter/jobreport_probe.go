@@ -46,7 +46,7 @@ func (r *Reconciler) gather(ctx context.Context, todo []*corev1.Pod, st *jobStat
 	switch {
 	case len(todo) == 0:
 		return nil
-	case st.failStreak < maxFailStreak:
+	case st.failStreak < maxFailStreak && st.failed < maxFailedReads+maxFailStreak:
 		batch := fromCursor(todo, st.cursor)
 		return r.fetch(ctx, batch[:min(len(batch), fetchBatch)], st, true)
 	case st.failed >= maxFailedReads:
@@ -131,7 +131,10 @@ func (r *Reconciler) fetch(ctx context.Context, pods []*corev1.Pod, st *jobState
 	stopped := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return stopOnStreak && st.failStreak >= maxFailStreak
+		// Reads finish out of order, so a read of a healthy node can
+		// reset a streak that the reads after it had begun: the streak
+		// alone does not bound a job's failed reads, the hard cap does.
+		return stopOnStreak && (st.failStreak >= maxFailStreak || st.failed >= maxFailedReads+maxFailStreak)
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
