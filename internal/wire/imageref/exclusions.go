@@ -1,5 +1,7 @@
 package imageref
 
+import "strings"
+
 // Exclusions is a list of patterns indexed for judging many images: a map
 // per pattern form, so that an image costs one parse of each of its names
 // and a few map look-ups, whatever the number of patterns. Build it once per
@@ -20,6 +22,9 @@ type Exclusions struct {
 	// matches every repository that starts with it, so a repository is
 	// looked up by each of its prefixes that end in "/".
 	under map[string]int
+	// prefixes are the positions of the wildcard patterns, in list order,
+	// for upstream's string prefixes: few, so tried in turn.
+	prefixes []int
 }
 
 // NewExclusions indexes the patterns; they are not copied and must not be
@@ -46,6 +51,9 @@ func NewExclusions(pats []Pattern) *Exclusions {
 			}
 			if p.under != "" {
 				first(x.under, p.under, i)
+			}
+			if p.prefix != "" {
+				x.prefixes = append(x.prefixes, i)
 			}
 		}
 	}
@@ -101,10 +109,39 @@ func (x *Exclusions) Match(img Image) (Pattern, bool) {
 			}
 		}
 	}
+	for _, i := range x.prefixes {
+		if i >= best {
+			break
+		}
+		if hasPrefix(img, x.pats[i].prefix) {
+			best = i
+			break
+		}
+	}
 	if best == len(x.pats) {
 		return Pattern{}, false
 	}
 	return x.pats[best], true
+}
+
+// hasPrefix says whether any name of the image starts with prefix, as
+// upstream tested them: the ID, each tag, each repo digest and its digest.
+func hasPrefix(img Image, prefix string) bool {
+	if strings.HasPrefix(img.ID, prefix) {
+		return true
+	}
+	for _, t := range img.Tags {
+		if strings.HasPrefix(t, prefix) {
+			return true
+		}
+	}
+	for _, d := range img.Digests {
+		_, dig, _ := strings.Cut(d, "@")
+		if strings.HasPrefix(d, prefix) || strings.HasPrefix(dig, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // names parses each of the image's names once into what the patterns look

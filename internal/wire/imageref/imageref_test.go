@@ -129,6 +129,14 @@ func TestPatternMatches(t *testing.T) {
 		"all of docker hub":         {pattern: "docker.io/*", img: team, want: true},
 		"docker hub not quay":       {pattern: "docker.io/*", img: quay},
 		"all tags by repo digest":   {pattern: "alpine:*", img: Image{ID: idB, Digests: []string{"docker.io/library/alpine@" + digA}}, want: true},
+		// Upstream's string prefixes are kept: what it protected stays
+		// protected.
+		"upstream's prefix: a longer repository":  {pattern: "docker.io/library/alpine:*", img: Image{ID: idB, Tags: []string{"docker.io/library/alpine-tools:1"}}, want: true},
+		"upstream's prefix: a path below":         {pattern: "docker.io/library/alpine:*", img: Image{ID: idB, Tags: []string{"docker.io/library/alpine/sub:1"}}, want: true},
+		"upstream's prefix: an unnormalised name": {pattern: "myapp:*", img: Image{ID: idB, Tags: []string{"myapp-sidecar:1"}}, want: true},
+		"upstream's prefix: under a path":         {pattern: "docker.io/team/*", img: Image{ID: idB, Tags: []string{"docker.io/team/tool:v1"}}, want: true},
+		"upstream's prefix: not before a port":    {pattern: "registry.example.com:5000/team/other:*", img: Image{ID: idB, Tags: []string{"registry.example.com:6000/x:1"}}},
+		"upstream's prefix: a bare digest":        {pattern: "sha256:*", img: Image{ID: idB}, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

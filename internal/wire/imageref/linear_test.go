@@ -24,6 +24,9 @@ func (p Pattern) linearMatches(img Image) bool {
 	case p.ref != nil:
 		return p.ref.Matches(img)
 	}
+	if p.prefix != "" && hasPrefix(img, p.prefix) {
+		return true
+	}
 	for _, repo := range linearRepositories(img) {
 		if p.repo != "" && repo == p.repo {
 			return true

@@ -16,6 +16,13 @@ import (
 //   - "*": every image. Upstream silently ignored a lone "*"; an exclusion
 //     list exists to protect, so here it protects everything.
 //
+// Upstream matched the two wildcard forms as string prefixes of the names
+// the runtime reports (the text before "*" for "path/*", before the first
+// ":" for "repo:*"), so "docker.io/library/nginx:*" also caught
+// "docker.io/library/nginx-exporter". A pattern here protects at least what
+// upstream's did (those prefixes as well as the repositories above), except
+// that "host:port/repo:*" is this repository's, not every image of host.
+//
 // Any other use of "*" is an error rather than a pattern that never matches.
 type Pattern struct {
 	raw string
@@ -24,7 +31,9 @@ type Pattern struct {
 	under string
 	// repo matches every reference of one repository.
 	repo string
-	ref  *Ref
+	// prefix is upstream's string prefix of a wildcard form.
+	prefix string
+	ref    *Ref
 }
 
 // ParsePattern reads one exclusion entry.
@@ -44,6 +53,7 @@ func ParsePattern(s string) (Pattern, error) {
 			return p, fmt.Errorf("exclusion %q: %w", s, err)
 		}
 		p.under = under + "/"
+		p.prefix = strings.TrimSuffix(s, "*")
 		return p, nil
 	case strings.HasSuffix(s, ":*"):
 		repo := strings.TrimSuffix(s, ":*")
@@ -55,6 +65,12 @@ func ParsePattern(s string) (Pattern, error) {
 			return p, fmt.Errorf("exclusion %q: %q is not a repository", s, repo)
 		}
 		p.repo = named.Name()
+		if before, after, _ := strings.Cut(s, ":"); strings.Contains(before, "/") || !strings.Contains(after, "/") {
+			// Upstream's prefix, where its first ":" is the tag's. Before
+			// a port it was the bare host, every image of the registry:
+			// a bug, not a meaning anyone wrote.
+			p.prefix = before
+		}
 		return p, nil
 	case strings.Contains(s, "*"):
 		return p, fmt.Errorf("exclusion %q: wildcards are allowed only as registry/path/*, repository:* or *", s)
