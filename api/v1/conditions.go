@@ -34,4 +34,14 @@ const (
 	// worker pods and ended Failed; the nodes it never reached count as
 	// skipped, untouched.
 	ReasonFailureBudgetExceeded = "FailureBudgetExceeded"
+	// ReasonUpstreamRan: the ImageList was there when this Eraser was
+	// installed, and upstream Eraser had already run it (its status has
+	// upstream's results): it is not run again until its spec is edited or
+	// eraser.sh/run-now asks for it.
+	ReasonUpstreamRan = "UpstreamRan"
+	// ReasonNotRunOnAdoption: the ImageList was there when this Eraser was
+	// installed, under a name upstream Eraser ignored (it ran only the list
+	// named imagelist): it is not run until its spec is edited or
+	// eraser.sh/run-now asks for it.
+	ReasonNotRunOnAdoption = "NotRunOnAdoption"
 )

@@ -13,6 +13,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	chart "helm.sh/helm/v4/pkg/chart"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	"helm.sh/helm/v4/pkg/cli/values"
@@ -43,6 +44,10 @@ type Options struct {
 	// Version is the chart version to pull when the chart is an oci://
 	// reference, as helm install's --version; required there.
 	Version string
+	// ReuseValues renders as `helm upgrade --reuse-values` does: the
+	// chart's own defaults are replaced by these, the previous release's
+	// values, before ValuesFiles and Set apply.
+	ReuseValues map[string]any
 	// PlainHTTP pulls an oci:// chart over plain HTTP, which only a
 	// registry on this machine (127.0.0.0/8, localhost, [::1]) may be
 	// reached by; the kubelet tier installs from one.
@@ -65,6 +70,13 @@ func Chart(dir string, o Options) (string, error) {
 	chrt, err := loadChart(dir, o)
 	if err != nil {
 		return "", err
+	}
+	if o.ReuseValues != nil {
+		c, ok := chrt.(*chartv2.Chart)
+		if !ok {
+			return "", fmt.Errorf("chart %s: unexpected chart type %T", dir, chrt)
+		}
+		c.Values = o.ReuseValues
 	}
 	vals, err := (&values.Options{ValueFiles: o.ValuesFiles, Values: o.Set}).MergeValues(getter.Providers{})
 	if err != nil {

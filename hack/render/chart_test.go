@@ -259,13 +259,15 @@ func TestChartUpstreamShapedValues(t *testing.T) {
 		// sameAsDefaults: nothing in the file reaches the EraserConfig.
 		sameAsDefaults bool
 	}{
+		// Upstream's images and release tags become this release's
+		// (TestChartTranslatesUpstreamValues).
 		"values-v1alpha1.yaml": {
-			apiVersion: config.VersionV1alpha1, warnings: helmWarnings, managerImage: "ghcr.io/azure/eraser-manager:v1.0.0",
-			images: []string{defaultImage("collector", "v1.0.0"), defaultImage("eraser-trivy-scanner", "v1.0.0"), defaultImage("remover", "v1.0.0")},
+			apiVersion: config.VersionV1alpha1, warnings: helmWarnings, managerImage: managerImage,
+			images: []string{defaultImage("collector", version.Version), defaultImage("eraser-trivy-scanner", version.Version), defaultImage("remover", version.Version)},
 		},
 		"values-v1alpha3.yaml": {
-			apiVersion: config.VersionV1alpha3, warnings: helmWarnings, managerImage: "ghcr.io/eraser-dev/eraser-manager:v1.5.0-beta.0",
-			images: []string{defaultImage("collector", "v1.5.0-beta.0"), defaultImage("eraser-trivy-scanner", "v1.5.0-beta.0"), defaultImage("remover", "v1.5.0-beta.0")},
+			apiVersion: config.VersionV1alpha3, warnings: helmWarnings, managerImage: managerImage,
+			images: []string{defaultImage("collector", version.Version), defaultImage("eraser-trivy-scanner", version.Version), defaultImage("remover", version.Version)},
 		},
 		"values-e2e-images.yaml": {
 			apiVersion: config.VersionV1alpha3, managerImage: "fixture-manager-hbn:t-manager-84",

@@ -244,12 +244,12 @@ func TestChartImageRegistry(t *testing.T) {
 			workers:     []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), "other.example/remover:v2"},
 			windowsRepo: mirror + "/collector",
 		},
-		// v1.0.0's values: components.eraser is the remover; the manager
-		// image is upstream's and stays so.
+		// v1.0.0's values: components.eraser is the remover; upstream's
+		// images and release tags become this release's, from the mirror.
 		"upstream v1alpha1 values": {
 			o:       Options{ValuesFiles: []string{repoPath("internal", "wire", "config", "testdata", "upstream", "values-v1alpha1.yaml")}, Set: []string{"imageRegistry=" + mirror}},
-			manager: "ghcr.io/azure/eraser-manager:v1.0.0",
-			workers: []string{mirrored("collector", "v1.0.0"), mirrored("eraser-trivy-scanner", "v1.0.0"), mirrored("remover", "v1.0.0")},
+			manager: mirrored("eraser-manager", version.Version),
+			workers: []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), mirrored("remover", version.Version)},
 		},
 	}
 	for name, tc := range cases {

@@ -31,11 +31,17 @@ import (
 // without Helm's ownership: the release reuses them, and the NOTES say so).
 func renderNotes(t *testing.T, namespace string, set []string, cluster bool) string {
 	t.Helper()
+	return renderNotesWith(t, namespace, nil, set, cluster)
+}
+
+// renderNotesWith is renderNotes with values files too, applied before set.
+func renderNotesWith(t *testing.T, namespace string, files, set []string, cluster bool) string {
+	t.Helper()
 	chrt, err := loader.Load(chartDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := (&values.Options{Values: set}).MergeValues(getter.Providers{})
+	vals, err := (&values.Options{ValueFiles: files, Values: set}).MergeValues(getter.Providers{})
 	if err != nil {
 		t.Fatal(err)
 	}

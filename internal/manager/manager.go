@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
@@ -123,6 +124,13 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		return err
 	}
 	heldBack := len(findings) > 0
+	if !heldBack {
+		// Before any ImageList is looked at: an install whose manifest did
+		// not date it is dated now (package adoption).
+		if _, err := adoption.Since(ctx, reader, opts.Namespace); err != nil {
+			return err
+		}
+	}
 
 	cacheOpts, stores := cacheopts.Options(opts.Namespace)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{

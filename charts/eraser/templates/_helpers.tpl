@@ -31,7 +31,8 @@ filled in when the values leave them out (upstream's v1.0.0 values did; the
 shape tells the version apart).
 */}}
 {{- define "eraser.config" -}}
-{{- $cfg := deepCopy (.Values.runtimeConfig | default dict) -}}
+{{- $v := include "eraser.values" . | fromYaml -}}
+{{- $cfg := deepCopy ($v.runtimeConfig | default dict) -}}
 {{- if not $cfg.apiVersion -}}
 {{- $manager := $cfg.manager | default dict -}}
 {{- $components := $cfg.components | default dict -}}
@@ -46,7 +47,7 @@ shape tells the version apart).
 {{- if not $cfg.kind -}}
 {{- $_ := set $cfg "kind" "EraserConfig" -}}
 {{- end -}}
-{{- if .Values.imageRegistry -}}
+{{- if $v.imageRegistry -}}
 {{- /* The worker images at their default location are pulled from
 imageRegistry: an image left out gets its default repository written here
 (the tag stays the manager's default), one set under ghcr.io/eraser-oss/ is
@@ -111,11 +112,120 @@ this release (Helm's own ownership metadata), or crds.adopt is set. Takes
 {{- define "eraser.crdOwned" -}}
 {{- $root := index . 0 -}}
 {{- $existing := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (index . 1) -}}
-{{- if or (not $existing) $root.Values.crds.adopt -}}
+{{- if or (not $existing) (dig "crds" "adopt" false ($root.Values | toYaml | fromYaml)) -}}
 true
 {{- else -}}
 {{- $labels := $existing.metadata.labels | default dict -}}
 {{- $annotations := $existing.metadata.annotations | default dict -}}
 {{- and (eq (get $labels "app.kubernetes.io/managed-by") "Helm") (eq (get $annotations "meta.helm.sh/release-name") $root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $root.Release.Namespace) | toString -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The values in force, as YAML (include "eraser.values" . | fromYaml): the
+release's values over the chart's defaults (files/values-defaults.yaml, the
+copy of values.yaml that make manifests writes), then upstream's settings
+that would change meaning here translated (eraser.upstream). Helm fills in a
+chart's defaults itself, except on `helm upgrade --reuse-values`, which
+keeps the previous release's values alone: from upstream's release, or from
+an older version of this chart, the keys this one added would be missing.
+*/}}
+{{- define "eraser.values" -}}
+{{- $v := .Files.Get "files/values-defaults.yaml" | fromYaml -}}
+{{- $_ := include "eraser.merge" (list $v .Values) -}}
+{{- $_ := include "eraser.upstream" (list . $v) -}}
+{{- toYaml $v -}}
+{{- end -}}
+
+{{/*
+Merges (index . 1) into the map (index . 0), in place: maps key by key,
+anything else replaced. Unlike sprig's mergeOverwrite, a false, 0 or ""
+given replaces a default.
+*/}}
+{{- define "eraser.merge" -}}
+{{- $dst := index . 0 -}}
+{{- range $k, $src := index . 1 -}}
+{{- $cur := get $dst $k -}}
+{{- if and (kindIs "map" $src) (kindIs "map" $cur) -}}
+{{- $_ := include "eraser.merge" (list $cur $src) -}}
+{{- else -}}
+{{- $_ := set $dst $k (deepCopy $src) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Upstream Eraser's values that would change meaning under this chart,
+translated in place in the values (index . 1), each with a line in
+_translated that NOTES prints (docs/migrating.md#upstream-values-files):
+
+- upstream's images (ghcr.io/eraser-dev/..., ghcr.io/azure/...): this
+  chart would run upstream's manager or workers with its own configuration.
+  They become this release's images.
+- a worker image tag of an upstream release (v1.0.0 to v1.5.x) with no
+  repository: it would name a tag of this project's repositories that
+  upstream published. It becomes this release's tag.
+- upstream's manager memory (limit 30Mi, request 20Mi): this manager needs
+  more. It becomes this chart's default.
+Any other memory limit under 128Mi is refused, with the fix.
+*/}}
+{{- define "eraser.upstream" -}}
+{{- $root := index . 0 -}}
+{{- $v := index . 1 -}}
+{{- $notes := list -}}
+{{- $upstreamRepo := "^(ghcr\\.io/eraser-dev/|ghcr\\.io/azure/)" -}}
+{{- $upstreamTag := "^v1\\.[0-5]\\.[0-9]+(-[0-9A-Za-z.]+)?$" -}}
+{{- $d := $v.deploy | default dict -}}
+{{- $img := $d.image | default dict -}}
+{{- if regexMatch $upstreamRepo (toString ($img.repo | default "")) -}}
+{{- $notes = append $notes (printf "deploy.image %s:%s is upstream's manager: this release's runs instead" $img.repo (toString ($img.tag | default "latest"))) -}}
+{{- $_ := set $img "repo" (printf "%s/eraser-manager" (include "eraser.defaultRepo" $root)) -}}
+{{- $_ := set $img "tag" "" -}}
+{{- end -}}
+{{- $components := dig "runtimeConfig" "components" dict $v -}}
+{{- range $key := list "collector" "scanner" "remover" "eraser" -}}
+{{- $c := get $components $key -}}
+{{- if and (kindIs "map" $c) (kindIs "map" $c.image) -}}
+{{- $repo := toString ($c.image.repo | default "") -}}
+{{- $tag := toString ($c.image.tag | default "") -}}
+{{- if regexMatch $upstreamRepo $repo -}}
+{{- $notes = append $notes (printf "runtimeConfig.components.%s.image %s:%s is upstream's: this release's runs instead" $key $repo $tag) -}}
+{{- $_ := unset $c.image "repo" -}}
+{{- $_ := unset $c.image "tag" -}}
+{{- else if and (not $repo) (regexMatch $upstreamTag $tag) (ne $tag $root.Chart.AppVersion) -}}
+{{- $notes = append $notes (printf "runtimeConfig.components.%s.image.tag %s is an upstream release's: this release's tag is used" $key $tag) -}}
+{{- $_ := unset $c.image "tag" -}}
+{{- end -}}
+{{- if not $c.image -}}
+{{- $_ := unset $c "image" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $res := $d.resources | default dict -}}
+{{- $limit := toString (dig "limits" "memory" "" $res) -}}
+{{- $request := toString (dig "requests" "memory" "" $res) -}}
+{{- if and (eq $limit "30Mi") (eq $request "20Mi") -}}
+{{- $defaults := $root.Files.Get "files/values-defaults.yaml" | fromYaml -}}
+{{- $notes = append $notes "deploy.resources (memory limit 30Mi, request 20Mi) are upstream's manager's: this manager's defaults are used (docs/install.md#sizing-the-manager)" -}}
+{{- $_ := set $d "resources" $defaults.deploy.resources -}}
+{{- else if $limit -}}
+{{- $bytes := include "eraser.bytes" $limit | float64 -}}
+{{- if and (gt $bytes 0.0) (lt $bytes 134217728.0) -}}
+{{- fail (printf "deploy.resources.limits.memory is %s: the manager needs at least 128Mi (about 80 MiB at 1,000 nodes, more with the cluster: docs/install.md#sizing-the-manager); set it to 256Mi or more" $limit) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $v "_translated" $notes -}}
+{{- end -}}
+
+{{/* A memory quantity in bytes ("0" when it does not parse). */}}
+{{- define "eraser.bytes" -}}
+{{- $q := toString . -}}
+{{- $units := dict "" 1.0 "k" 1000.0 "K" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 -}}
+{{- if regexMatch "^[0-9]+(\\.[0-9]+)?(k|K|M|G|T|Ki|Mi|Gi|Ti)?$" $q -}}
+{{- $num := regexReplaceAll "^([0-9.]+).*$" $q "${1}" | float64 -}}
+{{- $unit := regexReplaceAll "^[0-9.]+" $q "" -}}
+{{- mulf $num (get $units $unit) -}}
+{{- else -}}
+0
 {{- end -}}
 {{- end -}}

@@ -174,6 +174,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		// ran, which stops the run. Only an edit or run-now runs it again.
 		return reconcile.Result{}, r.runDeleted(ctx, list)
 	}
+	if adopted, err := r.adopt(ctx, list); err != nil || adopted {
+		return reconcile.Result{}, err
+	}
 	job, err := r.startJob(ctx, list, JobName(list), false)
 	if errors.Is(err, jobdata.ErrConflict) {
 		return r.conflict(ctx, list, err)

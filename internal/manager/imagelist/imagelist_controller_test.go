@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
@@ -37,6 +38,10 @@ func newReconciler(t *testing.T) *Reconciler {
 	t.Helper()
 	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// As an install does, before any list exists.
+	if _, err := adoption.Since(context.Background(), env.Client, ns); err != nil {
 		t.Fatal(err)
 	}
 	doc := []byte("apiVersion: eraser.sh/v1alpha3\n")

@@ -47,6 +47,19 @@ func (w *ImageListWrapper) Generation(g int64) *ImageListWrapper {
 	return w
 }
 
+// ObservedGeneration sets status.observedGeneration: the generation the
+// last run applied.
+func (w *ImageListWrapper) ObservedGeneration(g int64) *ImageListWrapper {
+	w.Status.ObservedGeneration = g
+	return w
+}
+
+// Created sets metadata.creationTimestamp.
+func (w *ImageListWrapper) Created(t time.Time) *ImageListWrapper {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
+
 // Counts sets the node counters of the status.
 func (w *ImageListWrapper) Counts(success, failed, skipped int64) *ImageListWrapper {
 	w.Status.Success, w.Status.Failed, w.Status.Skipped = success, failed, skipped
