@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -106,6 +107,11 @@ func ensureNamespace(t *testing.T, name string) {
 	t.Helper()
 	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The install's record, as the chart and manifest create it, before
+	// any list: lists made while the manager starts are after the install.
+	if _, err := adoption.Since(context.Background(), env.Client, name); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/parallel"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
@@ -126,6 +127,10 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The install's record, as the chart and manifest create it.
+	if _, err := adoption.Since(ctx, c, "eraser-system"); err != nil {
+		t.Fatal(err)
 	}
 	protoCfg := rest.CopyConfig(env.Config)
 	protoCfg.ContentType = runtime.ContentTypeProtobuf

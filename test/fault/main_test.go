@@ -29,6 +29,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -88,6 +89,10 @@ func newScenario(t *testing.T, ns string, nsLabels map[string]string) *scenario 
 		written: map[string]int{}, podUIDs: map[string]map[string]bool{}}
 	err := env.Client.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The install's record, as the chart and manifest create it.
+	if _, err := adoption.Since(s.ctx, env.Client, ns); err != nil {
 		t.Fatal(err)
 	}
 	// Registered before any manager starts, so it runs after they are killed.
