@@ -14,6 +14,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/imagelist"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/reportwriter"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
@@ -63,6 +64,9 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		}},
 		{"imagelist", func() error {
 			return imagelist.NewReconciler(mgr.GetClient(), recorder, clk, store, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)
+		}},
+		{"pause", func() error {
+			return pause.NewReporter(mgr.GetClient(), opts.Namespace).SetupWithManager(mgr)
 		}},
 		{"schedule", func() error {
 			return schedule.NewReconciler(mgr.GetClient(), recorder, clk, store, rec, opts.Namespace, opts.RemoverImage).SetupWithManager(mgr)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -28,6 +29,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/pause"
 )
 
 // Options are the reconciler's settings that do not change at run time.
@@ -99,11 +101,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// starts the job without waiting for a requeue.
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Node{}, handler.TypedFuncs[client.Object, reconcile.Request]{DeleteFunc: r.nodeDeleted}).
+		// Resuming goes on with every running job's next wave.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.runningJobs), builder.WithPredicates(pause.Switch(r.opts.Namespace))).
 		// A job's cleanup (thousands of pods, a page at a time) must not
 		// hold up the next job's start; one job is never worked on twice
 		// at once (the work queue), and each job's memory has its lock.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
+}
+
+// runningJobs are the jobs to wake on a change of the pause switch.
+func (r *Reconciler) runningJobs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var jobs eraserv1.ImageJobList
+	if err := r.client.List(ctx, &jobs); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, j := range jobs.Items {
+		if j.Status.Phase == eraserv1.PhaseRunning || j.Status.Phase == "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: j.Name}})
+		}
+	}
+	return out
 }
 
 // nodeDeleted wakes every running job (the node's pod may never report

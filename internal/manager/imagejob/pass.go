@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
+	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -75,6 +77,11 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	if err != nil {
 		return reconcile.Result{}, step("gather", err)
 	}
+	held, err := pause.Read(ctx, r.client, r.opts.Namespace)
+	if err != nil {
+		return reconcile.Result{}, step("gather", err)
+	}
+	w.Paused = held.Paused
 	o := wave.Observe(w)
 	budget := data.Config.Manager.ImageJob.MaxFailedNodes
 	w.Halted = wave.OverBudget(o.Failed, budget, o.Eligible)
@@ -113,6 +120,10 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	halted := wave.OverBudget(o.Failed, budget, o.Eligible)
 	recordWaiting(job, w, p.Waiting)
 	finished := r.compose(job, data.Config, nodes, o.Progress, st.failures, halted)
+	if !finished && !halted && held.Paused {
+		setCondition(job, metav1.ConditionUnknown, pause.ReasonPaused, held.Message(fmt.Sprintf("%d of %d nodes done, %d running; the rest",
+			job.Status.Succeeded+job.Status.Failed, o.Eligible, o.Active)))
+	}
 	if finished {
 		r.queue.leave(job.Name)
 	}

@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -32,6 +33,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
@@ -57,12 +59,15 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clo
 }
 
 // SetupWithManager reacts to spec edits and run-now requests (not to the
-// status this controller writes) and to changes of the jobs it owns.
+// status this controller writes), to changes of the jobs it owns, and to
+// the pause switch.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("imagelist").
 		For(&eraserv1.ImageList{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, runnow.Predicate()))).
 		Owns(&eraserv1.ImageJob{}).
+		// Resuming starts what the pause held.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allLists), builder.WithPredicates(pause.Switch(r.namespace))).
 		Complete(r)
 }
 
@@ -140,7 +145,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			owned = append(owned, job)
 		}
 	}
-	if runnow.Requested(list) {
+	held, err := pause.Read(ctx, r.client, r.namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if runnow.Requested(list) && !held.Paused {
 		// Before anything else writes the list: the request's job is named
 		// after the list's resourceVersion as read now.
 		var err error
@@ -166,6 +175,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case running != nil:
 		return reconcile.Result{}, r.setProgress(ctx, list, running, latestGeneration(owned))
+	case held.Paused && runnow.Requested(list):
+		// Kept, not consumed: it runs on resume.
+		return reconcile.Result{}, r.hold(ctx, list, held, "the "+eraserv1.AnnotationRunNow+" request")
 	case haveCurrent || list.Status.ObservedGeneration == list.Generation:
 		// This generation has run (or its job awaits cleanup): nothing to do.
 		return reconcile.Result{}, r.markStarted(ctx, list, latestGeneration(owned))
@@ -176,6 +188,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if adopted, err := r.adopt(ctx, list); err != nil || adopted {
 		return reconcile.Result{}, err
+	}
+	if held.Paused {
+		return reconcile.Result{}, r.hold(ctx, list, held, fmt.Sprintf("the run of generation %d", list.Generation))
 	}
 	job, err := r.startJob(ctx, list, JobName(list), false)
 	if errors.Is(err, jobdata.ErrConflict) {

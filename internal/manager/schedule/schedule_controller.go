@@ -36,6 +36,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -69,6 +70,9 @@ type Reconciler struct {
 	pendingSince time.Time
 	// stateLimit bounds the state ConfigMap's values (stateLimit).
 	stateLimit int
+	// heldSince is the pause this process last announced holding the
+	// schedule (its since), so that it is announced once.
+	heldSince time.Time
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -107,6 +111,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, toKey, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == r.namespace && o.GetName() == StateName && runnow.Requested(o)
 		}))).
+		// Resuming starts what the pause held.
+		Watches(&corev1.ConfigMap{}, toKey, builder.WithPredicates(pause.Switch(r.namespace))).
 		// A node that joins or becomes Ready may be due for a catch-up.
 		Watches(&corev1.Node{}, toKey, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc:  func(e event.UpdateEvent) bool { return nodeReadyChanged(e.ObjectOld, e.ObjectNew) },
@@ -137,7 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	r.publishLastSuccess(st)
-	if runnow.Requested(cm) {
+	held, err := pause.Read(ctx, r.client, r.namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if runnow.Requested(cm) && !held.Paused {
 		started, err := r.runNow(ctx, cfg, raw, cm, &st, jobs.Items)
 		if err != nil || started {
 			// The new job is not in this pass's list; its creation wakes us
@@ -194,6 +204,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		// A configuration change wakes us if it enables the collector.
 		return reconcile.Result{}, nil
 	}
+	if held.Paused {
+		// No scheduled run, catch-up or run-now request starts; resuming
+		// wakes us, and a run that came due meanwhile starts then.
+		r.holdOnce(ctx, cm, held)
+		return reconcile.Result{}, nil
+	}
+	r.heldSince = time.Time{}
 	now := r.clock.Now()
 	next := NextRun(cfg.Manager.Scheduling, st, r.started)
 	eligible, exists, err := r.eligible(ctx, cfg)
@@ -332,4 +349,16 @@ func (r *Reconciler) publishLastSuccess(st State) {
 	if !st.LastSuccess.IsZero() {
 		r.metrics.JobCompleted("schedule", st.LastSuccess)
 	}
+}
+
+// holdOnce announces, once per pause, that it holds the schedule: an Event
+// on the state ConfigMap, which `kubectl eraser status` shows beside the
+// schedule's times.
+func (r *Reconciler) holdOnce(ctx context.Context, cm *corev1.ConfigMap, held pause.State) {
+	if r.heldSince.Equal(held.Since) {
+		return
+	}
+	r.heldSince = held.Since
+	r.recorder.Event(cm, corev1.EventTypeNormal, pause.ReasonPaused, held.Message("scheduled runs, catch-ups and run-now requests"))
+	log.FromContext(ctx).Info("schedule held by the pause switch", "configMap", pause.Name)
 }

@@ -61,6 +61,9 @@ type World struct {
 	Bounded bool
 	// Halted is whether the run is over its failure budget.
 	Halted bool
+	// Paused is whether the pause switch holds every new pod: the nodes
+	// not reached stay so, and those waiting wait on, none given up.
+	Paused bool
 }
 
 // Observation is the state of a job's nodes at one pass.

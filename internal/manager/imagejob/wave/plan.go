@@ -99,6 +99,9 @@ func Plan(w World, o Observation) Wave {
 		p.Waiting[name] = holder
 	}
 	full := func() bool {
+		if w.Paused {
+			return true
+		}
 		if left == 0 {
 			p.Starved = true
 		}
@@ -143,7 +146,7 @@ func Plan(w World, o Observation) Wave {
 			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
 		case w.Halted || full():
 			// Over the budget the waiting nodes are never started: they
-			// count as untouched.
+			// count as untouched. Paused, they wait for the resume.
 			p.Waiting[name] = ""
 		case w.Holder(name) != "":
 			wait(name, w.Holder(name))

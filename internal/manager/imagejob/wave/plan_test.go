@@ -198,6 +198,33 @@ func TestPlanQueued(t *testing.T) {
 			}),
 			want: queued{Started: 2, Waiting: map[string]string{"a": ""}},
 		},
+		"paused: nothing is created, the cursor stays, waiting nodes wait": {
+			World: newWorld("a", "b", "c").with(func(w *World) {
+				w.Started = 1
+				w.Waiting = map[string]bool{"a": true}
+				w.Paused = true
+			}),
+			want: queued{Started: 1, Waiting: map[string]string{"a": ""}},
+		},
+		"paused: a node waiting behind a stalled holder is not given up": {
+			World: newWorld("a").with(func(w *World) {
+				w.Started = 1
+				w.Waiting = map[string]bool{"a": true}
+				w.Holder = held(map[string]string{"a": "x"})
+				w.Stall = func(string) (Stall, bool) { return Stall{Since: t0.Add(-time.Hour)}, true }
+				w.Paused = true
+			}),
+			want: queued{Started: 1, Waiting: map[string]string{"a": ""}},
+		},
+		"paused: a deleted node still fails": {
+			World: newWorld("a", "b").with(func(w *World) {
+				delete(w.Nodes, "a")
+				w.Started = 1
+				w.Waiting = map[string]bool{"a": true}
+				w.Paused = true
+			}),
+			want: queued{Started: 1, Failed: map[string]string{"a": ReasonNodeDeleted}},
+		},
 		"a waiting node in creation backoff waits it out": {
 			World: newWorld("a").with(func(w *World) {
 				w.Started = 1
