@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
 // State is what the schedule remembers between runs and manager restarts.
@@ -24,45 +23,14 @@ type State struct {
 	Coverage Coverage
 }
 
-// NextRun is when the next scheduled job should start. managerStart stands
-// in for the last end before anything has run: with beginImmediately the
-// first run starts at once, otherwise one interval after the manager started.
-//
-// With a cron expression, runs start at its times; a time that passed while
-// a run was going is skipped, not made up. Without one, repeatInterval is
-// measured from the end of the last run, as upstream.
+// NextRun is when the next scheduled job should start (schedtimes.Next).
 func NextRun(s config.Scheduling, st State, managerStart time.Time) time.Time {
-	if s.Cron != "" {
-		sched, err := cron.ParseStandard(s.Cron)
-		if err != nil {
-			return time.Time{} // validated with the config; unreachable
-		}
-		from := managerStart
-		if st.LastStart.After(from) {
-			from = st.LastStart
-		}
-		if st.LastEnd.After(from) {
-			from = st.LastEnd
-		}
-		if st.LastStart.IsZero() && s.BeginImmediately {
-			return managerStart
-		}
-		return sched.Next(from)
-	}
-	if st.LastStart.After(st.LastEnd) {
-		// The last run started and its end was never recorded: its job
-		// was deleted while it ran (or lost). That ends its slot, and the
-		// rhythm goes on from its start; measured from the end before it,
-		// the slot would be due again at once, and recreated.
-		return st.LastStart.Add(s.RepeatInterval)
-	}
-	if st.LastEnd.IsZero() {
-		if s.BeginImmediately {
-			return managerStart
-		}
-		return managerStart.Add(s.RepeatInterval)
-	}
-	return st.LastEnd.Add(s.RepeatInterval)
+	return schedtimes.Next(s, st.times(), managerStart)
+}
+
+// times are the state's times of the last run.
+func (st State) times() schedtimes.Times {
+	return schedtimes.Times{LastStart: st.LastStart, LastEnd: st.LastEnd, LastSuccess: st.LastSuccess}
 }
 
 // decideRunNow judges a run-now request whose job would be named job, among

@@ -40,17 +40,11 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
 // StateName is the ConfigMap holding the schedule's state.
-const StateName = "eraser-schedule-state"
-
-const (
-	keyLastStart = "lastStart"
-	keyLastEnd   = "lastEnd"
-	// keyLastSuccess is when a scheduled job last completed.
-	keyLastSuccess = "lastSuccess"
-)
+const StateName = schedtimes.StateName
 
 // key is the one request this controller handles.
 var key = reconcile.Request{NamespacedName: types.NamespacedName{Name: "schedule"}}

@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
 // TestStateTooLargeScheduleGoesOn: a finished run whose per-node record
@@ -68,7 +69,7 @@ func TestStateTooLargeScheduleGoesOn(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: StateName}, cm); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Data[keyLastEnd] != end.UTC().Format(time.RFC3339) || cm.Data[keySince] != "" || cm.Data[keyCleaned] != "" || cm.BinaryData != nil {
+	if cm.Data[schedtimes.KeyLastEnd] != end.UTC().Format(time.RFC3339) || cm.Data[keySince] != "" || cm.Data[keyCleaned] != "" || cm.BinaryData != nil {
 		t.Errorf("state %v (binary %v): want lastEnd %s and no per-node record", cm.Data, len(cm.BinaryData), end.UTC().Format(time.RFC3339))
 	}
 	// The fake recorder sends each Event as it is made.

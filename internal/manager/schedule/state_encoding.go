@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
 const (
@@ -40,14 +41,7 @@ var errStateTooLarge = errors.New("the schedule's per-node record does not fit i
 // and the error (errStateTooLarge) comes with the state without it.
 func encodeState(st State, limit int) (map[string]string, map[string][]byte, error) {
 	data := map[string]string{}
-	put := func(k string, t time.Time) {
-		if !t.IsZero() {
-			data[k] = t.UTC().Format(time.RFC3339)
-		}
-	}
-	put(keyLastStart, st.LastStart)
-	put(keyLastEnd, st.LastEnd)
-	put(keyLastSuccess, st.LastSuccess)
+	st.times().Write(data)
 	c := st.Coverage
 	if !c.Known() {
 		return data, nil, nil
@@ -83,9 +77,8 @@ func encodeState(st State, limit int) (map[string]string, map[string][]byte, err
 // schedule.
 func decodeState(data map[string]string, bin map[string][]byte) (State, error) {
 	var st State
-	st.LastStart, _ = time.Parse(time.RFC3339, data[keyLastStart])
-	st.LastEnd, _ = time.Parse(time.RFC3339, data[keyLastEnd])
-	st.LastSuccess, _ = time.Parse(time.RFC3339, data[keyLastSuccess])
+	t := schedtimes.Read(data)
+	st.LastStart, st.LastEnd, st.LastSuccess = t.LastStart, t.LastEnd, t.LastSuccess
 	c, err := decodeCoverage(data, bin)
 	if err != nil {
 		return st, err

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
 // longNodeName is a 253-character DNS subdomain, as a cloud might name
@@ -118,7 +119,7 @@ func TestStateReadsJSONForm(t *testing.T) {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	data := map[string]string{
-		keyLastStart: "2026-12-01T00:00:00Z", keyLastEnd: "2026-12-01T00:10:00Z", keyLastSuccess: "2026-12-01T00:10:00Z",
+		schedtimes.KeyLastStart: "2026-12-01T00:00:00Z", schedtimes.KeyLastEnd: "2026-12-01T00:10:00Z", schedtimes.KeyLastSuccess: "2026-12-01T00:10:00Z",
 		keySince: "2026-11-01T00:00:00Z", keyLastRun: "2026-12-01T00:00:00Z",
 		keyCleaned: obj(cleaned), keyTried: obj(tried),
 	}
@@ -171,8 +172,8 @@ func TestStateTooLarge(t *testing.T) {
 		tooBig  bool
 		wantSet []string
 	}{
-		"fits":      {limit: stateLimit, wantSet: []string{keySince, keyLastEnd, keyLastRun, keyLastStart}},
-		"too large": {limit: 1000, tooBig: true, wantSet: []string{keyLastEnd, keyLastStart}},
+		"fits":      {limit: stateLimit, wantSet: []string{keySince, schedtimes.KeyLastEnd, keyLastRun, schedtimes.KeyLastStart}},
+		"too large": {limit: 1000, tooBig: true, wantSet: []string{schedtimes.KeyLastEnd, schedtimes.KeyLastStart}},
 	}
 	type result struct {
 		TooLarge bool
@@ -201,7 +202,7 @@ func TestStateTooLarge(t *testing.T) {
 // TestStateUnreadable: a damaged record is an error and an empty record
 // (nothing due), never a stop; the schedule's times survive it.
 func TestStateUnreadable(t *testing.T) {
-	base := map[string]string{keyLastStart: "2026-12-01T00:00:00Z", keySince: "2026-11-01T00:00:00Z"}
+	base := map[string]string{schedtimes.KeyLastStart: "2026-12-01T00:00:00Z", keySince: "2026-11-01T00:00:00Z"}
 	cases := map[string]map[string][]byte{
 		"not gzip":        {keyCoverage: []byte("nodes")},
 		"bad line":        {keyCoverage: mustGzip(t, "a 1\n")},
