@@ -1,5 +1,6 @@
 // Command eraser is Eraser's command-line tool. "eraser node list|prune"
-// works on one node's runtime directly, with no cluster.
+// works on one node's runtime directly, with no cluster; "eraser config
+// check" validates a configuration as the manager would load it.
 package main
 
 import (
@@ -9,11 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/eraser-oss/eraser/internal/cli/configcheck"
 	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
 	"github.com/eraser-oss/eraser/internal/process/version"
 )
 
 const usage = `usage: eraser node list|prune [flags]   (eraser node -h for more)
+       eraser config check -f FILE         (eraser config -h for more)
        eraser version
 `
 
@@ -34,6 +37,8 @@ func main() {
 		code = nodecmd.ExitOK
 	case "node":
 		code = nodecmd.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "config":
+		code = configcheck.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
 	default:
 		fmt.Fprint(os.Stderr, usage)
 	}

@@ -35,6 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	code := testenv.Run(m, &env)
 	managerBin.Remove()
+	pluginBin.Remove()
 	os.Exit(code)
 }
 
