@@ -93,8 +93,18 @@ func checkInstall(t *testing.T, objs objects, ns string) {
 	if workers.AutomountServiceAccountToken == nil || *workers.AutomountServiceAccountToken {
 		t.Errorf("worker ServiceAccount %s must not mount a token", workers.Name)
 	}
+	openshift := find(objs, "SecurityContextConstraints", "eraser-workers") != nil
+	if openshift {
+		// The one right the workers' account has: to be admitted under
+		// their SCC, which is no API access.
+		role := get[rbacv1.ClusterRole](t, objs, "ClusterRole", "eraser-workers-scc")
+		want := []rbacv1.PolicyRule{{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{"eraser-workers"}, Verbs: []string{"use"}}}
+		if diff := cmp.Diff(want, role.Rules); diff != "" {
+			t.Errorf("the workers' SCC role grants more than use (-want +got):\n%s", diff)
+		}
+	}
 	for _, u := range objs {
-		if b := u.GetKind(); b == "RoleBinding" || b == "ClusterRoleBinding" {
+		if b := u.GetKind(); (b == "RoleBinding" || b == "ClusterRoleBinding") && !(openshift && u.GetName() == "eraser-workers-scc") {
 			for _, s := range u.Object["subjects"].([]any) {
 				if s.(map[string]any)["name"] == podspec.ServiceAccount {
 					t.Errorf("%s %s binds the worker account, which needs no API access", b, u.GetName())
@@ -109,7 +119,12 @@ func checkInstall(t *testing.T, objs objects, ns string) {
 		t.Errorf("manager runs as %q", pod.ServiceAccountName)
 	}
 	psc := pod.SecurityContext
-	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+	// On OpenShift restricted-v2 assigns the user, and refuses another.
+	pinned := psc != nil && psc.RunAsUser != nil && *psc.RunAsUser == 65532
+	if openshift {
+		pinned = psc != nil && psc.RunAsUser == nil
+	}
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || !pinned ||
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context is not restricted: %+v", psc)
 	}

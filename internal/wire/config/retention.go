@@ -44,7 +44,9 @@ func (c *converter) retention(p *field.Path, d retentionDoc) Retention {
 	default:
 		out.ImageFsPath = path.Clean(d.ImageFsPath)
 	}
-	if d.ImageFsPath != "" && d.HighThresholdPercent == "" && d.LowThresholdPercent == "" {
+	// On CRI-O it is also where the image store is read (pull times, the
+	// scanner's images).
+	if d.ImageFsPath != "" && d.HighThresholdPercent == "" && d.LowThresholdPercent == "" && c.cfg.Manager.Runtime.Name != RuntimeCrio {
 		c.warn(fs, "has no effect unless highThresholdPercent and lowThresholdPercent are set")
 	}
 	return out
