@@ -45,6 +45,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (v1 stored, v1alpha1 served), RBAC
 	cp config/crd/bases/*.yaml charts/eraser/files/crds/
 	cp config/rbac/role.yaml charts/eraser/files/role.yaml
 	cp charts/eraser/values.yaml charts/eraser/files/values-defaults.yaml
+	go run ./hack/configschema charts/eraser/values.schema.json
 	go -C hack/render run ./cmd/kustomize $(CURDIR)/config/default > deploy/eraser.yaml.tmp
 	mv deploy/eraser.yaml.tmp deploy/eraser.yaml
 

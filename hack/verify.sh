@@ -11,7 +11,7 @@ export LC_ALL=C # byte-wise reads of file magic below
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 
-generated=(api config/crd config/rbac charts/eraser/files deploy)
+generated=(api config/crd config/rbac charts/eraser/files charts/eraser/values.schema.json deploy)
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 tar -cf - "${generated[@]}" | tar -xf - -C "$before"

@@ -178,9 +178,9 @@ func writeValues(t *testing.T, doc string) string {
 	return f
 }
 
-// values.schema.json refuses a typo at the top level, in deploy and in
-// metrics, naming the key, while every values file written for upstream's
-// chart still renders.
+// values.schema.json refuses a typo at the top level, in deploy, in
+// metrics and in runtimeConfig, naming the key, while every values file
+// written for upstream's chart still renders.
 func TestChartSchema(t *testing.T) {
 	refused := map[string]struct{ values, want string }{
 		"deploy typo":         {"deploy:\n  replicass: 2\n", "at '/deploy': additional properties 'replicass' not allowed"},
@@ -190,6 +190,10 @@ func TestChartSchema(t *testing.T) {
 		"wrong type":          {"deploy:\n  replicas: two\n", "at '/deploy/replicas'"},
 		"bad pull policy":     {"deploy:\n  image:\n    pullPolicy: Sometimes\n", "at '/deploy/image/pullPolicy'"},
 		"registry not a host": {"imageRegistry: \"https://registry.example\"\n", "at '/imageRegistry'"},
+		// runtimeConfig's schema is generated from the configuration's types.
+		"runtimeConfig typo":        {"runtimeConfig:\n  manager:\n    nodeFilter:\n      selector: [a]\n", "at '/runtimeConfig/manager/nodeFilter': additional properties 'selector' not allowed"},
+		"runtimeConfig wrong type":  {"runtimeConfig:\n  manager:\n    imageJob:\n      successRatio: all\n", "at '/runtimeConfig/manager/imageJob/successRatio'"},
+		"runtimeConfig unknown top": {"runtimeConfig:\n  anything: {goes: here}\n", "at '/runtimeConfig': additional properties 'anything' not allowed"},
 	}
 	for name, tc := range refused {
 		t.Run(name, func(t *testing.T) {
@@ -203,7 +207,7 @@ func TestChartSchema(t *testing.T) {
 	// The defaults, every documented value (TestChartValues) and every
 	// upstream values file pass the schema.
 	accepted := append(ownUpstreamValues(t), upstreamValuesIfPresent()...)
-	accepted = append(accepted, writeValues(t, "runtimeConfig:\n  anything: {goes: here}\ndeploy:\n  image: {tag: 1.2}\nglobal: {}\n"))
+	accepted = append(accepted, writeValues(t, "runtimeConfig:\n  health: {anything: goes}\n  manager: {runtime: crio}\ndeploy:\n  image: {tag: 1.2}\nglobal: {}\n"))
 	for _, f := range append([]string{""}, accepted...) {
 		var files []string
 		if f != "" {
