@@ -34,16 +34,28 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	envs := []string{"POD_NAMESPACE=" + ns}
 	base := []string{"--kubeconfig=" + env.KubeconfigPath, "--metrics-bind-address=0", "--leader-elect=false"}
 
-	// Never a good one: refused, as before.
-	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+testenv.FreePort(t))...)
-	if code := first.waitExit(t, 30*time.Second); code != 1 || !strings.Contains(first.stderr.String(), "no last good one on record") {
-		t.Fatalf("exit %d, want 1 naming the missing record:\n%s", code, first.stderr)
+	// Never a good one: held back rather than crash-looping; live, unready,
+	// the error in its log and in an Event on the ConfigMap. Fixed, it
+	// exits to be restarted with the fix.
+	probe := testenv.FreePort(t)
+	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+probe)...)
+	testenv.WaitFor(t, 30*time.Second, "the held-back manager, live and unready", func() bool {
+		live, _, lerr := get("http://" + probe + "/healthz")
+		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
+		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
+	})
+	waitEvent(t, ns, cm.Name, manager.ReasonInvalidConfig, "manager.imageJob.successRatio")
+	if !strings.Contains(first.stderr.String(), "no job runs and nothing is removed") {
+		t.Errorf("the log does not say the manager is held back:\n%s", first.stderr)
 	}
 
 	// A manager that ran with the good document records it.
 	cm.Data[manager.ConfigKey] = good
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
+	}
+	if code := first.waitExit(t, 2*time.Minute); code != 0 {
+		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.stderr)
 	}
 	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+testenv.FreePort(t))...)
 	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))

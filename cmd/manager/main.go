@@ -42,8 +42,8 @@ func main() {
 
 func run(log logr.Logger, opts manager.Options) error {
 	// The configuration is checked before anything else, so that a bad
-	// ConfigMap fails the rollout with the field at fault in the log,
-	// unless a last good one is on record (see LoadLastGood).
+	// ConfigMap fails the rollout with the field at fault in the log and in
+	// the readiness, unless a good one is on record (see LoadLastGood).
 	store, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
 	if err != nil && !errors.Is(err, manager.ErrInvalidConfig) {
 		return err
@@ -56,8 +56,11 @@ func run(log logr.Logger, opts manager.Options) error {
 	if err != nil {
 		// Refused by hot reload earlier, perhaps: the last good one may be
 		// on record.
-		if store, err = manager.LoadLastGood(ctx, log, restConfig, opts, err); err != nil {
-			return err
+		loadErr := err
+		if store, err = manager.LoadLastGood(ctx, log, restConfig, opts, loadErr); err != nil {
+			// Nothing to run with: held back, live and unready, until the
+			// ConfigMap is fixed, rather than a crash loop.
+			return manager.RunInvalidConfig(ctx, log, restConfig, opts, loadErr)
 		}
 	}
 	return manager.Run(ctx, log, restConfig, opts, store)

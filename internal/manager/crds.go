@@ -151,3 +151,6 @@ func (g *crdGate) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica is held back, and says so.
 func (g *crdGate) NeedLeaderElection() bool { return false }
+
+// Name is the readiness check's.
+func (g *crdGate) Name() string { return "crds" }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,6 +82,15 @@ func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config,
 	key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
 	raw, err := configstore.Recorded(ctx, c, key, ConfigKey)
 	if err != nil {
+		// The mounted file lags the ConfigMap by up to a minute: a document
+		// fixed there is what the file is about to hold.
+		live := &corev1.ConfigMap{}
+		if gerr := c.Get(ctx, key, live); gerr == nil {
+			if cfg, _, perr := config.Parse([]byte(live.Data[ConfigKey])); perr == nil {
+				log.Info("the mounted EraserConfig is invalid and its ConfigMap's is valid: starting with the ConfigMap's, which the file will hold soon", "configMap", key.String())
+				return withRemoverImage(cfg, []byte(live.Data[ConfigKey]), opts.RemoverImage)
+			}
+		}
 		return nil, fmt.Errorf("%w (and no last good one on record: %w)", loadErr, err)
 	}
 	cfg, _, err := config.Parse(raw)
@@ -155,7 +165,11 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if heldBack {
-		return runHeldBack(ctx, mgr, newCRDGate(log, reader, mgr.GetEventRecorderFor("eraser-manager"), opts.Namespace, findings))
+		err := runHeldBack(ctx, mgr, newCRDGate(log, reader, mgr.GetEventRecorderFor("eraser-manager"), opts.Namespace, findings))
+		if errors.Is(err, errCRDsFixed) {
+			return nil
+		}
+		return err
 	}
 	if err := setupControllers(mgr, stores, opts, store); err != nil {
 		return err
@@ -169,23 +183,32 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	return mgr.Start(ctx)
 }
 
+// gate is what holds a manager back from running its controllers: it
+// fails readiness with its reason, and its Start returns once the cause is
+// gone.
+type gate interface {
+	// Name is the readiness check's, which /readyz?verbose shows (the
+	// reason itself is withheld there; the log and the Events have it).
+	Name() string
+	Ready(*http.Request) error
+	Start(context.Context) error
+	NeedLeaderElection() bool
+}
+
 // runHeldBack runs a manager with no controllers, unready with the gate's
-// message, until the CRDs keep every field; it then returns nil, and the
-// process exits to be restarted with its controllers.
-func runHeldBack(ctx context.Context, mgr ctrl.Manager, gate *crdGate) error {
+// message, until the gate's Start returns (its error says why); the
+// process then exits to be restarted with its controllers.
+func runHeldBack(ctx context.Context, mgr ctrl.Manager, g gate) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("crds", gate.Ready); err != nil {
+	if err := mgr.AddReadyzCheck(g.Name(), g.Ready); err != nil {
 		return err
 	}
-	if err := mgr.Add(gate); err != nil {
+	if err := mgr.Add(g); err != nil {
 		return err
 	}
-	if err := mgr.Start(ctx); err != nil && !errors.Is(err, errCRDsFixed) {
-		return err
-	}
-	return nil
+	return mgr.Start(ctx)
 }
 
 // nonZero leaves a timing unset (controller-runtime's default) when the
