@@ -233,9 +233,10 @@ test-promrules: ## promtool unit tests of every alert of the chart's PrometheusR
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
 .PHONY: test-deploy
-test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm CLI and kubectl migrating from upstream (helm upgrade, kubectl apply), uninstalling and installing over existing CRDs.
+test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm 3 and Helm 4 CLIs and kubectl migrating from upstream (helm upgrade, --reuse-values, kubectl apply), rolling back, uninstalling and installing over existing CRDs.
 	go -C hack/render vet ./...
-	assets="$$(hack/build-control-plane.sh)"; helm="$$(hack/build-helm.sh)"; KUBEBUILDER_ASSETS="$$assets" HELM="$$helm" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
+	assets="$$(hack/build-control-plane.sh)"; helm="$$(hack/build-helm.sh)"; helm3="$$(HELM_MAJOR=3 hack/build-helm.sh)"; \
+		KUBEBUILDER_ASSETS="$$assets" HELM="$$helm" HELM3="$$helm3" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
 # test-runtimes' first line): each built once from the module proxy

@@ -178,9 +178,12 @@ Any other memory limit under 128Mi is refused, with the fix.
 {{- $d := $v.deploy | default dict -}}
 {{- $img := $d.image | default dict -}}
 {{- if regexMatch $upstreamRepo (toString ($img.repo | default "")) -}}
-{{- $notes = append $notes (printf "deploy.image %s:%s is upstream's manager: this release's runs instead" $img.repo (toString ($img.tag | default "latest"))) -}}
+{{- $tag := toString ($img.tag | default "") -}}
+{{- $notes = append $notes (printf "deploy.image %s:%s is upstream's manager: this release's runs instead" $img.repo ($tag | default "latest")) -}}
 {{- $_ := set $img "repo" (printf "%s/eraser-manager" (include "eraser.defaultRepo" $root)) -}}
+{{- if and (regexMatch $upstreamTag $tag) (ne $tag $root.Chart.AppVersion) -}}
 {{- $_ := set $img "tag" "" -}}
+{{- end -}}
 {{- end -}}
 {{- $components := dig "runtimeConfig" "components" dict $v -}}
 {{- range $key := list "collector" "scanner" "remover" "eraser" -}}

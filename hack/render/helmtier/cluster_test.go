@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,21 +33,28 @@ const (
 type cluster struct {
 	t       *testing.T
 	env     *testenv.Env
-	helmBin string
+	helmCLI helmCLI
 	kubectl string
 	// home keeps Helm's cache, config and data out of the user's home.
 	home string
 }
 
-// newCluster starts a control plane for one test and stops it at the end.
-// Without the control plane or the Helm CLI the test is skipped, except
-// under CI, where that fails it: a tier never passes by running nothing.
+// newCluster starts a control plane for one test and stops it at the end,
+// with Helm 4 as its Helm CLI (a test of Helm's own commands takes each
+// CLI with eachHelm and newClusterWith). Without the control plane or the
+// Helm CLI the test is skipped, except under CI, where that fails it: a
+// tier never passes by running nothing.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("install tier: run make test-install")
 	}
-	helmBin := helmBinary(t)
+	return newClusterWith(t, helmCLI{major: 4, bin: helmBinary(t, 4)})
+}
+
+// newClusterWith is newCluster with the given Helm CLI.
+func newClusterWith(t *testing.T, h helmCLI) *cluster {
+	t.Helper()
 	kubectl := testenv.Kubectl(t)
 	env, err := testenv.Start(testenv.WithoutCRDs())
 	if err != nil {
@@ -60,24 +68,51 @@ func newCluster(t *testing.T) *cluster {
 			t.Logf("stopping the control plane: %v", err)
 		}
 	})
-	return &cluster{t: t, env: env, helmBin: helmBin, kubectl: kubectl, home: t.TempDir()}
+	return &cluster{t: t, env: env, helmCLI: h, kubectl: kubectl, home: t.TempDir()}
 }
 
-// helmBinary is the Helm CLI that hack/build-helm.sh built: $HELM (make
-// sets it), else the script's cache.
-func helmBinary(t *testing.T) string {
+// helmCLI is one Helm CLI: Helm 3, which most clusters are still run with,
+// or Helm 4.
+type helmCLI struct {
+	major int
+	bin   string
+}
+
+// eachHelm runs test once with each Helm CLI, as subtests helm3 and helm4,
+// each on a control plane of its own.
+func eachHelm(t *testing.T, test func(t *testing.T, c *cluster)) {
 	t.Helper()
-	if bin := os.Getenv("HELM"); bin != "" {
+	if testing.Short() {
+		t.Skip("install tier: run make test-install")
+	}
+	for _, major := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", major), func(t *testing.T) {
+			test(t, newClusterWith(t, helmCLI{major: major, bin: helmBinary(t, major)}))
+		})
+	}
+}
+
+// helmBinary is the Helm CLI that hack/build-helm.sh built: $HELM or
+// $HELM3 (make sets them), else the script's cache.
+func helmBinary(t *testing.T, major int) string {
+	t.Helper()
+	env := "HELM"
+	if major == 3 {
+		env = "HELM3"
+	}
+	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
-	out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(testenv.RepoRoot(), "hack", "build-helm.sh")).Output()
+	cmd := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(testenv.RepoRoot(), "hack", "build-helm.sh"))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("HELM_MAJOR=%d", major))
+	out, err := cmd.Output()
 	if err == nil {
 		return strings.TrimSpace(string(out))
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("no Helm CLI: HELM is unset and hack/build-helm.sh has not built it")
+		t.Fatalf("no Helm %d CLI: %s is unset and hack/build-helm.sh has not built it", major, env)
 	}
-	t.Skip("no Helm CLI: run `make test-deploy`, which builds it (hack/build-helm.sh)")
+	t.Skipf("no Helm %d CLI: run `make test-deploy`, which builds it (HELM_MAJOR=%d hack/build-helm.sh)", major, major)
 	return ""
 }
 
@@ -107,14 +142,26 @@ func (c *cluster) run(bin string, stdin string, args ...string) (string, error) 
 	return out.String(), nil
 }
 
-// helm runs the Helm CLI and fails the test if it fails.
+// helm runs the Helm CLI and fails the test if it fails. Helm 3 has no
+// --force-conflicts (it applies client-side, with nothing to conflict):
+// the docs give the flag for Helm 4 only, and it is left out here as a
+// Helm 3 user leaves it out.
 func (c *cluster) helm(args ...string) string {
 	c.t.Helper()
-	out, err := c.run(c.helmBin, "", args...)
+	out, err := c.helmErr(args...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return out
+}
+
+// helmErr runs the Helm CLI and returns its error.
+func (c *cluster) helmErr(args ...string) (string, error) {
+	c.t.Helper()
+	if c.helmCLI.major == 3 {
+		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--force-conflicts" })
+	}
+	return c.run(c.helmCLI.bin, "", args...)
 }
 
 // kubectlIn runs kubectl with stdin and fails the test if it fails.

@@ -2,14 +2,17 @@ package helmtier
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,11 +32,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// managerReconciles runs the manager binary as the installed Deployment
-// would (its ServiceAccount's permissions, the installed ConfigMap, the
-// namespace) and waits until it has taken up the ImageList list that was
-// there before the migration: a job controlled by it, or its status written.
-func (c *cluster) managerReconciles(list string) {
+// managerProc is the manager binary running as the installed Deployment
+// would: its ServiceAccount's permissions, the installed ConfigMap, the
+// namespace.
+type managerProc struct {
+	c      *cluster
+	cmd    *exec.Cmd
+	logs   *testenv.Buffer
+	exited chan error
+}
+
+// startManager starts the manager; the test's end stops it.
+func (c *cluster) startManager() *managerProc {
 	c.t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{}
@@ -48,49 +58,98 @@ func (c *cluster) managerReconciles(list string) {
 	cmd := exec.Command(managerBin.Path(c.t), "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
 		"--health-probe-bind-address="+testenv.FreePort(c.t), "--metrics-bind-address=0")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+namespace)
-	logs := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
+	m := &managerProc{c: c, cmd: cmd, logs: &testenv.Buffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = m.logs, m.logs
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
+	go func() { m.exited <- cmd.Wait() }()
+	c.t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-m.exited
 		if c.t.Failed() {
-			c.t.Logf("manager log:\n%s", logs.String())
+			c.t.Logf("manager log:\n%s", m.logs.String())
 		}
-	}()
+	})
+	return m
+}
+
+// waitFor waits for cond, failing at once if the manager exits or the API
+// server refuses it.
+func (m *managerProc) waitFor(what string, cond func() bool) {
+	m.c.t.Helper()
 	// Leader election and the first reconcile take seconds; the deadline
 	// is many times that, for a busy machine.
-	testenv.WaitFor(c.t, 3*time.Minute, "the manager to take up ImageList "+list, func() bool {
+	testenv.WaitFor(m.c.t, 3*time.Minute, what, func() bool {
 		select {
-		case err := <-exited:
-			exited <- err
-			c.t.Fatalf("the manager exited: %v", err)
+		case err := <-m.exited:
+			m.exited <- err
+			m.c.t.Fatalf("the manager exited: %v", err)
 		default:
 		}
-		if strings.Contains(logs.String(), "forbidden") {
-			c.t.Fatal("the API server refused the manager with the installed RBAC")
+		if strings.Contains(m.logs.String(), "forbidden") {
+			m.c.t.Fatal("the API server refused the manager with the installed RBAC")
 		}
-		il := &eraserv1.ImageList{}
-		if err := c.env.Client.Get(ctx, client.ObjectKey{Name: list}, il); err != nil {
-			return false
-		}
-		if il.Status.Timestamp != nil {
-			return true
-		}
-		var jobs eraserv1.ImageJobList
-		if err := c.env.Client.List(ctx, &jobs); err != nil {
-			return false
-		}
-		for i := range jobs.Items {
-			if metav1.IsControlledBy(&jobs.Items[i], il) {
-				return true
+		return cond()
+	})
+}
+
+// peakRSS is the manager process's peak resident memory, in bytes.
+func (m *managerProc) peakRSS() uint64 {
+	m.c.t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		m.c.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				m.c.t.Fatal(err)
 			}
+			return kb << 10
 		}
-		return false
+	}
+	m.c.t.Fatal("no VmHWM in the manager's status")
+	return 0
+}
+
+// listState is the ImageList's Ready reason, and whether a job it
+// controls exists or it has results.
+func (c *cluster) listState(name string) (reason string, ran bool) {
+	ctx := context.Background()
+	il := &eraserv1.ImageList{}
+	if err := c.env.Client.Get(ctx, client.ObjectKey{Name: name}, il); err != nil {
+		return "", false
+	}
+	if cond := meta.FindStatusCondition(il.Status.Conditions, eraserv1.ConditionReady); cond != nil {
+		reason = cond.Reason
+	}
+	var jobs eraserv1.ImageJobList
+	if err := c.env.Client.List(ctx, &jobs); err != nil {
+		return reason, false
+	}
+	for i := range jobs.Items {
+		if metav1.IsControlledBy(&jobs.Items[i], il) {
+			return reason, true
+		}
+	}
+	return reason, false
+}
+
+// managerTakesOver runs the manager and waits until it has taken up the
+// ImageList list that was there before the migration: its Ready
+// condition's reason the one wanted (NotRunOnAdoption, UpstreamRan), or,
+// wanted "", a job of it.
+func (c *cluster) managerTakesOver(list, reason string) {
+	c.t.Helper()
+	m := c.startManager()
+	m.waitFor("the manager to take up ImageList "+list, func() bool {
+		got, ran := c.listState(list)
+		if reason != "" {
+			return got == reason
+		}
+		return ran
 	})
 }
 

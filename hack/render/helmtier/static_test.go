@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -37,7 +38,7 @@ func TestStaticManifestOverUpstream(t *testing.T) {
 			c.kubectlDo(args...)
 			c.userObjectsKept("after kubectl " + strings.Join(args, " "))
 			c.servesOurCRDs()
-			c.managerReconciles("migrate-v1")
+			c.managerTakesOver("migrate-v1", eraserv1.ReasonNotRunOnAdoption)
 
 			c.kubectlDo("delete", "-k", overlay, "-l", "app.kubernetes.io/component!=api", "--wait=false")
 			c.userObjectsKept("after kubectl delete of all but the CRDs")

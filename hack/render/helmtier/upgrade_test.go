@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
 // A release of upstream's chart (CRDs as plain templates) upgraded in place
@@ -13,7 +15,7 @@ import (
 // release had and the new one lacks: with the CRDs in crds/, this upgrade
 // deleted them and every object with them.
 func TestUpgradeFromUpstreamShapedRelease(t *testing.T) {
-	upgradeFromUpstream(t, upstreamShapedChart())
+	eachHelm(t, func(t *testing.T, c *cluster) { upgradeFromUpstream(c, upstreamShapedChart()) })
 }
 
 // The same from upstream's own released chart, where the reference data
@@ -23,15 +25,14 @@ func TestUpgradeFromUpstreamChart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
 		t.Skipf("upstream's chart v1.4.1 is not at %s; TestUpgradeFromUpstreamShapedRelease ran the project's fixture instead", dir)
 	}
-	upgradeFromUpstream(t, dir)
+	eachHelm(t, func(t *testing.T, c *cluster) { upgradeFromUpstream(c, dir) })
 }
 
 // releaseImages are the overrides docs/install.md gives for installing
 // from this checkout the images of `make release REGISTRY VERSION`.
 var releaseImages = []string{"--set", "imageRegistry=registry.example/eraser", "--set", "deploy.image.tag=1.2.3"}
 
-func upgradeFromUpstream(t *testing.T, upstream string) {
-	c := newCluster(t)
+func upgradeFromUpstream(c *cluster, upstream string) {
 	c.createNamespace()
 	c.helm("install", release, upstream, "-n", namespace)
 	c.waitEstablished()
@@ -40,13 +41,18 @@ func upgradeFromUpstream(t *testing.T, upstream string) {
 	c.helm(append([]string{"upgrade", release, ourChart(), "-n", namespace}, releaseImages...)...)
 	c.userObjectsKept("after helm upgrade")
 	c.servesOurCRDs()
-	c.managerReconciles("migrate-v1")
+	// Created before the install, under a name upstream ignored: taken
+	// over, not run.
+	c.managerTakesOver("migrate-v1", eraserv1.ReasonNotRunOnAdoption)
 }
 
 // Ours to ours: a change to a CRD's schema in the chart reaches the cluster
 // on helm upgrade (Helm never upgrades crds/).
 func TestUpgradeAppliesCRDChange(t *testing.T) {
-	c := newCluster(t)
+	eachHelm(t, upgradeAppliesCRDChange)
+}
+
+func upgradeAppliesCRDChange(t *testing.T, c *cluster) {
 	c.createNamespace()
 	old := chartWithoutField(t, "report")
 	c.helm("install", release, old, "-n", namespace)
@@ -65,35 +71,41 @@ func TestUpgradeAppliesCRDChange(t *testing.T) {
 // removes them.
 func TestUninstall(t *testing.T) {
 	t.Run("keeps CRDs and objects", func(t *testing.T) {
-		c := newCluster(t)
-		c.createNamespace()
-		c.helm("install", release, ourChart(), "-n", namespace)
-		c.waitEstablished()
-		c.createUserObjects()
-		out := c.helm("uninstall", release, "-n", namespace)
-		for _, crd := range []string{imageListsCRD, imageJobsCRD} {
-			if !strings.Contains(out, crd) {
-				t.Errorf("helm uninstall did not say that it kept %s:\n%s", crd, out)
-			}
-		}
-		c.userObjectsKept("after helm uninstall")
-		// And installing again takes the kept CRDs back.
-		c.helm("install", release, ourChart(), "-n", namespace)
-		c.userObjectsKept("after installing again")
-		c.servesOurCRDs()
+		eachHelm(t, uninstallKeeps)
 	})
 	t.Run("crds.keep=false removes them", func(t *testing.T) {
-		c := newCluster(t)
-		c.createNamespace()
-		c.helm("install", release, ourChart(), "-n", namespace, "--set", "crds.keep=false")
-		c.waitEstablished()
-		c.helm("uninstall", release, "-n", namespace, "--wait")
-		for _, crd := range []string{imageListsCRD, imageJobsCRD} {
-			if live := c.crd(crd); live != nil && live.DeletionTimestamp == nil {
-				t.Errorf("CRD %s is still there after helm uninstall with crds.keep=false", crd)
-			}
-		}
+		eachHelm(t, uninstallRemoves)
 	})
+}
+
+func uninstallKeeps(t *testing.T, c *cluster) {
+	c.createNamespace()
+	c.helm("install", release, ourChart(), "-n", namespace)
+	c.waitEstablished()
+	c.createUserObjects()
+	out := c.helm("uninstall", release, "-n", namespace)
+	for _, crd := range []string{imageListsCRD, imageJobsCRD} {
+		if !strings.Contains(out, crd) {
+			t.Errorf("helm uninstall did not say that it kept %s:\n%s", crd, out)
+		}
+	}
+	c.userObjectsKept("after helm uninstall")
+	// And installing again takes the kept CRDs back.
+	c.helm("install", release, ourChart(), "-n", namespace)
+	c.userObjectsKept("after installing again")
+	c.servesOurCRDs()
+}
+
+func uninstallRemoves(t *testing.T, c *cluster) {
+	c.createNamespace()
+	c.helm("install", release, ourChart(), "-n", namespace, "--set", "crds.keep=false")
+	c.waitEstablished()
+	c.helm("uninstall", release, "-n", namespace, "--wait")
+	for _, crd := range []string{imageListsCRD, imageJobsCRD} {
+		if live := c.crd(crd); live != nil && live.DeletionTimestamp == nil {
+			t.Errorf("CRD %s is still there after helm uninstall with crds.keep=false", crd)
+		}
+	}
 }
 
 // helm install into a cluster whose CRDs came from elsewhere (our static
@@ -110,31 +122,34 @@ func TestInstallOverExistingCRDs(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(t)
-			apply(c)
-			c.waitEstablished()
-			c.createUserObjects()
-			c.createNamespace()
-			out := c.helm("install", release, ourChart(), "-n", namespace)
-			if !strings.Contains(out, imageListsCRD) || !strings.Contains(out, "reused") {
-				t.Errorf("the NOTES do not say that the CRDs were reused:\n%s", out)
-			}
-			if labels := c.crd(imageListsCRD).Labels; labels["app.kubernetes.io/managed-by"] == "Helm" {
-				t.Errorf("a reused CRD was taken over without crds.adopt: labels %v", labels)
-			}
-			c.userObjectsKept("after helm install")
-
-			c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
-			if a := c.crd(imageListsCRD).Annotations; a["meta.helm.sh/release-name"] != release {
-				t.Errorf("crds.adopt did not make the release the CRD's owner: annotations %v", a)
-			}
-			c.userObjectsKept("after adopting the CRDs")
-			c.servesOurCRDs()
-			// Owned now, they are rendered without crds.adopt from then on.
-			c.helm("upgrade", release, ourChart(), "-n", namespace)
-			c.servesOurCRDs()
+			eachHelm(t, func(t *testing.T, c *cluster) { installOverExisting(t, c, apply) })
 		})
 	}
+}
+
+func installOverExisting(t *testing.T, c *cluster, apply func(*cluster)) {
+	apply(c)
+	c.waitEstablished()
+	c.createUserObjects()
+	c.createNamespace()
+	out := c.helm("install", release, ourChart(), "-n", namespace)
+	if !strings.Contains(out, imageListsCRD) || !strings.Contains(out, "reused") {
+		t.Errorf("the NOTES do not say that the CRDs were reused:\n%s", out)
+	}
+	if labels := c.crd(imageListsCRD).Labels; labels["app.kubernetes.io/managed-by"] == "Helm" {
+		t.Errorf("a reused CRD was taken over without crds.adopt: labels %v", labels)
+	}
+	c.userObjectsKept("after helm install")
+
+	c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
+	if a := c.crd(imageListsCRD).Annotations; a["meta.helm.sh/release-name"] != release {
+		t.Errorf("crds.adopt did not make the release the CRD's owner: annotations %v", a)
+	}
+	c.userObjectsKept("after adopting the CRDs")
+	c.servesOurCRDs()
+	// Owned now, they are rendered without crds.adopt from then on.
+	c.helm("upgrade", release, ourChart(), "-n", namespace)
+	c.servesOurCRDs()
 }
 
 // From upstream's static manifest to our chart: helm install takes over
@@ -143,7 +158,10 @@ func TestInstallOverExistingCRDs(t *testing.T) {
 // manager's Deployment goes first: its selector (control-plane only, as
 // kustomize wrote it) cannot change to the chart's.
 func TestInstallOverUpstreamStaticManifest(t *testing.T) {
-	c := newCluster(t)
+	eachHelm(t, installOverUpstreamStatic)
+}
+
+func installOverUpstreamStatic(t *testing.T, c *cluster) {
 	c.kubectlIn(upstreamStatic(c, false), "apply", "-f", "-")
 	c.waitEstablished()
 	c.createUserObjects()
@@ -158,7 +176,7 @@ func TestInstallOverUpstreamStaticManifest(t *testing.T) {
 			t.Errorf("CRD %s is not the release's, kept on uninstall: annotations %v", name, a)
 		}
 	}
-	c.managerReconciles("migrate-v1")
+	c.managerTakesOver("migrate-v1", eraserv1.ReasonNotRunOnAdoption)
 	c.helm("upgrade", release, ourChart(), "-n", namespace)
 	c.servesOurCRDs()
 }
