@@ -253,6 +253,10 @@ test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/
 		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) -skip /crio/ ./test/e2e || exit 1; \
 	done
 
+.PHONY: prebuild
+prebuild: ## Build the tools of the later tiers ahead of them, at a lower priority (make test runs it in the background).
+	CONTAINERD_VERSIONS="$(CONTAINERD_VERSIONS)" nice -n 10 hack/prebuild.sh
+
 .PHONY: test-crio
 test-crio: test-deps ## The real CRI-O tier: CRI-O v1.34.0 built from the module proxy once (cold ~5 min, hack/build-crio.sh), started privately by the tests.
 	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 ./internal/testing/testcrio/

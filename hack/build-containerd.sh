@@ -22,8 +22,16 @@ OUT="${CACHE}/containerd-${CONTAINERD_VERSION}"
 BIN="${OUT}/bin"
 
 log() { echo "[containerd] $*" >&2; }
+# shellcheck source=hack/lock.sh
+. "$(dirname "$0")/lock.sh"
 
-if [ -x "${BIN}/containerd" ] && [ -x "${BIN}/containerd-shim-runc-v2" ]; then
+built() { [ -x "${BIN}/containerd" ] && [ -x "${BIN}/containerd-shim-runc-v2" ]; }
+if built; then
+  echo "${BIN}"
+  exit 0
+fi
+lock "containerd-${CONTAINERD_VERSION}"
+if built; then
   echo "${BIN}"
   exit 0
 fi

@@ -18,6 +18,8 @@ OUT="${CACHE}/crio-${CRIO_VERSION}"
 BIN="${OUT}/bin"
 
 log() { echo "[crio] $*" >&2; }
+# shellcheck source=hack/lock.sh
+. "$(dirname "$0")/lock.sh"
 
 built() { [ -x "${BIN}/crio" ] && [ -x "${BIN}/pinns" ]; }
 
@@ -37,11 +39,10 @@ if [ ${#need[@]} -gt 0 ]; then
     exit 1
   fi
   log "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt_install "${need[@]}"
 fi
 
+lock "crio-${CRIO_VERSION}"
 if built; then
   echo "${BIN}"
   exit 0

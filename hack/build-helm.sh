@@ -29,6 +29,13 @@ if [[ -x $bin ]]; then
 	exit 0
 fi
 [[ ${CHECK_ONLY:-0} == 1 ]] && exit 1
+# shellcheck source=hack/lock.sh
+. "$root/hack/lock.sh"
+lock "helm-${HELM_VERSION}"
+if [[ -x $bin ]]; then
+	echo "$bin"
+	exit 0
+fi
 mkdir -p "$dir"
 echo "building the Helm CLI ${HELM_VERSION} from the module proxy into $dir (about 3 min cold)..." >&2
 start=$SECONDS

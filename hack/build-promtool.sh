@@ -23,6 +23,13 @@ if [[ -x $bin ]]; then
 	exit 0
 fi
 [[ ${CHECK_ONLY:-0} == 1 ]] && exit 1
+# shellcheck source=hack/lock.sh
+. "$(dirname "$0")/lock.sh"
+lock "promtool-${PROMTOOL_VERSION}"
+if [[ -x $bin ]]; then
+	echo "$bin"
+	exit 0
+fi
 mkdir -p "$dir"
 echo "building promtool ${PROMTOOL_VERSION} from the module proxy into $dir (about 2 min cold on 2 idle cores)..." >&2
 start=$SECONDS

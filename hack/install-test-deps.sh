@@ -16,6 +16,6 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 echo "install-test-deps: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# shellcheck source=hack/lock.sh
+. "$(dirname "$0")/lock.sh"
+apt_install "${need[@]}"

@@ -8,15 +8,16 @@ cd "$(dirname "$0")/.."
 CACHE=${ERASER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/eraser}
 PREFIX="${CACHE}/wine/prefix"
 SYS32="${PREFIX}/drive_c/windows/system32"
+# shellcheck source=hack/lock.sh
+. hack/lock.sh
+lock wine
 
 need=()
 command -v wine >/dev/null || need+=(wine64 wine)
 command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(gcc-mingw-w64-x86-64-win32)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-wine: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt_install "${need[@]}"
 fi
 
 export WINEPREFIX="${PREFIX}" WINEDEBUG=-all

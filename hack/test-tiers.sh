@@ -25,6 +25,14 @@ record() { # tier seconds rc how
 }
 
 begin=$(date +%s)
+# The later tiers' tools build ahead of them (make prebuild), beside the
+# first tiers; PREBUILD=0 leaves each tier to build its own.
+pre_pid=
+if [ "${PREBUILD:-1}" != 0 ] && [ $# -gt 1 ]; then
+  echo "== prebuild: the later tiers' tools, in the background (log: $logdir/prebuild.log)"
+  $MAKE --no-print-directory prebuild >"$logdir/prebuild.log" 2>&1 &
+  pre_pid=$!
+fi
 bg_pid= bg_start=
 for tier in "$@"; do
   if [ "$tier" = "$background" ]; then
@@ -48,6 +56,11 @@ if [ -n "$bg_pid" ]; then
   rc=$?
   cat "$logdir/$background.log"
   record "$background" $(($(date +%s) - bg_start)) "$rc" "beside"
+fi
+
+if [ -n "$pre_pid" ]; then
+  wait "$pre_pid"
+  grep '^prebuild:' "$logdir/prebuild.log"
 fi
 
 {
