@@ -82,6 +82,10 @@ func main() {
 					continue
 				}
 				target = filepath.Join(filepath.Dir(path), file)
+				if chart := chartOf(path); chart != "" && !within(chart, target) {
+					report(l, "leaves the chart %s: a chart pulled from a registry holds only its own files; name the page in the text", chart)
+					continue
+				}
 				if _, err := os.Stat(target); err != nil {
 					report(l, "%s does not exist", target)
 					continue
@@ -108,6 +112,25 @@ func main() {
 		fmt.Printf("%d broken markdown links\n", broken)
 		os.Exit(1)
 	}
+}
+
+// chartOf is the Helm chart directory (the nearest holding a Chart.yaml)
+// that the markdown file at path is packaged with, or "".
+func chartOf(path string) string {
+	for dir := filepath.Dir(filepath.Clean(path)); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
+			return dir
+		}
+		if dir == "." || dir == "/" || dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
+}
+
+// within says whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // parse reads a markdown file's heading anchors and links, outside fenced
