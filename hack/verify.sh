@@ -84,6 +84,21 @@ if [ "${#docs[@]}" -gt 0 ] && ! go run ./hack/doclinks "${docs[@]}" >&2; then
   fail=1
 fi
 
+# The pages for the people who run Eraser speak of the product: no internal
+# packages or Go identifiers, no commit hashes (the pages for contributors,
+# testing, benchmarks, images, release, custom scanners and the CRI-O recipe,
+# may).
+# The README's map of the code and runtimes.md's tests are for contributors.
+user_pages=(charts/eraser/README.md docs/install.md docs/migrating.md docs/configuration.md docs/metrics.md
+  docs/troubleshooting.md docs/protection.md docs/report.md docs/retention.md docs/run-now.md docs/runs.md
+  docs/windows.md docs/scanner.md docs/cli.md docs/kubectl-plugin.md)
+internal_words=$(grep -n -E '`internal/|`[a-z]+\.[A-Z][A-Za-z]+`|`[0-9a-f]{7,40}`' "${user_pages[@]}" || true)
+if [ -n "$internal_words" ]; then
+  echo "verify: user pages name internal packages, Go identifiers or commits:" >&2
+  echo "$internal_words" >&2
+  fail=1
+fi
+
 for mod in . hack/tools hack/render scanner/trivy; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum" >&2
