@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -102,6 +103,16 @@ func get(url string) (int, string, error) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), nil
+}
+
+// deleteScheduledJobs deletes the scheduled jobs there are at the test's
+// end, after its manager stops: jobs are cluster-wide, and a later test
+// counts its own.
+func deleteScheduledJobs(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		_ = env.Client.DeleteAllOf(context.Background(), &eraserv1.ImageJob{}, client.MatchingLabels{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector})
+	})
 }
 
 func ensureNamespace(t *testing.T, name string) {

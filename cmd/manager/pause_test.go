@@ -49,6 +49,7 @@ func TestPauseFlow(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
 	}
+	deleteScheduledJobs(t) // registered first, so run after the manager stops
 	metrics := testenv.FreePort(t)
 	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, pauseConfig),
 		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address="+metrics)

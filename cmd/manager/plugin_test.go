@@ -81,6 +81,7 @@ func TestPluginDayToDay(t *testing.T) {
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
+	deleteScheduledJobs(t) // registered first, so run after the manager stops
 	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, pluginConfig),
 		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
 	// The kubelet, played until the test ends: every worker pod succeeds.
