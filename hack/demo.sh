@@ -185,6 +185,9 @@ YAML
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
   step "The cluster stays up until Ctrl-C"
   echo "   kubectl: $assets/kubectl --kubeconfig $state/admin.kubeconfig"
+  echo "   the quick start (docs/quickstart.md), in another shell:"
+  echo "     export KUBECONFIG=$state/admin.kubeconfig PATH=$work/plugins:$assets:\$PATH"
+  echo "     kubectl eraser status"
   echo "   node sockets: $state/node-*/run/containerd.sock"
   wait "$cluster_pid" || true
 fi
