@@ -1,4 +1,5 @@
-// Command manager runs the Eraser controller manager.
+// Command manager runs the Eraser controller manager; "manager check" checks
+// a release of it, as the chart's helm test does.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
 	"github.com/eraser-oss/eraser/internal/process/memlimit"
 )
 
@@ -23,6 +25,10 @@ func main() {
 		debug.SetGCPercent(30)
 	}
 	memlimit.Apply()
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		// What the chart's helm test runs (package releasecheck).
+		os.Exit(releasecheck.Main(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout))
+	}
 	var opts manager.Options
 	opts.Bind(flag.CommandLine) // controller-runtime has registered --kubeconfig here
 	flag.Parse()

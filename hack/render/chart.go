@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -58,8 +59,8 @@ type Options struct {
 // oci://REGISTRY/PATH reference pulled at o.Version with Helm's registry
 // client (as helm install oci://... --version does): the templates (the
 // CRDs among them, first) in Helm's install order, as one multi-document
-// YAML stream. With no cluster to look up, every CRD is rendered, as in a
-// first install.
+// YAML stream, without helm test's hooks. With no cluster to look up, every
+// CRD is rendered, as in a first install.
 func Chart(dir string, o Options) (string, error) {
 	if o.Release == "" {
 		o.Release = DefaultRelease
@@ -110,6 +111,11 @@ func Chart(dir string, o Options) (string, error) {
 	b.WriteString(strings.TrimSpace(r.Manifest))
 	b.WriteString("\n")
 	for _, h := range r.Hooks {
+		if slices.Contains(h.Events, releasev1.HookTest) {
+			// helm test's, which an install never creates (helm template
+			// --skip-tests).
+			continue
+		}
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
 	return b.String(), nil

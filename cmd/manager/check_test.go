@@ -1,0 +1,92 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
+	"github.com/eraser-oss/eraser/internal/testing/testenv"
+)
+
+// runCheck runs `manager check`, as the chart's helm test pod does.
+func runCheck(t *testing.T, ns string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, managerBin.Path(t), "check", "--namespace="+ns, "--within=1m")
+	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+env.KubeconfigPath)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("$ manager check (exit %d)\n%s", code, out.String())
+	return out.String(), code
+}
+
+// TestReleaseCheck: `manager check` (helm test's) fails on a release whose
+// manager is not ready, naming each part, without waiting for an answer
+// that cannot come; with the manager running and ready, every check passes,
+// its dry-run ImageList answered and deleted.
+func TestReleaseCheck(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	const ns = "eraser-check"
+	ensureNamespace(t, ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
+		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: releasecheck.DeploymentName},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "eraser"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "eraser"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "eraser.invalid/manager:test"}}}},
+		},
+	}
+	if err := env.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCheck(t, ns)
+	for _, want := range []string{"ok     the CRDs serve every field", "FAILED the configuration is valid", "successRatio",
+		"FAILED the manager is ready", "FAILED the manager answers a dry-run ImageList: not tried"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 with %q", code, want)
+		}
+	}
+
+	// Fixed, and the manager running (its Deployment says ready, as the
+	// kubelet would).
+	cm.Data[manager.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1}
+	if err := env.Client.Status().Update(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, cm.Data[manager.ConfigKey]),
+		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
+	out, code = runCheck(t, ns)
+	if code != 0 {
+		t.Fatalf("manager check on a working release: exit %d", code)
+	}
+	if !strings.Contains(out, "ok     the manager answers a dry-run ImageList") {
+		t.Errorf("no answer to the dry-run ImageList:\n%s", out)
+	}
+}
