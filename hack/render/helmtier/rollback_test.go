@@ -76,7 +76,7 @@ func TestRollback(t *testing.T) {
 			c.helm(append([]string{"upgrade", release, ourChart(), "-n", namespace}, releaseImages...)...)
 			c.servesOurCRDs()
 
-			c.helm("rollback", release, "1", "-n", namespace, "--wait")
+			c.helm("rollback", release, "1", "-n", namespace)
 			c.userObjectsKept("after helm rollback to upstream's release")
 			if history := c.helm("history", release, "-n", namespace); !strings.Contains(history, "Rollback to 1") {
 				t.Errorf("helm history does not show the rollback:\n%s", history)
@@ -98,7 +98,7 @@ func TestRollback(t *testing.T) {
 			if !c.hasStatusField("report") {
 				t.Error("the upgrade did not bring the CRD's new field")
 			}
-			c.helm("rollback", release, "1", "-n", namespace, "--wait")
+			c.helm("rollback", release, "1", "-n", namespace)
 			c.userObjectsKept("after helm rollback to the previous version")
 			if c.hasStatusField("report") {
 				t.Error("the rollback kept the newer CRD: Helm rolls the CRDs back with the release")

@@ -85,7 +85,7 @@ func staticManifest(t *testing.T) []byte {
 // Namespace, no Helm labels); crdsOnly keeps only its CRDs.
 func upstreamStatic(c *cluster, onlyCRDs bool) string {
 	c.t.Helper()
-	out := c.helm("template", release, upstreamShapedChart(), "-n", namespace, "--set", "static=true")
+	out := c.helm("template", release, upstreamShapedChart(), "-n", namespace, "--set", "global.static=true")
 	if onlyCRDs {
 		return crdsOnly(c.t, []byte(out))
 	}

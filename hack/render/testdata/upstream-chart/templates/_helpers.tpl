@@ -1,5 +1,5 @@
 {{- define "fixture.labels" -}}
-{{- if not .Values.static }}
+{{- if not .Values.global.static }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/name: {{ .Chart.Name | quote }}
