@@ -129,7 +129,7 @@ release: ## Push the images, the eraser and kubectl-eraser commands (also in bin
 	$(RELEASE_TOOL) -check $(RELEASE_FLAGS)
 	$(MAKE) --no-print-directory images IMAGES="manager collector remover trivy-scanner" \
 		PLATFORMS="$(PLATFORMS)" VERSION="$(VERSION)" REGISTRY="$(REGISTRY)"
-	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser \
+	$(RELEASE_TOOL) $(RELEASE_FLAGS) -images $(IMAGES_DIR) -chart $(CURDIR)/charts/eraser $(if $(KREW_URI_BASE),-krew-uri-base "$(KREW_URI_BASE)") \
 		-cli-out $(BIN)/release/$(VERSION) -source $(CURDIR) -commit "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
 		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
 

@@ -64,6 +64,10 @@ type CLI struct {
 	// Tags and LDFlags are the release build's (the Makefile's GO_TAGS and
 	// GO_LDFLAGS); the version stamps are added to LDFlags.
 	Tags, LDFlags string
+	// KrewURIBase is where the plugin's archives are downloaded from, as
+	// the krew manifest names them; VERSION stands for the release's.
+	// Empty: DefaultKrewURIBase.
+	KrewURIBase string
 }
 
 // CLIFile is the file name of command built for platform (os/arch).
@@ -93,8 +97,9 @@ func cliPlatforms(subset []string) []string {
 
 // BuildCLI builds every command of CLICommands for each platform into
 // c.Out, static and reproducible (-trimpath, no VCS stamp, CGO off),
-// stamped with the version, then writes SHA256SUMS. It returns the files
-// written, the sums last.
+// stamped with the version, then the kubectl plugin's archives and krew
+// manifest (krew.go), then SHA256SUMS. It returns the files written, the
+// sums last.
 func BuildCLI(ctx context.Context, c CLI, version string, platforms []string) ([]string, error) {
 	if len(platforms) == 0 {
 		return nil, fmt.Errorf("building the commands: no platform among %v", CLIPlatforms)
@@ -124,6 +129,23 @@ func BuildCLI(ctx context.Context, c CLI, version string, platforms []string) ([
 			fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(out))
 			files = append(files, out)
 		}
+	}
+	base := c.KrewURIBase
+	if base == "" {
+		base = DefaultKrewURIBase
+	}
+	krew, err := writeKrew(c.Out, filepath.Join(c.Source, "LICENSE"), version, base, platforms)
+	if err != nil {
+		return nil, fmt.Errorf("the plugin for krew: %w", err)
+	}
+	for _, f := range krew {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(f))
+		files = append(files, f)
 	}
 	sumsPath := filepath.Join(c.Out, SumsFile)
 	if err := os.WriteFile(sumsPath, sums.Bytes(), 0o644); err != nil {

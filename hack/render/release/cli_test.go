@@ -1,7 +1,9 @@
 package release
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -21,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/yaml"
 )
 
 func repoRoot(t *testing.T) string {
@@ -71,19 +74,25 @@ func TestReleaseCLI(t *testing.T) {
 	}{
 		"every platform": {
 			want: map[string]string{
-				"eraser-linux-amd64":               "linux/amd64 static",
-				"eraser-linux-arm64":               "linux/arm64 static",
-				"eraser-windows-amd64.exe":         "windows/amd64",
-				"kubectl-eraser-linux-amd64":       "linux/amd64 static",
-				"kubectl-eraser-linux-arm64":       "linux/arm64 static",
-				"kubectl-eraser-windows-amd64.exe": "windows/amd64",
+				"eraser-linux-amd64":                  "linux/amd64 static",
+				"eraser-linux-arm64":                  "linux/arm64 static",
+				"eraser-windows-amd64.exe":            "windows/amd64",
+				"kubectl-eraser-linux-amd64":          "linux/amd64 static",
+				"kubectl-eraser-linux-arm64":          "linux/arm64 static",
+				"kubectl-eraser-windows-amd64.exe":    "windows/amd64",
+				"kubectl-eraser-linux-amd64.tar.gz":   "krew archive of kubectl-eraser",
+				"kubectl-eraser-linux-arm64.tar.gz":   "krew archive of kubectl-eraser",
+				"kubectl-eraser-windows-amd64.tar.gz": "krew archive of kubectl-eraser.exe",
+				KrewManifest:                          "krew manifest of 3 platforms",
 			},
 		},
 		"a partial release, as the kubelet tier makes": {
 			platforms: []string{"linux/amd64"},
 			want: map[string]string{
-				"eraser-linux-amd64":         "linux/amd64 static",
-				"kubectl-eraser-linux-amd64": "linux/amd64 static",
+				"eraser-linux-amd64":                "linux/amd64 static",
+				"kubectl-eraser-linux-amd64":        "linux/amd64 static",
+				"kubectl-eraser-linux-amd64.tar.gz": "krew archive of kubectl-eraser",
+				KrewManifest:                        "krew manifest of 1 platforms",
 			},
 		},
 	}
@@ -110,9 +119,18 @@ func TestReleaseCLI(t *testing.T) {
 					t.Fatal(err)
 				}
 				files[filepath.Base(f)] = data
-				if filepath.Base(f) != SumsFile {
-					got[filepath.Base(f)] = binaryKind(t, f)
+				switch base := filepath.Base(f); {
+				case base == SumsFile:
+				case strings.HasSuffix(base, ".tar.gz"):
+					got[base] = krewArchiveKind(t, data)
+				case base == KrewManifest:
+					// Checked once every archive is read, below.
+				default:
+					got[base] = binaryKind(t, f)
 				}
+			}
+			if m, ok := files[KrewManifest]; ok {
+				got[KrewManifest] = krewManifestKind(t, m, files)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("built (-want +got):\n%s", diff)
@@ -214,4 +232,55 @@ func keys(m map[string][]byte) string {
 		fmt.Fprintf(&b, "%s(%d) ", k, len(m[k]))
 	}
 	return b.String()
+}
+
+// krewArchiveKind names the plugin binary in a krew archive, which must
+// hold it and the license.
+func krewArchiveKind(t *testing.T, data []byte) string {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	bin := ""
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if strings.HasPrefix(h.Name, "kubectl-eraser") {
+			bin = h.Name
+		}
+	}
+	if !slices.Contains(names, "LICENSE") || bin == "" {
+		t.Errorf("a krew archive holds %v: want the plugin and LICENSE", names)
+	}
+	return "krew archive of " + bin
+}
+
+// krewManifestKind checks the manifest's archives against the files built
+// beside it.
+func krewManifestKind(t *testing.T, data []byte, files map[string][]byte) string {
+	t.Helper()
+	var p krewPlugin
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "Plugin" || p.Metadata["name"] != "eraser" || !strings.HasPrefix(p.Spec.Version, "v") {
+		t.Errorf("krew manifest: %+v", p)
+	}
+	for _, pl := range p.Spec.Platforms {
+		archive := pl.URI[strings.LastIndex(pl.URI, "/")+1:]
+		sum := sha256.Sum256(files[archive])
+		if _, ok := files[archive]; !ok || hex.EncodeToString(sum[:]) != pl.SHA256 {
+			t.Errorf("krew manifest: %s (sha256 %s) is not an archive built beside it", archive, pl.SHA256)
+		}
+	}
+	return fmt.Sprintf("krew manifest of %d platforms", len(p.Spec.Platforms))
 }

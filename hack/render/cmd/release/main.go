@@ -43,6 +43,7 @@ func main() {
 	flag.StringVar(&cli.Commit, "commit", "", "source revision stamped into the commands (with -cli-out)")
 	flag.StringVar(&cli.Tags, "tags", "", "go build -tags of the commands (with -cli-out)")
 	flag.StringVar(&cli.LDFlags, "ldflags", "", "go build -ldflags of the commands, before the version stamps (with -cli-out)")
+	flag.StringVar(&cli.KrewURIBase, "krew-uri-base", release.DefaultKrewURIBase, "where the kubectl plugin's archives are downloaded from, as its krew manifest names them; VERSION stands for the release's (with -cli-out)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: release -registry REGISTRY -version VERSION [flags]")
