@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -80,6 +81,19 @@ func TestReleaseCheck(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
+	// The check deletes its list; no garbage collector runs here to take
+	// the list's job, which later tests would count.
+	t.Cleanup(func() {
+		var jobs eraserv1.ImageJobList
+		if err := env.Client.List(context.Background(), &jobs); err != nil {
+			return
+		}
+		for i := range jobs.Items {
+			if strings.HasPrefix(jobs.Items[i].Labels[eraserv1.LabelImageList], "eraser-release-check-") {
+				_ = env.Client.Delete(context.Background(), &jobs.Items[i])
+			}
+		}
+	})
 	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, cm.Data[manager.ConfigKey]),
 		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
 	out, code = runCheck(t, ns)
