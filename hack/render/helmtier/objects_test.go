@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -56,6 +57,10 @@ func (c *cluster) createUserObjects() {
 	c.kubectlDo("patch", "imagejob", "migrate-job", "--subresource=status", "--type=merge",
 		"-p", `{"status":{"desired":1,"succeeded":1,"failed":0,"skipped":0,"phase":"Completed"}}`)
 	c.userObjectsKept("before")
+	// Creation times are whole seconds, and a list made in the install's
+	// second counts as made after it: what follows is an install made
+	// later, as after upstream it is.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
 }
 
 // userObjectsKept fails the test unless every user object is still served,

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,9 +71,31 @@ func TestHelmTest(t *testing.T) {
 	if err := kube.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// The chart keeps the CRDs on uninstall; the other tests install their
+	// own, and find none when they start.
+	var crds []string
+	for _, name := range []string{"imagelists.eraser.sh", "imagejobs.eraser.sh"} {
+		err := kube.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		if apierrors.IsNotFound(err) {
+			crds = append(crds, name)
+		}
+	}
 	t.Cleanup(func() {
 		helm(t, "uninstall", "eraser", "-n", helmNamespace, "--wait")
-		_ = kube.Delete(context.Background(), ns)
+		bg := context.Background()
+		for _, name := range crds {
+			_ = kube.Delete(bg, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+		_ = kube.Delete(bg, ns)
+		eventually(t, 3*time.Minute, "the test's namespace and CRDs gone", func() (bool, string) {
+			for _, name := range crds {
+				if err := kube.Get(bg, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+					return false, "CRD " + name
+				}
+			}
+			err := kube.Get(bg, client.ObjectKey{Name: helmNamespace}, &corev1.Namespace{})
+			return apierrors.IsNotFound(err), "namespace " + helmNamespace
+		})
 	})
 	if _, ok := helm(t, "install", "eraser", "oci://"+registryPath+"/charts/eraser", "--version", e2eVersion, "--plain-http",
 		"-n", helmNamespace, "--set", "runtimeConfig.components.collector.enabled=false", "--wait", "--timeout", "5m"); !ok {
