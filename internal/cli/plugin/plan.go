@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -40,6 +41,9 @@ type Plan struct {
 	// Images and bytes over every node.
 	TotalImages int    `json:"totalImages"`
 	TotalBytes  uint64 `json:"totalBytes"`
+	// Kept counts the images the run would keep, over every node, by why:
+	// in use, too young, referenced, excluded, ...
+	Kept map[string]int `json:"kept,omitempty"`
 	// NotJudged are nodes whose worker failed or never ran: nothing is
 	// known of what they would lose.
 	NotJudged []string `json:"notJudged,omitempty"`
@@ -155,6 +159,10 @@ func Summarize(out reportcmd.Output) Plan {
 		pn := PlanNode{Name: n.Name}
 		for _, e := range n.Entries {
 			if e.Outcome != outcomeRemoved {
+				if p.Kept == nil {
+					p.Kept = map[string]int{}
+				}
+				p.Kept[e.Outcome]++
 				continue
 			}
 			pn.Images++
@@ -200,6 +208,13 @@ func Summarize(out reportcmd.Output) Plan {
 func PrintPlan(w io.Writer, p Plan) {
 	fmt.Fprintf(w, "A run of \"*\" now would remove %d images, %s, on %d nodes (dry run %s; nothing was removed).\n",
 		p.TotalImages, bytesize.Format(p.TotalBytes), len(p.Nodes), p.Job)
+	if len(p.Kept) > 0 {
+		var kept []string
+		for _, why := range slices.Sorted(maps.Keys(p.Kept)) {
+			kept = append(kept, fmt.Sprintf("%d %s", p.Kept[why], why))
+		}
+		fmt.Fprintf(w, "It would keep: %s (with --keep, kubectl eraser report imagelist/<the plan's list> names each and why).\n", strings.Join(kept, ", "))
+	}
 	if len(p.NotJudged) > 0 {
 		fmt.Fprintf(w, "Not judged (the worker failed or did not run): %s\n", strings.Join(p.NotJudged, ", "))
 	}
