@@ -180,3 +180,29 @@ func installOverUpstreamStatic(t *testing.T, c *cluster) {
 	c.helm("upgrade", release, ourChart(), "-n", namespace)
 	c.servesOurCRDs()
 }
+
+// A typo or a wrong type in runtimeConfig is refused by helm upgrade itself,
+// with the key's path, with each Helm CLI, and the release stays as it was:
+// the manager never sees the document.
+func TestUpgradeRefusesABadRuntimeConfig(t *testing.T) {
+	eachHelm(t, func(t *testing.T, c *cluster) {
+		c.createNamespace()
+		c.helm("install", release, ourChart(), "-n", namespace)
+		for what, tc := range map[string]struct{ set, want string }{
+			"a typo":       {"runtimeConfig.manager.nodeFilter.selector[0]=a", "selector"},
+			"a wrong type": {"runtimeConfig.manager.imageJob.successRatio=all", "successRatio"},
+		} {
+			out, err := c.helmErr("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set", tc.set)
+			if err == nil {
+				t.Errorf("%s: helm upgrade --set %s was not refused", what, tc.set)
+				continue
+			}
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, "runtimeConfig") {
+				t.Errorf("%s: the refusal does not name runtimeConfig's %s:\n%s", what, tc.want, out)
+			}
+		}
+		if history := c.helm("history", release, "-n", namespace); strings.Count(history, "deployed") != 1 || strings.Contains(history, "failed") {
+			t.Errorf("a refused upgrade left a revision:\n%s", history)
+		}
+	})
+}
