@@ -201,6 +201,17 @@ func (s *simCluster) startManager(t *testing.T, bin, cfgDoc string, pprof bool) 
 	}
 	m.cmd = exec.Command(bin, args...)
 	m.cmd.Env = append(os.Environ(), "POD_NAMESPACE=eraser-system")
+	// BENCH_MANAGER_LOG=file keeps the manager's log (at --log-level=info
+	// then) for a run that needs explaining.
+	if path := os.Getenv("BENCH_MANAGER_LOG"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		m.cmd.Stderr = f
+		m.cmd.Args = append(m.cmd.Args, "--log-level=info")
+	}
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

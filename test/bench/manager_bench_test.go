@@ -221,7 +221,9 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	records.addObject(t, c, "ImageList", &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: "bench"}})
 	records.addObject(t, c, "ImageJob", &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: list.Status.Job}})
 	// Cleanup: the job's pods go (delayOnSuccess 0s) in pages that the
-	// API server answers in time. Polled (metadata only, once a second): a
+	// API server answers in time, once the report collector has given up
+	// on KWOK's nodes, which serve no logs: at 10,000 nodes that can take
+	// minutes (its failed reads time out), hence the long deadline. Polled (metadata only, once a second): a
 	// watch held this long may be ended by the server.
 	w.Stop()
 	// The pods wait for the report collector (their logs are its only
@@ -229,7 +231,7 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 	// deletion.
 	reportDone := make(chan time.Duration, 1)
 	go func() { reportDone <- waitReportComplete(ctx, c, list.Status.Job, start) }()
-	s.waitNoPods(t, "eraser-system", 5*time.Minute)
+	s.waitNoPods(t, "eraser-system", 20*time.Minute)
 	cleanup := time.Since(start) - completed
 	reportComplete := <-reportDone
 	time.Sleep(2 * time.Second) // the job itself is deleted after its pods

@@ -205,7 +205,7 @@ func queueManager(t *testing.T, s *simCluster, admin kubernetes.Interface, bin, 
 		}
 	}
 	took := time.Since(start)
-	s.waitNoPods(t, "eraser-system", 5*time.Minute)
+	s.waitNoPods(t, "eraser-system", 20*time.Minute)
 	cleanup := time.Since(start) - took
 	time.Sleep(2 * time.Second) // the jobs themselves are deleted after their pods
 	w.Stop()
