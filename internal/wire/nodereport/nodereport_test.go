@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
 func TestParseLog(t *testing.T) {
@@ -175,4 +178,40 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = Decode(data)
 	})
+}
+
+// TestSplitLongNames: 10,000 nodes of 253-character names, as GKE and EKS
+// name nodes at most, fit their ConfigMaps whole: the plain node list each
+// shard carries counts against its budget, so the API server's 1 MiB is
+// never passed (it refused such a shard, and the report never completed).
+func TestSplitLongNames(t *testing.T) {
+	var nodes []Node
+	for i := range 10000 {
+		name := fmt.Sprintf("%05d-", i) + strings.Repeat("n", 247)
+		nodes = append(nodes, Node{Name: name, Counts: map[string]int{"removed": 3}, BytesFreed: 3000,
+			Entries: []Entry{{Image: "docker.io/library/app:1", Outcome: "removed", Bytes: 1000}}})
+	}
+	shards, err := Split(nodes, ShardBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("j", 63), UID: "uid"}}
+	stored := 0
+	for i, s := range shards {
+		cm := ConfigMap(job, "eraser-system", i, s)
+		size := 0
+		for k, v := range cm.Data {
+			size += len(k) + len(v)
+		}
+		for k, v := range cm.BinaryData {
+			size += len(k) + len(v)
+		}
+		if size > 1<<20 {
+			t.Errorf("shard %d: %d bytes, more than a ConfigMap holds", i, size)
+		}
+		stored += len(s.Nodes)
+	}
+	if stored != len(nodes) || len(shards) > eraserv1.MaxReportConfigMaps {
+		t.Errorf("%d nodes in %d shards, want %d in at most %d", stored, len(shards), len(nodes), eraserv1.MaxReportConfigMaps)
+	}
 }

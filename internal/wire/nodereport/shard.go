@@ -154,13 +154,17 @@ func Decode(data []byte) ([]Node, error) {
 	return out, nil
 }
 
-// ShardBudget is the most compressed bytes in one shard: a ConfigMap may
-// hold 1 MiB, and its metadata and node list need some of it.
+// ShardBudget is the most bytes one shard's compressed data and node list
+// take together: a ConfigMap may hold 1 MiB, and its keys, the job's name
+// and its metadata need some of the rest.
 const ShardBudget = 900 << 10
 
-// Split encodes nodes into shards of at most budget bytes each, in order,
-// halving a group that does not fit. A single node that does not fit is
-// trimmed (Fit). It returns each shard with the names of its nodes.
+// Split encodes nodes into shards whose data and node list take at most
+// budget bytes each, in order, halving a group that does not fit. The node
+// list is counted because it is stored beside the data, plain: at 253
+// characters a name, 10,000 nodes' names alone are 2.5 MB. A single node
+// that does not fit is trimmed (Fit). It returns each shard with the names
+// of its nodes.
 func Split(nodes []Node, budget int) ([]Shard, error) {
 	if len(nodes) == 0 {
 		return nil, nil
@@ -169,11 +173,11 @@ func Split(nodes []Node, budget int) ([]Shard, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data) <= budget {
+	if len(data)+len(NodeList(names(nodes))) <= budget {
 		return []Shard{{Data: data, Nodes: names(nodes)}}, nil
 	}
 	if len(nodes) == 1 {
-		n, err := Fit(nodes[0], budget)
+		n, err := Fit(nodes[0], budget-len(NodeList(names(nodes))))
 		if err != nil {
 			return nil, err
 		}
