@@ -27,7 +27,7 @@ func TestSummarize(t *testing.T) {
 			{Name: "c", Images: 4, Bytes: 400, Unavailable: "the log was gone"}},
 		Images:      []PlanImg{{Image: "nginx:1", Nodes: 2, Bytes: 200}, {Image: "redis:7", Nodes: 1, Bytes: 50}},
 		TotalImages: 7, TotalBytes: 650,
-		Kept:        map[string]int{"kept": 1},
+		Kept:      map[string]int{"kept": 1},
 		NotJudged: []string{"d", "e"},
 	}
 	if diff := cmp.Diff(want, Summarize(out)); diff != "" {
