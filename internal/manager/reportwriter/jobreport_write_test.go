@@ -28,6 +28,9 @@ type faulty struct {
 	mu    sync.Mutex
 	tries map[string]int
 	fail  func(name string, n int) (fail, after bool)
+	// invalid says whether the API server refuses the n-th create of the
+	// name for good (its content over the size limit, say).
+	invalid func(name string, n int) bool
 }
 
 func (f *faulty) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -38,6 +41,9 @@ func (f *faulty) Create(ctx context.Context, obj client.Object, opts ...client.C
 	f.tries[obj.GetName()]++
 	fail, after := f.fail(obj.GetName(), f.tries[obj.GetName()])
 	f.mu.Unlock()
+	if f.invalid != nil && f.invalid(obj.GetName(), f.tries[obj.GetName()]) {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), obj.GetName(), nil)
+	}
 	if !fail {
 		return f.Client.Create(ctx, obj, opts...)
 	}
@@ -150,6 +156,29 @@ func TestShardFailsMidFlush(t *testing.T) {
 		t.Fatalf("the flush wrote fewer than 3 shards (%v): the fault was not exercised", f.tries)
 	}
 	checkAll(t, job, got, nodes, images)
+}
+
+// TestShardRefusedForGood: the API server refuses one shard for good (as
+// it refused one over 1 MiB); the report completes without that shard's
+// nodes, counted as omitted, instead of retrying it for ever and keeping
+// the run's pods.
+func TestShardRefusedForGood(t *testing.T) {
+	ctx := setup(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	const images = 2500
+	job, nodes, src := writeJob(t, ctx, "refused", 30, images)
+	refused := nodereport.ShardName(job.Name, 0)
+	f := &faulty{Client: env.Client, tries: map[string]int{}, fail: func(string, int) (bool, bool) { return false, false },
+		invalid: func(name string, n int) bool { return name == refused && n == 1 }}
+	r := NewReconciler(f, env.Client, src, clk, Options{Namespace: ns})
+	got := collectRetrying(t, ctx, r, clk, job)
+	rep := job.Status.Report
+	if rep.OmittedNodes == 0 || rep.Nodes == 0 || rep.Nodes+rep.OmittedNodes != len(nodes) || len(got) != rep.Nodes {
+		t.Errorf("report: %d nodes, %d omitted, %d read back; want every one of %d counted", rep.Nodes, rep.OmittedNodes, len(got), len(nodes))
+	}
+	if f.tries[refused] == 0 {
+		t.Fatal("the refused shard was never tried: the fault was not exercised")
+	}
 }
 
 // TestLeftoverShardOfAnotherJob: a shard of an earlier
