@@ -189,8 +189,15 @@ RUNTIME_PACKAGES := ./test/e2e ./internal/node/... ./internal/cli/... \
 	./hack/ocibuild ./hack/kubecluster
 
 .PHONY: test
-test: verify verify-selftest vet build-windows test-deps ## Verify, then every tier (unit, control plane, fault, worker on every runtime, install, Windows, kubelet), with a table of each tier's time at the end.
-	hack/test-tiers.sh unit control-plane fault runtimes install windows kubelet
+test: ## Every tier (checks, unit, control plane, fault, worker on every runtime, install, Windows, kubelet), with a table of each tier's time at the end.
+	hack/test-tiers.sh checks unit control-plane fault runtimes install windows kubelet
+
+# make test's first tier. The fault tier and the later tiers' tool builds
+# start beside it (hack/test-tiers.sh): on a cold machine its module
+# downloads and package installs leave the CPU idle, and the control plane
+# they build is the longest build of all.
+.PHONY: test-checks
+test-checks: verify verify-selftest vet build-windows test-deps ## make test's first tier: verify, vet (the Trivy scanner's module too), the Windows build check, the runtimes' packages.
 
 .PHONY: test-unit
 test-unit: ## The inner loop: every test that needs no control plane, runtime, Wine or kubelet (go test -short, all three modules).
