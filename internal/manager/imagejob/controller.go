@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -178,7 +179,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		name, do = "run", r.run
 	}
 	res, err := do(ctx, job)
-	return res, step(name, err)
+	return settle(ctx, res, step(name, err))
+}
+
+// settle turns a conflict into a prompt pass again. A write refused as a
+// conflict means the cache's copy of the job was older than the API
+// server's (on a busy API server the manager's own last status write can
+// reach the cache after the next pass has read it): the next pass, on the
+// newer copy, writes what this one would have. It is no failure of the
+// run, so it is not logged as a reconciler error with a stack trace, and
+// the next pass comes after the least time between passes, by which the
+// cache has caught up with a write in all but an overloaded API server.
+func settle(ctx context.Context, res reconcile.Result, err error) (reconcile.Result, error) {
+	if err == nil || !apierrors.IsConflict(err) {
+		return res, err
+	}
+	log.FromContext(ctx).V(1).Info("the job changed since this pass read it; passing again", "error", err.Error())
+	return reconcile.Result{RequeueAfter: passInterval}, nil
 }
 
 // step names a step's error, so that the log says which step failed; nil
