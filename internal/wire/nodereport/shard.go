@@ -173,11 +173,13 @@ func Split(nodes []Node, budget int) ([]Shard, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data)+len(NodeList(names(nodes))) <= budget {
-		return []Shard{{Data: data, Nodes: names(nodes)}}, nil
+	named := names(nodes)
+	listed := len(NodeList(named))
+	if len(data)+listed <= budget {
+		return []Shard{{Data: data, Nodes: named}}, nil
 	}
 	if len(nodes) == 1 {
-		n, err := Fit(nodes[0], budget-len(NodeList(names(nodes))))
+		n, err := Fit(nodes[0], budget-listed)
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +187,7 @@ func Split(nodes []Node, budget int) ([]Shard, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Shard{{Data: data, Nodes: names(nodes)}}, nil
+		return []Shard{{Data: data, Nodes: named}}, nil
 	}
 	half := len(nodes) / 2
 	a, err := Split(nodes[:half], budget)
