@@ -18,6 +18,10 @@ type fakeRuntime struct {
 	podImages  []string
 	podErr     error
 	removeErr  map[string]error
+	// refuseOnce answers an image's first removal with its error; later
+	// ones go through.
+	refuseOnce map[string]error
+	attempts   map[string]int
 	listErr    error
 	lists      int
 	onList     func(n int, f *fakeRuntime)
@@ -86,7 +90,14 @@ func (f *fakeRuntime) StartRemovals(ctx context.Context, ids []string) func() []
 func (f *fakeRuntime) RemoveImage(_ context.Context, imageID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.attempts == nil {
+		f.attempts = map[string]int{}
+	}
+	f.attempts[imageID]++
 	if err := f.removeErr[imageID]; err != nil {
+		return err
+	}
+	if err := f.refuseOnce[imageID]; err != nil && f.attempts[imageID] == 1 {
 		return err
 	}
 	f.removed = append(f.removed, imageID)

@@ -247,6 +247,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	// Logged once judged: the per-node report is read from these lines.
 	settle(ctx, rt, done, opts.Log)
+	retryRefusedForRoom(ctx, rt, snap, done, opts)
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
 	}
