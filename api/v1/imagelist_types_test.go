@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -93,7 +94,7 @@ func TestUpstreamShapedImageLists(t *testing.T) {
 // e2e suite, read in place from the shared reference data where it exists.
 func TestUpstreamImageLists(t *testing.T) {
 	testenv.Require(t)
-	dir := filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "imagelists")
+	dir := filepath.Join(repo.Root(), "..", "shared", "reference", "upstream-data", "imagelists")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
 		t.Skipf("upstream's own ImageLists are not at %s; TestUpstreamShapedImageLists applied the project's instead", dir)

@@ -17,6 +17,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -102,7 +103,7 @@ func TestEventsThroughKubectl(t *testing.T) {
 		}
 	}
 
-	guide, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "troubleshooting.md"))
+	guide, err := os.ReadFile(filepath.Join(repo.Root(), "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

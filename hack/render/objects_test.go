@@ -20,11 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 func repoPath(parts ...string) string {
-	return filepath.Join(append([]string{testenv.RepoRoot()}, parts...)...)
+	return filepath.Join(append([]string{repo.Root()}, parts...)...)
 }
 
 func chartDir() string { return repoPath("charts", "eraser") }
@@ -49,7 +50,7 @@ func upstreamValuesIfPresent() []string {
 }
 
 func upstreamValuesGlob() string {
-	return filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm", "*.yaml")
+	return filepath.Join(repo.Root(), "..", "shared", "reference", "upstream-data", "helm", "*.yaml")
 }
 
 // upstreamHelmValues skips the test, saying so, without them.

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -103,7 +104,7 @@ func helmBinary(t *testing.T, major int) string {
 	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
-	cmd := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(testenv.RepoRoot(), "hack", "build-helm.sh"))
+	cmd := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(repo.Root(), "hack", "build-helm.sh"))
 	cmd.Env = append(os.Environ(), fmt.Sprintf("HELM_MAJOR=%d", major))
 	out, err := cmd.Output()
 	if err == nil {

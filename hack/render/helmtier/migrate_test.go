@@ -16,13 +16,13 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
-	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // upstreamValues is the project's fixture of upstream's v1.x values file:
 // upstream's images, its manager's 30Mi limit, Windows nodes left out.
 func upstreamValues() string {
-	return filepath.Join(testenv.RepoRoot(), "internal", "wire", "config", "testdata", "upstream", "values-v1alpha3.yaml")
+	return filepath.Join(repo.Root(), "internal", "wire", "config", "testdata", "upstream", "values-v1alpha3.yaml")
 }
 
 // managerPeakAtThousandNodes is the manager's measured peak at 1,000 nodes

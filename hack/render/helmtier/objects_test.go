@@ -12,7 +12,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 const (
@@ -130,15 +130,15 @@ func (c *cluster) servesOurCRDs() {
 	}
 }
 
-func ourChart() string { return filepath.Join(testenv.RepoRoot(), "charts", "eraser") }
+func ourChart() string { return filepath.Join(repo.Root(), "charts", "eraser") }
 
 // upstreamShapedChart is the project's fixture of upstream's chart.
 func upstreamShapedChart() string {
-	return filepath.Join(testenv.RepoRoot(), "hack", "render", "testdata", "upstream-chart")
+	return filepath.Join(repo.Root(), "hack", "render", "testdata", "upstream-chart")
 }
 
 // upstreamChartDir is upstream's released chart v1.4.1, read in place from
 // the reference data beside the repository, where it exists.
 func upstreamChartDir() string {
-	return filepath.Join(testenv.RepoRoot(), "..", "shared", "reference", "upstream-data", "helm", "chart-v1.4.1")
+	return filepath.Join(repo.Root(), "..", "shared", "reference", "upstream-data", "helm", "chart-v1.4.1")
 }

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // kubectl apply of our static manifest over upstream's (applied as upstream
@@ -24,10 +24,10 @@ func TestStaticManifestOverUpstream(t *testing.T) {
 	overlay := docsOverlay(t)
 	for name, args := range map[string][]string{
 		"overlay":     {"apply", "--server-side", "--force-conflicts", "-k", overlay},
-		"client-side": {"apply", "-f", filepath.Join(testenv.RepoRoot(), "deploy", "eraser.yaml")},
+		"client-side": {"apply", "-f", filepath.Join(repo.Root(), "deploy", "eraser.yaml")},
 		// The kustomization deploy/eraser.yaml is rendered from, through
 		// kubectl's own kustomize.
-		"kustomize": {"apply", "--server-side", "--force-conflicts", "-k", filepath.Join(testenv.RepoRoot(), "config", "default")},
+		"kustomize": {"apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repo.Root(), "config", "default")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(t)
@@ -74,7 +74,7 @@ images:
 // staticManifest is deploy/eraser.yaml.
 func staticManifest(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "eraser.yaml"))
+	b, err := os.ReadFile(filepath.Join(repo.Root(), "deploy", "eraser.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
-func repoPath(parts ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(file), "..", "..", ".."}, parts...)...)
-}
+func repoPath(parts ...string) string { return repo.Path(parts...) }
 
 func TestCheck(t *testing.T) {
 	read := func(parts ...string) string {

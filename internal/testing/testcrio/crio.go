@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +31,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
@@ -102,8 +102,7 @@ func Require(t testing.TB) {
 func binDir() (string, []string) {
 	dir := os.Getenv("CRIO_BIN_DIR")
 	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(file), "..", "..", "..", "hack", "build-crio.sh")
+		script := repo.Path("hack", "build-crio.sh")
 		out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, script).Output()
 		if err != nil {
 			return "", []string{"crio and pinns (hack/build-crio.sh has not built them)"}

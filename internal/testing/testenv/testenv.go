@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // Env is a running control plane.
@@ -100,18 +100,12 @@ func Require(t testing.TB) *Env {
 	return shared.env
 }
 
-// RepoRoot is the repository's top directory.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
 func assetsDir() (string, error) {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d, nil
 	}
 	// Ask the build script where its cache is, without building.
-	out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(RepoRoot(), "hack", "build-control-plane.sh")).Output()
+	out, err := exec.Command("bash", "-c", `CHECK_ONLY=1 "$0"`, filepath.Join(repo.Root(), "hack", "build-control-plane.sh")).Output()
 	if err != nil {
 		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and the cached control plane is not built")
 	}
@@ -264,7 +258,7 @@ func start(opts ...Option) (*Env, error) {
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join(repo.Root(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
 	set := &settings{te: te}

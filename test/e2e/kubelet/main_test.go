@@ -32,7 +32,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // stateDir is fixed so that logs kept after a failure are easy to find; the
@@ -170,10 +170,7 @@ func requireCluster(t *testing.T) {
 	}
 }
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
+func repoRoot() string { return repo.Root() }
 
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kubelet e2e: "+format+"\n", args...)
