@@ -17,12 +17,15 @@ step() {
     echo "prebuild: $* failed (the tier that needs it builds it again)"
   fi
 }
+# CRI-O and the kubelet come first: the worker tier and the kubelet tier
+# (beside the others, after the fault tier) start at about the same time,
+# and both need CRI-O; Helm 4 is the kubelet tier's too.
 step hack/build-crio.sh
 for v in ${CONTAINERD_VERSIONS:?the versions make test-containerd-versions runs}; do
   step env CONTAINERD_VERSION="$v" hack/build-containerd.sh
 done
-step hack/build-promtool.sh
+step env KUBELET=1 EXTRA=1 hack/build-control-plane.sh
 step hack/build-helm.sh
+step hack/build-promtool.sh
 step env HELM_MAJOR=3 hack/build-helm.sh
 step hack/install-wine.sh
-step env KUBELET=1 EXTRA=1 hack/build-control-plane.sh
