@@ -5,13 +5,13 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/refusal"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
@@ -99,7 +99,7 @@ func (r *Reconciler) writeReferences(ctx context.Context, job *eraserv1.ImageJob
 	var names []string
 	if err == nil {
 		names, err = jobdata.CreateReferences(ctx, r.client, r.apiReader, r.opts.Namespace, job, enc.Set, enc.Parts)
-		if err != nil && !refusedForGood(err) {
+		if err != nil && !refusal.ForGood(err) {
 			return enc, nil, err
 		}
 	}
@@ -121,12 +121,6 @@ func (r *Reconciler) writeReferences(ctx context.Context, job *eraserv1.ImageJob
 			"the cluster's references did not fit their parts (%d left out): this wave's workers keep every image from the automatic policies; an ImageList entry still removes what it names", enc.Dropped)
 	}
 	return enc, names, nil
-}
-
-// refusedForGood: the API server refused a part for what it is (too
-// large, invalid), which writing it again cannot change.
-func refusedForGood(err error) bool {
-	return apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 // mountedSets are the cluster sets the job's unfinished pods mount, read

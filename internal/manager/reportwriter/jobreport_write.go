@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/refusal"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -34,7 +34,7 @@ func (r *Reconciler) flush(ctx context.Context, job *eraserv1.ImageJob, st *jobS
 				continue
 			}
 			stored, err := r.create(ctx, job, st, s)
-			if refusedForGood(err) {
+			if refusal.ForGood(err) {
 				// The same shard would be refused again, and a report that
 				// never completes keeps the run's pods: its nodes are left
 				// out, counted, and the report goes on.
@@ -64,12 +64,6 @@ func (r *Reconciler) flush(ctx context.Context, job *eraserv1.ImageJob, st *jobS
 	}
 	st.pending, st.pendingSet, st.pendingEntries = nil, map[string]bool{}, 0
 	return r.point(ctx, job, st, complete)
-}
-
-// refusedForGood is an error no retry of the same write gets past: the
-// object is invalid (too large, say) or the request too large.
-func refusedForGood(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // unpend takes nodes out of pending (not out of pendingSet: a node read is
