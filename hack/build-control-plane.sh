@@ -34,10 +34,11 @@ fi
 
 mkdir -p "${OUT}" "${WORK}"
 # make test builds the control plane from two tiers at once (the fault tier
-# runs beside the others): one build at a time, and a waiter takes what the
-# build before it left.
-exec 9>"${CACHE}/control-plane/.build.lock"
-flock 9
+# runs beside the others, and make prebuild adds the kubelet): one build at a
+# time, and a waiter takes what the build before it left.
+# shellcheck source=hack/lock.sh
+. "$(dirname "$0")/lock.sh"
+lock "control-plane-kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
 missing=()
 for b in "${want[@]}"; do [ -x "${OUT}/${b}" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
