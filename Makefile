@@ -196,8 +196,17 @@ RUNTIME_PACKAGES := ./test/e2e ./internal/node/... ./internal/cli/... \
 	./hack/ocibuild ./hack/kubecluster
 
 .PHONY: test
-test: ## Every tier (checks, unit, control plane, fault, worker on every runtime, install, Windows, kubelet), with a table of each tier's time at the end.
-	hack/test-tiers.sh checks unit control-plane fault runtimes install windows kubelet
+test: ## Every tier (checks, unit, control plane, fault, worker on every runtime, install, Windows, kubelet, race), with a table of each tier's time at the end.
+	hack/test-tiers.sh checks unit control-plane fault runtimes install windows kubelet race
+
+# The race detector needs cgo, so these packages build once more, apart
+# from the one configuration: the node queue's callers from many runs at
+# once, the workload index's readers and writers, and the rest of their
+# fast tests, all under -race.
+RACE_PACKAGES := ./internal/manager/imagejob ./internal/manager/workloadindex ./internal/manager/parallel
+.PHONY: test-race
+test-race: ## The race tier: the manager's shared state (the node queue, the workload index) under the race detector, with concurrent callers.
+	CGO_ENABLED=1 go test -race -short -count=1 $(GO_TEST_RUN) $(RACE_PACKAGES)
 
 # make test's first tier. The fault tier and the later tiers' tool builds
 # start beside it (hack/test-tiers.sh): on a cold machine its module

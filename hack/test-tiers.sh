@@ -3,21 +3,21 @@
 # table of how long each took, also written to bin/test-logs/tiers.txt, with
 # how busy the machine's CPUs were meanwhile (every core, whatever ran beside).
 #
-# Two lanes run at once. The fault and kubelet tiers spend their time waiting
-# on servers (the manager's timeouts, a catch-up's batch, slow deletes, pods
-# starting on kubelets) and on little CPU, so they run one after the other in
-# the background beside the rest, each tier's output kept in
-# bin/test-logs/<tier>.log and printed when the lane ends; the other tiers run
-# in turn in the foreground. TEST_TIERS_SERIAL=1 runs every tier in turn
-# instead (for a profile). Every tier runs even when one fails; the exit
-# status is the first failure's.
+# Two lanes run at once. The fault and kubelet tiers spend their time
+# waiting on servers (the manager's timeouts, a catch-up's batch, slow
+# deletes, pods starting on kubelets) and on little CPU, so they run one
+# after the other in the background beside the rest, the short race tier
+# after them; each tier's output is kept in bin/test-logs/<tier>.log and
+# printed when the lane ends. The other tiers run in turn in the foreground.
+# TEST_TIERS_SERIAL=1 runs every tier in turn instead (for a profile). Every
+# tier runs even when one fails; the exit status is the first failure's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 logdir=bin/test-logs
 mkdir -p "$logdir"
 
-beside=" fault kubelet "
+beside=" fault kubelet race "
 if [ -n "${TEST_TIERS_SERIAL:-}" ]; then beside=" "; fi
 
 rows=() status=0
