@@ -35,15 +35,18 @@ func retryRefusedForRoom(ctx context.Context, rt Runtime, s *Snapshot, done []Re
 	if len(refused) == 0 {
 		return
 	}
-	index := make(map[string]int, len(refused))
-	for i, img := range s.Images {
-		index[img.ID] = i
-	}
 	again := make([]Removal, 0, len(refused))
 	at := refused[:0]
 	for _, i := range refused {
-		img, ok := index[done[i].ImageID]
-		if !ok {
+		// The snapshot's own index, by the image ID among its keys.
+		img := -1
+		for _, k := range s.lookup(done[i].ImageID) {
+			if s.Images[k].ID == done[i].ImageID {
+				img = k
+				break
+			}
+		}
+		if img < 0 {
 			continue
 		}
 		again = append(again, Removal{Image: img, Target: done[i].Target, Policy: done[i].Policy,
