@@ -102,6 +102,9 @@ func scannerConfig(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
 	run := command(repoRoot(), "go", "-C", "scanner/trivy", "run", "./test/fixturedb", "-cache-dir", dir)
+	// The scanner module's configuration (make's SCANNER_ENV), in which the
+	// worker tier compiled the DB's packages.
+	run.Env = append(run.Env, "GOEXPERIMENT=jsonv2", "CGO_ENABLED=0")
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("writing the fixture DB: %v: %s", err, out)
 	}

@@ -370,10 +370,14 @@ func nodeCount() int {
 	return 1
 }
 
+// command runs a tool of the tree. A go command keeps the build
+// configuration it inherits (make test's GOFLAGS and CGO_ENABLED), so that
+// it links what the earlier tiers compiled instead of compiling the
+// standard library and Kubernetes once more in a configuration of its own.
 func command(dir, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false")
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
 	return cmd
 }
 

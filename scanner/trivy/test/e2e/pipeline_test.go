@@ -41,15 +41,20 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = dir
-	builds := [][]string{
-		// The release flags, so this shares its build cache with make images.
-		{"go", "build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "../../cmd/trivy-scanner"},
-		{"go", "-C", "../../../..", "build", "-o", dir + "/", "./cmd/collector", "./cmd/remover"},
+	// The release's flags and environment, so that these are the binaries
+	// that ship and share their build cache with make images: Trivy needs
+	// the jsonv2 experiment, the operator's workers are built without it.
+	builds := []struct {
+		env  string
+		args []string
+	}{
+		{"GOEXPERIMENT=jsonv2", []string{"build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "../../cmd/trivy-scanner"}},
+		{"GOEXPERIMENT=", []string{"-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "./cmd/collector", "./cmd/remover"}},
 	}
 	for _, b := range builds {
-		cmd := exec.Command(b[0], b[1:]...)
+		cmd := exec.Command("go", b.args...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOEXPERIMENT=jsonv2")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", b.env)
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building workers:", err)
 			os.Exit(1)
