@@ -13,7 +13,7 @@ import (
 // the findings that decided it (the first report.MaxFindings, and the count
 // of the rest), and a line that says why in words.
 func (j Judgement) Explain() (workerresult.Scan, string) {
-	s := workerresult.Scan{Verdict: string(j.Verdict), Remove: j.Remove, EndOfLife: j.EndOfLife}
+	s := workerresult.Scan{Verdict: string(j.Verdict), Remove: j.Remove, EndOfLife: j.EndOfLife, From: j.From}
 	for i, f := range j.Findings {
 		if i == workerresult.MaxFindings {
 			s.MoreFindings = len(j.Findings) - i
@@ -21,6 +21,7 @@ func (j Judgement) Explain() (workerresult.Scan, string) {
 		}
 		s.Findings = append(s.Findings, workerresult.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package, FixedVersion: f.FixedVersion})
 	}
+	s.MoreFindings += j.More
 	switch j.Verdict {
 	case Vulnerable:
 		parts := make([]string, 0, min(3, len(j.Findings)))
@@ -32,7 +33,7 @@ func (j Judgement) Explain() (workerresult.Scan, string) {
 			parts = append(parts, part)
 		}
 		why := strings.Join(parts, ", ")
-		if n := len(j.Findings) - len(parts); n > 0 {
+		if n := len(j.Findings) - len(parts) + j.More; n > 0 {
 			why += fmt.Sprintf(" (+%d more)", n)
 		}
 		return s, why

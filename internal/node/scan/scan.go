@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Verdict is the outcome for one image.
@@ -75,6 +76,12 @@ type Judgement struct {
 	// image may be end of life too).
 	EndOfLife bool
 	Error     string
+	// More counts the findings a shared verdict matched beyond those it
+	// lists (it lists workerresult.MaxFindings).
+	More int
+	// From is the node and pod whose scan made a shared verdict; nil when
+	// this node scanned the image.
+	From *workerresult.Origin
 }
 
 // Judge applies the policy to one image's report (or scan error).

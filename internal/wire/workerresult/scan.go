@@ -18,6 +18,15 @@ type Scan struct {
 	MoreFindings int       `json:"moreFindings,omitempty"`
 	// EndOfLife: the image's OS is no longer supported by its vendor.
 	EndOfLife bool `json:"endOfLife,omitempty"`
+	// From is the node and pod whose scan made the verdict, when another
+	// node of the cluster scanned the image; absent when this node did.
+	From *Origin `json:"from,omitempty"`
+}
+
+// Origin is the scanner pod that made a shared verdict.
+type Origin struct {
+	Node string `json:"node"`
+	Pod  string `json:"pod"`
 }
 
 // MaxFindings bounds the findings a verdict carries: enough to say why,

@@ -1,0 +1,211 @@
+// Package scanshare is what a run's scanners and the manager's scan service
+// say to each other, so that each image is scanned once per cluster: a
+// scanner claims the verdicts of its node's images, scans only those the
+// service hands it, and shares the verdicts it makes.
+//
+// A shared verdict is keyed by everything that decides it (the image's
+// content, the node's platform, the vulnerability DB and the scan policy),
+// so a verdict is only ever reused where the node would have reached the
+// same one itself.
+package scanshare
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+)
+
+// Audience is the audience of the ServiceAccount token a scanner presents
+// for the run whose job UID follows the slash: a token of one run is
+// refused for every other.
+const Audience = "scan.eraser.sh/"
+
+// AudienceOf is the token audience of the run with this job UID.
+func AudienceOf(jobUID string) string { return Audience + jobUID }
+
+// Paths of the service; the run's job UID is the path's last element.
+const (
+	ClaimPath = "/scan/v1/claim/"
+	SharePath = "/scan/v1/share/"
+	DBPath    = "/scan/v1/db/"
+)
+
+// Bounds on one request, so that no scanner can make the service hold an
+// unbounded body. A node with more images than MaxKeys asks in batches.
+const (
+	MaxKeys = 1000
+	// MaxBody bounds a request body: MaxKeys keys or verdicts with their
+	// findings (workerresult.MaxFindings each) fit in it.
+	MaxBody = 4 << 20
+)
+
+// Key names a verdict by what decides it.
+type Key struct {
+	// Digest is the image's content: its config digest, which is the
+	// image ID both containerd and CRI-O give it.
+	Digest string `json:"digest"`
+	// Platform is the node's os/arch: a verdict on one platform's content
+	// is never handed to a node of another.
+	Platform string `json:"platform"`
+	// DB is the digest of the vulnerability DB the scan used.
+	DB string `json:"db"`
+	// Policy is the scan policy's fingerprint (internal/node/scan).
+	Policy string `json:"policy"`
+}
+
+func (k Key) String() string {
+	return k.Digest + " " + k.Platform + " db=" + k.DB + " policy=" + k.Policy
+}
+
+// Validate refuses a key that could not name a verdict: a scanner's bug
+// or a forged request, never to be stored.
+func (k Key) Validate() error {
+	if err := ValidateDigest(k.Digest); err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	if err := ValidateDigest(k.DB); err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	if !validHex(k.Policy, 64) {
+		return errors.New("policy: not a sha256 fingerprint")
+	}
+	os, arch, ok := strings.Cut(k.Platform, "/")
+	if !ok || !word(os) || !word(arch) || len(k.Platform) > 64 {
+		return fmt.Errorf("platform %q: not os/arch", k.Platform)
+	}
+	return nil
+}
+
+// ValidateDigest accepts sha256:<64 lowercase hex>.
+func ValidateDigest(d string) error {
+	hexPart, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || !validHex(hexPart, 64) {
+		return fmt.Errorf("%q is not a sha256 digest", d)
+	}
+	return nil
+}
+
+// Digest turns a runtime's image ID into a key's digest: containerd gives
+// sha256:<hex>, CRI-O the bare hex. Anything else has no digest to share
+// by ("", false), and is scanned on the node.
+func Digest(imageID string) (string, bool) {
+	if validHex(imageID, 64) {
+		imageID = "sha256:" + imageID
+	}
+	if ValidateDigest(imageID) != nil {
+		return "", false
+	}
+	return imageID, true
+}
+
+func validHex(s string, n int) bool {
+	if len(s) != n || strings.ToLower(s) != s {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func word(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// Shareable says whether a verdict is a fact about the image that another
+// node may reuse. A failed scan or one the timeout cut short says
+// something about this node's run, not about the image.
+func Shareable(verdict string) bool {
+	switch verdict {
+	case "vulnerable", "end-of-life", "clean", "unsupported":
+		return true
+	}
+	return false
+}
+
+// maxField bounds each text of a shared finding: CVE and GHSA IDs,
+// package names and versions are far shorter.
+const maxField = 256
+
+// ValidateScan refuses a verdict larger than a scanner makes: more
+// findings than it keeps (workerresult.MaxFindings), or texts too long to
+// be IDs, packages or versions.
+func ValidateScan(s workerresult.Scan) error {
+	if len(s.Findings) > workerresult.MaxFindings {
+		return fmt.Errorf("%d findings: a verdict carries at most %d", len(s.Findings), workerresult.MaxFindings)
+	}
+	if s.MoreFindings < 0 {
+		return errors.New("moreFindings is negative")
+	}
+	for _, f := range s.Findings {
+		if len(f.ID) > maxField || len(f.Severity) > maxField || len(f.Package) > maxField || len(f.FixedVersion) > maxField {
+			return fmt.Errorf("finding %.40q: a text longer than %d bytes", f.ID, maxField)
+		}
+	}
+	return nil
+}
+
+// Verdict is a shared verdict and where it was made.
+type Verdict struct {
+	Key  Key               `json:"key"`
+	Scan workerresult.Scan `json:"scan"`
+	// Node and Pod made it: the service takes them from the scanner's
+	// authenticated identity, never from the request.
+	Node string    `json:"node"`
+	Pod  string    `json:"pod"`
+	At   time.Time `json:"at"`
+}
+
+// ClaimRequest asks for the verdicts of a node's images.
+type ClaimRequest struct {
+	Keys []Key `json:"keys"`
+}
+
+// ClaimResponse says, for each key asked: its verdict (Verdicts); that
+// this scanner is to scan it now and share the verdict (Scan); or that
+// another scanner is scanning it and the scanner should ask again after
+// RetryAfter (Wait). A key in none of them is the scanner's to scan.
+type ClaimResponse struct {
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+	Scan     []Key     `json:"scan,omitempty"`
+	Wait     []Key     `json:"wait,omitempty"`
+	// RetryAfter is in seconds.
+	RetryAfter int `json:"retryAfter,omitempty"`
+}
+
+// ShareRequest carries the verdicts a scanner made, and the keys it
+// claimed but has no verdict to share for (its scan failed or ran out of
+// time), so that another scanner may take them at once.
+type ShareRequest struct {
+	Verdicts []Shared `json:"verdicts,omitempty"`
+	Released []Key    `json:"released,omitempty"`
+}
+
+// Shared is one verdict as a scanner sends it.
+type Shared struct {
+	Key  Key               `json:"key"`
+	Scan workerresult.Scan `json:"scan"`
+}
+
+// ShareResponse counts what the service kept, and says why it refused the
+// rest.
+type ShareResponse struct {
+	Stored  int       `json:"stored"`
+	Refused []Refused `json:"refused,omitempty"`
+}
+
+// Refused is a verdict the service did not keep.
+type Refused struct {
+	Key    Key    `json:"key"`
+	Reason string `json:"reason"`
+}

@@ -1,0 +1,51 @@
+package scanshare
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKeyValidate(t *testing.T) {
+	good := Key{Digest: "sha256:" + strings.Repeat("a", 64), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("b", 64), Policy: strings.Repeat("c", 64)}
+	for name, tc := range map[string]struct {
+		edit    func(*Key)
+		wantErr string
+	}{
+		"valid":                   {edit: func(*Key) {}},
+		"uppercase digest":        {edit: func(k *Key) { k.Digest = "sha256:" + strings.Repeat("A", 64) }, wantErr: "digest:"},
+		"a tag, not a digest":     {edit: func(k *Key) { k.Digest = "docker.io/library/alpine:3.19" }, wantErr: "digest:"},
+		"short db digest":         {edit: func(k *Key) { k.DB = "sha256:abc" }, wantErr: "db:"},
+		"policy not a sha256":     {edit: func(k *Key) { k.Policy = "strict" }, wantErr: "policy:"},
+		"platform without arch":   {edit: func(k *Key) { k.Platform = "linux" }, wantErr: "platform"},
+		"platform with a space":   {edit: func(k *Key) { k.Platform = "linux/amd 64" }, wantErr: "platform"},
+		"platform with a variant": {edit: func(k *Key) { k.Platform = "linux/arm/v7" }, wantErr: "platform"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := good
+			tc.edit(&k)
+			err := k.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one starting %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	hex := strings.Repeat("0f", 32)
+	for id, want := range map[string]string{
+		"sha256:" + hex:       "sha256:" + hex, // containerd
+		hex:                   "sha256:" + hex, // CRI-O
+		"sha512:" + hex + hex: "",
+		"alpine:3.19":         "",
+		"":                    "",
+	} {
+		got, ok := Digest(id)
+		if got != want || ok != (want != "") {
+			t.Errorf("Digest(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+}
