@@ -52,8 +52,9 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets,
-					References: refs}).SetupWithManager(mgr)
+					References: refs, ScanService: opts.ScanServiceURL()}).SetupWithManager(mgr)
 		}},
+		{"scan service", func() error { return setupScanService(mgr, opts) }},
 		{"jobreport", func() error {
 			cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 			if err != nil {

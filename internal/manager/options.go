@@ -3,6 +3,7 @@ package manager
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -48,6 +49,27 @@ type Options struct {
 	// PullSecrets are image pull secrets every worker pod gets besides
 	// manager.pullSecrets (ERASER_PULL_SECRET_NAMES, comma-separated).
 	PullSecrets []string
+
+	// ScanServiceAddr is where the leader serves its scan service
+	// (--scan-service-bind-address; "0" turns it off).
+	ScanServiceAddr string
+	// PodIP is the manager pod's address (POD_IP, from the downward API),
+	// which the worker pods it creates are given to reach the service:
+	// without it each node scans alone.
+	PodIP string
+}
+
+// ScanServiceURL is the scan service's address as the worker pods reach
+// it, or "" when there is none.
+func (o *Options) ScanServiceURL() string {
+	if o.ScanServiceAddr == "" || o.ScanServiceAddr == "0" || o.PodIP == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(o.ScanServiceAddr)
+	if err != nil || port == "" || port == "0" {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(o.PodIP, port)
 }
 
 // Bind registers the manager's flags, upstream's first.
@@ -58,6 +80,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8889", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of net/http/pprof (e.g. 127.0.0.1:6060); empty disables it")
+	fs.StringVar(&o.ScanServiceAddr, "scan-service-bind-address", ":8890", "address of the scan service, through which the scanners of a run share one verdict per image; 0 disables it")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
@@ -79,6 +102,7 @@ func (o *Options) FromEnv() {
 	o.Namespace = envOr("POD_NAMESPACE", DefaultNamespace)
 	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", DefaultConfigMapName)
 	o.PullSecrets = pullSecretNames(os.Getenv("ERASER_PULL_SECRET_NAMES"))
+	o.PodIP = os.Getenv("POD_IP")
 }
 
 // pullSecretNames splits ERASER_PULL_SECRET_NAMES as upstream did, on

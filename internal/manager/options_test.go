@@ -32,3 +32,21 @@ func TestPullSecretNamesFromEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestScanServiceURL(t *testing.T) {
+	for name, tc := range map[string]struct {
+		addr, ip, want string
+	}{
+		"default port":         {addr: ":8890", ip: "10.244.1.7", want: "http://10.244.1.7:8890"},
+		"an IPv6 pod":          {addr: ":8890", ip: "fd00::7", want: "http://[fd00::7]:8890"},
+		"turned off":           {addr: "0", ip: "10.244.1.7"},
+		"no POD_IP":            {addr: ":8890"},
+		"a port the OS picks":  {addr: ":0", ip: "10.244.1.7"},
+		"an address with host": {addr: "0.0.0.0:9000", ip: "10.244.1.7", want: "http://10.244.1.7:9000"},
+	} {
+		o := Options{ScanServiceAddr: tc.addr, PodIP: tc.ip}
+		if got := o.ScanServiceURL(); got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+}

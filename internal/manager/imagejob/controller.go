@@ -44,6 +44,9 @@ type Options struct {
 	// References are the images the cluster references, snapshotted into
 	// each wave's data when the configuration protects them.
 	References References
+	// ScanService is where the run's scanners share verdicts (the leader's
+	// scan service); empty, each node scans alone.
+	ScanService string
 }
 
 // Reconciler runs ImageJobs.

@@ -35,6 +35,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs wa
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
+			ScanService: r.opts.ScanService,
 		})
 		if err == nil && refs.set != "" {
 			// Which set's parts the pod mounts, where the cache shows it:

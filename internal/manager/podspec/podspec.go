@@ -98,6 +98,9 @@ type Params struct {
 	// order; NodeReferences is the node's set (references.EncodeNode).
 	References     []string
 	NodeReferences string
+	// ScanService is the manager's scan service (http://ip:port), which
+	// the scanner shares verdicts through; empty, each node scans alone.
+	ScanService string
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod
@@ -236,6 +239,9 @@ func Build(p Params) (*corev1.Pod, error) {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 				}
 				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				if p.ScanService != "" {
+					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
+				}
 			}
 		}
 	default:

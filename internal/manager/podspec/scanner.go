@@ -2,9 +2,12 @@ package podspec
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {
@@ -29,12 +32,41 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 		mounts = append(mounts, corev1.VolumeMount{Name: volImageFs, MountPath: cfg.Manager.Retention.ImageFsPath, ReadOnly: true})
 		args = append(args, "--image-store="+cfg.Manager.Retention.ImageFsPath)
 	}
+	share := p.OS == podpaths.Linux && p.ScanService != ""
+	if share {
+		mounts = append(mounts, corev1.VolumeMount{Name: podpaths.VolumeScanToken, MountPath: ScanTokenDir, ReadOnly: true})
+	}
 	c := container(p, ScannerContainer, cfg.Components.Scanner, args, mounts)
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "ERASER_RUNTIME_NAME", Value: string(cfg.Manager.Runtime.Name)},
 		corev1.EnvVar{Name: "CONTAINERD_NAMESPACE", Value: "k8s.io"},
 	)
+	if share {
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: scanshare.EnvService, Value: p.ScanService},
+			corev1.EnvVar{Name: scanshare.EnvJobUID, Value: string(p.JobUID)},
+			corev1.EnvVar{Name: scanshare.EnvToken, Value: ScanTokenDir + "/" + scanTokenFile},
+		)
+	}
 	return c
+}
+
+// ScanTokenDir holds the scanner's token for the scan service.
+const ScanTokenDir = "/run/eraser.sh/scan-token"
+
+const scanTokenFile = "token"
+
+// scanToken is the token the kubelet projects for the scanner alone: the
+// run's audience, bound to the pod, so that it proves to the scan service
+// which run's scanner, on which node, is asking. The worker pods' account
+// has no role, so the token grants nothing at the API server, which does
+// not accept its audience anyway.
+func scanToken(job types.UID) corev1.Volume {
+	return corev1.Volume{Name: podpaths.VolumeScanToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: scanshare.AudienceOf(string(job)), ExpirationSeconds: ptr.To[int64](scanshare.TokenTTL), Path: scanTokenFile,
+		}}},
+	}}}
 }
 
 func hostPathAt(cfg *config.Config, path string) bool {

@@ -56,3 +56,58 @@ func TestRemoverToldOfScanner(t *testing.T) {
 		t.Errorf("remover's --scanner (-want +got):\n%s", diff)
 	}
 }
+
+// TestScannerSharesThroughService: a Linux scanner of a manager with a scan
+// service gets the service's address, its run's UID and a token of the
+// run's audience, projected for it alone; without a service, or on Windows
+// (which runs no Trivy scanner), nothing of it.
+func TestScannerSharesThroughService(t *testing.T) {
+	const on = "components: {collector: {enabled: true}, scanner: {enabled: true}}"
+	type shared struct {
+		Env      map[string]string
+		Mounted  []string // containers mounting the token
+		Audience string
+	}
+	cases := map[string]struct {
+		service string
+		os      podpaths.OS
+		want    shared
+	}{
+		"linux with a service": {service: "http://10.0.0.5:8890", os: podpaths.Linux, want: shared{
+			Env: map[string]string{
+				"ERASER_SCAN_SERVICE": "http://10.0.0.5:8890", "ERASER_JOB_UID": "uid-1", "ERASER_SCAN_TOKEN": "/run/eraser.sh/scan-token/token",
+			},
+			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
+		}},
+		"linux without a service": {os: podpaths.Linux, want: shared{Env: map[string]string{}}},
+		"windows with a service":  {service: "http://10.0.0.5:8890", os: podpaths.Windows, want: shared{Env: map[string]string{}}},
+	}
+	for name, tc := range cases {
+		pod, err := Build(Params{References: testRefs, Job: "j", JobUID: "uid-1", Kind: KindCollector, Node: "n", OS: tc.os, ConfigMap: "j",
+			LogLevel: "info", Config: cfg(t, on), ScanService: tc.service})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := shared{Env: map[string]string{}}
+		for _, c := range pod.Spec.Containers {
+			for _, e := range c.Env {
+				if strings.HasPrefix(e.Name, "ERASER_SCAN_") || e.Name == "ERASER_JOB_UID" {
+					got.Env[e.Name] = e.Value
+				}
+			}
+			for _, m := range c.VolumeMounts {
+				if m.Name == podpaths.VolumeScanToken {
+					got.Mounted = append(got.Mounted, c.Name)
+				}
+			}
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == podpaths.VolumeScanToken {
+				got.Audience = v.Projected.Sources[0].ServiceAccountToken.Audience
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}

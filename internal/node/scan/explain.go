@@ -13,6 +13,14 @@ import (
 // the findings that decided it (the first report.MaxFindings, and the count
 // of the rest), and a line that says why in words.
 func (j Judgement) Explain() (workerresult.Scan, string) {
+	s, why := j.explain()
+	if j.From != nil {
+		why += " (verdict shared by node " + j.From.Node + ")"
+	}
+	return s, why
+}
+
+func (j Judgement) explain() (workerresult.Scan, string) {
 	s := workerresult.Scan{Verdict: string(j.Verdict), Remove: j.Remove, EndOfLife: j.EndOfLife, From: j.From}
 	for i, f := range j.Findings {
 		if i == workerresult.MaxFindings {

@@ -184,7 +184,7 @@ func TestSharedVerdictExplained(t *testing.T) {
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if why != "CVE-9 CRITICAL openssl (+7 more)" {
+	if why != "CVE-9 CRITICAL openssl (+7 more) (verdict shared by node node-b)" {
 		t.Errorf("why = %q", why)
 	}
 }

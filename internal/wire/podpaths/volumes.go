@@ -18,6 +18,8 @@ const (
 	// cacheDir (the vulnerability DB is downloaded there) and /tmp.
 	VolumeScanCache = "scanner-cache"
 	VolumeScanTmp   = "scanner-tmp"
+	// VolumeScanToken is the scanner's token for the scan service.
+	VolumeScanToken = "scan-token"
 	VolumeState     = "eraser-state"
 	VolumeImageFs   = "imagefs"
 	// The node's and the cluster's references (internal/wire/references).

@@ -27,6 +27,20 @@ const Audience = "scan.eraser.sh/"
 // AudienceOf is the token audience of the run with this job UID.
 func AudienceOf(jobUID string) string { return Audience + jobUID }
 
+// The scanner container's environment, set by the manager's pod spec when
+// the run shares verdicts: the service's address, the run's job UID, and
+// the file of the projected token. Environment, not flags, so that a
+// scanner that does not share (a custom one) ignores them.
+const (
+	EnvService = "ERASER_SCAN_SERVICE"
+	EnvJobUID  = "ERASER_JOB_UID"
+	EnvToken   = "ERASER_SCAN_TOKEN"
+)
+
+// TokenTTL is the projected token's lifetime: the kubelet renews it at 80%,
+// and the service reviews each token once per Remember.
+const TokenTTL = 3600
+
 // Paths of the service; the run's job UID is the path's last element.
 const (
 	ClaimPath = "/scan/v1/claim/"

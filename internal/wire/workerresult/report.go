@@ -42,6 +42,10 @@ type Summary struct {
 	VerdictsOmitted int `json:"verdictsOmitted,omitempty"`
 	// ScanDB is the vulnerability DB the scanner judged with.
 	ScanDB *ScanDB `json:"scanDB,omitempty"`
+	// ScansMade counts the images the scanner scanned on this node;
+	// VerdictsShared those it judged by a verdict another node made.
+	ScansMade      int `json:"scansMade,omitempty"`
+	VerdictsShared int `json:"verdictsShared,omitempty"`
 	// SandboxImageGuessed is set when neither the runtime's status nor its
 	// pod sandboxes named a sandbox image, so every image that looks like a
 	// pause image was kept (counted as "pinned").

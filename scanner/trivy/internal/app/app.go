@@ -6,12 +6,16 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/aquasecurity/trivy/pkg/clock"
@@ -20,8 +24,10 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/node/scanclient"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/pkg/scanner"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
@@ -221,11 +227,21 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engin
 	}
 	policy := cfg.Policy()
 	start := time.Now()
-	js := scan.Run(ctx, eng, images, policy, cfg.Timeout.PerImage.Duration, cfg.Timeout.Total.Duration)
+	var js []scan.Judgement
+	if sh, ok := c.sharing(log, policy); ok {
+		js = scan.RunShared(ctx, eng, images, policy, cfg.Timeout.PerImage.Duration, cfg.Timeout.Total.Duration, sh)
+	} else {
+		js = scan.Run(ctx, eng, images, policy, cfg.Timeout.PerImage.Duration, cfg.Timeout.Total.Duration)
+	}
 	log.Info("scan finished", "images", len(images), "seconds", time.Since(start).Seconds())
 	var send []handoff.Image
 	s.ScanDB = c.db
 	for _, j := range js {
+		if j.From != nil {
+			s.VerdictsShared++
+		} else if j.Verdict != scan.NotScanned {
+			s.ScansMade++
+		}
 		name := j.Image.ImageID
 		if len(j.Image.Names) > 0 {
 			name = j.Image.Names[0]
@@ -263,4 +279,52 @@ func (s source[I]) Open(ctx context.Context, img handoff.Image) (ftypes.Image, e
 		return nil, err
 	}
 	return i, nil
+}
+
+// sharing is how this scanner shares verdicts with the other nodes of the
+// run, when the manager's pod spec named a scan service and this scanner
+// knows which DB it judges with (a verdict is keyed by it).
+func (c *Command) sharing(log *slog.Logger, policy scan.Policy) (scan.Sharing, bool) {
+	service, job, token := os.Getenv(scanshare.EnvService), os.Getenv(scanshare.EnvJobUID), os.Getenv(scanshare.EnvToken)
+	if service == "" || job == "" || token == "" {
+		return scan.Sharing{}, false
+	}
+	if c.db == nil || c.db.UpdatedAt == nil {
+		log.Warn("not sharing verdicts: the vulnerability DB does not say when it was built, which keys a shared verdict")
+		return scan.Sharing{}, false
+	}
+	return scan.Sharing{
+		Service:  scanclient.New(service, job, token),
+		DB:       dbKey(c.db),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		Policy:   scan.PolicyKey(engineName(), policy),
+		Patience: sharePatience,
+		Log:      log,
+	}, true
+}
+
+// sharePatience is how long a scanner waits for verdicts other nodes are
+// making, with none arriving, before it scans those images itself: longer
+// than one image's scan, so that a node never scans what another is about
+// to share, and short beside a run.
+const sharePatience = 5 * time.Minute
+
+// dbKey names a DB build: its schema and the time it was built, which
+// Trivy's DB publisher sets once per build.
+func dbKey(db *workerresult.ScanDB) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("trivy-db schema %d built %s", db.Version, db.UpdatedAt.UTC().Format(time.RFC3339Nano))))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// engineName is Trivy's module version, from the binary's build record: a
+// verdict of one Trivy release is not reused by another.
+func engineName() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/aquasecurity/trivy" {
+				return "trivy " + d.Version
+			}
+		}
+	}
+	return "trivy (unknown version)"
 }

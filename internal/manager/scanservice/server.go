@@ -1,0 +1,128 @@
+package scanservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+// Authenticator proves who presents a token: a scanner pod of the run
+// whose job UID it names, or an error.
+type Authenticator interface {
+	Scanner(ctx context.Context, token, jobUID string) (Scanner, error)
+}
+
+// ErrNotScanner is the error of a token that proves nothing about a run's
+// scanners: answered 403, the rest 401 or 503.
+var ErrNotScanner = errors.New("not a scanner of this run")
+
+// Server answers a run's scanners.
+type Server struct {
+	Verdicts *Verdicts
+	Auth     Authenticator
+	// RetryAfter tells a scanner waiting for another's verdict when to ask
+	// again.
+	RetryAfter time.Duration
+	Log        logr.Logger
+}
+
+// Handler serves the claim and share paths.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+scanshare.ClaimPath+"{job}", s.claim)
+	mux.HandleFunc("POST "+scanshare.SharePath+"{job}", s.share)
+	return mux
+}
+
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
+	who, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	var req scanshare.ClaimRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.Keys) > scanshare.MaxKeys {
+		http.Error(w, fmt.Sprintf("%d keys: ask for at most %d at once", len(req.Keys), scanshare.MaxKeys), http.StatusRequestEntityTooLarge)
+		return
+	}
+	for _, k := range req.Keys {
+		if err := k.Validate(); err != nil {
+			http.Error(w, "key "+k.String()+": "+err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	reply(w, s.Verdicts.Claim(who, req.Keys, s.RetryAfter))
+}
+
+func (s *Server) share(w http.ResponseWriter, r *http.Request) {
+	who, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	var req scanshare.ShareRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.Verdicts)+len(req.Released) > scanshare.MaxKeys {
+		http.Error(w, fmt.Sprintf("%d verdicts: share at most %d at once", len(req.Verdicts)+len(req.Released), scanshare.MaxKeys), http.StatusRequestEntityTooLarge)
+		return
+	}
+	out := s.Verdicts.Share(who, req)
+	for _, ref := range out.Refused {
+		s.Log.Info("refused a scanner's verdict", "node", who.Node, "pod", who.Pod, "image", ref.Key.Digest, "reason", ref.Reason)
+	}
+	reply(w, out)
+}
+
+// authenticate answers 401, 403 or 503 itself when the request does not
+// come from a scanner of the run its path names.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Scanner, bool) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		http.Error(w, "a scanner's ServiceAccount token is required", http.StatusUnauthorized)
+		return Scanner{}, false
+	}
+	job := r.PathValue("job")
+	who, err := s.Auth.Scanner(r.Context(), token, job)
+	switch {
+	case err == nil:
+		return who, true
+	case errors.Is(err, ErrNotScanner):
+		s.Log.Info("refused a request that is not from a scanner of the run", "job", job, "remote", r.RemoteAddr, "reason", err.Error())
+		http.Error(w, err.Error(), http.StatusForbidden)
+	default:
+		// The API server could not say: the scanner scans itself.
+		s.Log.Error(err, "could not authenticate a scanner", "job", job)
+		http.Error(w, "authentication is unavailable", http.StatusServiceUnavailable)
+	}
+	return Scanner{}, false
+}
+
+func decode(w http.ResponseWriter, r *http.Request, into any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, scanshare.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		code := http.StatusBadRequest
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "request body: "+err.Error(), code)
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,183 @@
+package scanservice
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/node/scanclient"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+const runUID = "6a3c1f0e-0000-4000-8000-000000000001"
+
+// tokens authenticates "<pod>@<job UID>" as that pod on node "node-<pod>",
+// for that job only.
+type tokens struct{}
+
+func (tokens) Scanner(_ context.Context, token, jobUID string) (Scanner, error) {
+	pod, job, ok := strings.Cut(token, "@")
+	if !ok || job != jobUID {
+		return Scanner{}, fmt.Errorf("%w: token of another run", ErrNotScanner)
+	}
+	return Scanner{Node: "node-" + pod, Pod: pod, PodUID: "uid-" + pod}, nil
+}
+
+// engine counts the scans of each image across the fleet.
+type engine struct {
+	mu      sync.Mutex
+	scanned map[string]int
+}
+
+func (e *engine) Scan(_ context.Context, img handoff.Image) (scan.Report, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.scanned[img.ImageID]++
+	if strings.HasSuffix(img.ImageID, "1") {
+		return scan.Report{Findings: []scan.Finding{{ID: "CVE-1", Severity: "HIGH", Package: "musl"}}}, nil
+	}
+	return scan.Report{}, nil
+}
+
+func serve(t *testing.T) (*Verdicts, string) {
+	t.Helper()
+	v := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+	srv := httptest.NewServer((&Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+	t.Cleanup(srv.Close)
+	return v, srv.URL
+}
+
+func scanner(t *testing.T, base, token string) *scanclient.Client {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return scanclient.New(base, runUID, file)
+}
+
+func sharing(svc scan.Service) scan.Sharing {
+	return scan.Sharing{Service: svc, DB: "sha256:" + strings.Repeat("d", 64), Platform: "linux/amd64",
+		Policy: scan.PolicyKey("test", scan.Policy{}), Patience: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// TestFleetScansEachImageOnce: nodes holding the same images, each with
+// one of its own, scan every distinct image once between them, and each
+// node judges all of its images.
+func TestFleetScansEachImageOnce(t *testing.T) {
+	v, base := serve(t)
+	const nodes, common = 8, 12
+	e := &engine{scanned: map[string]int{}}
+	var wg sync.WaitGroup
+	judged := make([][]scan.Judgement, nodes)
+	for n := range nodes {
+		var imgs []handoff.Image
+		for i := range common {
+			imgs = append(imgs, handoff.Image{ImageID: fmt.Sprintf("sha256:%064x", i), Names: []string{fmt.Sprint("common-", i)}})
+		}
+		imgs = append(imgs, handoff.Image{ImageID: fmt.Sprintf("sha256:%064x", 1000+n), Names: []string{fmt.Sprint("own-", n)}})
+		wg.Go(func() {
+			c := scanner(t, base, fmt.Sprint("pod", n, "@", runUID))
+			judged[n] = scan.RunShared(context.Background(), e, imgs, scan.Policy{}, 0, time.Hour, sharing(c))
+		})
+	}
+	wg.Wait()
+	if len(e.scanned) != common+nodes {
+		t.Errorf("%d distinct images scanned, want %d", len(e.scanned), common+nodes)
+	}
+	for id, n := range e.scanned {
+		if n != 1 {
+			t.Errorf("%s scanned %d times, want once", id, n)
+		}
+	}
+	shared := 0
+	for n, js := range judged {
+		if len(js) != common+1 {
+			t.Fatalf("node %d judged %d images, want %d", n, len(js), common+1)
+		}
+		for _, j := range js {
+			if j.Verdict != scan.Vulnerable && j.Verdict != scan.Clean {
+				t.Errorf("node %d: %s judged %s", n, j.Image.Names[0], j.Verdict)
+			}
+			if j.From != nil {
+				shared++
+			}
+		}
+	}
+	if want := nodes*common - common; shared != want {
+		t.Errorf("%d verdicts taken from other nodes, want %d", shared, want)
+	}
+	if c, n, _, _ := v.Stats(); n != common+nodes || c.Refused != 0 {
+		t.Errorf("store holds %d verdicts (refused %d), want %d", n, c.Refused, common+nodes)
+	}
+}
+
+// TestForgedVerdictsRefused: a request without a token, or with a token of
+// another run, adds nothing; a scanner refused that way scans itself.
+func TestForgedVerdictsRefused(t *testing.T) {
+	v, base := serve(t)
+	clean := scanshare.Shared{Key: scanshare.Key{Digest: fmt.Sprintf("sha256:%064x", 7), Platform: "linux/amd64",
+		DB: "sha256:" + strings.Repeat("d", 64), Policy: strings.Repeat("0", 64)}}
+	clean.Scan.Verdict = "clean"
+	for name, token := range map[string]string{
+		"no token":               "",
+		"a token of another run": "pod1@another-run",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := scanner(t, base, token)
+			_, err := c.Share(context.Background(), scanshare.ShareRequest{Verdicts: []scanshare.Shared{clean}})
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprint(http.StatusUnauthorized)) && !strings.Contains(err.Error(), fmt.Sprint(http.StatusForbidden)) {
+				t.Fatalf("share: %v, want 401 or 403", err)
+			}
+			e := &engine{scanned: map[string]int{}}
+			js := scan.RunShared(context.Background(), e, []handoff.Image{{ImageID: clean.Key.Digest, Names: []string{"x"}}}, scan.Policy{}, 0, time.Hour, sharing(c))
+			if len(js) != 1 || js[0].Verdict != scan.Clean || e.scanned[clean.Key.Digest] != 1 {
+				t.Fatalf("a refused scanner did not scan itself: %+v", js)
+			}
+		})
+	}
+	if _, n, _, _ := v.Stats(); n != 0 {
+		t.Fatalf("the store holds %d verdicts from refused requests", n)
+	}
+}
+
+// TestRequestBounds: bodies past the bounds are refused before they are
+// held.
+func TestRequestBounds(t *testing.T) {
+	_, base := serve(t)
+	for name, tc := range map[string]struct {
+		body string
+		want int
+	}{
+		"unknown field":       {body: `{"keys":[],"extra":1}`, want: http.StatusBadRequest},
+		"not json":            {body: `keys`, want: http.StatusBadRequest},
+		"an invalid key":      {body: `{"keys":[{"digest":"alpine:3.19"}]}`, want: http.StatusBadRequest},
+		"a body past the cap": {body: `{"keys":[` + strings.Repeat(`{"digest":"x"},`, scanshare.MaxBody/14) + `]}`, want: http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, base+scanshare.ClaimPath+runUID, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer pod1@"+runUID)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
