@@ -35,6 +35,12 @@ const (
 	EnvService = "ERASER_SCAN_SERVICE"
 	EnvJobUID  = "ERASER_JOB_UID"
 	EnvToken   = "ERASER_SCAN_TOKEN"
+	// EnvDB is the digest of the run's DB archive, which the scanner
+	// downloads from the service (DBPath) and checks; EnvDBUnavailable
+	// says instead why the run has no DB, and the scanner then judges
+	// nothing.
+	EnvDB            = "ERASER_SCAN_DB"
+	EnvDBUnavailable = "ERASER_SCAN_DB_UNAVAILABLE"
 )
 
 // TokenTTL is the projected token's lifetime: the kubelet renews it at 80%,
@@ -222,4 +228,14 @@ type ShareResponse struct {
 type Refused struct {
 	Key    Key    `json:"key"`
 	Reason string `json:"reason"`
+}
+
+// DB names a run's vulnerability DB: the digest and size of the archive
+// the manager fetched (Trivy's DB layer, a gzipped tar of trivy.db and
+// metadata.json), the repository it came from and when.
+type DB struct {
+	Digest  string    `json:"digest"`
+	Size    int64     `json:"size"`
+	Repo    string    `json:"repo"`
+	Fetched time.Time `json:"fetched"`
 }

@@ -1,0 +1,331 @@
+// Package scandb fetches the vulnerability DB once for the whole cluster:
+// the leader downloads Trivy's DB archive from the configured repository
+// (through the manager's proxy settings and credentials), checks it
+// against its digest, keeps it on disk, and the scan service hands it to
+// the run's scanners, which then never contact the repository.
+//
+// A repository is asked again only when the copy is due a check, and the
+// archive is downloaded again only when its digest changed: one download
+// per DB update, whatever the number of nodes and runs. A failed fetch is
+// retried with backoff; meanwhile the previous copy serves while it is
+// within its age limit.
+package scandb
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+// MediaType is the media type of the DB archive in Trivy's OCI artifact.
+const MediaType = "application/vnd.aquasec.trivy.db.layer.v1.tar+gzip"
+
+// SchemaTag is the tag of the DB schema the scanner reads, added to a
+// repository given without one (as upstream's dbRepo is).
+const SchemaTag = "2"
+
+// Options configure a Mirror.
+type Options struct {
+	// Dir keeps the archives (an emptyDir of the manager's pod).
+	Dir string
+	// Refresh is how long a copy is used before the repository is asked
+	// whether a newer DB exists (Trivy's DB is rebuilt every few hours).
+	Refresh time.Duration
+	// MaxAge is how long a copy still serves after the repository stopped
+	// answering.
+	MaxAge time.Duration
+	// Backoff is the first wait after a failed fetch; each failure in a
+	// row doubles it, up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// Timeout bounds one fetch.
+	Timeout time.Duration
+	// Keychain finds the repository's credentials; Transport carries the
+	// requests (proxies). Both default to go-containerregistry's.
+	Keychain  authn.Keychain
+	Transport http.RoundTripper
+	Now       func() time.Time
+	// Fetched is told of every fetch: its result (downloaded, unchanged,
+	// failed) and the bytes downloaded.
+	Fetched func(result string, bytes int64)
+}
+
+// Fetch results.
+const (
+	Downloaded = "downloaded"
+	Unchanged  = "unchanged"
+	Failed     = "failed"
+)
+
+// Mirror holds the DB copies, one per repository. It locks itself.
+type Mirror struct {
+	o     Options
+	mu    sync.Mutex
+	repos map[string]*repo
+}
+
+type repo struct {
+	db        *scanshare.DB // the copy, nil until the first fetch succeeds
+	checked   time.Time     // when the repository last answered
+	fetching  bool
+	failures  int
+	lastErr   error
+	nextTry   time.Time
+	rateLimit bool
+}
+
+// New returns a mirror keeping its copies in o.Dir.
+func New(o Options) *Mirror {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Keychain == nil {
+		o.Keychain = authn.DefaultKeychain
+	}
+	if o.Transport == nil {
+		o.Transport = remote.DefaultTransport
+	}
+	if o.Fetched == nil {
+		o.Fetched = func(string, int64) {}
+	}
+	return &Mirror{o: o, repos: map[string]*repo{}}
+}
+
+// State is what the mirror can give a run now.
+type State struct {
+	// DB is the copy to use; nil when there is none.
+	DB *scanshare.DB
+	// Fetching: a fetch is running (the first one, when DB is nil).
+	Fetching bool
+	// Err is the last fetch's failure, while it is not followed by a
+	// success; RateLimited says the repository refused for its rate limit.
+	Err         error
+	RateLimited bool
+}
+
+// Get returns the copy of the repository's DB to use now, and starts a
+// fetch in the background when there is none, when the copy is due a
+// check, or when the last failure's backoff is over. It never blocks on
+// the network.
+func (m *Mirror) Get(repository string) State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.o.Now()
+	r := m.repos[repository]
+	if r == nil {
+		r = &repo{}
+		m.repos[repository] = r
+	}
+	due := r.db == nil || now.Sub(r.checked) >= m.o.Refresh
+	if due && !r.fetching && !now.Before(r.nextTry) {
+		r.fetching = true
+		go m.fetch(repository)
+	}
+	st := State{Fetching: r.fetching, Err: r.lastErr, RateLimited: r.rateLimit}
+	if r.db != nil && now.Sub(r.checked) < m.o.MaxAge {
+		db := *r.db
+		st.DB = &db
+	}
+	return st
+}
+
+// Open opens the archive of a copy by its digest, for the scan service to
+// serve.
+func (m *Mirror) Open(digest string) (*os.File, error) {
+	if err := scanshare.ValidateDigest(digest); err != nil {
+		return nil, err
+	}
+	return os.Open(m.path(digest))
+}
+
+func (m *Mirror) path(digest string) string {
+	return filepath.Join(m.o.Dir, strings.Replace(digest, ":", "-", 1)+".tar.gz")
+}
+
+func (m *Mirror) fetch(repository string) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.Timeout)
+	defer cancel()
+	m.mu.Lock()
+	var have string
+	if r := m.repos[repository]; r.db != nil {
+		have = r.db.Digest
+	}
+	m.mu.Unlock()
+
+	db, n, err := m.download(ctx, repository, have)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.repos[repository]
+	r.fetching = false
+	now := m.o.Now()
+	switch {
+	case err != nil:
+		r.failures++
+		r.lastErr = err
+		r.rateLimit = rateLimited(err)
+		r.nextTry = now.Add(backoff(m.o.Backoff, m.o.MaxBackoff, r.failures))
+		m.o.Fetched(Failed, n)
+	case db == nil:
+		r.failures, r.lastErr, r.rateLimit, r.checked = 0, nil, false, now
+		m.o.Fetched(Unchanged, 0)
+	default:
+		old := r.db
+		r.db, r.failures, r.lastErr, r.rateLimit, r.checked = db, 0, nil, false, now
+		m.o.Fetched(Downloaded, n)
+		// The previous archive is kept for the runs that started with it:
+		// the one before it goes.
+		m.prune(old)
+	}
+}
+
+// prune removes every archive but the current copies and keep.
+func (m *Mirror) prune(keep *scanshare.DB) {
+	want := map[string]bool{}
+	if keep != nil {
+		want[m.path(keep.Digest)] = true
+	}
+	for _, r := range m.repos {
+		if r.db != nil {
+			want[m.path(r.db.Digest)] = true
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(m.o.Dir, "sha256-*.tar.gz"))
+	for _, f := range files {
+		if !want[f] {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// download fetches the repository's manifest and, when its DB archive is
+// not the one held (have), the archive. It returns nil and no error when
+// the archive is unchanged, and the bytes it downloaded.
+func (m *Mirror) download(ctx context.Context, repository, have string) (*scanshare.DB, int64, error) {
+	ref, err := Reference(repository)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(m.o.Keychain), remote.WithTransport(m.o.Transport)}
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the DB's manifest from %s: %w", ref, err)
+	}
+	manifest, err := img.Manifest()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the DB's manifest from %s: %w", ref, err)
+	}
+	var found bool
+	var digest string
+	var size int64
+	for _, l := range manifest.Layers {
+		if string(l.MediaType) == MediaType {
+			found, digest, size = true, l.Digest.String(), l.Size
+			break
+		}
+	}
+	if !found {
+		return nil, 0, fmt.Errorf("%s holds no layer of media type %s: not a Trivy DB", ref, MediaType)
+	}
+	if scanshare.ValidateDigest(digest) != nil {
+		return nil, 0, fmt.Errorf("%s: the DB's digest %s is not a sha256 digest", ref, digest)
+	}
+	if digest == have {
+		return nil, 0, nil
+	}
+	layer, err := img.LayerByDigest(mustHash(digest))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", ref, err)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, 0, fmt.Errorf("downloading the DB from %s: %w", ref, err)
+	}
+	defer rc.Close()
+	if err := os.MkdirAll(m.o.Dir, 0o700); err != nil {
+		return nil, 0, err
+	}
+	tmp, err := os.CreateTemp(m.o.Dir, "download-*")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), rc)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, n, fmt.Errorf("downloading the DB from %s: %w", ref, err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
+		return nil, n, fmt.Errorf("downloading the DB from %s: the archive's digest is %s, its manifest says %s", ref, got, digest)
+	}
+	if size > 0 && n != size {
+		return nil, n, fmt.Errorf("downloading the DB from %s: %d bytes, its manifest says %d", ref, n, size)
+	}
+	if err := os.Rename(tmp.Name(), m.path(digest)); err != nil {
+		return nil, n, err
+	}
+	return &scanshare.DB{Digest: digest, Size: n, Repo: ref.String(), Fetched: m.o.Now().UTC()}, n, nil
+}
+
+// Reference is the repository with the schema's tag when it has none.
+func Reference(repository string) (name.Reference, error) {
+	ref := repository
+	if last := ref[strings.LastIndex(ref, "/")+1:]; !strings.ContainsAny(last, ":@") {
+		ref += ":" + SchemaTag
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("dbRepo %q is not an image repository: %w", repository, err)
+	}
+	return r, nil
+}
+
+func rateLimited(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		if te.StatusCode == http.StatusTooManyRequests {
+			return true
+		}
+		for _, d := range te.Errors {
+			if d.Code == transport.TooManyRequestsErrorCode {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func backoff(first, most time.Duration, failures int) time.Duration {
+	d := first
+	for i := 1; i < failures && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
+}
+
+func mustHash(digest string) v1.Hash {
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		// download validated it.
+		panic(err)
+	}
+	return h
+}

@@ -1,0 +1,291 @@
+package scandb
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// dbRegistry is a registry on loopback holding a DB artifact, which counts
+// the requests for the DB's manifest and archive and can refuse them.
+type dbRegistry struct {
+	srv  *httptest.Server
+	repo string
+	mu   sync.Mutex
+	// manifests and blobs count the GETs of the DB's manifest and archive.
+	manifests, blobs int
+	refuse           int // status to answer every request with; 0: none
+	corrupt          bool
+}
+
+func newRegistry(t *testing.T) *dbRegistry {
+	t.Helper()
+	r := &dbRegistry{}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		refuse, corrupt := r.refuse, r.corrupt
+		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
+			r.manifests++
+		}
+		isBlob := req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/")
+		if isBlob {
+			r.blobs++
+		}
+		r.mu.Unlock()
+		if refuse != 0 && req.URL.Path != "/v2/" {
+			http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"retry later"}]}`, refuse)
+			return
+		}
+		if corrupt && isBlob {
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, req)
+			b := rec.Body.Bytes()
+			if len(b) > 0 {
+				b[len(b)/2] ^= 0xff
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(b)
+			return
+		}
+		inner.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	r.repo = strings.TrimPrefix(r.srv.URL, "http://") + "/aquasecurity/trivy-db"
+	return r
+}
+
+// push publishes a DB archive with the given content under the schema's
+// tag, and returns its digest.
+func (r *dbRegistry) push(t *testing.T, content string) string {
+	t.Helper()
+	layer := static.NewLayer([]byte(content), types.MediaType(MediaType))
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: layer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(r.repo + ":" + SchemaTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (r *dbRegistry) set(f func(*dbRegistry)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r)
+}
+
+func (r *dbRegistry) counts() (manifests, blobs int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.manifests, r.blobs
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type fetches struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (f *fetches) record(result string, _ int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, result)
+}
+
+func (f *fetches) list() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.got...)
+}
+
+func newMirror(t *testing.T, c *fakeClock, f *fetches) *Mirror {
+	return New(Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: 24 * time.Hour, Backoff: time.Minute, MaxBackoff: 10 * time.Minute,
+		Timeout: time.Minute, Now: c.now, Fetched: f.record})
+}
+
+// settle asks until no fetch runs, and returns the state then.
+func settle(t *testing.T, m *Mirror, repo string) State {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m.mu.Lock()
+		r := m.repos[repo]
+		busy := r != nil && r.fetching
+		m.mu.Unlock()
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch did not end within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.repos[repo]
+	st := State{Err: r.lastErr, RateLimited: r.rateLimit}
+	if r.db != nil {
+		db := *r.db
+		st.DB = &db
+	}
+	return st
+}
+
+// TestOneDownloadPerUpdate: the archive is downloaded once, checked
+// against its digest and served from disk; a check after Refresh asks for
+// the manifest only, until the repository holds a new DB.
+func TestOneDownloadPerUpdate(t *testing.T) {
+	reg := newRegistry(t)
+	first := reg.push(t, "db build 1")
+	c, f := &fakeClock{t: time.Unix(1.8e9, 0)}, &fetches{}
+	m := newMirror(t, c, f)
+
+	if st := m.Get(reg.repo); st.DB != nil || !st.Fetching {
+		t.Fatalf("first Get: %+v, want a fetch started and no DB yet", st)
+	}
+	st := settle(t, m, reg.repo)
+	if st.DB == nil || st.DB.Digest != first || st.DB.Size != int64(len("db build 1")) {
+		t.Fatalf("after the fetch: %+v %v", st.DB, st.Err)
+	}
+	file, err := m.Open(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(file)
+	file.Close()
+	if string(b) != "db build 1" {
+		t.Fatalf("served %q", b)
+	}
+	for range 50 {
+		if got := m.Get(reg.repo); got.DB == nil || got.DB.Digest != first || got.Fetching {
+			t.Fatalf("a Get within Refresh: %+v", got)
+		}
+	}
+	c.add(2 * time.Hour)
+	m.Get(reg.repo)
+	settle(t, m, reg.repo)
+	if _, blobs := reg.counts(); blobs != 1 {
+		t.Fatalf("%d archive downloads after an unchanged check, want 1", blobs)
+	}
+
+	second := reg.push(t, "db build 2")
+	c.add(2 * time.Hour)
+	m.Get(reg.repo)
+	if st := settle(t, m, reg.repo); st.DB == nil || st.DB.Digest != second {
+		t.Fatalf("after the update: %+v", st.DB)
+	}
+	if got, want := f.list(), []string{Downloaded, Unchanged, Downloaded}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("fetches %v, want %v", got, want)
+	}
+	// The previous archive is kept for the runs that started with it.
+	for _, d := range []string{first, second} {
+		if _, err := os.Stat(m.path(d)); err != nil {
+			t.Errorf("archive %s: %v", d, err)
+		}
+	}
+}
+
+// TestRateLimited: a repository that answers 429 leaves the run without a
+// DB, says so, and is not asked again before the backoff; the previous
+// copy serves while within MaxAge.
+func TestRateLimited(t *testing.T) {
+	reg := newRegistry(t)
+	digest := reg.push(t, "db build 1")
+	c, f := &fakeClock{t: time.Unix(1.8e9, 0)}, &fetches{}
+	m := newMirror(t, c, f)
+
+	reg.set(func(r *dbRegistry) { r.refuse = http.StatusTooManyRequests })
+	m.Get(reg.repo)
+	st := settle(t, m, reg.repo)
+	if st.DB != nil || st.Err == nil || !st.RateLimited {
+		t.Fatalf("rate-limited first fetch: %+v", st)
+	}
+	manifests, _ := reg.counts()
+	c.add(30 * time.Second)
+	if got := m.Get(reg.repo); got.Fetching || got.DB != nil || !got.RateLimited {
+		t.Fatalf("within the backoff: %+v", got)
+	}
+	if again, _ := reg.counts(); again != manifests {
+		t.Fatalf("asked again within the backoff (%d manifest requests, were %d)", again, manifests)
+	}
+
+	reg.set(func(r *dbRegistry) { r.refuse = 0 })
+	c.add(time.Minute)
+	m.Get(reg.repo)
+	if st := settle(t, m, reg.repo); st.DB == nil || st.DB.Digest != digest {
+		t.Fatalf("after the backoff: %+v", st)
+	}
+
+	// Refused again later: the copy serves until it is MaxAge old.
+	reg.set(func(r *dbRegistry) { r.refuse = http.StatusTooManyRequests })
+	c.add(2 * time.Hour)
+	m.Get(reg.repo)
+	settle(t, m, reg.repo)
+	if got := m.Get(reg.repo); got.DB == nil || !got.RateLimited {
+		t.Fatalf("refused within MaxAge: %+v, want the previous copy and the reason", got)
+	}
+	c.add(24 * time.Hour)
+	if got := m.Get(reg.repo); got.DB != nil {
+		t.Fatalf("refused past MaxAge: %+v, want no DB", got)
+	}
+}
+
+// TestCorruptArchive: an archive whose bytes do not match the manifest's
+// digest is never kept.
+func TestCorruptArchive(t *testing.T) {
+	reg := newRegistry(t)
+	reg.push(t, "db build 1")
+	reg.set(func(r *dbRegistry) { r.corrupt = true })
+	c := &fakeClock{t: time.Unix(1.8e9, 0)}
+	m := newMirror(t, c, &fetches{})
+	m.Get(reg.repo)
+	st := settle(t, m, reg.repo)
+	if st.DB != nil || st.Err == nil {
+		t.Fatalf("a corrupt archive: %+v", st)
+	}
+	if entries, _ := os.ReadDir(m.o.Dir); len(entries) != 0 {
+		t.Fatalf("left %d files behind", len(entries))
+	}
+}
