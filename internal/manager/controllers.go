@@ -41,6 +41,10 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	if err := mgr.Add(refs); err != nil {
 		return fmt.Errorf("adding the reference index: %w", err)
 	}
+	scans, err := newScanService(mgr.GetLogger(), opts)
+	if err != nil {
+		return err
+	}
 	setups := []struct {
 		name  string
 		setup func() error
@@ -52,9 +56,9 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets,
-					References: refs, ScanService: opts.ScanServiceURL()}).SetupWithManager(mgr)
+					References: refs, ScanService: opts.ScanServiceURL(), ScanDBs: scans.dbs()}).SetupWithManager(mgr)
 		}},
-		{"scan service", func() error { return setupScanService(mgr, opts) }},
+		{"scan service", func() error { return scans.setup(mgr, opts) }},
 		{"jobreport", func() error {
 			cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 			if err != nil {

@@ -53,6 +53,9 @@ type Options struct {
 	// ScanServiceAddr is where the leader serves its scan service
 	// (--scan-service-bind-address; "0" turns it off).
 	ScanServiceAddr string
+	// ScanDBDir keeps the leader's copy of the vulnerability DB
+	// (--scan-db-dir).
+	ScanDBDir string
 	// PodIP is the manager pod's address (POD_IP, from the downward API),
 	// which the worker pods it creates are given to reach the service:
 	// without it each node scans alone.
@@ -81,6 +84,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of net/http/pprof (e.g. 127.0.0.1:6060); empty disables it")
 	fs.StringVar(&o.ScanServiceAddr, "scan-service-bind-address", ":8890", "address of the scan service, through which the scanners of a run share one verdict per image; 0 disables it")
+	fs.StringVar(&o.ScanDBDir, "scan-db-dir", "/var/cache/eraser/scan-db", "directory of the leader's copy of the vulnerability DB, which it hands to the scanners (a writable volume)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")

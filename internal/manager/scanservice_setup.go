@@ -3,7 +3,11 @@ package manager
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 )
 
@@ -29,19 +35,83 @@ const (
 	scanTokenRemember = 5 * time.Minute
 )
 
+// The DB copy: Trivy's DB is rebuilt every 6 hours, so its repository is
+// asked hourly whether a newer one exists (a manifest read); a copy serves
+// for 3 days when the repository stops answering, and a failed fetch is
+// retried from a minute to an hour after it.
+const (
+	scanDBRefresh    = time.Hour
+	scanDBMaxAge     = 72 * time.Hour
+	scanDBBackoff    = time.Minute
+	scanDBMaxBackoff = time.Hour
+	scanDBTimeout    = 10 * time.Minute
+)
+
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 
-// setupScanService adds the leader's scan service, when the worker pods
-// can be told where it is.
-func setupScanService(mgr ctrl.Manager, opts Options) error {
+// scanService is the leader's scan service and its copy of the DB.
+type scanService struct {
+	verdicts *scanservice.Verdicts
+	// mirror is nil when its directory is not writable: the run's
+	// scanners then fetch their own DB, as without a service.
+	mirror *scandb.Mirror
+}
+
+// newScanService prepares the scan service when the worker pods can be
+// told where it is; nil otherwise.
+func newScanService(log logr.Logger, opts Options) (*scanService, error) {
 	if opts.ScanServiceURL() == "" {
+		return nil, nil
+	}
+	s := &scanService{verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant})}
+	collectors := scanservice.Collectors(s.verdicts)
+	if err := writable(opts.ScanDBDir); err != nil {
+		log.Info("the scanners fetch their own vulnerability DB: the manager cannot keep one (mount a writable volume there, as the chart does)", "dir", opts.ScanDBDir, "error", err.Error())
+	} else {
+		fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eraser_scan_db_fetches_total",
+			Help: "Fetches of the vulnerability DB from its repository, by result: downloaded (a new DB), unchanged (only its manifest read), failed."}, []string{"result"})
+		fetched := prometheus.NewCounter(prometheus.CounterOpts{Name: "eraser_scan_db_fetched_bytes_total", Help: "Bytes of vulnerability DB downloaded from its repository."})
+		collectors = append(collectors, fetches, fetched)
+		s.mirror = scandb.New(scandb.Options{Dir: opts.ScanDBDir, Refresh: scanDBRefresh, MaxAge: scanDBMaxAge, Backoff: scanDBBackoff, MaxBackoff: scanDBMaxBackoff,
+			Timeout: scanDBTimeout, Fetched: func(result string, n int64) {
+				fetches.WithLabelValues(result).Inc()
+				fetched.Add(float64(n))
+			}})
+	}
+	for _, c := range collectors {
+		if err := ctrlmetrics.Registry.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the scan service's metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// writable checks that dir can hold the DB archives.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// dbs is what the ImageJob controller reads of the DB copy: nil without
+// one, so that the run's pods name no DB.
+func (s *scanService) dbs() imagejob.ScanDBs {
+	if s == nil || s.mirror == nil {
 		return nil
 	}
-	verdicts := scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant})
-	for _, c := range scanservice.Collectors(verdicts) {
-		if err := ctrlmetrics.Registry.Register(c); err != nil {
-			return fmt.Errorf("registering the scan service's metrics: %w", err)
-		}
+	return s.mirror
+}
+
+// setup adds the service to the manager, run on the leader alone.
+func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
+	if s == nil {
+		return nil
 	}
 	c := mgr.GetClient()
 	auth := &scanservice.TokenReviewer{
@@ -55,9 +125,16 @@ func setupScanService(mgr ctrl.Manager, opts Options) error {
 		ServiceAccount: podspec.ServiceAccount,
 		Remember:       scanTokenRemember,
 	}
-	return mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: &scanservice.Server{
-		Verdicts: verdicts, Auth: auth, RetryAfter: scanRetryAfter, Log: mgr.GetLogger().WithName("scan-service"),
-	}})
+	served := prometheus.NewCounter(prometheus.CounterOpts{Name: "eraser_scan_db_served_bytes_total", Help: "Bytes of vulnerability DB the scan service sent to scanners."})
+	if err := ctrlmetrics.Registry.Register(served); err != nil {
+		return fmt.Errorf("registering the scan service's metrics: %w", err)
+	}
+	srv := &scanservice.Server{Verdicts: s.verdicts, Auth: auth, RetryAfter: scanRetryAfter, Log: mgr.GetLogger().WithName("scan-service"),
+		Served: func(n int64) { served.Add(float64(n)) }}
+	if s.mirror != nil {
+		srv.DBs = s.mirror
+	}
+	return mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv})
 }
 
 // runningScanner says whether pod is an unfinished worker pod of the job

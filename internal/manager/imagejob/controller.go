@@ -47,6 +47,9 @@ type Options struct {
 	// ScanService is where the run's scanners share verdicts (the leader's
 	// scan service); empty, each node scans alone.
 	ScanService string
+	// ScanDBs is the leader's copy of the vulnerability DB, which the scan
+	// service hands to the run's scanners; nil, each node fetches its own.
+	ScanDBs ScanDBs
 }
 
 // Reconciler runs ImageJobs.

@@ -151,7 +151,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 // only the failure's own status write.
 func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w wave.World, p wave.Wave) (podBuilder, bool, error) {
 	if len(p.Create) == 0 {
-		return r.builder(job, data, waveRefs{}), false, nil
+		return r.builder(job, data, waveRefs{}, st.db), false, nil
 	}
 	// Exclusion lists are read as each wave is created, not when the job
 	// was: a list added during a long rolling job protects the nodes not
@@ -177,7 +177,10 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 	if err != nil {
 		return nil, false, fmt.Errorf("writing the wave's references: %w", err)
 	}
-	build := r.builder(job, data, refs)
+	if err := r.scanDB(job, data, st); err != nil {
+		return nil, false, err
+	}
+	build := r.builder(job, data, refs, st.db)
 	// Checked once here, so that a bad configuration fails the job rather
 	// than every node.
 	if _, err := build(p.Create[0], w.Targets[p.Create[0]]); err != nil {

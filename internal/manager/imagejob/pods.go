@@ -23,7 +23,11 @@ import (
 // builder returns the function that builds one node's pod for the job.
 // The node's references are read as its pod is built: the latest before
 // the pod exists.
-func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs waveRefs) func(int, nodefilter.Target) (*corev1.Pod, error) {
+func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs waveRefs, db runDB) func(int, nodefilter.Target) (*corev1.Pod, error) {
+	var dbDigest string
+	if db.db != nil {
+		dbDigest = db.db.Digest
+	}
 	return func(index int, target nodefilter.Target) (*corev1.Pod, error) {
 		var node string
 		if refs.node != nil {
@@ -35,7 +39,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs wa
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
-			ScanService: r.opts.ScanService,
+			ScanService: r.opts.ScanService, ScanDB: dbDigest, ScanDBUnavailable: db.unavailable,
 		})
 		if err == nil && refs.set != "" {
 			// Which set's parts the pod mounts, where the cache shows it:

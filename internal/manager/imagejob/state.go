@@ -46,6 +46,8 @@ type jobState struct {
 	// data and nodes are the job's immutable ConfigMaps, parsed.
 	data  *jobdata.Data
 	nodes jobdata.Nodes
+	// db is the run's vulnerability DB, settled before its first wave.
+	db runDB
 	// finished memoizes finished pods' outcomes by node.
 	finished map[string]judged
 	// sights are when this process saw each unfinished pod begin its

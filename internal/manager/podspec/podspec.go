@@ -101,6 +101,11 @@ type Params struct {
 	// ScanService is the manager's scan service (http://ip:port), which
 	// the scanner shares verdicts through; empty, each node scans alone.
 	ScanService string
+	// ScanDB is the digest of the run's DB archive, which the scanner
+	// downloads from the service; ScanDBUnavailable says instead why the
+	// run has none (the scanner then judges nothing). Both empty, the
+	// scanner fetches its DB as configured.
+	ScanDB, ScanDBUnavailable string
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod

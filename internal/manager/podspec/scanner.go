@@ -47,6 +47,12 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 			corev1.EnvVar{Name: scanshare.EnvJobUID, Value: string(p.JobUID)},
 			corev1.EnvVar{Name: scanshare.EnvToken, Value: ScanTokenDir + "/" + scanTokenFile},
 		)
+		switch {
+		case p.ScanDB != "":
+			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDB, Value: p.ScanDB})
+		case p.ScanDBUnavailable != "":
+			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBUnavailable, Value: p.ScanDBUnavailable})
+		}
 	}
 	return c
 }

@@ -78,6 +78,8 @@ type Mirror struct {
 	o     Options
 	mu    sync.Mutex
 	repos map[string]*repo
+	// replaced are the archives no longer a copy, by when they stopped.
+	replaced map[string]time.Time
 }
 
 type repo struct {
@@ -104,7 +106,7 @@ func New(o Options) *Mirror {
 	if o.Fetched == nil {
 		o.Fetched = func(string, int64) {}
 	}
-	return &Mirror{o: o, repos: map[string]*repo{}}
+	return &Mirror{o: o, repos: map[string]*repo{}, replaced: map[string]time.Time{}}
 }
 
 // State is what the mirror can give a run now.
@@ -185,30 +187,23 @@ func (m *Mirror) fetch(repository string) {
 		r.failures, r.lastErr, r.rateLimit, r.checked = 0, nil, false, now
 		m.o.Fetched(Unchanged, 0)
 	default:
-		old := r.db
+		if r.db != nil {
+			m.replaced[r.db.Digest] = now
+		}
 		r.db, r.failures, r.lastErr, r.rateLimit, r.checked = db, 0, nil, false, now
 		m.o.Fetched(Downloaded, n)
-		// The previous archive is kept for the runs that started with it:
-		// the one before it goes.
-		m.prune(old)
+		m.prune(now)
 	}
 }
 
-// prune removes every archive but the current copies and keep.
-func (m *Mirror) prune(keep *scanshare.DB) {
-	want := map[string]bool{}
-	if keep != nil {
-		want[m.path(keep.Digest)] = true
-	}
-	for _, r := range m.repos {
-		if r.db != nil {
-			want[m.path(r.db.Digest)] = true
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(m.o.Dir, "sha256-*.tar.gz"))
-	for _, f := range files {
-		if !want[f] {
-			_ = os.Remove(f)
+// prune removes the archives that are no repository's copy and were
+// replaced longer than MaxAge ago: a run keeps its DB for its whole
+// length, and one that started with the previous copy still gets it.
+func (m *Mirror) prune(now time.Time) {
+	for digest, at := range m.replaced {
+		if now.Sub(at) > m.o.MaxAge {
+			_ = os.Remove(m.path(digest))
+			delete(m.replaced, digest)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -24,10 +25,19 @@ type Authenticator interface {
 // scanners: answered 403, the rest 401 or 503.
 var ErrNotScanner = errors.New("not a scanner of this run")
 
+// Archives opens the DB archives the manager fetched, by digest.
+type Archives interface {
+	Open(digest string) (*os.File, error)
+}
+
 // Server answers a run's scanners.
 type Server struct {
 	Verdicts *Verdicts
 	Auth     Authenticator
+	// DBs serves the run's DB archive; nil, the scanners fetch their own.
+	DBs Archives
+	// Served is told of each DB archive served, with its size.
+	Served func(bytes int64)
 	// RetryAfter tells a scanner waiting for another's verdict when to ask
 	// again.
 	RetryAfter time.Duration
@@ -39,7 +49,37 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+scanshare.ClaimPath+"{job}", s.claim)
 	mux.HandleFunc("POST "+scanshare.SharePath+"{job}", s.share)
+	mux.HandleFunc("GET "+scanshare.DBPath+"{job}/{digest}", s.db)
 	return mux
+}
+
+// db serves a DB archive to a scanner of the run, which checks it against
+// the digest its pod spec names: the archive is public data, but only a
+// run's scanners may make the manager send tens of megabytes.
+func (s *Server) db(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(w, r); !ok {
+		return
+	}
+	if s.DBs == nil {
+		http.Error(w, "this manager does not serve the vulnerability DB", http.StatusNotFound)
+		return
+	}
+	f, err := s.DBs.Open(r.PathValue("digest"))
+	if err != nil {
+		http.Error(w, "no such DB archive: "+err.Error(), http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+	if s.Served != nil {
+		s.Served(fi.Size())
+	}
 }
 
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) {

@@ -1,7 +1,10 @@
 package scanservice
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,5 +182,49 @@ func TestRequestBounds(t *testing.T) {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
 			}
 		})
+	}
+}
+
+// archives serves files of a directory by digest.
+type archives string
+
+func (a archives) Open(digest string) (*os.File, error) {
+	return os.Open(filepath.Join(string(a), strings.Replace(digest, ":", "-", 1)))
+}
+
+// TestServeDB: a scanner of the run downloads the run's archive and checks
+// it; a request without the run's token gets nothing, and an archive that
+// is not the one named is refused by the scanner.
+func TestServeDB(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("the DB archive")
+	sum := sha256.Sum256(content)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	if err := os.WriteFile(filepath.Join(dir, strings.Replace(digest, ":", "-", 1)), content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Another digest's file holding the same bytes: what a tampered
+	// service would send.
+	other := "sha256:" + strings.Repeat("e", 64)
+	if err := os.WriteFile(filepath.Join(dir, strings.Replace(other, ":", "-", 1)), content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var served []int64
+	v := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+	srv := httptest.NewServer((&Server{Verdicts: v, Auth: tokens{}, DBs: archives(dir), Served: func(n int64) { served = append(served, n) }, Log: logr.Discard()}).Handler())
+	defer srv.Close()
+
+	var got bytes.Buffer
+	if n, err := scanner(t, srv.URL, "pod1@"+runUID).DB(context.Background(), digest, &got); err != nil || n != int64(len(content)) || got.String() != string(content) {
+		t.Fatalf("download: %d bytes, %v: %q", n, err, got.String())
+	}
+	if _, err := scanner(t, srv.URL, "pod1@"+runUID).DB(context.Background(), other, io.Discard); err == nil || !strings.Contains(err.Error(), "not the run's") {
+		t.Fatalf("an archive of another digest: %v, want it refused", err)
+	}
+	if _, err := scanner(t, srv.URL, "pod1@another-run").DB(context.Background(), digest, io.Discard); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("another run's scanner: %v, want 403", err)
+	}
+	if len(served) != 2 {
+		t.Fatalf("served %v, want the two downloads of the run's scanner", served)
 	}
 }

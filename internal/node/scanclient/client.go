@@ -6,6 +6,8 @@ package scanclient
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,29 +50,75 @@ func (c *Client) Share(ctx context.Context, req scanshare.ShareRequest) (scansha
 	return out, c.post(ctx, scanshare.SharePath, req, &out)
 }
 
-func (c *Client) post(ctx context.Context, path string, in, out any) error {
+// DB downloads the run's DB archive into dst and checks it against its
+// digest, which the scanner's pod spec names: what the service sends is
+// used only if it is that archive. The download has no deadline of its own
+// beyond ctx (tens of megabytes over the cluster's network).
+func (c *Client) DB(ctx context.Context, digest string, dst io.Writer) (int64, error) {
+	if err := scanshare.ValidateDigest(digest); err != nil {
+		return 0, err
+	}
+	req, err := c.request(ctx, http.MethodGet, scanshare.DBPath+c.JobUID+"/"+digest, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := (&http.Client{Transport: c.HTTP.Transport}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if err := status(resp, scanshare.DBPath); err != nil {
+		return 0, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(dst, h), resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("downloading the DB from the scan service: %w", err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
+		return n, fmt.Errorf("the scan service sent a DB archive of digest %s, not the run's %s", got, digest)
+	}
+	return n, nil
+}
+
+func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
 	token, err := os.ReadFile(c.TokenFile)
 	if err != nil {
-		return fmt.Errorf("reading the scan service token: %w", err)
+		return nil, fmt.Errorf("reading the scan service token: %w", err)
 	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	return req, nil
+}
+
+func status(resp *http.Response, path string) error {
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+}
+
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+path+c.JobUID, bytes.NewReader(body))
+	req, err := c.request(ctx, http.MethodPost, path+c.JobUID, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+	if err := status(resp, path); err != nil {
+		return err
 	}
 	// The answer is bounded like a request: a node asks for at most
 	// MaxKeys verdicts at once.

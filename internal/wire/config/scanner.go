@@ -10,10 +10,10 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
-// isTrivyScanner tells whether the scanner image is the Trivy scanner, whose
+// IsTrivyScanner tells whether the scanner image is the Trivy scanner, whose
 // configuration schema and limits this package knows; a custom scanner's
 // are its own.
-func isTrivyScanner(c Component) bool {
+func IsTrivyScanner(c Component) bool {
 	// The last element of the repository is upstream's and this
 	// project's alike.
 	return path.Base(c.Image.Repo) == images.Scanner.Repo
@@ -33,7 +33,7 @@ func isTrivyScanner(c Component) bool {
 // into "remove every unused image" behind the user's back, which cannot be
 // undone for images that cannot be pulled again.
 func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
-	if rt == RuntimeContainerd || rt == RuntimeCrio || !comps.Collector.Enabled || !comps.Scanner.Enabled || !isTrivyScanner(comps.Scanner) {
+	if rt == RuntimeContainerd || rt == RuntimeCrio || !comps.Collector.Enabled || !comps.Scanner.Enabled || !IsTrivyScanner(comps.Scanner) {
 		return nil
 	}
 	return field.Invalid(field.NewPath("components", "scanner", "enabled"), true, fmt.Sprintf(
@@ -49,7 +49,7 @@ func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
 // not used, as upstream never read it then: what the scanner would refuse
 // is only a warning until scanning is turned on.
 func (c *converter) scannerConfig(p *field.Path, comps Components) {
-	if !isTrivyScanner(comps.Scanner) {
+	if !IsTrivyScanner(comps.Scanner) {
 		return
 	}
 	_, warnings, err := scan.Parse(comps.Scanner.Config)

@@ -78,7 +78,7 @@ func (c *Config) Waits(scheduled bool) Waits {
 // trivyScan is the Trivy scanner's configuration, nil for a custom
 // scanner's or one that does not parse (which the load refuses).
 func (c *Config) trivyScan() *scan.Config {
-	if !isTrivyScanner(c.Components.Scanner) {
+	if !IsTrivyScanner(c.Components.Scanner) {
 		return nil
 	}
 	doc := c.Components.Scanner.Config

@@ -50,6 +50,9 @@ type ScanDB struct {
 	DownloadedAt *time.Time `json:"downloadedAt,omitempty"`
 	// NextUpdate is when the DB's publisher expects a newer one.
 	NextUpdate *time.Time `json:"nextUpdate,omitempty"`
+	// Archive is the digest of the DB archive the manager fetched for the
+	// run and handed to its scanners; absent when the node fetched its own.
+	Archive string `json:"archive,omitempty"`
 }
 
 // ScanOutcome is the outcome word of a scanner's result line for a

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -154,9 +155,17 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 		return nil, err
 	}
 	start := time.Now()
-	dir, downloaded, err := vulndb.Prepare(ctx, vulndb.Options{
-		CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate, DownloadTimeout: cfg.DBDownloadTimeout.Duration,
-	})
+	opts := vulndb.Options{CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate, DownloadTimeout: cfg.DBDownloadTimeout.Duration}
+	archive, err := c.runDB(ctx, log, opts)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	if archive != "" {
+		// The run's DB is on disk: Trivy only opens it.
+		opts.SkipUpdate = true
+	}
+	dir, downloaded, err := vulndb.Prepare(ctx, opts)
 	if err != nil {
 		closeStore()
 		return nil, err
@@ -167,6 +176,7 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 	if err != nil {
 		log.Warn("the report will not say which vulnerability DB judged", "error", err)
 	} else {
+		db.Archive = archive
 		c.db = db
 	}
 	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds(), "db", db)
@@ -309,9 +319,13 @@ func (c *Command) sharing(log *slog.Logger, policy scan.Policy) (scan.Sharing, b
 // to share, and short beside a run.
 const sharePatience = 5 * time.Minute
 
-// dbKey names a DB build: its schema and the time it was built, which
-// Trivy's DB publisher sets once per build.
+// dbKey names a DB build: the archive the manager handed out, or else its
+// schema and the time it was built, which Trivy's DB publisher sets once
+// per build.
 func dbKey(db *workerresult.ScanDB) string {
+	if db.Archive != "" {
+		return db.Archive
+	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("trivy-db schema %d built %s", db.Version, db.UpdatedAt.UTC().Format(time.RFC3339Nano))))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -327,4 +341,47 @@ func engineName() string {
 		}
 	}
 	return "trivy (unknown version)"
+}
+
+// runDB installs the run's DB when the manager hands one out: the archive
+// its pod spec names, downloaded from the scan service and checked against
+// that digest. It returns the digest, or "" when this scanner fetches its
+// DB as configured. A run the manager has no DB for judges nothing: the
+// reason is the error.
+func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Options) (string, error) {
+	if why := os.Getenv(scanshare.EnvDBUnavailable); why != "" {
+		return "", fmt.Errorf("no vulnerability DB for this run: %s", why)
+	}
+	digest := os.Getenv(scanshare.EnvDB)
+	service, job, token := os.Getenv(scanshare.EnvService), os.Getenv(scanshare.EnvJobUID), os.Getenv(scanshare.EnvToken)
+	if digest == "" || service == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(opts.CacheDir, "db-archive-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	timeout := opts.DownloadTimeout
+	if timeout <= 0 {
+		timeout = scan.DefaultDBDownloadTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, err := scanclient.New(service, job, token).DB(dctx, digest, tmp)
+	if err != nil {
+		return "", fmt.Errorf("getting the run's vulnerability DB from the scan service: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	if _, err := vulndb.Install(tmp, opts); err != nil {
+		return "", err
+	}
+	log.Info("vulnerability DB from the scan service", "archive", digest, "bytes", n)
+	return digest, nil
 }

@@ -6,11 +6,16 @@
 package vulndb
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,4 +183,61 @@ func Info(dir string) (*workerresult.ScanDB, error) {
 		return &t
 	}
 	return &workerresult.ScanDB{Version: m.Version, UpdatedAt: at(m.UpdatedAt), DownloadedAt: at(m.DownloadedAt), NextUpdate: at(m.NextUpdate)}, nil
+}
+
+// maxDBFile bounds each file extracted from a DB archive: Trivy's DB is
+// about a gigabyte unpacked.
+const maxDBFile = 8 << 30
+
+// Install unpacks a DB archive (Trivy's DB layer: a gzipped tar of
+// trivy.db and metadata.json) into o.Dir(), replacing what was there. Only
+// those two files are taken, by their base names: an archive cannot write
+// anywhere else.
+func Install(archive io.Reader, o Options) (string, error) {
+	dir := o.Dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	gz, err := gzip.NewReader(archive)
+	if err != nil {
+		return "", fmt.Errorf("the DB archive: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	got := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("the DB archive: %w", err)
+		}
+		name := path.Clean(h.Name)
+		if h.Typeflag != tar.TypeReg || (name != "trivy.db" && name != "metadata.json") {
+			continue
+		}
+		if h.Size > maxDBFile {
+			return "", fmt.Errorf("the DB archive: %s is %d bytes", name, h.Size)
+		}
+		tmp, err := os.CreateTemp(dir, name+".*")
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(tmp, io.LimitReader(tr, maxDBFile))
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		}
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+			return "", fmt.Errorf("unpacking %s: %w", name, err)
+		}
+		got[name] = true
+	}
+	if !got["trivy.db"] || !got["metadata.json"] {
+		return "", errors.New("the DB archive lacks trivy.db or metadata.json")
+	}
+	return dir, nil
 }

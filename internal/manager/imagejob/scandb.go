@@ -1,0 +1,95 @@
+package imagejob
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+// ScanDBs is the leader's copy of the vulnerability DB (scandb.Mirror).
+type ScanDBs interface {
+	Get(repository string) scandb.State
+}
+
+// ReasonScanDBUnavailable is the Event of a run whose scanners have no DB.
+const ReasonScanDBUnavailable = "VulnerabilityDBUnavailable"
+
+// errWaitingForDB: the DB's first fetch is running; the run's first wave
+// waits for it, bounded by dbDownloadTimeout.
+var errWaitingForDB = errors.New("waiting for the vulnerability DB")
+
+// runDB is the vulnerability DB of a run: one archive for all its waves,
+// fetched once for the cluster, or why the run has none.
+type runDB struct {
+	db          *scanshare.DB
+	unavailable string
+	// since is when the run started waiting for the first fetch.
+	since time.Time
+}
+
+// dbRepository is the repository a scanning run's DB comes from, and how
+// long its first wave may wait for the fetch: the Trivy scanner's dbRepo
+// and dbDownloadTimeout. ok is false when the run's scanners get no DB from
+// the manager: no scanner, a custom one, or a DB seeded on the nodes
+// (skipDBUpdate).
+func dbRepository(data *jobdata.Data) (repo string, wait time.Duration, ok bool) {
+	comps := data.Config.Components
+	if data.Kind != podspec.KindCollector || !comps.Scanner.Enabled || !config.IsTrivyScanner(comps.Scanner) {
+		return "", 0, false
+	}
+	cfg, _, err := scan.Parse(comps.Scanner.Config)
+	if err != nil || cfg.SkipDBUpdate {
+		return "", 0, false
+	}
+	return cfg.DBRepo, cfg.DBDownloadTimeout.Duration, true
+}
+
+// scanDB settles the run's DB before its first wave: the mirror's copy, or,
+// once the fetch failed or outlasted dbDownloadTimeout, why there is none,
+// in an Event and in every scanner's pod (each then judges nothing, so
+// removes nothing on the scanner's account, and its node's failure says
+// why). It returns errWaitingForDB while the first fetch runs.
+func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobState) error {
+	if st.db.db != nil || st.db.unavailable != "" || r.opts.ScanDBs == nil || r.opts.ScanService == "" {
+		return nil
+	}
+	repo, wait, ok := dbRepository(data)
+	if !ok {
+		return nil
+	}
+	s := r.opts.ScanDBs.Get(repo)
+	if s.DB != nil {
+		st.db.db = s.DB
+		return nil
+	}
+	now := r.clock.Now()
+	if st.db.since.IsZero() {
+		st.db.since = now
+	}
+	var why string
+	switch {
+	case s.Fetching && now.Sub(st.db.since) < wait:
+		return fmt.Errorf("%w from %s", errWaitingForDB, repo)
+	case s.Fetching:
+		why = fmt.Sprintf("no vulnerability DB from %s within dbDownloadTimeout %v", repo, wait)
+	case s.RateLimited:
+		why = fmt.Sprintf("the vulnerability DB's repository %s refused the download for its rate limit (retried with backoff for the next runs): %v", repo, s.Err)
+	case s.Err != nil:
+		why = fmt.Sprintf("fetching the vulnerability DB from %s failed (retried with backoff for the next runs): %v", repo, s.Err)
+	default:
+		why = "no vulnerability DB from " + repo
+	}
+	st.db.unavailable = why
+	r.recorder.Event(job, corev1.EventTypeWarning, ReasonScanDBUnavailable, why+"; this run's scanners judge no image, so remove none")
+	return nil
+}

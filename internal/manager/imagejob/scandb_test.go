@@ -1,0 +1,151 @@
+package imagejob
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+// mirror is the leader's DB copy as a test sets it.
+type mirror struct {
+	mu    sync.Mutex
+	state scandb.State
+	asked []string
+}
+
+func (m *mirror) Get(repo string) scandb.State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, repo)
+	return m.state
+}
+
+func (m *mirror) set(s scandb.State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state = s
+}
+
+const scanningConfig = `apiVersion: eraser.sh/v1alpha3
+manager: {retention: {protectReferenced: false}}
+components:
+  collector: {enabled: true}
+  scanner:
+    enabled: true
+    config: |
+      dbRepo: registry.example/trivy-db
+      dbDownloadTimeout: 5m
+`
+
+func scannerEnv(pod corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != podspec.ScannerContainer {
+			continue
+		}
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "ERASER_SCAN_DB") {
+				out[e.Name] = e.Value
+			}
+		}
+	}
+	return out
+}
+
+// TestRunDB: a scanning run's first wave waits for the leader's first DB
+// fetch (bounded by dbDownloadTimeout), and every pod of the run names the
+// same archive; a run whose fetch failed creates its pods all the same,
+// each told why it has no DB, with an Event.
+func TestRunDB(t *testing.T) {
+	db := &scanshare.DB{Digest: "sha256:" + strings.Repeat("a", 64), Size: 40 << 20, Repo: "registry.example/trivy-db:2"}
+	cases := map[string]struct {
+		// states are the mirror's answers, one per pass.
+		states []scandb.State
+		// wait moves the clock before the last pass.
+		wait      time.Duration
+		wantEnv   map[string]string
+		wantEvent bool
+	}{
+		"the copy is there": {
+			states:  []scandb.State{{DB: db}},
+			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+		},
+		"the first fetch is waited for": {
+			states:  []scandb.State{{Fetching: true}, {DB: db}},
+			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+		},
+		"rate limited": {
+			states:    []scandb.State{{RateLimited: true, Err: errors.New("429 Too Many Requests")}},
+			wantEnv:   map[string]string{scanshare.EnvDBUnavailable: "the vulnerability DB's repository registry.example/trivy-db refused the download for its rate limit (retried with backoff for the next runs): 429 Too Many Requests"},
+			wantEvent: true,
+		},
+		"a fetch that outlasts dbDownloadTimeout": {
+			states:    []scandb.State{{Fetching: true}, {Fetching: true}},
+			wait:      6 * time.Minute,
+			wantEnv:   map[string]string{scanshare.EnvDBUnavailable: "no vulnerability DB from registry.example/trivy-db within dbDownloadTimeout 5m0s"},
+			wantEvent: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			m := &mirror{}
+			f.r = NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs,
+				ScanService: "http://10.0.0.5:8890", ScanDBs: m})
+			f.manyNodes(2, "db")
+			f.job("scan", podspec.KindCollector, scanningConfig)
+			// The first pass starts the run; the waves follow.
+			m.set(tc.states[0])
+			f.settle()
+			_, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "scan"}})
+			if err != nil && !errors.Is(err, errWaitingForDB) {
+				t.Fatalf("first pass: %v", err)
+			}
+			for i, s := range tc.states {
+				m.set(s)
+				if i == len(tc.states)-1 {
+					f.clock.Step(tc.wait)
+				}
+				f.clock.Step(passInterval)
+				f.settle()
+				_, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "scan"}})
+				if s.Fetching && i < len(tc.states)-1 {
+					if !errors.Is(err, errWaitingForDB) || len(f.pods("scan")) != 0 {
+						t.Fatalf("pass %d while the fetch runs: %v, %d pods; want a wait and no pod", i, err, len(f.pods("scan")))
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("pass %d: %v", i, err)
+				}
+			}
+			pods := f.pods("scan")
+			if len(pods) != 2 {
+				t.Fatalf("%d pods, want 2; job status %+v", len(pods), f.get("scan").Status)
+			}
+			for _, p := range pods {
+				if got := scannerEnv(p); len(got) != 1 || got[scanshare.EnvDB] != tc.wantEnv[scanshare.EnvDB] || got[scanshare.EnvDBUnavailable] != tc.wantEnv[scanshare.EnvDBUnavailable] {
+					t.Errorf("pod %s: scanner's DB env %v, want %v", p.Name, got, tc.wantEnv)
+				}
+			}
+			if tc.wantEvent {
+				f.expectEvent(ReasonScanDBUnavailable)
+			}
+			for _, repo := range m.asked {
+				if repo != "registry.example/trivy-db" {
+					t.Errorf("asked the mirror for %q", repo)
+				}
+			}
+		})
+	}
+}
