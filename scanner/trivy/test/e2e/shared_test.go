@@ -1,0 +1,207 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
+	"github.com/eraser-oss/eraser/internal/manager/scanservice"
+	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
+)
+
+// countedRegistry serves the fixture DB as Trivy's artifact and counts the
+// downloads of its archive.
+func countedRegistry(t *testing.T) (repo string, archives *atomic.Int32) {
+	t.Helper()
+	art, err := fixture.DBArtifact(advisories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	archives = &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			archives.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	repo = strings.TrimPrefix(srv.URL, "http://") + "/aquasecurity/trivy-db"
+	ref, err := name.ParseReference(repo + ":2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, art); err != nil {
+		t.Fatal(err)
+	}
+	// Publishing read nothing back; only what follows counts.
+	archives.Store(0)
+	return repo, archives
+}
+
+// nodeTokens authenticates the token "<node>" as that node's scanner: the
+// API server's TokenReview is the control-plane tier's to prove.
+type nodeTokens struct{}
+
+func (nodeTokens) Scanner(_ context.Context, token, _ string) (scanservice.Scanner, error) {
+	if !strings.HasPrefix(token, "node-") {
+		return scanservice.Scanner{}, scanservice.ErrNotScanner
+	}
+	return scanservice.Scanner{Node: token, Pod: "eraser-" + token, PodUID: "uid-" + token}, nil
+}
+
+// TestNodesShareOneDBAndOneScanPerImage: two nodes on real runtimes
+// (containerd, then CRI-O) holding the same images, each with its own
+// workers, run as the scan service's scanners: the DB's archive is
+// downloaded from its repository once, by the manager's copy; the first
+// node scans every image, the second scans none and judges each by the
+// first node's verdict, which its report says; and both judge alike.
+func TestNodesShareOneDBAndOneScanPerImage(t *testing.T) {
+	repo, archives := countedRegistry(t)
+	mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
+	var db *scanshare.DB
+	deadline := time.Now().Add(time.Minute)
+	for db == nil {
+		st := mirror.Get(repo)
+		if st.Err != nil {
+			t.Fatalf("the manager's copy: %v", st.Err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no DB copy within a minute")
+		}
+		db = st.DB
+		time.Sleep(20 * time.Millisecond)
+	}
+	verdicts := scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+	srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+	t.Cleanup(srv.Close)
+
+	var order []noderuntime.Runtime
+	for _, name := range []string{"containerd", "crio"} {
+		for _, rt := range noderuntime.Runtimes {
+			if rt.Name == name {
+				order = append(order, rt)
+			}
+		}
+	}
+	type result struct {
+		made, shared int
+		verdicts     map[string]string
+		from         map[string]string
+		archive      string
+		// ids are the node's image IDs by name: only the same content
+		// shares a verdict (the static image's bytes are random per node).
+		ids map[string]string
+	}
+	var results []result
+	for i, rt := range order {
+		n := seedOn(t, onRuntime(t, rt))
+		ids := n.rt.ImageIDs(t)
+		node := fmt.Sprint("node-", i)
+		token := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(token, []byte(node), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(scanshare.EnvService, srv.URL)
+		t.Setenv(scanshare.EnvJobUID, "run-1")
+		t.Setenv(scanshare.EnvToken, token)
+		t.Setenv(scanshare.EnvDB, db.Digest)
+		// dbRepo is the repository, as the configuration says; the scanner
+		// must not use it.
+		cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndbRepo: %s\ndeleteEOLImages: false", t.TempDir(), repo))
+		collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
+		if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+			t.Fatalf("%s on %s: exit codes collector %d scanner %d remover %d\nscanner:\n%s", node, rt.Name, collector.Code, scanner.Code, remover.Code, scanner.Stderr)
+		}
+		r := result{made: scanner.Summary.ScansMade, shared: scanner.Summary.VerdictsShared, verdicts: verdictsOf(scanner), from: map[string]string{}, ids: ids}
+		if scanner.Summary.ScanDB != nil {
+			r.archive = scanner.Summary.ScanDB.Archive
+		}
+		entries, _, err := nodereport.ParseLog(strings.NewReader(scanner.Stderr), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Scan != nil && e.Scan.From != nil {
+				r.from[e.Image] = e.Scan.From.Node
+			}
+		}
+		results = append(results, r)
+	}
+	if got := archives.Load(); got != 1 {
+		t.Errorf("the DB's archive was downloaded %d times from its repository, want once (by the manager's copy)", got)
+	}
+	first, second := results[0], results[len(results)-1]
+	if first.made == 0 || first.shared != 0 {
+		t.Errorf("the first node made %d scans and took %d verdicts, want every image scanned there", first.made, first.shared)
+	}
+	if len(results) > 1 {
+		scannedFirst := map[string]bool{}
+		for image := range first.verdicts {
+			d, _ := scanshare.Digest(first.ids[image])
+			scannedFirst[d] = true
+		}
+		want, wantFrom := 0, map[string]string{}
+		for image := range second.verdicts {
+			if d, _ := scanshare.Digest(second.ids[image]); scannedFirst[d] {
+				want++
+				wantFrom[image] = "node-0"
+			}
+		}
+		if want == 0 {
+			t.Fatalf("the two nodes hold no image of the same content: %v, %v", first.ids, second.ids)
+		}
+		if second.shared != want || second.made != len(second.verdicts)-want {
+			t.Errorf("the second node made %d scans and took %d verdicts, want %d and %d", second.made, second.shared, len(second.verdicts)-want, want)
+		}
+		if diff := cmp.Diff(wantFrom, second.from); diff != "" {
+			t.Errorf("the second node's verdicts made on the first (-want +got):\n%s", diff)
+		}
+	}
+	for i, r := range results {
+		if diff := cmp.Diff(first.verdicts, r.verdicts); diff != "" {
+			t.Errorf("node %d's verdicts (-first +this):\n%s", i, diff)
+		}
+		if r.archive != db.Digest {
+			t.Errorf("node %d judged with archive %q, want the run's %s", i, r.archive, db.Digest)
+		}
+	}
+	if c, n, _, _ := verdicts.Stats(); n != first.made+second.made || c.Served != second.shared {
+		t.Errorf("the service holds %d verdicts and served %d, want %d and %d", n, c.Served, first.made+second.made, second.shared)
+	}
+}
+
+// verdictsOf reads a scanner's verdicts from its log, every one of them
+// (the summary keeps as many as fit).
+func verdictsOf(scanner run) map[string]string {
+	out := map[string]string{}
+	entries, _, _ := nodereport.ParseLog(strings.NewReader(scanner.Stderr), 1000)
+	for _, e := range entries {
+		if e.Scan != nil {
+			out[e.Image] = e.Scan.Verdict
+		}
+	}
+	return out
+}
