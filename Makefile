@@ -343,8 +343,8 @@ bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real conta
 	go test -tags bench -count=1 -run "TestRemoverBench|TestRemoverAtScale" -v -timeout 80m ./test/bench
 
 .PHONY: bench-scanner
-bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from the module proxy) on 20 fixture images: time per image, peak RSS.
-	TRIVY_BIN="$$(hack/build-trivy.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -tags bench -count=1 -run TestScannerBench -v -timeout 60m ./test/bench
+bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from the module proxy) on 20 fixture images: time per image, peak RSS; then the fleet case: N = 1, 10, 100 nodes sharing the cluster's DB and verdicts vs each scanning alone (DB fetches, scans, wall time, the service's CPU and heap; BENCH_FLEET="1 10" for fewer).
+	TRIVY_BIN="$$(hack/build-trivy.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -tags bench -count=1 -run 'TestScannerBench|TestScannerFleetBench' -v -timeout 90m ./test/bench
 
 .PHONY: help
 help:

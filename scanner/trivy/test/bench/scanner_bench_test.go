@@ -50,23 +50,7 @@ func TestScannerBench(t *testing.T) {
 	if trivy == "" {
 		t.Fatal("TRIVY_BIN is not set (make bench-scanner builds the CLI with hack/build-trivy.sh)")
 	}
-	bin := t.TempDir()
-	// Trivy needs the jsonv2 experiment; the operator's workers ship
-	// without it.
-	for _, b := range []struct {
-		env  string
-		args []string
-	}{
-		{"GOEXPERIMENT=jsonv2", []string{"build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "../../cmd/trivy-scanner"}},
-		{"GOEXPERIMENT=", []string{"-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "./cmd/collector", "./cmd/remover"}},
-	} {
-		cmd := exec.Command("go", b.args...)
-		cmd.Stderr = os.Stderr
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", b.env)
-		if err := cmd.Run(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := buildWorkers(t)
 
 	c := testcontainerd.Start(t)
 	var refs []string
@@ -231,4 +215,27 @@ func median(rs []result) result {
 		return 0
 	})
 	return rs[len(rs)/2]
+}
+
+// buildWorkers builds the scanner and the operator's collector and remover
+// as they ship. Trivy needs the jsonv2 experiment; the operator's workers
+// ship without it.
+func buildWorkers(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, b := range []struct {
+		env  string
+		args []string
+	}{
+		{"GOEXPERIMENT=jsonv2", []string{"build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "../../cmd/trivy-scanner"}},
+		{"GOEXPERIMENT=", []string{"-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "./cmd/collector", "./cmd/remover"}},
+	} {
+		cmd := exec.Command("go", b.args...)
+		cmd.Stderr = os.Stderr
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", b.env)
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
 }

@@ -5,22 +5,15 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
@@ -30,36 +23,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
-
-// countedRegistry serves the fixture DB as Trivy's artifact and counts the
-// downloads of its archive.
-func countedRegistry(t *testing.T) (repo string, archives *atomic.Int32) {
-	t.Helper()
-	art, err := fixture.DBArtifact(advisories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	archives = &atomic.Int32{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
-			archives.Add(1)
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	repo = strings.TrimPrefix(srv.URL, "http://") + "/aquasecurity/trivy-db"
-	ref, err := name.ParseReference(repo + ":2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, art); err != nil {
-		t.Fatal(err)
-	}
-	// Publishing read nothing back; only what follows counts.
-	archives.Store(0)
-	return repo, archives
-}
 
 // nodeTokens authenticates the token "<node>" as that node's scanner: the
 // API server's TokenReview is the control-plane tier's to prove.
@@ -79,7 +42,12 @@ func (nodeTokens) Scanner(_ context.Context, token, _ string) (scanservice.Scann
 // node scans every image, the second scans none and judges each by the
 // first node's verdict, which its report says; and both judge alike.
 func TestNodesShareOneDBAndOneScanPerImage(t *testing.T) {
-	repo, archives := countedRegistry(t)
+	reg, err := fixture.ServeDB(advisories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	repo, archives := reg.Repo, &reg.Archives
 	mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
 	var db *scanshare.DB
 	deadline := time.Now().Add(time.Minute)

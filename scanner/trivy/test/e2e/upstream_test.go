@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
@@ -117,19 +111,10 @@ func upstreamDocument(t *testing.T, apiVersion, remover, blob string) string {
 // loopback and returns its repository, without a tag as upstream's dbRepo.
 func serveDB(t *testing.T) string {
 	t.Helper()
-	art, err := fixture.DBArtifact(advisories)
+	reg, err := fixture.ServeDB(advisories)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/aquasecurity/trivy-db"
-	ref, err := name.ParseReference(repo + ":2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, art); err != nil {
-		t.Fatal(err)
-	}
-	return repo
+	t.Cleanup(reg.Close)
+	return reg.Repo
 }

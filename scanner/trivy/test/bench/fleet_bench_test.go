@@ -1,0 +1,247 @@
+//go:build bench && linux
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
+	"github.com/go-logr/logr"
+
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
+	"github.com/eraser-oss/eraser/internal/manager/scanservice"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
+)
+
+// fleetResult is one fleet of N nodes' run.
+type fleetResult struct {
+	Mode        string  `json:"mode"`
+	Nodes       int     `json:"nodes"`
+	DBFetches   int     `json:"dbFetches"`
+	ScansMade   int     `json:"scansMade"`
+	Shared      int     `json:"verdictsShared"`
+	WallSeconds float64 `json:"wallSeconds"`
+	// ServiceCPUSeconds and ServiceHeapMiB are the scan service's, which
+	// runs in the benchmark's process (the bench process does nothing
+	// else meanwhile): its CPU time and its peak heap in use.
+	ServiceCPUSeconds float64 `json:"serviceCpuSeconds,omitempty"`
+	ServiceHeapMiB    float64 `json:"serviceHeapMiB,omitempty"`
+}
+
+// fleetNodes are the fleet sizes, BENCH_FLEET="1 10" for fewer.
+func fleetNodes() []int {
+	out := []int{1, 10, 100}
+	if v := os.Getenv("BENCH_FLEET"); v != "" {
+		out = nil
+		for _, f := range strings.Fields(v) {
+			if n, err := strconv.Atoi(f); err == nil && n > 0 {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// TestScannerFleetBench: N nodes, each the real collector, scanner and
+// remover (dry run) against one real containerd holding the same 20
+// images, with the cluster's DB copy and verdicts (the scan service) or
+// each scanning alone (each fetching its DB from the repository). The
+// repository is a loopback registry that counts the DB's downloads.
+func TestScannerFleetBench(t *testing.T) {
+	testcontainerd.Require(t)
+	bin := buildWorkers(t)
+	c := testcontainerd.Start(t)
+	var imgs []testcontainerd.Image
+	for i := range images {
+		imgs = append(imgs, benchImage(fmt.Sprintf("bench.local/app-%02d:1", i), i))
+	}
+	c.Import(t, imgs...)
+
+	var results []fleetResult
+	for _, n := range fleetNodes() {
+		for _, mode := range []string{"shared", "alone"} {
+			r := runFleet(t, bin, c, n, mode == "shared")
+			r.Mode = mode
+			results = append(results, r)
+			fmt.Printf("%-7s nodes %4d: DB fetches %4d, scans %5d, shared %5d, wall %7.1f s, service CPU %5.2f s, service heap %6.1f MiB\n",
+				r.Mode, r.Nodes, r.DBFetches, r.ScansMade, r.Shared, r.WallSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
+		}
+	}
+	fmt.Printf("\n%-7s %6s %10s %8s %8s %9s %12s %12s\n", "mode", "nodes", "DB fetch", "scans", "shared", "wall s", "service CPU", "service MiB")
+	for _, r := range results {
+		fmt.Printf("%-7s %6d %10d %8d %8d %9.1f %12.2f %12.1f\n", r.Mode, r.Nodes, r.DBFetches, r.ScansMade, r.Shared, r.WallSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
+	}
+	out := map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "images": images, "cores": runtime.NumCPU(), "results": results}
+	data, _ := json.MarshalIndent(out, "", "  ")
+	dir := filepath.Join("..", "..", "..", "..", "bench", "results")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scanner-fleet.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runFleet runs n nodes at once and waits for them all.
+func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, shared bool) fleetResult {
+	t.Helper()
+	reg, err := fixture.ServeDB([]fixture.Advisory{
+		{Release: "3.22", Package: "musl", ID: "CVE-2099-0001", Fixed: "1.2.5-r0", Severity: dbtypes.SeverityCritical},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	var env []string
+	var verdicts *scanservice.Verdicts
+	if shared {
+		mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
+		var db *scanshare.DB
+		for deadline := time.Now().Add(time.Minute); db == nil; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no DB copy within a minute")
+			}
+			db = mirror.Get(reg.Repo).DB
+		}
+		verdicts = scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 64 << 20, Lease: 10 * time.Minute, Grant: 4})
+		srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: anyNode{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+		defer srv.Close()
+		env = []string{scanshare.EnvService + "=" + srv.URL, scanshare.EnvJobUID + "=bench", scanshare.EnvDB + "=" + db.Digest}
+	}
+
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	var peakHeap uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peakHeap = max(peakHeap, ms.HeapInuse)
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	summaries := make([]workerresult.Summary, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { summaries[i] = runNode(t, bin, c, reg.Repo, i, env) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(stop)
+	<-sampled
+	var after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+
+	r := fleetResult{Nodes: n, DBFetches: int(reg.Archives.Load()), WallSeconds: wall.Seconds()}
+	for _, s := range summaries {
+		r.ScansMade += s.ScansMade
+		r.Shared += s.VerdictsShared
+		if s.ScansMade+s.VerdictsShared != images {
+			t.Errorf("a node judged %d images by a scan and %d by a shared verdict, want %d in all", s.ScansMade, s.VerdictsShared, images)
+		}
+	}
+	if shared {
+		cpu := func(ru syscall.Rusage) float64 {
+			return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		}
+		r.ServiceCPUSeconds = cpu(after) - cpu(before)
+		r.ServiceHeapMiB = float64(peakHeap) / (1 << 20)
+	}
+	return r
+}
+
+// anyNode takes every token for the node it names.
+type anyNode struct{}
+
+func (anyNode) Scanner(_ context.Context, token, _ string) (scanservice.Scanner, error) {
+	return scanservice.Scanner{Node: token, Pod: token, PodUID: token}, nil
+}
+
+// runNode runs one node's workers (the remover dry) and returns the
+// scanner's summary.
+func runNode(t *testing.T, bin string, c *testcontainerd.Containerd, repo string, i int, env []string) workerresult.Summary {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bench-node")
+	if err != nil {
+		t.Error(err)
+		return workerresult.Summary{}
+	}
+	defer os.RemoveAll(dir)
+	token := filepath.Join(dir, "token")
+	cfg := filepath.Join(dir, "config.yaml")
+	doc := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\ncomponents:\n  scanner:\n    enabled: true\n    config: |\n      cacheDir: " +
+		filepath.Join(dir, "cache") + "\n      dbRepo: " + repo + "\n      deleteEOLImages: false\n"
+	for _, f := range []struct{ path, data string }{{token, fmt.Sprint("node-", i)}, {cfg, doc}} {
+		if err := os.WriteFile(f.path, []byte(f.data), 0o600); err != nil {
+			t.Error(err)
+			return workerresult.Summary{}
+		}
+	}
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Error(err)
+		return workerresult.Summary{}
+	}
+	common := []string{"--runtime-endpoint=" + c.Endpoint, "--shared-dir=" + shared}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	summary := filepath.Join(dir, "scanner-summary")
+	var wg sync.WaitGroup
+	var scanLog bytes.Buffer
+	var scanErr error
+	wg.Go(func() {
+		_ = exec.CommandContext(ctx, filepath.Join(bin, "collector"), append([]string{"--state-dir=" + filepath.Join(dir, "state"), "--min-age=0s"}, common...)...).Run()
+	})
+	wg.Go(func() {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "trivy-scanner"), append([]string{"--config=" + cfg, "--summary-file=" + summary}, common...)...)
+		cmd.Env = append(os.Environ(), env...)
+		if len(env) > 0 {
+			cmd.Env = append(cmd.Env, scanshare.EnvToken+"="+token)
+		}
+		cmd.Stderr = &scanLog
+		scanErr = cmd.Run()
+	})
+	if err := exec.CommandContext(ctx, filepath.Join(bin, "remover"), append([]string{"--dry-run", "--scanner=enabled", "--state-dir=" + filepath.Join(dir, "state-r"), "--min-age=0s"}, common...)...).Run(); err != nil {
+		t.Errorf("remover: %v", err)
+	}
+	wg.Wait()
+	if scanErr != nil {
+		t.Errorf("scanner: %v\n%s", scanErr, scanLog.String())
+		return workerresult.Summary{}
+	}
+	data, err := os.ReadFile(summary)
+	if err != nil {
+		t.Error(err)
+		return workerresult.Summary{}
+	}
+	s, err := workerresult.Decode(data)
+	if err != nil {
+		t.Error(err)
+	}
+	return s
+}
