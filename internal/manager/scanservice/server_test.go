@@ -228,3 +228,47 @@ func TestServeDB(t *testing.T) {
 		t.Fatalf("served %v, want the two downloads of the run's scanner", served)
 	}
 }
+
+// dying is a scanner's client whose service is killed right after its
+// first answer.
+type dying struct {
+	*scanclient.Client
+	kill func()
+	once sync.Once
+}
+
+func (d *dying) Claim(ctx context.Context, req scanshare.ClaimRequest) (scanshare.ClaimResponse, error) {
+	resp, err := d.Client.Claim(ctx, req)
+	d.once.Do(d.kill)
+	return resp, err
+}
+
+// TestServiceKilledMidRun: the service gone after a scanner's first claim,
+// the scanner judges every image all the same, scanning what it was not
+// handed itself.
+func TestServiceKilledMidRun(t *testing.T) {
+	v := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+	srv := httptest.NewServer((&Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+	defer srv.Close()
+	var imgs []handoff.Image
+	for i := range 6 {
+		imgs = append(imgs, handoff.Image{ImageID: fmt.Sprintf("sha256:%064x", i), Names: []string{fmt.Sprint("image-", i)}})
+	}
+	e := &engine{scanned: map[string]int{}}
+	c := &dying{Client: scanner(t, srv.URL, "pod1@"+runUID), kill: func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	}}
+	js := scan.RunShared(context.Background(), e, imgs, scan.Policy{}, 0, time.Hour, sharing(c))
+	if len(js) != len(imgs) {
+		t.Fatalf("%d judgements, want %d", len(js), len(imgs))
+	}
+	for _, j := range js {
+		if j.Verdict != scan.Vulnerable && j.Verdict != scan.Clean {
+			t.Errorf("%s: %s", j.Image.Names[0], j.Verdict)
+		}
+	}
+	if len(e.scanned) != len(imgs) {
+		t.Errorf("scanned %d images, want all %d", len(e.scanned), len(imgs))
+	}
+}
