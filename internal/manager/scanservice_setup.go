@@ -138,13 +138,14 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // runningScanner says whether pod is an unfinished worker pod of the job
-// with this UID that runs a scanner.
+// with this UID whose scanner container has not ended. The container is
+// read from the pod's status: the cache keeps the statuses, not the spec.
 func runningScanner(pod *corev1.Pod, job types.UID) bool {
 	if pod.Labels[podspec.LabelJob] == "" || !jobdata.SameRun(pod, job) || podspec.Finished(pod) {
 		return false
 	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name == podspec.ScannerContainer {
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == podspec.ScannerContainer && c.State.Terminated == nil {
 			return true
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/node/scanclient"
@@ -60,6 +61,10 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	pod.Spec.Containers = []corev1.Container{{Name: podspec.ScannerContainer, Image: "scanner"}}
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}
 	must(c.Create(ctx, pod))
+	// The kubelet's word that the scanner runs, which is what the
+	// manager's cache keeps of a pod's containers.
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.ScannerContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	must(c.Status().Update(ctx, pod))
 
 	token := func(audience string, bound *corev1.Pod) string {
 		t.Helper()
@@ -74,9 +79,14 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	reviewer := func() *scanservice.TokenReviewer {
 		return &scanservice.TokenReviewer{
 			Review: func(ctx context.Context, r *authv1.TokenReview) error { return c.Create(ctx, r) },
+			// As the manager's cache holds the pod: trimmed.
 			Pod: func(ctx context.Context, name string) (*corev1.Pod, error) {
 				p := &corev1.Pod{}
-				return p, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+					return nil, err
+				}
+				trimmed, err := cacheopts.TrimPod(p)
+				return trimmed.(*corev1.Pod), err
 			},
 			IsScanner: runningScanner, Namespace: ns, ServiceAccount: podspec.ServiceAccount, Remember: time.Minute,
 		}

@@ -74,6 +74,21 @@ func verdictProblem(ctx context.Context, job *eraserv1.ImageJob, want []Node, vu
 	if len(nodes) != len(want) {
 		return fmt.Sprintf("%d nodes in the report, want %d", len(nodes), len(want))
 	}
+	// Each image is scanned on one node; the others judge it by that
+	// node's verdict, through the manager's scan service.
+	scannedOn := map[string][]string{}
+	for _, n := range nodes {
+		for _, e := range n.Entries {
+			if e.Scan != nil && e.Scan.From == nil {
+				scannedOn[e.Image] = append(scannedOn[e.Image], n.Name)
+			}
+		}
+	}
+	for _, image := range []string{vulnerable, fixed} {
+		if len(scannedOn[image]) != 1 {
+			return fmt.Sprintf("%s scanned on %v, want on one node, the others taking its verdict", image, scannedOn[image])
+		}
+	}
 	for _, n := range nodes {
 		if n.ScanDB == nil || n.ScanDB.Version != 2 || n.ScanDB.UpdatedAt == nil {
 			return fmt.Sprintf("node %s: DB %+v", n.Name, n.ScanDB)
