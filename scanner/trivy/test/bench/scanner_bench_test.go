@@ -163,7 +163,18 @@ func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile str
 // scanPhase reads the scanner's "scan finished" log line.
 func scanPhase(t *testing.T, log []byte) (int, float64) {
 	t.Helper()
+	images, seconds, ok := scanFinished(log)
+	if !ok {
+		t.Fatalf("no \"scan finished\" line in the scanner's log:\n%s", log)
+	}
+	return images, seconds
+}
+
+// scanFinished reads the images and seconds of the scanner's "scan
+// finished" log line.
+func scanFinished(log []byte) (images int, seconds float64, ok bool) {
 	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var line struct {
 			Msg     string  `json:"msg"`
@@ -171,11 +182,10 @@ func scanPhase(t *testing.T, log []byte) (int, float64) {
 			Seconds float64 `json:"seconds"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "scan finished" {
-			return line.Images, line.Seconds
+			return line.Images, line.Seconds, true
 		}
 	}
-	t.Fatalf("no \"scan finished\" line in the scanner's log:\n%s", log)
-	return 0, 0
+	return 0, 0, false
 }
 
 func runCLI(t *testing.T, trivy string, c *testcontainerd.Containerd, cache string, refs []string) result {
