@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -34,7 +36,10 @@ type Image struct {
 func (img Image) Build() (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for path, data := range img.Files {
+	// In the paths' order, so that the same files make the same layer and
+	// image ID on every build (on every node of a test).
+	for _, path := range slices.Sorted(maps.Keys(img.Files)) {
+		data := img.Files[path]
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data))}); err != nil {
 			return nil, err
 		}
