@@ -6,6 +6,10 @@ const (
 	// finished and met the success ratio, False when it failed, and Unknown
 	// while a run is in progress.
 	ConditionReady = "Ready"
+	// ConditionVulnerabilityDB is on a scanning ImageJob whose scanners get
+	// their DB from the manager: True with the DB the run judges with, or
+	// False with why the run has none (its scanners then judge nothing).
+	ConditionVulnerabilityDB = "VulnerabilityDB"
 
 	// ReasonRunning: a run for the current generation is in progress.
 	ReasonRunning = "Running"

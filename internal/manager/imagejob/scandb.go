@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
@@ -70,26 +72,37 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 	s := r.opts.ScanDBs.Get(repo)
 	if s.DB != nil {
 		st.db.db = s.DB
+		setDBCondition(job, metav1.ConditionTrue, "Fetched", fmt.Sprintf("archive %s (%d bytes) from %s, fetched %s",
+			s.DB.Digest, s.DB.Size, s.DB.Repo, s.DB.Fetched.UTC().Format(time.RFC3339)))
 		return nil
 	}
 	now := r.clock.Now()
 	if st.db.since.IsZero() {
 		st.db.since = now
 	}
-	var why string
+	var why, reason string
 	switch {
 	case s.Fetching && now.Sub(st.db.since) < wait:
 		return fmt.Errorf("%w from %s", errWaitingForDB, repo)
 	case s.Fetching:
-		why = fmt.Sprintf("no vulnerability DB from %s within dbDownloadTimeout %v", repo, wait)
+		reason, why = "FetchTimedOut", fmt.Sprintf("no vulnerability DB from %s within dbDownloadTimeout %v", repo, wait)
 	case s.RateLimited:
-		why = fmt.Sprintf("the vulnerability DB's repository %s refused the download for its rate limit (retried with backoff for the next runs): %v", repo, s.Err)
+		reason, why = "RateLimited", fmt.Sprintf("the vulnerability DB's repository %s refused the download for its rate limit (retried with backoff for the next runs): %v", repo, s.Err)
 	case s.Err != nil:
-		why = fmt.Sprintf("fetching the vulnerability DB from %s failed (retried with backoff for the next runs): %v", repo, s.Err)
+		reason, why = "FetchFailed", fmt.Sprintf("fetching the vulnerability DB from %s failed (retried with backoff for the next runs): %v", repo, s.Err)
 	default:
-		why = "no vulnerability DB from " + repo
+		reason, why = "FetchFailed", "no vulnerability DB from "+repo
 	}
 	st.db.unavailable = why
+	setDBCondition(job, metav1.ConditionFalse, reason, why+"; this run's scanners judge no image")
 	r.recorder.Event(job, corev1.EventTypeWarning, ReasonScanDBUnavailable, why+"; this run's scanners judge no image, so remove none")
 	return nil
+}
+
+// setDBCondition records the run's DB on the job; it is written with the
+// status of the pass that creates the first wave's pods.
+func setDBCondition(job *eraserv1.ImageJob, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
+		Type: eraserv1.ConditionVulnerabilityDB, Status: status, Reason: reason, Message: message, ObservedGeneration: job.Generation,
+	})
 }

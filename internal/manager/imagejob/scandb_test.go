@@ -8,9 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
@@ -75,25 +77,31 @@ func TestRunDB(t *testing.T) {
 		wait      time.Duration
 		wantEnv   map[string]string
 		wantEvent bool
+		// wantDB is the job's VulnerabilityDB condition: status/reason.
+		wantDB string
 	}{
 		"the copy is there": {
 			states:  []scandb.State{{DB: db}},
 			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+			wantDB:  "True/Fetched",
 		},
 		"the first fetch is waited for": {
 			states:  []scandb.State{{Fetching: true}, {DB: db}},
 			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+			wantDB:  "True/Fetched",
 		},
 		"rate limited": {
 			states:    []scandb.State{{RateLimited: true, Err: errors.New("429 Too Many Requests")}},
 			wantEnv:   map[string]string{scanshare.EnvDBUnavailable: "the vulnerability DB's repository registry.example/trivy-db refused the download for its rate limit (retried with backoff for the next runs): 429 Too Many Requests"},
 			wantEvent: true,
+			wantDB:    "False/RateLimited",
 		},
 		"a fetch that outlasts dbDownloadTimeout": {
 			states:    []scandb.State{{Fetching: true}, {Fetching: true}},
 			wait:      6 * time.Minute,
 			wantEnv:   map[string]string{scanshare.EnvDBUnavailable: "no vulnerability DB from registry.example/trivy-db within dbDownloadTimeout 5m0s"},
 			wantEvent: true,
+			wantDB:    "False/FetchTimedOut",
 		},
 	}
 	for name, tc := range cases {
@@ -140,6 +148,13 @@ func TestRunDB(t *testing.T) {
 			}
 			if tc.wantEvent {
 				f.expectEvent(ReasonScanDBUnavailable)
+			}
+			got := "none"
+			if c := meta.FindStatusCondition(f.get("scan").Status.Conditions, eraserv1.ConditionVulnerabilityDB); c != nil {
+				got = string(c.Status) + "/" + c.Reason
+			}
+			if got != tc.wantDB {
+				t.Errorf("VulnerabilityDB condition %s, want %s", got, tc.wantDB)
 			}
 			for _, repo := range m.asked {
 				if repo != "registry.example/trivy-db" {
