@@ -35,6 +35,8 @@ var errWaitingForDB = errors.New("waiting for the vulnerability DB")
 type runDB struct {
 	db          *scanshare.DB
 	unavailable string
+	// none: the run's scanners get no DB from the manager.
+	none bool
 	// since is when the run started waiting for the first fetch.
 	since time.Time
 }
@@ -62,11 +64,13 @@ func dbRepository(data *jobdata.Data) (repo string, wait time.Duration, ok bool)
 // removes nothing on the scanner's account, and its node's failure says
 // why). It returns errWaitingForDB while the first fetch runs.
 func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobState) error {
-	if st.db.db != nil || st.db.unavailable != "" || r.opts.ScanDBs == nil || r.opts.ScanService == "" {
+	if st.db.db != nil || st.db.unavailable != "" || st.db.none {
 		return nil
 	}
 	repo, wait, ok := dbRepository(data)
-	if !ok {
+	if !ok || r.opts.ScanDBs == nil || r.opts.ScanService == "" {
+		// Settled once: the job's data is immutable.
+		st.db.none = true
 		return nil
 	}
 	s := r.opts.ScanDBs.Get(repo)

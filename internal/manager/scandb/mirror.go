@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -36,10 +35,6 @@ import (
 
 // MediaType is the media type of the DB archive in Trivy's OCI artifact.
 const MediaType = "application/vnd.aquasec.trivy.db.layer.v1.tar+gzip"
-
-// SchemaTag is the tag of the DB schema the scanner reads, added to a
-// repository given without one (as upstream's dbRepo is).
-const SchemaTag = "2"
 
 // Options configure a Mirror.
 type Options struct {
@@ -212,7 +207,7 @@ func (m *Mirror) prune(now time.Time) {
 // not the one held (have), the archive. It returns nil and no error when
 // the archive is unchanged, and the bytes it downloaded.
 func (m *Mirror) download(ctx context.Context, repository, have string) (*scanshare.DB, int64, error) {
-	ref, err := Reference(repository)
+	ref, err := scanshare.DBReference(repository)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -278,19 +273,6 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 		return nil, n, err
 	}
 	return &scanshare.DB{Digest: digest, Size: n, Repo: ref.String(), Fetched: m.o.Now().UTC()}, n, nil
-}
-
-// Reference is the repository with the schema's tag when it has none.
-func Reference(repository string) (name.Reference, error) {
-	ref := repository
-	if last := ref[strings.LastIndex(ref, "/")+1:]; !strings.ContainsAny(last, ":@") {
-		ref += ":" + SchemaTag
-	}
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return nil, fmt.Errorf("dbRepo %q is not an image repository: %w", repository, err)
-	}
-	return r, nil
 }
 
 func rateLimited(err error) bool {

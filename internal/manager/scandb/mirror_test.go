@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // dbRegistry is a registry on loopback holding a DB artifact, which counts
@@ -83,7 +85,7 @@ func (r *dbRegistry) push(t *testing.T, content string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(r.repo + ":" + SchemaTag)
+	ref, err := name.ParseReference(r.repo + ":" + scanshare.DBSchemaTag)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if len(req.Keys) > scanshare.MaxKeys {
-		http.Error(w, fmt.Sprintf("%d keys: ask for at most %d at once", len(req.Keys), scanshare.MaxKeys), http.StatusRequestEntityTooLarge)
+	if tooMany(w, len(req.Keys), "keys") {
 		return
 	}
 	for _, k := range req.Keys {
@@ -113,8 +112,7 @@ func (s *Server) share(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if len(req.Verdicts)+len(req.Released) > scanshare.MaxKeys {
-		http.Error(w, fmt.Sprintf("%d verdicts: share at most %d at once", len(req.Verdicts)+len(req.Released), scanshare.MaxKeys), http.StatusRequestEntityTooLarge)
+	if tooMany(w, len(req.Verdicts)+len(req.Released), "verdicts and released keys") {
 		return
 	}
 	out := s.Verdicts.Share(who, req)
@@ -146,6 +144,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Scanner, 
 		http.Error(w, "authentication is unavailable", http.StatusServiceUnavailable)
 	}
 	return Scanner{}, false
+}
+
+// tooMany answers 413 to a request of more than MaxKeys items.
+func tooMany(w http.ResponseWriter, n int, what string) bool {
+	if n <= scanshare.MaxKeys {
+		return false
+	}
+	http.Error(w, fmt.Sprintf("%d %s: at most %d in one request", n, what, scanshare.MaxKeys), http.StatusRequestEntityTooLarge)
+	return true
 }
 
 func decode(w http.ResponseWriter, r *http.Request, into any) bool {

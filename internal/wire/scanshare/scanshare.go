@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -238,4 +240,23 @@ type DB struct {
 	Size    int64     `json:"size"`
 	Repo    string    `json:"repo"`
 	Fetched time.Time `json:"fetched"`
+}
+
+// DBSchemaTag is the tag of the DB schema the Trivy scanner reads, added
+// to a dbRepo given without one (as upstream's is).
+const DBSchemaTag = "2"
+
+// DBReference is dbRepo with the schema's tag when it has none: the
+// reference the manager's copy and a scanner fetching its own DB both ask
+// for.
+func DBReference(repo string) (name.Reference, error) {
+	ref := repo
+	if last := ref[strings.LastIndex(ref, "/")+1:]; !strings.ContainsAny(last, ":@") {
+		ref += ":" + DBSchemaTag
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("dbRepo %q is not an image repository: %w", repo, err)
+	}
+	return r, nil
 }

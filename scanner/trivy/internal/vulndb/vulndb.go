@@ -16,7 +16,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/aquasecurity/trivy-db/pkg/metadata"
@@ -26,11 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
-
-// SchemaTag is the tag of the DB schema this Trivy reads.
-const SchemaTag = "2"
 
 // Options say where the DB lives and comes from.
 type Options struct {
@@ -59,27 +56,13 @@ func (o Options) downloadTimeout() time.Duration {
 // Dir is where the DB files are.
 func (o Options) Dir() string { return trivydb.Dir(o.CacheDir) }
 
-// Repository is Repo with the schema tag when it has none.
-func Repository(repo string) (name.Reference, error) {
-	ref := repo
-	last := ref[strings.LastIndex(ref, "/")+1:]
-	if !strings.ContainsAny(last, ":@") {
-		ref += ":" + SchemaTag
-	}
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return nil, fmt.Errorf("dbRepo %q is not an image repository: %w", repo, err)
-	}
-	return r, nil
-}
-
 // Prepare returns the directory of a usable DB, downloading it if needed.
 // downloaded tells whether it did.
 func Prepare(ctx context.Context, o Options) (dir string, downloaded bool, err error) {
 	dir = o.Dir()
 	var opts []trivydb.Option
 	if !o.SkipUpdate {
-		ref, err := Repository(o.Repo)
+		ref, err := scanshare.DBReference(o.Repo)
 		if err != nil {
 			return "", false, err
 		}
