@@ -30,6 +30,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
+	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 )
 
@@ -67,8 +68,8 @@ type Reconciler struct {
 	jobs sync.Map
 	// skew is measured on the pods this process creates (clock.go).
 	skew skewMeter
-	// queue shares the nodes among every job's passes (queue.go).
-	queue *nodeQueue
+	// queue shares the nodes among every job's passes (nodequeue).
+	queue *nodequeue.Queue
 }
 
 // passInterval is the least time between two passes over a running job.
@@ -90,7 +91,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // NewReconciler builds the reconciler with its dependencies.
 // The Stores must be those of the cache the client reads through.
 func NewReconciler(c client.Client, apiReader client.Reader, cached *cacheopts.Stores, recorder record.EventRecorder, clk clock.Clock, m *metrics.Recorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts, queue: newNodeQueue(cached)}
+	return &Reconciler{client: c, apiReader: apiReader, cached: cached, recorder: recorder, clock: clk, metrics: m, opts: opts, queue: nodequeue.New(workers{cached})}
 }
 
 // SetupWithManager watches jobs, their pods, and node deletions (a deleted

@@ -24,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
+	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -91,13 +92,13 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	}
 	build, failed, err := r.prepare(ctx, job, data, st, w, p)
 	if err != nil || failed {
-		r.queue.release(job.Name, nodeNames(w.Targets, p.Create)...)
+		r.queue.Release(job.Name, nodeNames(w.Targets, p.Create)...)
 		return reconcile.Result{}, step("prepare", err)
 	}
 	errs := r.createPods(ctx, w.Targets, p.Create, build)
 	for k, i := range p.Create {
 		if errs[k] != nil {
-			r.queue.release(job.Name, w.Targets[i].Name)
+			r.queue.Release(job.Name, w.Targets[i].Name)
 		}
 	}
 	if msg, all := refusedAll(errs); all && len(w.Pods) == 0 && len(st.created) == 0 {
@@ -125,7 +126,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 			job.Status.Succeeded+job.Status.Failed, o.Eligible, o.Active)))
 	}
 	if finished {
-		r.queue.leave(job.Name)
+		r.queue.Leave(job.Name)
 	}
 	// A pass that changed nothing writes nothing: on a long run most passes
 	// only wait for pods.
@@ -226,7 +227,7 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 		return w, fmt.Errorf("reading job %s's pods from the cache: %w", job.Name, err)
 	}
 	var shown []string
-	defer func() { r.queue.release(job.Name, shown...) }()
+	defer func() { r.queue.Release(job.Name, shown...) }()
 	for _, pod := range pods {
 		// A pod labelled with this job's name that another job of that
 		// name controls is a leftover of an earlier run, deleted by the
@@ -420,10 +421,10 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 // jobs' passes never both take one node, and the queue records the plan.
 func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.World, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
 	var p wave.Wave
-	err := r.queue.take(job, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s slot) taken {
-		w.Room, w.Bounded, w.Holder = s.room, s.bounded, s.holder
+	err := r.queue.Take(job.Name, job.UID, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Slot) nodequeue.Taken {
+		w.Room, w.Bounded, w.Holder = s.Room, s.Bounded, s.Holder
 		p = wave.Next(w, o, budget)
-		return taken{create: nodeNames(w.Targets, p.Create), waiting: slices.Collect(maps.Keys(p.Waiting)), starved: p.Starved}
+		return nodequeue.Taken{Create: nodeNames(w.Targets, p.Create), Waiting: slices.Collect(maps.Keys(p.Waiting)), Starved: p.Starved}
 	})
 	return p, err
 }

@@ -1,21 +1,15 @@
 package imagejob
 
 import (
-	"errors"
-	"fmt"
-	"runtime"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
+	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
@@ -182,252 +176,26 @@ func podNodes(pods []corev1.Pod) []string {
 	return out
 }
 
-// fakeBusy is the cache's busy pods, by node, for the queue's unit tests.
-type fakeBusy struct {
-	mu   sync.Mutex
-	pods map[string][]*corev1.Pod
-	// err fails Busy, errOn BusyOn.
-	err, errOn error
-}
+type fakePods map[string][]*corev1.Pod
 
-func (f *fakeBusy) Busy() (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, ps := range f.pods {
-		n += len(ps)
-	}
-	return n, f.err
-}
+func (f fakePods) Busy() (int, error) { return len(f), nil }
 
-func (f *fakeBusy) BusyOn(node string) ([]*corev1.Pod, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.pods[node]), f.errOn
-}
+func (f fakePods) BusyOn(node string) ([]*corev1.Pod, error) { return f[node], nil }
 
-func (f *fakeBusy) add(job, node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pods[node] = append(f.pods[node], builder.MakePod(job+"-"+node, node, time.Time{}).Job(job).Obj())
-}
-
-func (f *fakeBusy) remove(job, node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pods[node] = slices.DeleteFunc(f.pods[node], func(p *corev1.Pod) bool { return p.Labels[podspec.LabelJob] == job })
-}
-
-func queueJob(name string, created time.Time) *eraserv1.ImageJob {
-	return &eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
-}
-
-// takeFree takes every free node of nodes, up to the room, and leaves the
-// held ones waiting: a wave's choice, reduced to the queue's part.
-func takeFree(nodes []string, got *slot) func(slot) taken {
-	return func(s slot) taken {
-		if got != nil {
-			*got = slot{room: s.room, bounded: s.bounded}
-		}
-		var t taken
-		for _, n := range nodes {
-			switch {
-			case s.holder(n) != "":
-				t.waiting = append(t.waiting, n)
-			case s.bounded && len(t.create) >= s.room:
-				t.starved = true
-			default:
-				t.create = append(t.create, n)
-			}
-		}
-		return t
-	}
-}
-
-// TestQueueTake: what a wave may take as the runs before it took theirs,
-// their pods showed in the cache, were released or ended.
-func TestQueueTake(t *testing.T) {
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	list, sched, late := queueJob("list", at), queueJob("sched", at.Add(-time.Hour)), queueJob("late", at.Add(time.Hour))
-	listRank := wave.RankOf(list, podspec.KindManual)
-	schedRank := wave.RankOf(sched, podspec.KindCollector)
-	lateRank := wave.RankOf(late, podspec.KindManual)
-	early := queueJob("early", at.Add(-time.Minute))
-	earlyRank := wave.RankOf(early, podspec.KindManual)
-	type result struct {
-		Create, Waiting []string
-		Starved         bool
-		Holders         map[string]string
-		Room            int
-		Bounded         bool
-	}
-	cases := map[string]struct {
-		// before runs against the queue and its cache first.
-		before func(q *nodeQueue, busy *fakeBusy)
-		bound  int
-		want   result
-	}{
-		"an empty queue: every node": {
-			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
-		},
-		"a node another run claimed waits for it": {
-			before: func(q *nodeQueue, _ *fakeBusy) {
-				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
-			},
-			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "sched"}},
-		},
-		"a claim released while the cache shows the pod: the pod holds the node": {
-			before: func(q *nodeQueue, busy *fakeBusy) {
-				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
-				busy.add("sched", "a")
-				q.release("sched", "a")
-			},
-			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "sched"}},
-		},
-		"a run that left frees its claims": {
-			before: func(q *nodeQueue, _ *fakeBusy) {
-				_ = q.take(sched, schedRank, 0, takeFree([]string{"a", "b"}, nil))
-				q.leave("sched")
-			},
-			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
-		},
-		"a run queued for the node that ranks first goes first": {
-			before: func(q *nodeQueue, busy *fakeBusy) {
-				busy.add("other", "a")
-				_ = q.take(early, earlyRank, 0, takeFree([]string{"a"}, nil))
-				busy.remove("other", "a")
-			},
-			want: result{Create: []string{"b"}, Waiting: []string{"a"}, Holders: map[string]string{"a": "early"}},
-		},
-		"runs queued for the node that rank after are passed: a later list, a schedule": {
-			before: func(q *nodeQueue, busy *fakeBusy) {
-				busy.add("other", "a")
-				_ = q.take(late, lateRank, 0, takeFree([]string{"a"}, nil))
-				_ = q.take(sched, schedRank, 0, takeFree([]string{"a"}, nil))
-				busy.remove("other", "a")
-			},
-			want: result{Create: []string{"a", "b"}, Holders: map[string]string{}},
-		},
-		"the bound counts the claims the cache does not show yet": {
-			before: func(q *nodeQueue, busy *fakeBusy) {
-				busy.add("sched", "x")
-				_ = q.take(sched, schedRank, 0, takeFree([]string{"y"}, nil))
-			},
-			bound: 3,
-			want:  result{Create: []string{"a"}, Starved: true, Holders: map[string]string{}, Room: 1, Bounded: true},
-		},
-	}
-	got, want := map[string]result{}, map[string]result{}
-	for name, tc := range cases {
-		busy := &fakeBusy{pods: map[string][]*corev1.Pod{}}
-		q := newNodeQueue(busy)
-		if tc.before != nil {
-			tc.before(q, busy)
-		}
-		var s slot
-		var holders map[string]string
-		choose := takeFree([]string{"a", "b"}, &s)
-		err := q.take(list, listRank, tc.bound, func(in slot) taken {
-			holders = map[string]string{}
-			for _, n := range []string{"a", "b"} {
-				if h := in.holder(n); h != "" {
-					holders[n] = h
-				}
-			}
-			return choose(in)
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		tk := choose(slot{room: s.room, bounded: s.bounded, holder: func(n string) string { return holders[n] }})
-		got[name] = result{Create: tk.create, Waiting: tk.waiting, Starved: tk.starved, Holders: holders, Room: s.room, Bounded: s.bounded}
-		want[name] = tc.want
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("take (-want +got):\n%s", diff)
-	}
-}
-
-// TestQueueCacheNotSynced: a cache that cannot count the pods in flight
-// fails the take, which records nothing; one that cannot list a node's
-// pods holds the node (waiting is the safe answer).
-func TestQueueCacheNotSynced(t *testing.T) {
-	job := queueJob("j", time.Time{})
-	rank := wave.RankOf(job, podspec.KindManual)
-	q := newNodeQueue(&fakeBusy{pods: map[string][]*corev1.Pod{}, err: errors.New("not synced")})
-	if err := q.take(job, rank, 0, takeFree([]string{"a"}, nil)); err == nil {
-		t.Error("a take with an unsynced cache succeeded")
-	}
-	if len(q.claims) != 0 || len(q.sleepers) != 0 {
-		t.Errorf("a failed take recorded claims %v, sleepers %v", q.claims, q.sleepers)
-	}
-	q = newNodeQueue(&fakeBusy{pods: map[string][]*corev1.Pod{}, errOn: errors.New("not synced")})
-	var holder string
-	if err := q.take(job, rank, 0, func(s slot) taken { holder = s.holder("a"); return taken{} }); err != nil {
+// TestWorkers: the queue sees each worker pod as its job and run, so that
+// an earlier run of the same name still holds its node.
+func TestWorkers(t *testing.T) {
+	pods := fakePods{"a": {
+		builder.MakePod("j-a", "a", time.Time{}).Run("j", "run-2").Obj(),
+		builder.MakePod("j-a-old", "a", time.Time{}).Run("j", "run-1").Obj(),
+		builder.MakePod("sched-a", "a", time.Time{}).Job("sched").Obj(),
+	}}
+	got, err := workers{pods}.BusyOn("a")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if holder == "" {
-		t.Error("a node the cache cannot answer for is free")
-	}
-}
-
-// TestQueueNeverTwoWorkersOnANode: many runs' passes at once, each taking
-// what is free of a few shared nodes, its pods showing in the cache, then
-// ending: no node is ever held by two runs, and the bound on pods in
-// flight is never passed. Run it under -race.
-func TestQueueNeverTwoWorkersOnANode(t *testing.T) {
-	const runs, passes, bound = 8, 50, 3
-	nodes := []string{"a", "b", "c", "d"}
-	busy := &fakeBusy{pods: map[string][]*corev1.Pod{}}
-	q := newNodeQueue(busy)
-	var mu sync.Mutex
-	on := map[string]string{}
-	var violations []string
-	var wg sync.WaitGroup
-	for r := range runs {
-		job := queueJob(fmt.Sprintf("run-%d", r), time.Unix(int64(r), 0))
-		rank := wave.RankOf(job, map[bool]podspec.Kind{true: podspec.KindCollector, false: podspec.KindManual}[r%2 == 0])
-		wg.Go(func() {
-			for range passes {
-				var mine []string
-				err := q.take(job, rank, bound, func(s slot) taken {
-					t := takeFree(nodes, nil)(s)
-					mu.Lock()
-					for _, n := range t.create {
-						if h := on[n]; h != "" {
-							violations = append(violations, fmt.Sprintf("%s took %s, held by %s", job.Name, n, h))
-						}
-						on[n] = job.Name
-					}
-					if len(on) > bound {
-						violations = append(violations, fmt.Sprintf("%d pods in flight, bound %d", len(on), bound))
-					}
-					mu.Unlock()
-					mine = t.create
-					return t
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				// The pods show in the cache, the claims go; then they end.
-				for _, n := range mine {
-					busy.add(job.Name, n)
-				}
-				q.release(job.Name, mine...)
-				runtime.Gosched()
-				for _, n := range mine {
-					mu.Lock()
-					delete(on, n)
-					mu.Unlock()
-					busy.remove(job.Name, n)
-				}
-			}
-			q.leave(job.Name)
-		})
-	}
-	wg.Wait()
-	if len(violations) > 0 {
-		t.Errorf("%d violations, first: %s", len(violations), violations[0])
+	want := []nodequeue.Worker{{Job: "j", Run: "run-2"}, {Job: "j", Run: "run-1"}, {Job: "sched"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BusyOn (-want +got):\n%s", diff)
 	}
 }

@@ -93,7 +93,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 // forget drops a job's memory: it finished and was cleaned up, or is gone.
 func (r *Reconciler) forget(job string) {
 	r.jobs.Delete(job)
-	r.queue.leave(job)
+	r.queue.Leave(job)
 }
 
 // expectedWithin is how long a pod this process created may be missing

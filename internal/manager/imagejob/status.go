@@ -91,7 +91,7 @@ func trigger(job *eraserv1.ImageJob) string {
 // whether or not its status write goes through: it will create no pod, so
 // it must neither hold a node nor wait for one.
 func (r *Reconciler) fail(ctx context.Context, job *eraserv1.ImageJob, reason, message string) error {
-	r.queue.leave(job.Name)
+	r.queue.Leave(job.Name)
 	now := metav1.NewTime(r.clock.Now())
 	job.Status.Phase = eraserv1.PhaseFailed
 	job.Status.CompletionTime = &now

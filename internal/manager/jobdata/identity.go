@@ -21,9 +21,9 @@ import (
 // the caller waits until it is gone.
 var ErrConflict = errors.New("left over from another run")
 
-// controllerUID is the UID of obj's controller, "" for none (a scheduled
-// job has no owner).
-func controllerUID(obj metav1.Object) types.UID {
+// RunOf is the UID of obj's controller, the run it is of: "" for none (a
+// scheduled job has no owner).
+func RunOf(obj metav1.Object) types.UID {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return ref.UID
 	}
@@ -35,13 +35,13 @@ func controllerUID(obj metav1.Object) types.UID {
 // ImageList's job by the list's UID; a scheduled job by nothing, since the
 // slot in its name is its identity).
 func SameRun(obj metav1.Object, owner types.UID) bool {
-	return controllerUID(obj) == owner
+	return RunOf(obj) == owner
 }
 
 // conflict is the error for existing, which has the name this run wanted
 // and another owner.
 func conflict(kind string, existing metav1.Object, owner types.UID) error {
-	found := controllerUID(existing)
+	found := RunOf(existing)
 	if found == "" {
 		found = "none"
 	}

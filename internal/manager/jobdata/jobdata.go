@@ -211,8 +211,8 @@ func CreateJob(ctx context.Context, c client.Client, namespace string, job *eras
 		}
 		// Adopted only when it is this run's: the same owner (the same
 		// ImageList, not one deleted and created again by that name).
-		if !SameRun(existing, controllerUID(job)) {
-			return false, conflict("ImageJob", existing, controllerUID(job))
+		if !SameRun(existing, RunOf(job)) {
+			return false, conflict("ImageJob", existing, RunOf(job))
 		}
 		*job = *existing
 	}

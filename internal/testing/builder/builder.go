@@ -294,6 +294,16 @@ func (w *PodWrapper) Job(name string) *PodWrapper {
 	return w
 }
 
+// Run makes the ImageJob job, of UID run, the pod's controller, as the
+// manager creates a run's workers.
+func (w *PodWrapper) Run(job string, run types.UID) *PodWrapper {
+	w.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: job, UID: run,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}
+	return w.Job(job)
+}
+
 // Deleting marks the pod deleted, due to be gone at the given time.
 func (w *PodWrapper) Deleting(at time.Time) *PodWrapper {
 	w.DeletionTimestamp = &metav1.Time{Time: at}

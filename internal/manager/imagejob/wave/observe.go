@@ -1,6 +1,6 @@
 // Package wave holds the pure decisions of a pass over a running ImageJob:
 // each reached node judged (Observe, Classify), the next wave chosen (Next:
-// the canary and the failure budget's Reach, the queue's Room and the
+// the canary and the failure budget's Reach, the node queue's room and the
 // holders of nodes, creation backoff, stalled waits given up), the world
 // once the wave is in place (Advance), when the next pass is due (WakeUp),
 // and the end of a run with its outcome (Ended, Result). It reads nothing:
@@ -15,6 +15,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
+	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 )
 
 // World is what one pass knows of a running job: gathered from the cache
@@ -52,7 +53,7 @@ type World struct {
 	// (status.waitingIndexes, then each plan's).
 	Waiting map[string]bool
 	// Holder says which run a node must wait for; nil holds none.
-	Holder HolderFunc
+	Holder nodequeue.HolderFunc
 	// Stall says whether a node's wait cannot end (stall.go); nil never.
 	Stall StallFunc
 	// Room is how many pods the bound on pods in flight lets this pass

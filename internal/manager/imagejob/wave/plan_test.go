@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 )
 
 // planned is the part of a wave the table compares.
@@ -128,7 +129,7 @@ type queued struct {
 	Starved bool
 }
 
-func held(m map[string]string) HolderFunc { return func(n string) string { return m[n] } }
+func held(m map[string]string) nodequeue.HolderFunc { return func(n string) string { return m[n] } }
 
 // TestPlanQueued: a node another run holds is passed and waits, a node that
 // waited is taken first once free, and the bound on pods in flight stops a

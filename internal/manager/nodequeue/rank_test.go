@@ -1,4 +1,4 @@
-package wave
+package nodequeue
 
 import (
 	"testing"
@@ -7,8 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestRunRank: ImageList runs before scheduled ones, then the earlier run.
-func TestRunRank(t *testing.T) {
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// TestRankBefore: ImageList runs before scheduled ones, then the earlier run.
+func TestRankBefore(t *testing.T) {
 	list := func(name string, at time.Duration) Rank { return Rank{Created: t0.Add(at), Name: name} }
 	sched := func(name string, at time.Duration) Rank {
 		return Rank{Scheduled: true, Created: t0.Add(at), Name: name}
@@ -30,5 +32,30 @@ func TestRunRank(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("before (-want +got):\n%s", diff)
+	}
+}
+
+// TestRoom: the pods a pass may create under the bound on pods in flight.
+func TestRoom(t *testing.T) {
+	type room struct {
+		N       int
+		Bounded bool
+	}
+	cases := map[string]struct {
+		bound, inFlight int
+		want            room
+	}{
+		"no bound":          {bound: 0, inFlight: 50, want: room{}},
+		"room left":         {bound: 10, inFlight: 4, want: room{N: 6, Bounded: true}},
+		"full":              {bound: 4, inFlight: 4, want: room{Bounded: true}},
+		"over (bound down)": {bound: 2, inFlight: 5, want: room{Bounded: true}},
+	}
+	got, want := map[string]room{}, map[string]room{}
+	for name, tc := range cases {
+		n, b := Room(tc.bound, tc.inFlight)
+		got[name], want[name] = room{N: n, Bounded: b}, tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Room (-want +got):\n%s", diff)
 	}
 }
