@@ -19,7 +19,33 @@ WORK="${CACHE}/control-plane/src"
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 MINOR=$(echo "${KUBE_VERSION}" | cut -d. -f2)
 
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
 log() { echo "[control-plane] $*" >&2; }
+
+# align raises the module in the current directory to the versions this
+# repository's module selects, where those are newer (MVS keeps the higher
+# of the two, so nothing goes below what Kubernetes or etcd ask for). The
+# packages both build (client-go, apimachinery, the API types, gRPC: about
+# 1,000 of the control plane's 2,500) then have one identity in the build
+# cache, and a cold make test compiles them once instead of once per
+# version. The differences are patch and minor releases of golang.org/x
+# and logging modules.
+align() {
+  local LC_ALL=C
+  local ours theirs args
+  ours=$(go -C "${ROOT}" list -m -f '{{.Path}} {{.Version}}' all 2>/dev/null | sort) || {
+    log "not aligning with ${ROOT}'s module (go list failed); the build goes on unshared"
+    return 0
+  }
+  theirs=$(go list -m -f '{{.Path}} {{.Version}}' all | sort)
+  args=$(join <(echo "${theirs}") <(echo "${ours}") | awk '$2 != $3 && $3 != "" {printf "-require=%s@%s ", $1, $3}')
+  if [ -n "${args}" ]; then
+    # shellcheck disable=SC2086 # one word per requirement
+    go mod edit ${args}
+    go mod tidy
+  fi
+}
 
 want=(kube-apiserver kubectl etcd)
 [ "${EXTRA:-0}" = 1 ] && want+=(kube-controller-manager kube-scheduler)
@@ -45,7 +71,9 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "${OUT}"
   exit 0
 fi
-export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0
+# make test's build configuration (the Makefile's GOFLAGS), so that what the
+# control plane shares with the tests compiles once.
+export GOFLAGS="-buildvcs=false -trimpath -tags=grpcnotrace" GOTOOLCHAIN=local CGO_ENABLED=0
 
 build_kube() {
   local dir="${WORK}/kube-${KUBE_VERSION}"
@@ -84,6 +112,7 @@ import (
 )
 GO
     go mod tidy
+    align
   fi
   local ldf="-s -w"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -98,7 +127,7 @@ GO
     [ "$b" = kubelet ] && hint=" (cold: about 6 min on 2 idle cores, 30s after the apiserver; once)"
     log "building ${b} ${KUBE_VERSION}${hint}"
     local t0=$SECONDS
-    go build -trimpath -ldflags "${ldf}" -o "${OUT}/${b}.tmp" "k8s.io/kubernetes/cmd/${b}"
+    go build -ldflags "${ldf}" -o "${OUT}/${b}.tmp" "k8s.io/kubernetes/cmd/${b}"
     mv "${OUT}/${b}.tmp" "${OUT}/${b}"
     log "built ${b} in $((SECONDS - t0))s"
   done
@@ -124,10 +153,11 @@ func main() { etcdmain.Main(os.Args) }
 GO
     go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
     go mod tidy
+    align
   fi
   log "building etcd ${ETCD_VERSION}"
   local t0=$SECONDS
-  go build -trimpath -ldflags "-s -w" -o "${OUT}/etcd.tmp" .
+  go build -ldflags "-s -w" -o "${OUT}/etcd.tmp" .
   mv "${OUT}/etcd.tmp" "${OUT}/etcd"
   log "built etcd in $((SECONDS - t0))s"
 }

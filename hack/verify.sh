@@ -3,7 +3,8 @@
 # deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
 # a file over 1 MiB or a compiled executable, or a relative markdown link is
-# broken, or the README's layout misses a package. Run by `make verify`
+# broken, or the README's layout misses a package, or two of the modules build
+# a module they share at two versions. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
 set -euo pipefail
@@ -102,6 +103,28 @@ fi
 for mod in . hack/tools hack/render scanner/trivy; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum" >&2
+    fail=1
+  fi
+done
+
+# One version of each module whose packages two of our modules both build:
+# the operator's, the install tier's (hack/render) and the code generators'
+# (hack/tools). Their shared packages (client-go, apimachinery, the API
+# types, gRPC) then compile once for all three, and for the control plane,
+# which hack/build-control-plane.sh raises to these versions; at different
+# versions a cold make test compiled them once per version. The Trivy
+# module builds under GOEXPERIMENT=jsonv2, which shares no compiled package
+# with the rest, so it may differ.
+selected() { # module dir, packages: "path version" of each module their build (tests too) compiles
+  go -C "$1" list -deps -test -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}}{{end}}{{end}}' "${@:2}" | sort -u
+}
+ours=$(selected . ./...)
+for spec in "hack/render ./..." "hack/tools sigs.k8s.io/controller-tools/cmd/controller-gen github.com/rhysd/actionlint/cmd/actionlint"; do
+  read -r -a args <<<"$spec"
+  skew=$(join <(echo "$ours") <(selected "${args[@]}") | awk -v m="${args[0]}" '$2 != $3 {print "  " $1 ": " $2 " in the root module, " $3 " in " m}')
+  if [ -n "$skew" ]; then
+    echo "verify: modules whose packages the root module and ${args[0]} both compile, at two versions (go get the higher one in both, then go mod tidy):" >&2
+    echo "$skew" >&2
     fail=1
   fi
 done
