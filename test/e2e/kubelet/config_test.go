@@ -8,6 +8,7 @@ package kubelet
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,14 +102,35 @@ func scannerConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
-	run := command(repoRoot(), "go", "-C", "scanner/trivy", "run", "./test/fixturedb", "-cache-dir", dir)
-	// The scanner module's configuration (make's SCANNER_ENV), in which the
-	// worker tier compiled the DB's packages.
-	run.Env = append(run.Env, "GOEXPERIMENT=jsonv2", "CGO_ENABLED=0")
+	run := scannerModuleCommand("go", "run", "./test/fixturedb", "-cache-dir", dir)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("writing the fixture DB: %v: %s", err, out)
 	}
-	return fmt.Sprintf(`apiVersion: eraser.sh/v1alpha3
+	return scheduledScanConfig(fmt.Sprintf(`    volumes:
+    - name: trivy-db
+      hostPath: {path: %[1]s, type: Directory}
+    config: |
+      cacheDir: %[1]s
+      skipDBUpdate: true
+      deleteEOLImages: false
+`, dir))
+}
+
+// servedScannerConfig turns on scheduled runs with the Trivy scanner, its
+// vulnerability DB from repo: fetched by the manager once for the cluster,
+// and handed by it to every node's scanner.
+func servedScannerConfig(repo string) string {
+	return scheduledScanConfig(fmt.Sprintf(`    config: |
+      dbRepo: %s
+      deleteEOLImages: false
+`, repo))
+}
+
+// scheduledScanConfig is a configuration of scheduled runs every minute
+// with the Trivy scanner, whose settings (the keys under
+// components.scanner after its request) are scanner.
+func scheduledScanConfig(scanner string) string {
+	return `apiVersion: eraser.sh/v1alpha3
 kind: EraserConfig
 manager:
   runtime:
@@ -129,14 +151,16 @@ components:
   scanner:
     enabled: true
     request: {cpu: 100m, mem: 100Mi}
-    volumes:
-    - name: trivy-db
-      hostPath: {path: %[1]s, type: Directory}
-    config: |
-      cacheDir: %[1]s
-      skipDBUpdate: true
-      deleteEOLImages: false
-`, dir)
+` + scanner
+}
+
+// scannerModuleCommand runs a go command in the Trivy scanner's module, in
+// its configuration (make's SCANNER_ENV), in which the worker tier compiled
+// the DB's packages.
+func scannerModuleCommand(name string, args ...string) *exec.Cmd {
+	cmd := command(filepath.Join(repoRoot(), "scanner", "trivy"), name, args...)
+	cmd.Env = append(cmd.Env, "GOEXPERIMENT=jsonv2", "CGO_ENABLED=0")
+	return cmd
 }
 
 // The exclusion list protects the test's "excluded" image and Eraser's own

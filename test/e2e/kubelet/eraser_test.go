@@ -3,7 +3,6 @@
 package kubelet
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -109,39 +108,7 @@ func TestEraser(t *testing.T) {
 		expectJobsCleanedUp(t)
 	})
 
-	t.Run("ScheduledRunWithTrivyScanner", func(t *testing.T) {
-		vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
-		seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
-		seeded := time.Now()
-		afterMinAge(seeded)
-		// The jobs and their reports are kept, for the scanner's verdicts.
-		setConfig(t, strings.Replace(withRetention(scannerConfig(t), removable), "keepReportFor: 0s", "keepReportFor: 1h", 1))
-		t.Cleanup(func() { setConfig(t, baseConfig) })
-
-		// collector → trivy-scanner → remover in each node's pod; the
-		// scanner reads the images from its node's containerd and judges
-		// them against the DB seeded on the node.
-		goneFromEveryNode(t, 4*time.Minute, "the scanned run to remove the vulnerable image from every node", vulnerable)
-		for _, n := range cluster.Nodes {
-			expectImages(t, n, []string{fixed, eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
-		}
-		// The manager records what each node's scanner handed over.
-		eventually(t, time.Minute, "vulnerable_images_run_total for every node on the manager's metrics endpoint", func() (bool, string) {
-			body, err := managerMetrics(testCtx(t))
-			if err != nil {
-				return false, err.Error()
-			}
-			var missing []string
-			for _, n := range cluster.Nodes {
-				if !strings.Contains(body, `vulnerable_images_run_total{node_name="`+n.Name+`"}`) {
-					missing = append(missing, n.Name)
-				}
-			}
-			return len(missing) == 0, fmt.Sprintf("no series for %v", missing)
-		})
-		scanVerdictsInReport(t, cluster.Nodes, baseConfig, vulnerable, fixed)
-		expectJobsCleanedUp(t)
-	})
+	t.Run("ScheduledRunWithTrivyScanner", scheduledScanOneDBPerCluster)
 
 	t.Run("ScheduledDiskPressureRunAndDryRun", func(t *testing.T) {
 		diskPressure(t)

@@ -128,10 +128,29 @@ func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
 }
 
 // removeImages removes the tags from the node and the repository digests
-// importImages gave them, so that nothing keeps their content; what is not
-// there is skipped.
+// importImages gave them, then the record containerd's CRI keeps of each
+// image under its ID once no name of it is left, so that nothing keeps
+// their content and no later run finds them; what is not there is skipped.
 func removeImages(t *testing.T, n Node, tags ...string) {
 	t.Helper()
+	ctx := testCtx(t)
+	c := criClient(t, n)
+	named := map[string]bool{}
+	for _, tag := range tags {
+		named[tag] = true
+	}
+	ids := map[string]bool{}
+	imgs, err := c.ListImages(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	for _, img := range imgs {
+		for _, tag := range img.Tags {
+			if named[tag] {
+				ids[img.ID] = true
+			}
+		}
+	}
 	listed := ctrDigests(t, n)
 	var refs []string
 	for _, tag := range tags {
@@ -143,6 +162,16 @@ func removeImages(t *testing.T, n Node, tags ...string) {
 		args := append([]string{"--address", n.Socket, "--namespace", "k8s.io", "images", "rm"}, refs...)
 		// A digest reference a pull never made is not there: rm skips it.
 		_, _ = command(repoRoot(), "ctr", args...).CombinedOutput()
+	}
+	if imgs, err = c.ListImages(ctx); err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	for _, img := range imgs {
+		if ids[img.ID] && len(img.Tags) == 0 && len(img.Digests) == 0 {
+			if err := c.RemoveImage(ctx, img.ID); err != nil {
+				t.Errorf("%s: removing %s, left without a name: %v", n.Name, img.ID, err)
+			}
+		}
 	}
 }
 
