@@ -118,6 +118,64 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// deploy.scanDB: a private dbRepo's credentials reach the manager as
+// Docker's config.json (the one place the manager reads registry
+// credentials from), the proxy as its flag; unset, neither appears.
+func TestChartScanDBDownload(t *testing.T) {
+	type download struct {
+		Args         []string
+		DockerConfig string
+		Mounts       []corev1.VolumeMount
+		Secret       *corev1.SecretVolumeSource
+	}
+	cases := map[string]struct {
+		set  []string
+		want download
+	}{
+		"defaults": {want: download{}},
+		"a private dbRepo behind a proxy": {
+			set: []string{"deploy.scanDB.credentialsSecret=trivy-db-mirror", "deploy.scanDB.proxy=http://proxy.example:3128"},
+			want: download{
+				Args:         []string{"--scan-db-proxy=http://proxy.example:3128"},
+				DockerConfig: "/etc/eraser/scan-db-credentials",
+				Mounts:       []corev1.VolumeMount{{Name: "scan-db-credentials", MountPath: "/etc/eraser/scan-db-credentials", ReadOnly: true}},
+				Secret:       &corev1.SecretVolumeSource{SecretName: "trivy-db-mirror", Items: []corev1.KeyToPath{{Key: ".dockerconfigjson", Path: "config.json"}}},
+			},
+		},
+	}
+	got, want := map[string]download{}, map[string]download{}
+	for name, tc := range cases {
+		objs := render(t, Options{Set: tc.set})
+		pod := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager").Spec.Template.Spec
+		c := pod.Containers[0]
+		var d download
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--scan-db-proxy") {
+				d.Args = append(d.Args, a)
+			}
+		}
+		for _, e := range c.Env {
+			if e.Name == "DOCKER_CONFIG" {
+				d.DockerConfig = e.Value
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == "scan-db-credentials" {
+				d.Mounts = append(d.Mounts, m)
+			}
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == "scan-db-credentials" {
+				d.Secret = v.Secret
+			}
+		}
+		got[name], want[name] = d, tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the manager's DB download (-want +got):\n%s", diff)
+	}
+}
+
 func TestChartRefusesOldClusters(t *testing.T) {
 	if _, err := Chart(chartDir(), Options{KubeVersion: "v1.25.9"}); err == nil {
 		t.Error("rendered for Kubernetes 1.25, which lacks GA HostProcess pods")

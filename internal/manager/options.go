@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ type Options struct {
 	// ScanDBDir keeps the leader's copy of the vulnerability DB
 	// (--scan-db-dir).
 	ScanDBDir string
+	// ScanDBProxy is the proxy the leader downloads the DB through
+	// (--scan-db-proxy): that download alone, not the manager's calls to
+	// the API server, which HTTPS_PROXY in its environment would also send
+	// there. Empty: HTTPS_PROXY and NO_PROXY of the environment.
+	ScanDBProxy string
 	// PodIP is the manager pod's address (POD_IP, from the downward API),
 	// which the worker pods it creates are given to reach the service:
 	// without it each node scans alone.
@@ -85,6 +91,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of net/http/pprof (e.g. 127.0.0.1:6060); empty disables it")
 	fs.StringVar(&o.ScanServiceAddr, "scan-service-bind-address", ":8890", "address of the scan service, through which the scanners of a run share one verdict per image; 0 disables it")
 	fs.StringVar(&o.ScanDBDir, "scan-db-dir", "/var/cache/eraser/scan-db", "directory of the leader's copy of the vulnerability DB, which it hands to the scanners (a writable volume)")
+	fs.StringVar(&o.ScanDBProxy, "scan-db-proxy", "", "URL of the HTTP(S) proxy through which the leader downloads the vulnerability DB (that download only); empty: HTTPS_PROXY and NO_PROXY of the environment")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
@@ -98,7 +105,22 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period (%v) < --leader-elect-renew-deadline (%v) < --leader-elect-lease-duration (%v)",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
+	if _, err := o.ScanDBProxyURL(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// ScanDBProxyURL is --scan-db-proxy parsed: nil when unset.
+func (o *Options) ScanDBProxyURL() (*url.URL, error) {
+	if o.ScanDBProxy == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(o.ScanDBProxy)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
+		return nil, fmt.Errorf("--scan-db-proxy %q: want a proxy URL such as http://proxy.example:3128 (schemes http, https, socks5)", o.ScanDBProxy)
+	}
+	return u, nil
 }
 
 // FromEnv fills what upstream Eraser reads from the environment.

@@ -50,3 +50,39 @@ func TestScanServiceURL(t *testing.T) {
 		}
 	}
 }
+
+func TestScanDBProxyURL(t *testing.T) {
+	type result struct {
+		URL string
+		Err bool
+	}
+	cases := map[string]struct {
+		flag string
+		want result
+	}{
+		"unset: the environment's":  {},
+		"http":                      {flag: "http://proxy.example:3128", want: result{URL: "http://proxy.example:3128"}},
+		"with credentials":          {flag: "http://u:p@proxy.example:3128", want: result{URL: "http://u:p@proxy.example:3128"}},
+		"socks5":                    {flag: "socks5://10.0.0.1:1080", want: result{URL: "socks5://10.0.0.1:1080"}},
+		"no scheme":                 {flag: "proxy.example:3128", want: result{Err: true}},
+		"another scheme":            {flag: "ftp://proxy.example", want: result{Err: true}},
+		"no host":                   {flag: "http://", want: result{Err: true}},
+		"not a URL (control bytes)": {flag: "http://proxy\x7f:1", want: result{Err: true}},
+	}
+	got, want := map[string]result{}, map[string]result{}
+	for name, tc := range cases {
+		o := Options{ScanDBProxy: tc.flag, LeaderElect: false}
+		u, err := o.ScanDBProxyURL()
+		r := result{Err: err != nil}
+		if u != nil {
+			r.URL = u.String()
+		}
+		if verr := o.Validate(); (verr != nil) != r.Err {
+			t.Errorf("%s: Validate() = %v, ScanDBProxyURL() error %v", name, verr, err)
+		}
+		got[name], want[name] = r, tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScanDBProxyURL (-want +got):\n%s", diff)
+	}
+}
