@@ -32,7 +32,8 @@ func TestChartApplies(t *testing.T) {
 	testenv.Require(t)
 	cases := map[string]Options{
 		"defaults": {},
-		"values":   {Set: []string{"deploy.replicas=2", "deploy.tolerations[0].operator=Exists", "deploy.additionalArgs={--log-level=debug}"}},
+		"values": {Set: []string{"deploy.replicas=2", "deploy.tolerations[0].operator=Exists", "deploy.additionalArgs={--log-level=debug}",
+			"deploy.scanDB.credentialsSecret=trivy-db-mirror", "deploy.scanDB.proxy=http://proxy.example:3128"}},
 		// The Prometheus operator's kinds are left out: this API server has
 		// none of its CRDs (TestChartMetrics checks them rendered).
 		"mirror and dashboard": {Set: []string{"imageRegistry=registry.example/mirror", "metrics.grafanaDashboard.enabled=true"}},

@@ -3,13 +3,10 @@ package manager
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -80,7 +77,7 @@ func newScanService(log logr.Logger, opts Options) (*scanService, error) {
 			return nil, err
 		}
 		s.mirror = scandb.New(scandb.Options{Dir: opts.ScanDBDir, Refresh: scanDBRefresh, MaxAge: scanDBMaxAge, Backoff: scanDBBackoff, MaxBackoff: scanDBMaxBackoff,
-			Timeout: scanDBTimeout, Transport: dbTransport(proxy), Fetched: func(result string, n int64) {
+			Timeout: scanDBTimeout, Transport: scandb.Transport(proxy), Fetched: func(result string, n int64) {
 				fetches.WithLabelValues(result).Inc()
 				fetched.Add(float64(n))
 			}})
@@ -91,16 +88,6 @@ func newScanService(log logr.Logger, opts Options) (*scanService, error) {
 		}
 	}
 	return s, nil
-}
-
-// dbTransport carries the DB's download: through proxy when one is set,
-// else as the environment's HTTPS_PROXY and NO_PROXY say.
-func dbTransport(proxy *url.URL) http.RoundTripper {
-	t := remote.DefaultTransport.(*http.Transport).Clone()
-	if proxy != nil {
-		t.Proxy = http.ProxyURL(proxy)
-	}
-	return t
 }
 
 // writable checks that dir can hold the DB archives.

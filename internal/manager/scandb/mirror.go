@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,17 @@ type repo struct {
 	lastErr   error
 	nextTry   time.Time
 	rateLimit bool
+}
+
+// Transport carries the DB's download: through proxy when one is set (the
+// manager's --scan-db-proxy), else as the environment's HTTPS_PROXY and
+// NO_PROXY say.
+func Transport(proxy *url.URL) http.RoundTripper {
+	t := remote.DefaultTransport.(*http.Transport).Clone()
+	if proxy != nil {
+		t.Proxy = http.ProxyURL(proxy)
+	}
+	return t
 }
 
 // New returns a mirror keeping its copies in o.Dir.

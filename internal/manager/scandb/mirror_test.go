@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -289,5 +290,53 @@ func TestCorruptArchive(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(m.o.Dir); len(entries) != 0 {
 		t.Fatalf("left %d files behind", len(entries))
+	}
+}
+
+// TestThroughProxy: with a proxy set, the download goes through it, the
+// registry on loopback included (HTTPS_PROXY would skip loopback).
+func TestThroughProxy(t *testing.T) {
+	reg := newRegistry(t)
+	digest := reg.push(t, "db build 1")
+	var mu sync.Mutex
+	var proxied []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		proxied = append(proxied, req.Method+" "+req.URL.Path)
+		mu.Unlock()
+		// A forward proxy's request names the whole URL; pass it on.
+		out := req.Clone(req.Context())
+		out.RequestURI = ""
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(proxy.Close)
+	u, err := url.Parse(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Minute, MaxBackoff: time.Minute,
+		Timeout: time.Minute, Transport: Transport(u)})
+	m.Get(reg.repo)
+	if st := settle(t, m, reg.repo); st.DB == nil || st.DB.Digest != digest {
+		t.Fatalf("through the proxy: %+v %v", st.DB, st.Err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	blob := false
+	for _, p := range proxied {
+		blob = blob || strings.HasPrefix(p, "GET /v2/aquasecurity/trivy-db/blobs/")
+	}
+	if !blob {
+		t.Errorf("the proxy saw %q, not the archive's download", proxied)
 	}
 }
