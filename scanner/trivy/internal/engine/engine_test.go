@@ -10,6 +10,7 @@ import (
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 	"github.com/aquasecurity/trivy/pkg/clock"
 	tlog "github.com/aquasecurity/trivy/pkg/log"
+	xos "github.com/aquasecurity/trivy/pkg/x/os"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
@@ -46,6 +47,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = eng.Close()
 	_ = os.RemoveAll(dir)
+	// Trivy's own temporary directory, one per process.
+	_ = xos.Cleanup()
 	os.Exit(code)
 }
 
