@@ -9,9 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -30,6 +33,9 @@ type Client struct {
 	// renews it in place.
 	TokenFile string
 	HTTP      *http.Client
+	// FirstWait is FetchDB's first wait before asking again, doubled up to
+	// ten times it; 0 is a second.
+	FirstWait time.Duration
 }
 
 // New returns a client with a per-request timeout: a service that stops
@@ -76,9 +82,74 @@ func (c *Client) DB(ctx context.Context, digest string, dst io.Writer) (int64, e
 		return n, fmt.Errorf("downloading the DB from the scan service: %w", err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
-		return n, fmt.Errorf("the scan service sent a DB archive of digest %s, not the run's %s", got, digest)
+		return n, fmt.Errorf("%w: the scan service sent a DB archive of digest %s, not the run's %s", ErrWrongArchive, got, digest)
 	}
 	return n, nil
+}
+
+// ErrWrongArchive: the service sent another archive than the run's.
+var ErrWrongArchive = errors.New("wrong DB archive")
+
+// FetchDB is DB into dst (emptied first), asked again while the service
+// does not answer or answers 5xx, until ctx ends: a manager restarted in
+// its pod keeps its address and its copy of the DB (on the pod's volume),
+// and serves again once it leads. A refusal (4xx) or a wrong archive is not
+// asked again. retrying, if set, hears of each failure before the wait.
+func (c *Client) FetchDB(ctx context.Context, digest string, dst *os.File, retrying func(err error, wait time.Duration)) (int64, error) {
+	first := c.FirstWait
+	if first <= 0 {
+		first = time.Second
+	}
+	wait := first
+	for {
+		if err := dst.Truncate(0); err != nil {
+			return 0, err
+		}
+		if _, err := dst.Seek(0, io.SeekStart); err != nil {
+			return 0, err
+		}
+		n, err := c.DB(ctx, digest, dst)
+		if err == nil || !Transient(err) {
+			return n, err
+		}
+		if retrying != nil {
+			retrying(err, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return n, fmt.Errorf("%w (asked until %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*first)
+	}
+}
+
+// StatusError is an answer of the service other than 200 OK.
+type StatusError struct {
+	Path    string
+	Code    int
+	Status  string
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", e.Path, e.Status, e.Message)
+}
+
+// Transient says whether a request that failed with err may pass if made
+// again: the service did not answer, broke off, or answered 5xx or 429.
+// A refusal (4xx), a wrong archive or the caller's own deadline will not.
+func Transient(err error) bool {
+	var se *StatusError
+	switch {
+	case errors.As(err, &se):
+		return se.Code >= 500 || se.Code == http.StatusTooManyRequests
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrWrongArchive):
+		return false
+	}
+	var ue *url.Error
+	var oe *net.OpError
+	return errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
@@ -99,7 +170,7 @@ func status(resp *http.Response, path string) error {
 		return nil
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+	return &StatusError{Path: path, Code: resp.StatusCode, Status: resp.Status, Message: strings.TrimSpace(string(msg))}
 }
 
 func (c *Client) post(ctx context.Context, path string, in, out any) error {

@@ -372,7 +372,10 @@ func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Optio
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	n, err := scanclient.New(service, job, token).DB(dctx, digest, tmp)
+	retrying := func(err error, wait time.Duration) {
+		log.Warn("the scan service did not hand over the run's vulnerability DB; asking again", "archive", digest, "in", wait.String(), "error", err.Error())
+	}
+	n, err := scanclient.New(service, job, token).FetchDB(dctx, digest, tmp, retrying)
 	if err != nil {
 		return "", fmt.Errorf("getting the run's vulnerability DB from the scan service: %w", err)
 	}

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -42,26 +44,8 @@ func (nodeTokens) Scanner(_ context.Context, token, _ string) (scanservice.Scann
 // node scans every image, the second scans none and judges each by the
 // first node's verdict, which its report says; and both judge alike.
 func TestNodesShareOneDBAndOneScanPerImage(t *testing.T) {
-	reg, err := fixture.ServeDB(advisories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
+	reg, mirror, db := managerDBCopy(t)
 	repo, archives := reg.Repo, &reg.Archives
-	mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
-	var db *scanshare.DB
-	deadline := time.Now().Add(time.Minute)
-	for db == nil {
-		st := mirror.Get(repo)
-		if st.Err != nil {
-			t.Fatalf("the manager's copy: %v", st.Err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no DB copy within a minute")
-		}
-		db = st.DB
-		time.Sleep(20 * time.Millisecond)
-	}
 	verdicts := scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
 	srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
 	t.Cleanup(srv.Close)
@@ -158,6 +142,87 @@ func TestNodesShareOneDBAndOneScanPerImage(t *testing.T) {
 	}
 	if c, n, _, _ := verdicts.Stats(); n != first.made+second.made || c.Served != second.shared {
 		t.Errorf("the service holds %d verdicts and served %d, want %d and %d", n, c.Served, first.made+second.made, second.shared)
+	}
+}
+
+// managerDBCopy is the manager's copy of the DB from a registry on loopback,
+// fetched once.
+func managerDBCopy(t *testing.T) (*fixture.DBRegistry, *scandb.Mirror, *scanshare.DB) {
+	t.Helper()
+	reg, err := fixture.ServeDB(advisories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st := mirror.Get(reg.Repo)
+		if st.Err != nil {
+			t.Fatalf("the manager's copy: %v", st.Err)
+		}
+		if st.DB != nil {
+			return reg, mirror, st.DB
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no DB copy within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestScannerWaitsForARestartingService: the scanner starts while the
+// manager restarts in its pod (nothing listens at the service's address);
+// it asks for the run's DB again until the manager serves it, from the
+// same address and the same copy, then judges the node's images with it.
+func TestScannerWaitsForARestartingService(t *testing.T) {
+	_, mirror, db := managerDBCopy(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	back := make(chan error, 1)
+	srv := &http.Server{ReadHeaderTimeout: time.Minute, Handler: (&scanservice.Server{
+		Verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2}),
+		Auth:     nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler()}
+	t.Cleanup(func() { _ = srv.Close() })
+	go func() {
+		// Longer than the scanner's first waits (1 s, then 2 s).
+		time.Sleep(3 * time.Second)
+		ln, err := net.Listen("tcp", addr)
+		back <- err
+		if err == nil {
+			_ = srv.Serve(ln)
+		}
+	}()
+
+	n := seedOn(t, onRuntime(t, noderuntime.Runtimes[0]))
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("node-0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(scanshare.EnvService, "http://"+addr)
+	t.Setenv(scanshare.EnvJobUID, "run-1")
+	t.Setenv(scanshare.EnvToken, token)
+	t.Setenv(scanshare.EnvDB, db.Digest)
+	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndeleteEOLImages: false", t.TempDir()))
+	collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
+	if err := <-back; err != nil {
+		t.Fatalf("the service could not listen again at %s: %v", addr, err)
+	}
+	if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
+	}
+	if !strings.Contains(scanner.Stderr, "asking again") {
+		t.Errorf("the scanner's log does not say it asked again:\n%s", scanner.Stderr)
+	}
+	if a := scanner.Summary.ScanDB; a == nil || a.Archive != db.Digest {
+		t.Errorf("the scanner judged with %+v, want the run's archive %s", a, db.Digest)
+	}
+	if got := verdictsOf(scanner)[vulnerable]; got != "vulnerable" {
+		t.Errorf("verdict on %s: %q, want vulnerable", vulnerable, got)
 	}
 }
 

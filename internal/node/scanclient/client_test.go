@@ -1,0 +1,152 @@
+package scanclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const archive = "the run's DB archive"
+
+func archiveDigest() string {
+	sum := sha256.Sum256([]byte(archive))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// serve answers DB requests on ln: the first fail answers with status
+// fail (0: the archive), then the archive (or body, when set).
+func serve(t *testing.T, ln net.Listener, fail, failStatus int, body string, asked *atomic.Int32) {
+	t.Helper()
+	srv := &http.Server{ReadHeaderTimeout: time.Minute, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if int(asked.Add(1)) <= fail {
+			http.Error(w, "not now", failStatus)
+			return
+		}
+		_, _ = io.WriteString(w, body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+func newClient(t *testing.T, addr string) *Client {
+	t.Helper()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := New("http://"+addr, "job-uid", token)
+	c.FirstWait = 10 * time.Millisecond
+	return c
+}
+
+// TestFetchDB: the DB is asked for again while the service does not answer
+// (a manager restarting in its pod) or answers 5xx, never after a refusal
+// or a wrong archive; what was written of a failed attempt is dropped.
+func TestFetchDB(t *testing.T) {
+	type result struct {
+		Asked   int
+		Content string
+		Err     bool
+	}
+	cases := map[string]struct {
+		fail, status int
+		body         string
+		// down: the service starts listening only after a while.
+		down bool
+		// deadline is the caller's (default a minute).
+		deadline time.Duration
+		want     result
+	}{
+		"answered at once":             {body: archive, want: result{Asked: 1, Content: archive}},
+		"503 twice, then the archive":  {fail: 2, status: http.StatusServiceUnavailable, body: archive, want: result{Asked: 3, Content: archive}},
+		"not listening, then up":       {down: true, body: archive, want: result{Asked: 1, Content: archive}},
+		"refused (403): not again":     {fail: 1, status: http.StatusForbidden, body: archive, want: result{Asked: 1, Err: true}},
+		"no such archive (404)":        {fail: 1, status: http.StatusNotFound, body: archive, want: result{Asked: 1, Err: true}},
+		"a wrong archive: not again":   {body: "another archive", want: result{Asked: 1, Err: true}},
+		"always 500: until the caller": {fail: 1 << 20, status: http.StatusInternalServerError, deadline: 200 * time.Millisecond, want: result{Err: true}},
+	}
+	got, want := map[string]result{}, map[string]result{}
+	for name, tc := range cases {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		var asked atomic.Int32
+		if tc.down {
+			ln.Close()
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				if ln, err := net.Listen("tcp", addr); err == nil {
+					serve(t, ln, tc.fail, tc.status, tc.body, &asked)
+				}
+			}()
+		} else {
+			serve(t, ln, tc.fail, tc.status, tc.body, &asked)
+		}
+		dst, err := os.CreateTemp(t.TempDir(), "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := tc.deadline
+		if deadline == 0 {
+			deadline = time.Minute
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		_, ferr := newClient(t, addr).FetchDB(ctx, archiveDigest(), dst, nil)
+		cancel()
+		content, err := os.ReadFile(dst.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst.Close()
+		r := result{Asked: int(asked.Load()), Err: ferr != nil}
+		if ferr == nil {
+			r.Content = string(content)
+		}
+		if tc.want.Asked == 0 {
+			// Asked as long as the caller let it: some number of times.
+			r.Asked = 0
+		}
+		got[name], want[name] = r, tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FetchDB (-want +got):\n%s", diff)
+	}
+}
+
+func TestTransient(t *testing.T) {
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"503":               {err: &StatusError{Code: 503}, want: true},
+		"429":               {err: &StatusError{Code: 429}, want: true},
+		"401":               {err: &StatusError{Code: 401}},
+		"404":               {err: &StatusError{Code: 404}},
+		"connection error":  {err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}, want: true},
+		"cut short":         {err: io.ErrUnexpectedEOF, want: true},
+		"wrong archive":     {err: ErrWrongArchive},
+		"caller's deadline": {err: &url.Error{Op: "Get", URL: "http://manager/scan/v1/db/", Err: context.DeadlineExceeded}},
+		"anything else":     {err: errors.New("reading the scan service token: no such file")},
+	}
+	got, want := map[string]bool{}, map[string]bool{}
+	for name, tc := range cases {
+		got[name], want[name] = Transient(tc.err), tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Transient (-want +got):\n%s", diff)
+	}
+}
