@@ -188,16 +188,6 @@ func TestScannerWaitsForARestartingService(t *testing.T) {
 		Verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2}),
 		Auth:     nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler()}
 	t.Cleanup(func() { _ = srv.Close() })
-	go func() {
-		// Longer than the scanner's first waits (1 s, then 2 s).
-		time.Sleep(3 * time.Second)
-		ln, err := net.Listen("tcp", addr)
-		back <- err
-		if err == nil {
-			_ = srv.Serve(ln)
-		}
-	}()
-
 	n := seedOn(t, onRuntime(t, noderuntime.Runtimes[0]))
 	token := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(token, []byte("node-0"), 0o600); err != nil {
@@ -208,6 +198,17 @@ func TestScannerWaitsForARestartingService(t *testing.T) {
 	t.Setenv(scanshare.EnvToken, token)
 	t.Setenv(scanshare.EnvDB, db.Digest)
 	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndeleteEOLImages: false", t.TempDir()))
+	// The service comes back 3 s after the workers start: the scanner,
+	// which starts in a fraction of that, has asked at least once by
+	// then, and asks again after 1 s and 2 s.
+	go func() {
+		time.Sleep(3 * time.Second)
+		ln, err := net.Listen("tcp", addr)
+		back <- err
+		if err == nil {
+			_ = srv.Serve(ln)
+		}
+	}()
 	collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
 	if err := <-back; err != nil {
 		t.Fatalf("the service could not listen again at %s: %v", addr, err)
