@@ -33,6 +33,7 @@ const (
 	scanClaimGrant    = 4
 	scanRetryAfter    = 2 * time.Second
 	scanTokenRemember = 5 * time.Minute
+	scanAnnounceRetry = 5 * time.Second
 )
 
 // The DB copy: Trivy's DB is rebuilt every 6 hours, so its repository is
@@ -138,7 +139,10 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 	if s.mirror != nil {
 		srv.DBs = s.mirror
 	}
-	return mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv})
+	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv}); err != nil {
+		return err
+	}
+	return mgr.Add(&announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry})
 }
 
 // runningScanner says whether pod is an unfinished worker pod of the job

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // Options keeps the namespaced kinds the manager owns to its own namespace,
@@ -52,8 +53,15 @@ var notReport = func() labels.Selector {
 }()
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	var annotations map[string]string
+	// The scan service's address a worker pod was told: a new leader
+	// tells those told another one (a previous leader's).
+	if at, ok := m.Annotations[scanshare.AnnotationService]; ok {
+		annotations = map[string]string{scanshare.AnnotationService: at}
+	}
 	return metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		Annotations: annotations,
+		Name:        m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		Labels: m.Labels, OwnerReferences: m.OwnerReferences,
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 	}

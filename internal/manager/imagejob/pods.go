@@ -24,10 +24,6 @@ import (
 // The node's references are read as its pod is built: the latest before
 // the pod exists.
 func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs waveRefs, db runDB) func(int, nodefilter.Target) (*corev1.Pod, error) {
-	var dbDigest string
-	if db.db != nil {
-		dbDigest = db.db.Digest
-	}
 	return func(index int, target nodefilter.Target) (*corev1.Pod, error) {
 		var node string
 		if refs.node != nil {
@@ -39,7 +35,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs wa
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
 			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
-			ScanService: r.opts.ScanService, ScanDB: dbDigest, ScanDBUnavailable: db.unavailable,
+			ScanService: r.opts.ScanService, ScanDB: db.db, ScanDBUnavailable: db.unavailable,
 		})
 		if err == nil && refs.set != "" {
 			// Which set's parts the pod mounts, where the cache shows it:

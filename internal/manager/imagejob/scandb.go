@@ -76,8 +76,11 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 	s := r.opts.ScanDBs.Get(repo)
 	if s.DB != nil {
 		st.db.db = s.DB
-		setDBCondition(job, metav1.ConditionTrue, "Fetched", fmt.Sprintf("archive %s (%d bytes) from %s, fetched %s",
-			s.DB.Digest, s.DB.Size, s.DB.Repo, s.DB.Fetched.UTC().Format(time.RFC3339)))
+		msg := fmt.Sprintf("archive %s (%d bytes) from %s, fetched %s", s.DB.Digest, s.DB.Size, s.DB.Repo, s.DB.Fetched.UTC().Format(time.RFC3339))
+		if s.DB.Schema > 0 {
+			msg += fmt.Sprintf("; schema %d, built %s", s.DB.Schema, s.DB.Built.UTC().Format(time.RFC3339))
+		}
+		setDBCondition(job, metav1.ConditionTrue, "Fetched", msg)
 		return nil
 	}
 	now := r.clock.Now()

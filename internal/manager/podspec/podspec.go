@@ -24,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/kname"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // Kind is what a job does on each node.
@@ -101,11 +102,12 @@ type Params struct {
 	// ScanService is the manager's scan service (http://ip:port), which
 	// the scanner shares verdicts through; empty, each node scans alone.
 	ScanService string
-	// ScanDB is the digest of the run's DB archive, which the scanner
-	// downloads from the service; ScanDBUnavailable says instead why the
-	// run has none (the scanner then judges nothing). Both empty, the
-	// scanner fetches its DB as configured.
-	ScanDB, ScanDBUnavailable string
+	// ScanDB is the run's DB archive, which the scanner downloads from the
+	// service; ScanDBUnavailable says instead why the run has none (the
+	// scanner then judges nothing). Both unset, the scanner fetches its DB
+	// as configured.
+	ScanDB            *scanshare.DB
+	ScanDBUnavailable string
 }
 
 // PodName is deterministic, so that a restarted manager re-creating a pod
@@ -246,6 +248,7 @@ func Build(p Params) (*corev1.Pod, error) {
 				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 				if p.ScanService != "" {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
+					pod.Annotations = map[string]string{scanshare.AnnotationService: p.ScanService}
 				}
 			}
 		}

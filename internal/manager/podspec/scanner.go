@@ -1,6 +1,9 @@
 package podspec
 
 import (
+	"strconv"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -46,10 +49,17 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 			corev1.EnvVar{Name: scanshare.EnvService, Value: p.ScanService},
 			corev1.EnvVar{Name: scanshare.EnvJobUID, Value: string(p.JobUID)},
 			corev1.EnvVar{Name: scanshare.EnvToken, Value: ScanTokenDir + "/" + scanTokenFile},
+			corev1.EnvVar{Name: scanshare.EnvServiceFile, Value: ScanTokenDir + "/" + scanServiceFile},
 		)
 		switch {
-		case p.ScanDB != "":
-			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDB, Value: p.ScanDB})
+		case p.ScanDB != nil:
+			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDB, Value: p.ScanDB.Digest})
+			if p.ScanDB.Schema > 0 {
+				c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBSchema, Value: strconv.Itoa(p.ScanDB.Schema)})
+			}
+			if !p.ScanDB.Built.IsZero() {
+				c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBBuilt, Value: p.ScanDB.Built.UTC().Format(time.RFC3339)})
+			}
 		case p.ScanDBUnavailable != "":
 			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBUnavailable, Value: p.ScanDBUnavailable})
 		}
@@ -60,18 +70,29 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 // ScanTokenDir holds the scanner's token for the scan service.
 const ScanTokenDir = "/run/eraser.sh/scan-token"
 
-const scanTokenFile = "token"
+const (
+	scanTokenFile   = "token"
+	scanServiceFile = "service"
+)
 
 // scanToken is the token the kubelet projects for the scanner alone: the
 // run's audience, bound to the pod, so that it proves to the scan service
 // which run's scanner, on which node, is asking. The worker pods' account
 // has no role, so the token grants nothing at the API server, which does
-// not accept its audience anyway.
+// not accept its audience anyway. Beside it, the service's address from the
+// pod's annotation: the kubelet rewrites the file when a new leader, in a
+// new pod, announces itself there, and the scanner reads it on each
+// request.
 func scanToken(job types.UID) corev1.Volume {
 	return corev1.Volume{Name: podpaths.VolumeScanToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-			Audience: scanshare.AudienceOf(string(job)), ExpirationSeconds: ptr.To[int64](scanshare.TokenTTL), Path: scanTokenFile,
-		}}},
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: scanshare.AudienceOf(string(job)), ExpirationSeconds: ptr.To[int64](scanshare.TokenTTL), Path: scanTokenFile,
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: scanServiceFile, FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + scanshare.AnnotationService + "']"},
+			}}}},
+		},
 	}}}
 }
 

@@ -3,10 +3,12 @@ package podspec
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // TestRemoverToldOfScanner: every scheduled pod, Linux or Windows, tells its
@@ -67,28 +69,44 @@ func TestScannerSharesThroughService(t *testing.T) {
 		Env      map[string]string
 		Mounted  []string // containers mounting the token
 		Audience string
+		// Annotation is the service's address on the pod, AddressFrom
+		// what the kubelet projects beside the token.
+		Annotation, AddressFrom string
 	}
+	db := &scanshare.DB{Digest: "sha256:" + strings.Repeat("d", 64), Schema: 2, Built: time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)}
 	cases := map[string]struct {
 		service string
 		os      podpaths.OS
+		db      *scanshare.DB
 		want    shared
 	}{
 		"linux with a service": {service: "http://10.0.0.5:8890", os: podpaths.Linux, want: shared{
 			Env: map[string]string{
 				"ERASER_SCAN_SERVICE": "http://10.0.0.5:8890", "ERASER_JOB_UID": "uid-1", "ERASER_SCAN_TOKEN": "/run/eraser.sh/scan-token/token",
+				"ERASER_SCAN_SERVICE_FILE": "/run/eraser.sh/scan-token/service",
 			},
 			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
+			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']",
+		}},
+		"linux with a service and the run's DB": {service: "http://10.0.0.5:8890", os: podpaths.Linux, db: db, want: shared{
+			Env: map[string]string{
+				"ERASER_SCAN_SERVICE": "http://10.0.0.5:8890", "ERASER_JOB_UID": "uid-1", "ERASER_SCAN_TOKEN": "/run/eraser.sh/scan-token/token",
+				"ERASER_SCAN_SERVICE_FILE": "/run/eraser.sh/scan-token/service",
+				"ERASER_SCAN_DB":           db.Digest, "ERASER_SCAN_DB_SCHEMA": "2", "ERASER_SCAN_DB_BUILT": "2026-12-05T06:00:00Z",
+			},
+			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
+			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']",
 		}},
 		"linux without a service": {os: podpaths.Linux, want: shared{Env: map[string]string{}}},
 		"windows with a service":  {service: "http://10.0.0.5:8890", os: podpaths.Windows, want: shared{Env: map[string]string{}}},
 	}
 	for name, tc := range cases {
 		pod, err := Build(Params{References: testRefs, Job: "j", JobUID: "uid-1", Kind: KindCollector, Node: "n", OS: tc.os, ConfigMap: "j",
-			LogLevel: "info", Config: cfg(t, on), ScanService: tc.service})
+			LogLevel: "info", Config: cfg(t, on), ScanService: tc.service, ScanDB: tc.db})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		got := shared{Env: map[string]string{}}
+		got := shared{Env: map[string]string{}, Annotation: pod.Annotations[scanshare.AnnotationService]}
 		for _, c := range pod.Spec.Containers {
 			for _, e := range c.Env {
 				if strings.HasPrefix(e.Name, "ERASER_SCAN_") || e.Name == "ERASER_JOB_UID" {
@@ -104,6 +122,7 @@ func TestScannerSharesThroughService(t *testing.T) {
 		for _, v := range pod.Spec.Volumes {
 			if v.Name == podpaths.VolumeScanToken {
 				got.Audience = v.Projected.Sources[0].ServiceAccountToken.Audience
+				got.AddressFrom = v.Projected.Sources[1].DownwardAPI.Items[0].FieldRef.FieldPath
 			}
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {

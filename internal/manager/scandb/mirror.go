@@ -163,6 +163,15 @@ func (m *Mirror) Open(digest string) (*os.File, error) {
 	return os.Open(m.path(digest))
 }
 
+func (m *Mirror) metadata(digest string) (Metadata, error) {
+	f, err := os.Open(m.path(digest))
+	if err != nil {
+		return Metadata{}, err
+	}
+	defer f.Close()
+	return ReadMetadata(f)
+}
+
 func (m *Mirror) path(digest string) string {
 	return filepath.Join(m.o.Dir, strings.Replace(digest, ":", "-", 1)+".tar.gz")
 }
@@ -284,7 +293,14 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 	if err := os.Rename(tmp.Name(), m.path(digest)); err != nil {
 		return nil, n, err
 	}
-	return &scanshare.DB{Digest: digest, Size: n, Repo: ref.String(), Fetched: m.o.Now().UTC()}, n, nil
+	db := &scanshare.DB{Digest: digest, Size: n, Repo: ref.String(), Fetched: m.o.Now().UTC()}
+	// What the DB says of itself names it in the run's report even on the
+	// nodes that never open it; an archive Trivy cannot read fails on the
+	// scanners, which check it themselves.
+	if md, err := m.metadata(digest); err == nil {
+		db.Schema, db.Built = md.Version, md.UpdatedAt.UTC()
+	}
+	return db, n, nil
 }
 
 func rateLimited(err error) bool {

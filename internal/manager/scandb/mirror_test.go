@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -338,5 +339,39 @@ func TestThroughProxy(t *testing.T) {
 	}
 	if !blob {
 		t.Errorf("the proxy saw %q, not the archive's download", proxied)
+	}
+}
+
+// TestMirrorReadsMetadata: the copy names the DB's schema and build time
+// from the archive's metadata.json, which the run's scanners then report;
+// an archive without it still serves, naming neither (the scanners that
+// open it check it themselves).
+func TestMirrorReadsMetadata(t *testing.T) {
+	type named struct {
+		Schema int
+		Built  time.Time
+	}
+	cases := map[string]struct {
+		archive []byte
+		want    named
+	}{
+		"with metadata.json": {archive: dbArchive(t, [2]string{"trivy.db", "bolt"}, [2]string{"metadata.json", trivyMetadata}),
+			want: named{Schema: 2, Built: time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)}},
+		"without": {archive: []byte("db build 1")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reg := newRegistry(t)
+			digest := reg.push(t, string(tc.archive))
+			m := newMirror(t, &fakeClock{t: time.Unix(1.8e9, 0)}, &fetches{})
+			m.Get(reg.repo)
+			st := settle(t, m, reg.repo)
+			if st.DB == nil || st.DB.Digest != digest {
+				t.Fatalf("after the fetch: %+v %v", st.DB, st.Err)
+			}
+			if diff := cmp.Diff(tc.want, named{st.DB.Schema, st.DB.Built}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -84,10 +85,19 @@ type Judgement struct {
 	From *workerresult.Origin
 }
 
+// ErrCannotJudge marks an engine's failure that is the scanner's, not the
+// image's (it has no vulnerability DB): the image is not scanned and kept,
+// whatever deleteFailedImages says, as when the scanner fails before
+// judging anything.
+var ErrCannotJudge = errors.New("this scanner cannot judge")
+
 // Judge applies the policy to one image's report (or scan error).
 func (p Policy) Judge(img handoff.Image, r Report, err error) Judgement {
 	j := Judgement{Image: img, EndOfLife: err == nil && r.EndOfLife}
 	switch {
+	case errors.Is(err, ErrCannotJudge):
+		j.Verdict, j.Error = NotScanned, err.Error()
+		return j
 	case err != nil:
 		j.Verdict, j.Error, j.Remove = Failed, err.Error(), p.DeleteFailed
 		return j

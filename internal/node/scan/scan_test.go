@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,20 +28,21 @@ func TestJudge(t *testing.T) {
 		wantRemove bool
 		wantIDs    []string
 	}{
-		"clean":                  {policy: all, wantV: Clean},
-		"vulnerable":             {policy: all, report: Report{Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
-		"severity filtered":      {policy: Policy{Severities: []string{"CRITICAL"}}, report: Report{Findings: []Finding{lowUnfixed, lib}}, wantV: Clean},
-		"severity case":          {policy: Policy{Severities: []string{"critical"}}, report: Report{Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
-		"ignore unfixed":         {policy: Policy{IgnoreUnfixed: true}, report: Report{Findings: []Finding{lowUnfixed}}, wantV: Clean},
-		"unfixed counts":         {policy: all, report: Report{Findings: []Finding{lowUnfixed}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-2"}},
-		"os only":                {policy: Policy{Types: []string{"os"}}, report: Report{Findings: []Finding{lib}}, wantV: Clean},
-		"ignored status":         {policy: Policy{IgnoredStatuses: []string{"will_not_fix"}}, report: Report{Findings: []Finding{wontFix, crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
-		"eol kept by default":    {policy: all, report: Report{EndOfLife: true}, wantV: EndOfLife},
-		"eol removed on request": {policy: Policy{DeleteEOL: true}, report: Report{EndOfLife: true}, wantV: EndOfLife, wantRemove: true},
-		"vulnerable beats eol":   {policy: all, report: Report{EndOfLife: true, Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
-		"unsupported kept":       {policy: Policy{DeleteFailed: true, DeleteEOL: true}, report: Report{Unsupported: true, Findings: []Finding{crit}}, wantV: Unsupported},
-		"failed kept":            {policy: all, err: errors.New("db missing"), wantV: Failed},
-		"failed removed opt-in":  {policy: Policy{DeleteFailed: true}, err: errors.New("db missing"), wantV: Failed, wantRemove: true},
+		"clean":                     {policy: all, wantV: Clean},
+		"vulnerable":                {policy: all, report: Report{Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"severity filtered":         {policy: Policy{Severities: []string{"CRITICAL"}}, report: Report{Findings: []Finding{lowUnfixed, lib}}, wantV: Clean},
+		"severity case":             {policy: Policy{Severities: []string{"critical"}}, report: Report{Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"ignore unfixed":            {policy: Policy{IgnoreUnfixed: true}, report: Report{Findings: []Finding{lowUnfixed}}, wantV: Clean},
+		"unfixed counts":            {policy: all, report: Report{Findings: []Finding{lowUnfixed}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-2"}},
+		"os only":                   {policy: Policy{Types: []string{"os"}}, report: Report{Findings: []Finding{lib}}, wantV: Clean},
+		"ignored status":            {policy: Policy{IgnoredStatuses: []string{"will_not_fix"}}, report: Report{Findings: []Finding{wontFix, crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"eol kept by default":       {policy: all, report: Report{EndOfLife: true}, wantV: EndOfLife},
+		"eol removed on request":    {policy: Policy{DeleteEOL: true}, report: Report{EndOfLife: true}, wantV: EndOfLife, wantRemove: true},
+		"vulnerable beats eol":      {policy: all, report: Report{EndOfLife: true, Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"unsupported kept":          {policy: Policy{DeleteFailed: true, DeleteEOL: true}, report: Report{Unsupported: true, Findings: []Finding{crit}}, wantV: Unsupported},
+		"failed kept":               {policy: all, err: errors.New("db missing"), wantV: Failed},
+		"failed removed opt-in":     {policy: Policy{DeleteFailed: true}, err: errors.New("db missing"), wantV: Failed, wantRemove: true},
+		"no DB kept despite opt-in": {policy: Policy{DeleteFailed: true}, err: fmt.Errorf("%w: the run's DB did not arrive", ErrCannotJudge), wantV: NotScanned},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

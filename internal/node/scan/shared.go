@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -106,6 +107,9 @@ type sharedRun struct {
 	pending  []scanshare.Key
 	out      []Judgement
 	done     []bool
+	// cannot: the engine cannot judge (ErrCannotJudge); the service is not
+	// asked for more to scan.
+	cannot bool
 }
 
 // share asks the service until every key is answered, the service fails,
@@ -151,6 +155,10 @@ func (r *sharedRun) share() {
 				// The verdicts hold here; others will scan these images.
 				r.sh.Log.Warn("sharing verdicts failed", "verdicts", len(req.Verdicts), "error", err)
 			}
+		}
+		if r.cannot {
+			r.sh.Log.Warn("this node cannot scan: the rest of its images are kept unjudged", "images", len(r.pending)-len(answered))
+			return
 		}
 		if len(answered) > 0 {
 			lastProgress = time.Now()
@@ -211,6 +219,9 @@ func (r *sharedRun) scan(i int) Judgement {
 	rep, err := r.engine.Scan(ictx, img)
 	cancel()
 	j := r.policy.Judge(img, rep, err)
+	if errors.Is(err, ErrCannotJudge) {
+		r.cannot = true
+	}
 	if err != nil && r.ctx.Err() != nil {
 		j = Judgement{Image: img, Verdict: NotScanned}
 	}

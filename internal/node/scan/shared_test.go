@@ -82,10 +82,12 @@ func name(digest string) string {
 }
 
 // countingEngine finds CVE-1 in images named vuln*, fails on bad*, finds
-// nothing in the rest, and records what it scanned.
+// nothing in the rest, and records what it scanned; with noDB it cannot
+// judge any.
 type countingEngine struct {
 	mu      sync.Mutex
 	scanned []string
+	noDB    bool
 }
 
 func (e *countingEngine) Scan(_ context.Context, img handoff.Image) (Report, error) {
@@ -94,6 +96,8 @@ func (e *countingEngine) Scan(_ context.Context, img handoff.Image) (Report, err
 	e.scanned = append(e.scanned, n)
 	e.mu.Unlock()
 	switch {
+	case e.noDB:
+		return Report{}, fmt.Errorf("%w: the run's DB did not arrive", ErrCannotJudge)
 	case strings.HasPrefix(n, "bad"):
 		return Report{}, errors.New("layer missing")
 	case strings.HasPrefix(n, "vuln"):
@@ -117,6 +121,7 @@ func TestRunShared(t *testing.T) {
 	for name, tc := range map[string]struct {
 		svc    *fakeService
 		images []string
+		noDB   bool
 		want   result
 	}{
 		"every verdict known: nothing scanned": {
@@ -143,6 +148,15 @@ func TestRunShared(t *testing.T) {
 			images: []string{"vuln-a"},
 			want:   result{Verdicts: map[string]string{"vuln-a": "vulnerable shared"}},
 		},
+		"no DB: shared verdicts judge, the rest kept unjudged and no more claimed": {
+			svc:    &fakeService{verdicts: map[string]scanshare.Verdict{digestOf("vuln-a"): sharedVuln}, grant: 1},
+			images: []string{"vuln-a", "clean-b", "clean-c"},
+			noDB:   true,
+			want: result{
+				Verdicts: map[string]string{"vuln-a": "vulnerable shared", "clean-b": "not scanned", "clean-c": "not scanned"},
+				Scanned:  []string{"clean-b", "clean-c"}, Released: []string{"clean-b"},
+			},
+		},
 		"the service down: every image scanned here": {
 			svc:    &fakeService{down: true},
 			images: []string{"vuln-a", "clean-b"},
@@ -154,7 +168,7 @@ func TestRunShared(t *testing.T) {
 			for _, n := range tc.images {
 				imgs = append(imgs, handoff.Image{ImageID: digestOf(n), Names: []string{n}})
 			}
-			e := &countingEngine{}
+			e := &countingEngine{noDB: tc.noDB}
 			sh := Sharing{Service: tc.svc, DB: digestOf("db"), Platform: "linux/amd64", Policy: strings.Repeat("0", 64),
 				Patience: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			js := RunShared(context.Background(), e, imgs, Policy{}, 0, time.Hour, sh)

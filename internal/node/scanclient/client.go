@@ -24,8 +24,11 @@ import (
 
 // Client talks to the scan service of one run.
 type Client struct {
-	// Base is the service's address, http://host:port.
-	Base string
+	// Base is the service's address, http://host:port, when the pod was
+	// made; ServiceFile, if set and not empty, holds its address now (a
+	// new leader announces itself there), read on each request.
+	Base        string
+	ServiceFile string
 	// JobUID is the run's job UID, which the paths and the token's
 	// audience name.
 	JobUID string
@@ -157,12 +160,27 @@ func (c *Client) request(ctx context.Context, method, path string, body io.Reade
 	if err != nil {
 		return nil, fmt.Errorf("reading the scan service token: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.base()+path, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	return req, nil
+}
+
+// base is the service's address now: ServiceFile's when it names one.
+// Only the manager writes the annotation the file comes from (worker pods
+// live in its namespace), and the token sent there is good for this run's
+// scan service only.
+func (c *Client) base() string {
+	if c.ServiceFile != "" {
+		if b, err := os.ReadFile(c.ServiceFile); err == nil {
+			if s := strings.TrimSpace(string(b)); s != "" {
+				return strings.TrimSuffix(s, "/")
+			}
+		}
+	}
+	return c.Base
 }
 
 func status(resp *http.Response, path string) error {

@@ -63,8 +63,10 @@ func TestFetchDB(t *testing.T) {
 	cases := map[string]struct {
 		fail, status int
 		body         string
-		// down: the service starts listening only after a while.
-		down bool
+		// down: the service starts listening only after a while; moved:
+		// it never answers at its first address, and the service file
+		// names another one after a while (a new leader in a new pod).
+		down, moved bool
 		// deadline is the caller's (default a minute).
 		deadline time.Duration
 		want     result
@@ -72,6 +74,7 @@ func TestFetchDB(t *testing.T) {
 		"answered at once":             {body: archive, want: result{Asked: 1, Content: archive}},
 		"503 twice, then the archive":  {fail: 2, status: http.StatusServiceUnavailable, body: archive, want: result{Asked: 3, Content: archive}},
 		"not listening, then up":       {down: true, body: archive, want: result{Asked: 1, Content: archive}},
+		"moved to a new address":       {moved: true, body: archive, want: result{Asked: 1, Content: archive}},
 		"refused (403): not again":     {fail: 1, status: http.StatusForbidden, body: archive, want: result{Asked: 1, Err: true}},
 		"no such archive (404)":        {fail: 1, status: http.StatusNotFound, body: archive, want: result{Asked: 1, Err: true}},
 		"a wrong archive: not again":   {body: "another archive", want: result{Asked: 1, Err: true}},
@@ -85,6 +88,20 @@ func TestFetchDB(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		var asked atomic.Int32
+		c := newClient(t, addr)
+		if tc.moved {
+			ln.Close()
+			moved, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			serve(t, moved, tc.fail, tc.status, tc.body, &asked)
+			c.ServiceFile = filepath.Join(t.TempDir(), "service")
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				_ = os.WriteFile(c.ServiceFile, []byte("http://"+moved.Addr().String()+"\n"), 0o600)
+			}()
+		}
 		if tc.down {
 			ln.Close()
 			go func() {
@@ -93,7 +110,7 @@ func TestFetchDB(t *testing.T) {
 					serve(t, ln, tc.fail, tc.status, tc.body, &asked)
 				}
 			}()
-		} else {
+		} else if !tc.moved {
 			serve(t, ln, tc.fail, tc.status, tc.body, &asked)
 		}
 		dst, err := os.CreateTemp(t.TempDir(), "db")
@@ -105,7 +122,7 @@ func TestFetchDB(t *testing.T) {
 			deadline = time.Minute
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		_, ferr := newClient(t, addr).FetchDB(ctx, archiveDigest(), dst, nil)
+		_, ferr := c.FetchDB(ctx, archiveDigest(), dst, nil)
 		cancel()
 		content, err := os.ReadFile(dst.Name())
 		if err != nil {

@@ -310,6 +310,15 @@ func (w *PodWrapper) Deleting(at time.Time) *PodWrapper {
 	return w
 }
 
+// Annotate sets an annotation.
+func (w *PodWrapper) Annotate(key, value string) *PodWrapper {
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[key] = value
+	return w
+}
+
 // Obj returns a copy of the built object.
 func (w *PodWrapper) Obj() *corev1.Pod { return w.Pod.DeepCopy() }
 

@@ -26,6 +26,10 @@ import (
 // refused for every other.
 const Audience = "scan.eraser.sh/"
 
+// AnnotationService is the worker pod's annotation naming the scan
+// service's address, which the leader serving the service keeps current.
+const AnnotationService = "eraser.sh/scan-service"
+
 // AudienceOf is the token audience of the run with this job UID.
 func AudienceOf(jobUID string) string { return Audience + jobUID }
 
@@ -37,12 +41,22 @@ const (
 	EnvService = "ERASER_SCAN_SERVICE"
 	EnvJobUID  = "ERASER_JOB_UID"
 	EnvToken   = "ERASER_SCAN_TOKEN"
+	// EnvServiceFile is a file holding the service's address as it is now:
+	// the kubelet projects it from the pod's AnnotationService, which a
+	// new leader (in a new pod, at a new address) rewrites. It overrides
+	// EnvService, the address when the pod was made.
+	EnvServiceFile = "ERASER_SCAN_SERVICE_FILE"
 	// EnvDB is the digest of the run's DB archive, which the scanner
 	// downloads from the service (DBPath) and checks; EnvDBUnavailable
 	// says instead why the run has no DB, and the scanner then judges
 	// nothing.
 	EnvDB            = "ERASER_SCAN_DB"
 	EnvDBUnavailable = "ERASER_SCAN_DB_UNAVAILABLE"
+	// EnvDBSchema and EnvDBBuilt (RFC 3339) are what the run's archive
+	// says of itself, which a scanner reports even when it never opens
+	// the DB (every verdict it needs came from other nodes).
+	EnvDBSchema = "ERASER_SCAN_DB_SCHEMA"
+	EnvDBBuilt  = "ERASER_SCAN_DB_BUILT"
 )
 
 // TokenTTL is the projected token's lifetime: the kubelet renews it at 80%,
@@ -240,6 +254,10 @@ type DB struct {
 	Size    int64     `json:"size"`
 	Repo    string    `json:"repo"`
 	Fetched time.Time `json:"fetched"`
+	// Schema and Built are what the archive's metadata.json says: the
+	// DB's schema version and when it was built (zero when it says none).
+	Schema int       `json:"schema,omitempty"`
+	Built  time.Time `json:"built,omitzero"`
 }
 
 // DBSchemaTag is the tag of the DB schema the Trivy scanner reads, added

@@ -17,6 +17,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aquasecurity/trivy/pkg/clock"
@@ -86,7 +88,7 @@ func (c *Command) Run(ctx context.Context) int {
 	}
 	defer p.Close()
 
-	var eng *engine.Engine
+	var eng judger
 	if err == nil {
 		eng, err = c.prepare(ctx, log, cfg)
 	}
@@ -99,6 +101,9 @@ func (c *Command) Run(ctx context.Context) int {
 		defer eng.Close()
 		defer c.closeStore()
 		send = c.judge(ctx, log, eng, cfg, images, &summary)
+		if l, ok := eng.(*lazyEngine); ok && l.err != nil {
+			err = l.err
+		}
 	} else {
 		log.Error("not scanning: nothing will be removed by this run", "images", len(images), "error", err)
 	}
@@ -138,8 +143,11 @@ func (c *Command) scanConfig(log *slog.Logger) (scan.Config, error) {
 	return cfg, nil
 }
 
-// prepare opens the runtime's image store and gets the DB.
-func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (*engine.Engine, error) {
+// prepare opens the runtime's image store and the DB. A DB the scanner
+// fetches itself is got at once; the run's DB, which the manager hands out,
+// only when the scan service hands this node an image to scan: a node whose
+// images other nodes judged never downloads it.
+func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (judger, error) {
 	tlog.InitLogger(false, true)
 	for _, c := range cfg.Vulnerabilities.SecurityChecks {
 		if c != "vuln" {
@@ -148,26 +156,42 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 			log.Warn("ignoring a security check this scanner does not run", "check", c, "key", "vulnerabilities.securityChecks")
 		}
 	}
+	if why := os.Getenv(scanshare.EnvDBUnavailable); why != "" {
+		return nil, fmt.Errorf("no vulnerability DB for this run: %s", why)
+	}
 	// The runtime first: a node the scanner cannot read fails before any
 	// DB download.
 	src, closeStore, err := c.openStore()
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	c.closeStore = closeStore
 	opts := vulndb.Options{CacheDir: cfg.CacheDir, Repo: cfg.DBRepo, SkipUpdate: cfg.SkipDBUpdate, DownloadTimeout: cfg.DBDownloadTimeout.Duration}
-	archive, err := c.runDB(ctx, log, opts)
+	if digest := runArchive(); digest != "" {
+		c.db = runDBInfo(digest)
+		return &lazyEngine{open: func() (*engine.Engine, error) { return c.openDB(ctx, log, cfg, opts, src, digest) }}, nil
+	}
+	eng, err := c.openDB(ctx, log, cfg, opts, src, "")
 	if err != nil {
 		closeStore()
 		return nil, err
 	}
+	return eng, nil
+}
+
+// openDB installs the run's archive when there is one, or gets the DB as
+// configured, and opens the engine on it.
+func (c *Command) openDB(ctx context.Context, log *slog.Logger, cfg scan.Config, opts vulndb.Options, src engine.Source, archive string) (*engine.Engine, error) {
+	start := time.Now()
 	if archive != "" {
+		if err := c.runDB(ctx, log, opts, archive); err != nil {
+			return nil, err
+		}
 		// The run's DB is on disk: Trivy only opens it.
 		opts.SkipUpdate = true
 	}
 	dir, downloaded, err := vulndb.Prepare(ctx, opts)
 	if err != nil {
-		closeStore()
 		return nil, err
 	}
 	// Which DB judged is part of every verdict's why; a DB Trivy accepted
@@ -180,13 +204,45 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 		c.db = db
 	}
 	log.Info("vulnerability DB ready", "dir", dir, "downloaded", downloaded, "seconds", time.Since(start).Seconds(), "db", db)
-	eng, err := engine.New(dir, src, cfg.Vulnerabilities.Types)
-	if err != nil {
-		closeStore()
-		return nil, err
+	return engine.New(dir, src, cfg.Vulnerabilities.Types)
+}
+
+// judger is the engine the scanner judges with.
+type judger interface {
+	scan.Engine
+	Close() error
+}
+
+// lazyEngine opens the engine on the first image it is asked to scan. If
+// that fails, no image is judged here: the failure is ErrCannotJudge, so
+// that each image is kept, not counted a failed scan.
+type lazyEngine struct {
+	open   func() (*engine.Engine, error)
+	once   sync.Once
+	eng    *engine.Engine
+	err    error
+	opened bool
+}
+
+func (l *lazyEngine) Scan(ctx context.Context, img handoff.Image) (scan.Report, error) {
+	l.once.Do(func() {
+		l.opened = true
+		l.eng, l.err = l.open()
+		if l.err != nil {
+			l.err = fmt.Errorf("%w: %w", scan.ErrCannotJudge, l.err)
+		}
+	})
+	if l.err != nil {
+		return scan.Report{}, l.err
 	}
-	c.closeStore = closeStore
-	return eng, nil
+	return l.eng.Scan(ctx, img)
+}
+
+func (l *lazyEngine) Close() error {
+	if l.eng == nil {
+		return nil
+	}
+	return l.eng.Close()
 }
 
 // openStore opens where the node's runtime keeps its images: containerd's
@@ -227,7 +283,7 @@ func socketPath(endpoint string) (string, error) {
 	return u.Path, nil
 }
 
-func (c *Command) judge(ctx context.Context, log *slog.Logger, eng *engine.Engine, cfg scan.Config, images []handoff.Image, s *workerresult.Summary) []handoff.Image {
+func (c *Command) judge(ctx context.Context, log *slog.Logger, eng scan.Engine, cfg scan.Config, images []handoff.Image, s *workerresult.Summary) []handoff.Image {
 	if c.Now != "" {
 		if t, err := time.Parse(time.RFC3339, c.Now); err == nil {
 			ctx = clock.With(ctx, t)
@@ -299,12 +355,12 @@ func (c *Command) sharing(log *slog.Logger, policy scan.Policy) (scan.Sharing, b
 	if service == "" || job == "" || token == "" {
 		return scan.Sharing{}, false
 	}
-	if c.db == nil || c.db.UpdatedAt == nil {
+	if c.db == nil || (c.db.Archive == "" && c.db.UpdatedAt == nil) {
 		log.Warn("not sharing verdicts: the vulnerability DB does not say when it was built, which keys a shared verdict")
 		return scan.Sharing{}, false
 	}
 	return scan.Sharing{
-		Service:  scanclient.New(service, job, token),
+		Service:  newClient(service, job, token),
 		DB:       dbKey(c.db),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Policy:   scan.PolicyKey(engineName(), policy),
@@ -343,26 +399,47 @@ func engineName() string {
 	return "trivy (unknown version)"
 }
 
-// runDB installs the run's DB when the manager hands one out: the archive
-// its pod spec names, downloaded from the scan service and checked against
-// that digest. It returns the digest, or "" when this scanner fetches its
-// DB as configured. A run the manager has no DB for judges nothing: the
-// reason is the error.
-func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Options) (string, error) {
-	if why := os.Getenv(scanshare.EnvDBUnavailable); why != "" {
-		return "", fmt.Errorf("no vulnerability DB for this run: %s", why)
+// newClient is the scan service's client, following the service to a new
+// address when the pod spec projects one.
+func newClient(service, job, token string) *scanclient.Client {
+	c := scanclient.New(service, job, token)
+	c.ServiceFile = os.Getenv(scanshare.EnvServiceFile)
+	return c
+}
+
+// runDBInfo is what the manager says of the run's DB: a scanner that never
+// opens it still reports which DB its shared verdicts came from.
+func runDBInfo(archive string) *workerresult.ScanDB {
+	db := &workerresult.ScanDB{Archive: archive}
+	if v, err := strconv.Atoi(os.Getenv(scanshare.EnvDBSchema)); err == nil && v > 0 {
+		db.Version = v
 	}
-	digest := os.Getenv(scanshare.EnvDB)
+	if t, err := time.Parse(time.RFC3339, os.Getenv(scanshare.EnvDBBuilt)); err == nil {
+		t = t.UTC()
+		db.UpdatedAt = &t
+	}
+	return db
+}
+
+// runArchive is the digest of the DB archive the manager hands this run's
+// scanners, or "" when this scanner fetches its DB as configured.
+func runArchive() string {
+	if os.Getenv(scanshare.EnvService) == "" {
+		return ""
+	}
+	return os.Getenv(scanshare.EnvDB)
+}
+
+// runDB installs the run's DB: the archive downloaded from the scan service
+// and checked against the digest the pod spec names.
+func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Options, digest string) error {
 	service, job, token := os.Getenv(scanshare.EnvService), os.Getenv(scanshare.EnvJobUID), os.Getenv(scanshare.EnvToken)
-	if digest == "" || service == "" {
-		return "", nil
-	}
 	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
-		return "", err
+		return err
 	}
 	tmp, err := os.CreateTemp(opts.CacheDir, "db-archive-*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
@@ -375,16 +452,16 @@ func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Optio
 	retrying := func(err error, wait time.Duration) {
 		log.Warn("the scan service did not hand over the run's vulnerability DB; asking again", "archive", digest, "in", wait.String(), "error", err.Error())
 	}
-	n, err := scanclient.New(service, job, token).FetchDB(dctx, digest, tmp, retrying)
+	n, err := newClient(service, job, token).FetchDB(dctx, digest, tmp, retrying)
 	if err != nil {
-		return "", fmt.Errorf("getting the run's vulnerability DB from the scan service: %w", err)
+		return fmt.Errorf("getting the run's vulnerability DB from the scan service: %w", err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := vulndb.Install(tmp, opts); err != nil {
-		return "", err
+		return err
 	}
 	log.Info("vulnerability DB from the scan service", "archive", digest, "bytes", n)
-	return digest, nil
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +34,12 @@ import (
 
 // fleetResult is one fleet of N nodes' run.
 type fleetResult struct {
-	Mode        string  `json:"mode"`
-	Nodes       int     `json:"nodes"`
-	DBFetches   int     `json:"dbFetches"`
+	Mode      string `json:"mode"`
+	Nodes     int    `json:"nodes"`
+	DBFetches int    `json:"dbFetches"`
+	// DBServed counts the DB copies the scan service sent to scanners:
+	// only a node with an image no other node judged needs one.
+	DBServed    int     `json:"dbServed"`
 	ScansMade   int     `json:"scansMade"`
 	Shared      int     `json:"verdictsShared"`
 	WallSeconds float64 `json:"wallSeconds"`
@@ -86,13 +90,13 @@ func TestScannerFleetBench(t *testing.T) {
 			r := runFleet(t, bin, c, n, mode == "shared")
 			r.Mode = mode
 			results = append(results, r)
-			fmt.Printf("%-7s nodes %4d: DB fetches %4d, scans %5d, shared %5d, wall %7.1f s, scan phase %6.2f s, service CPU %5.2f s, service heap +%5.1f MiB\n",
-				r.Mode, r.Nodes, r.DBFetches, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
+			fmt.Printf("%-7s nodes %4d: DB fetches %4d, DB copies served %4d, scans %5d, shared %5d, wall %7.1f s, scan phase %6.2f s, service CPU %5.2f s, service heap +%5.1f MiB\n",
+				r.Mode, r.Nodes, r.DBFetches, r.DBServed, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
 		}
 	}
-	fmt.Printf("\n%-7s %6s %10s %8s %8s %9s %12s %12s %12s\n", "mode", "nodes", "DB fetch", "scans", "shared", "wall s", "scan phase", "service CPU", "service +MiB")
+	fmt.Printf("\n%-7s %6s %10s %10s %8s %8s %9s %12s %12s %12s\n", "mode", "nodes", "DB fetch", "DB served", "scans", "shared", "wall s", "scan phase", "service CPU", "service +MiB")
 	for _, r := range results {
-		fmt.Printf("%-7s %6d %10d %8d %8d %9.1f %12.2f %12.2f %12.1f\n", r.Mode, r.Nodes, r.DBFetches, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
+		fmt.Printf("%-7s %6d %10d %10d %8d %8d %9.1f %12.2f %12.2f %12.1f\n", r.Mode, r.Nodes, r.DBFetches, r.DBServed, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
 	}
 	out := map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "images": images, "cores": runtime.NumCPU(), "results": results}
 	data, _ := json.MarshalIndent(out, "", "  ")
@@ -117,6 +121,7 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 	defer reg.Close()
 	var env []string
 	var verdicts *scanservice.Verdicts
+	var served atomic.Int32
 	if shared {
 		mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
 		var db *scanshare.DB
@@ -127,7 +132,8 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 			db = mirror.Get(reg.Repo).DB
 		}
 		verdicts = scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 64 << 20, Lease: 10 * time.Minute, Grant: 4})
-		srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: anyNode{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+		srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: anyNode{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard(),
+			Served: func(int64) { served.Add(1) }}).Handler())
 		defer srv.Close()
 		env = []string{scanshare.EnvService + "=" + srv.URL, scanshare.EnvJobUID + "=bench", scanshare.EnvDB + "=" + db.Digest}
 	}
@@ -167,7 +173,7 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 
-	r := fleetResult{Nodes: n, DBFetches: int(reg.Archives.Load()), WallSeconds: wall.Seconds(), ScanPhaseSeconds: slices.Max(phases)}
+	r := fleetResult{Nodes: n, DBFetches: int(reg.Archives.Load()), DBServed: int(served.Load()), WallSeconds: wall.Seconds(), ScanPhaseSeconds: slices.Max(phases)}
 	for _, s := range summaries {
 		r.ScansMade += s.ScansMade
 		r.Shared += s.VerdictsShared

@@ -172,58 +172,81 @@ func managerDBCopy(t *testing.T) (*fixture.DBRegistry, *scandb.Mirror, *scanshar
 }
 
 // TestScannerWaitsForARestartingService: the scanner starts while the
-// manager restarts in its pod (nothing listens at the service's address);
-// it asks for the run's DB again until the manager serves it, from the
-// same address and the same copy, then judges the node's images with it.
+// manager restarts (nothing listens at the service's address); it asks for
+// the run's DB again until the manager serves it, then judges the node's
+// images with it. Restarted in its pod, the manager comes back at the same
+// address with the same copy; replaced by a new pod, it serves at a new
+// address, which it announces on the worker pods and the kubelet projects
+// into the file the scanner reads.
 func TestScannerWaitsForARestartingService(t *testing.T) {
-	_, mirror, db := managerDBCopy(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	back := make(chan error, 1)
-	srv := &http.Server{ReadHeaderTimeout: time.Minute, Handler: (&scanservice.Server{
-		Verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2}),
-		Auth:     nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler()}
-	t.Cleanup(func() { _ = srv.Close() })
-	n := seedOn(t, onRuntime(t, noderuntime.Runtimes[0]))
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("node-0"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(scanshare.EnvService, "http://"+addr)
-	t.Setenv(scanshare.EnvJobUID, "run-1")
-	t.Setenv(scanshare.EnvToken, token)
-	t.Setenv(scanshare.EnvDB, db.Digest)
-	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndeleteEOLImages: false", t.TempDir()))
-	// The service comes back 3 s after the workers start: the scanner,
-	// which starts in a fraction of that, has asked at least once by
-	// then, and asks again after 1 s and 2 s.
-	go func() {
-		time.Sleep(3 * time.Second)
-		ln, err := net.Listen("tcp", addr)
-		back <- err
-		if err == nil {
-			_ = srv.Serve(ln)
-		}
-	}()
-	collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
-	if err := <-back; err != nil {
-		t.Fatalf("the service could not listen again at %s: %v", addr, err)
-	}
-	if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
-		t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
-	}
-	if !strings.Contains(scanner.Stderr, "asking again") {
-		t.Errorf("the scanner's log does not say it asked again:\n%s", scanner.Stderr)
-	}
-	if a := scanner.Summary.ScanDB; a == nil || a.Archive != db.Digest {
-		t.Errorf("the scanner judged with %+v, want the run's archive %s", a, db.Digest)
-	}
-	if got := verdictsOf(scanner)[vulnerable]; got != "vulnerable" {
-		t.Errorf("verdict on %s: %q, want vulnerable", vulnerable, got)
+	for name, moved := range map[string]bool{"same address": false, "new pod, new address": true} {
+		t.Run(name, func(t *testing.T) {
+			_, mirror, db := managerDBCopy(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			back := make(chan error, 1)
+			srv := &http.Server{ReadHeaderTimeout: time.Minute, Handler: (&scanservice.Server{
+				Verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2}),
+				Auth:     nodeTokens{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard()}).Handler()}
+			t.Cleanup(func() { _ = srv.Close() })
+			n := seedOn(t, onRuntime(t, noderuntime.Runtimes[0]))
+			token := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(token, []byte("node-0"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			serviceFile := filepath.Join(t.TempDir(), "service")
+			t.Setenv(scanshare.EnvService, "http://"+addr)
+			t.Setenv(scanshare.EnvServiceFile, serviceFile)
+			t.Setenv(scanshare.EnvJobUID, "run-1")
+			t.Setenv(scanshare.EnvToken, token)
+			t.Setenv(scanshare.EnvDB, db.Digest)
+			cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndeleteEOLImages: false", t.TempDir()))
+			// The service comes back 3 s after the workers start: the
+			// scanner, which starts in a fraction of that, has asked at
+			// least once by then, and asks again after 1 s and 2 s.
+			go func() {
+				time.Sleep(3 * time.Second)
+				at := addr
+				if moved {
+					at = "127.0.0.1:0"
+				}
+				ln, err := net.Listen("tcp", at)
+				if err == nil && moved {
+					// As the kubelet does: the whole file at once.
+					tmp := serviceFile + ".tmp"
+					if err = os.WriteFile(tmp, []byte("http://"+ln.Addr().String()), 0o644); err == nil {
+						err = os.Rename(tmp, serviceFile)
+					}
+				}
+				back <- err
+				if err == nil {
+					_ = srv.Serve(ln)
+				}
+			}()
+			collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t, "example.com/keep/*"))
+			if err := <-back; err != nil {
+				t.Fatalf("the service could not listen again: %v", err)
+			}
+			if collector.Code != 0 || scanner.Code != 0 || remover.Code != 0 {
+				t.Fatalf("exit codes collector %d scanner %d remover %d\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
+			}
+			if !strings.Contains(scanner.Stderr, "asking again") {
+				t.Errorf("the scanner's log does not say it asked again:\n%s", scanner.Stderr)
+			}
+			if !strings.Contains(scanner.Stderr, "vulnerability DB from the scan service") {
+				t.Errorf("the scanner's log does not say it installed the run's DB from the service:\n%s", scanner.Stderr)
+			}
+			if a := scanner.Summary.ScanDB; a == nil || a.Archive != db.Digest {
+				t.Errorf("the scanner judged with %+v, want the run's archive %s", a, db.Digest)
+			}
+			if got := verdictsOf(scanner)[vulnerable]; got != "vulnerable" {
+				t.Errorf("verdict on %s: %q, want vulnerable", vulnerable, got)
+			}
+		})
 	}
 }
 
