@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +28,11 @@ type announcer struct {
 	c   client.Client
 	ns  string
 	url string
-	log logr.Logger
+	// fetch, if set, starts fetching a run's DB archive this leader may
+	// not hold (scandb.Mirror.Archive): the scanners told the new address
+	// then find it on its way.
+	fetch func(repository, digest string)
+	log   logr.Logger
 	// retry is the wait after a pass that failed.
 	retry time.Duration
 }
@@ -54,6 +59,11 @@ func (a *announcer) announce(ctx context.Context) error {
 	if err := a.c.List(ctx, &pods, client.InNamespace(a.ns), client.HasLabels{podspec.LabelJob}); err != nil {
 		return fmt.Errorf("listing the worker pods: %w", err)
 	}
+	if a.fetch != nil {
+		for _, db := range archivesOf(pods.Items) {
+			a.fetch(db[0], db[1])
+		}
+	}
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, scanshare.AnnotationService, a.url))
 	var errs []error
 	told := 0
@@ -73,19 +83,38 @@ func (a *announcer) announce(ctx context.Context) error {
 }
 
 // toAnnounce names the worker pods whose scanner may still ask the service
-// and was told another address: unfinished pods whose scanner has not ended,
-// including those whose scanner has not started yet.
+// and was told another address.
 func toAnnounce(pods []corev1.Pod, url string) []string {
 	var out []string
+	for _, pod := range mayAsk(pods) {
+		if at := pod.Annotations[scanshare.AnnotationService]; at != "" && at != url {
+			out = append(out, pod.Name)
+		}
+	}
+	return out
+}
+
+// archivesOf are the DB archives, [repository, digest], that the worker
+// pods whose scanner may still ask for one were told of, each once.
+func archivesOf(pods []corev1.Pod) [][2]string {
+	var out [][2]string
+	for _, pod := range mayAsk(pods) {
+		repo, digest, ok := scanshare.ParseDBAnnotation(pod.Annotations[scanshare.AnnotationDB])
+		if ok && !slices.Contains(out, [2]string{repo, digest}) {
+			out = append(out, [2]string{repo, digest})
+		}
+	}
+	return out
+}
+
+// mayAsk are the unfinished worker pods whose scanner has not ended,
+// including those whose scanner has not started yet.
+func mayAsk(pods []corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
 	for i := range pods {
-		pod := &pods[i]
-		if at := pod.Annotations[scanshare.AnnotationService]; at == "" || at == url || podspec.Finished(pod) {
-			continue
+		if pod := &pods[i]; !podspec.Finished(pod) && !scannerEnded(pod) {
+			out = append(out, pod)
 		}
-		if scannerEnded(pod) {
-			continue
-		}
-		out = append(out, pod.Name)
 	}
 	return out
 }

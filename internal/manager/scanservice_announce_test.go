@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ const (
 	oldLeader = "http://10.0.0.5:8890"
 	newLeader = "http://10.0.0.9:8890"
 )
+
+var runDB = scanshare.DBAnnotation("registry.example/trivy-db:2", "sha256:"+strings.Repeat("d", 64))
 
 // TestToAnnounce: a new leader tells the pods whose scanner may still ask
 // for the service and was told a previous leader's address; not the pods
@@ -52,10 +55,28 @@ func TestToAnnounce(t *testing.T) {
 	}
 }
 
+// TestArchivesOf: a new leader fetches the DB archives the running
+// scanners were told of, each once, and not those of ended scanners.
+func TestArchivesOf(t *testing.T) {
+	now := time.Now()
+	a := scanshare.DBAnnotation("registry.example/trivy-db:2", "sha256:"+strings.Repeat("a", 64))
+	b := scanshare.DBAnnotation("registry.example/trivy-db:2", "sha256:"+strings.Repeat("b", 64))
+	pods := []corev1.Pod{
+		*builder.MakePod("p1", "n1", now).Annotate(scanshare.AnnotationDB, a).Running(now).Obj(),
+		*builder.MakePod("p2", "n2", now).Annotate(scanshare.AnnotationDB, a).Obj(),
+		*builder.MakePod("p3", "n3", now).Annotate(scanshare.AnnotationDB, b).Terminated(podspec.ScannerContainer, 0, "").Obj(),
+		*builder.MakePod("p4", "n4", now).Annotate(scanshare.AnnotationDB, "not an archive").Obj(),
+	}
+	want := [][2]string{{"registry.example/trivy-db:2", "sha256:" + strings.Repeat("a", 64)}}
+	if diff := cmp.Diff(want, archivesOf(pods)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // TestAnnouncerTellsRunningScanners: against a real API server, a new
-// leader rewrites the address on the worker pods whose scanner still runs,
-// read through the manager's trimmed cache, and leaves the ended ones as
-// they were.
+// leader starts fetching the run's DB archive and rewrites the address on
+// the worker pods whose scanner still runs, read through the manager's
+// trimmed cache, and leaves the ended ones as they were.
 func TestAnnouncerTellsRunningScanners(t *testing.T) {
 	env := testenv.Require(t)
 	ctx := context.Background()
@@ -67,7 +88,7 @@ func TestAnnouncerTellsRunningScanners(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
 	now := time.Now()
 	for name, ended := range map[string]bool{"running": false, "ended": true} {
-		pod := builder.MakePod(name, "node-"+name, now).Job("run").Annotate(scanshare.AnnotationService, oldLeader).Obj()
+		pod := builder.MakePod(name, "node-"+name, now).Job("run").Annotate(scanshare.AnnotationService, oldLeader).Annotate(scanshare.AnnotationDB, runDB).Obj()
 		pod.Namespace = ns
 		pod.Spec.Containers = []corev1.Container{{Name: podspec.ScannerContainer, Image: "scanner"}}
 		if err := c.Create(ctx, pod); err != nil {
@@ -83,7 +104,9 @@ func TestAnnouncerTellsRunningScanners(t *testing.T) {
 		}
 	}
 	cached := newCachedClient(t, env, ns)
-	a := &announcer{c: cached, ns: ns, url: newLeader, log: logr.Discard(), retry: time.Second}
+	var fetched []string
+	a := &announcer{c: cached, ns: ns, url: newLeader, log: logr.Discard(), retry: time.Second,
+		fetch: func(repo, digest string) { fetched = append(fetched, scanshare.DBAnnotation(repo, digest)) }}
 	actx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := a.Start(actx); err != nil {
@@ -99,6 +122,9 @@ func TestAnnouncerTellsRunningScanners(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"running": newLeader, "ended": oldLeader}, got); diff != "" {
 		t.Errorf("addresses after the announcement (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{runDB}, fetched); diff != "" {
+		t.Errorf("archives fetched for the running scanners (-want +got):\n%s", diff)
 	}
 }
 

@@ -142,7 +142,11 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv}); err != nil {
 		return err
 	}
-	return mgr.Add(&announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry})
+	a := &announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry}
+	if s.mirror != nil {
+		a.fetch = func(repository, digest string) { s.mirror.Archive(repository, digest) }
+	}
+	return mgr.Add(a)
 }
 
 // runningScanner says whether pod is an unfinished worker pod of the job

@@ -53,11 +53,17 @@ var notReport = func() labels.Selector {
 }()
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	// What a worker pod was told of the scan service, its address and the
+	// run's DB: a new leader tells those told another address (a previous
+	// leader's) and keeps the run on its DB.
 	var annotations map[string]string
-	// The scan service's address a worker pod was told: a new leader
-	// tells those told another one (a previous leader's).
-	if at, ok := m.Annotations[scanshare.AnnotationService]; ok {
-		annotations = map[string]string{scanshare.AnnotationService: at}
+	for _, k := range []string{scanshare.AnnotationService, scanshare.AnnotationDB} {
+		if v, ok := m.Annotations[k]; ok {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[k] = v
+		}
 	}
 	return metav1.ObjectMeta{
 		Annotations: annotations,

@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // TestTrimNodeKeepsTheDecision: for random nodes and every kind of rule,
@@ -76,5 +78,29 @@ func TestTrimNodeKeepsTheDecision(t *testing.T) {
 				t.Errorf("skipped (-whole +trimmed):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTrimPodKeepsTheScanAnnotations: of a worker pod's annotations, the
+// cache keeps what a new leader reads (the scan service's address and the
+// run's DB), and nothing else.
+func TestTrimPodKeepsTheScanAnnotations(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in, want map[string]string
+	}{
+		"scanner's pod": {
+			in:   map[string]string{scanshare.AnnotationService: "http://10.0.0.5:8890", scanshare.AnnotationDB: "r:2@sha256:x", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+			want: map[string]string{scanshare.AnnotationService: "http://10.0.0.5:8890", scanshare.AnnotationDB: "r:2@sha256:x"},
+		},
+		"no scanner": {in: map[string]string{"other": "x"}},
+		"none":       {},
+	} {
+		out, err := TrimPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, out.(*corev1.Pod).Annotations); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }

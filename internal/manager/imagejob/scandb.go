@@ -21,6 +21,8 @@ import (
 // ScanDBs is the leader's copy of the vulnerability DB (scandb.Mirror).
 type ScanDBs interface {
 	Get(repository string) scandb.State
+	// Archive is the copy of one archive, fetched by digest when missing.
+	Archive(repository, digest string) scandb.State
 }
 
 // ReasonScanDBUnavailable is the Event of a run whose scanners have no DB.
@@ -73,7 +75,17 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 		st.db.none = true
 		return nil
 	}
-	s := r.opts.ScanDBs.Get(repo)
+	var s scandb.State
+	pinned, err := r.pinnedDB(job)
+	if err != nil {
+		return err
+	}
+	if pinned != nil {
+		s = r.opts.ScanDBs.Archive(pinned.repo, pinned.digest)
+		repo = pinned.repo
+	} else {
+		s = r.opts.ScanDBs.Get(repo)
+	}
 	if s.DB != nil {
 		st.db.db = s.DB
 		msg := fmt.Sprintf("archive %s (%d bytes) from %s, fetched %s", s.DB.Digest, s.DB.Size, s.DB.Repo, s.DB.Fetched.UTC().Format(time.RFC3339))
@@ -104,6 +116,28 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 	setDBCondition(job, metav1.ConditionFalse, reason, why+"; this run's scanners judge no image")
 	r.recorder.Event(job, corev1.EventTypeWarning, ReasonScanDBUnavailable, why+"; this run's scanners judge no image, so remove none")
 	return nil
+}
+
+type archiveRef struct{ repo, digest string }
+
+// pinnedDB is the DB the run's pods already name, when a previous leader
+// (or this one before a restart) made some: the run keeps that archive to
+// its end, though the repository has moved on since, so that all its
+// verdicts share one DB. Nil when no pod of the run names one.
+func (r *Reconciler) pinnedDB(job *eraserv1.ImageJob) (*archiveRef, error) {
+	pods, err := r.cached.JobPods(job.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the run's pods: %w", err)
+	}
+	for _, pod := range pods {
+		if !jobdata.SameRun(pod, job.UID) {
+			continue
+		}
+		if repo, digest, ok := scanshare.ParseDBAnnotation(pod.Annotations[scanshare.AnnotationDB]); ok {
+			return &archiveRef{repo: repo, digest: digest}, nil
+		}
+	}
+	return nil, nil
 }
 
 // setDBCondition records the run's DB on the job; it is written with the

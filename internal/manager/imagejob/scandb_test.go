@@ -2,11 +2,13 @@ package imagejob
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +20,22 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
-// mirror is the leader's DB copy as a test sets it.
+// mirror is the leader's DB copy as a test sets it: state for the
+// repository's current DB, archives by digest.
 type mirror struct {
-	mu    sync.Mutex
-	state scandb.State
-	asked []string
+	mu       sync.Mutex
+	state    scandb.State
+	asked    []string
+	archives map[string]scandb.State
+	// askedArchives are the Archive calls, "repository@digest".
+	askedArchives []string
+}
+
+func (m *mirror) Archive(repo, digest string) scandb.State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.askedArchives = append(m.askedArchives, scanshare.DBAnnotation(repo, digest))
+	return m.archives[digest]
 }
 
 func (m *mirror) Get(repo string) scandb.State {
@@ -162,5 +175,52 @@ func TestRunDB(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunKeepsItsDB: a new leader, whose repository has a newer DB since
+// the run began, gives the run's later waves the archive its first wave
+// named (read from that wave's pods), fetched by digest, so that the whole
+// run judges with one DB.
+func TestRunKeepsItsDB(t *testing.T) {
+	first := &scanshare.DB{Digest: "sha256:" + strings.Repeat("a", 64), Size: 40 << 20, Repo: "registry.example/trivy-db:2",
+		Schema: 2, Built: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)}
+	newer := &scanshare.DB{Digest: "sha256:" + strings.Repeat("b", 64), Size: 40 << 20, Repo: "registry.example/trivy-db:2"}
+	f := newFixture(t)
+	leader := func(m *mirror) *Reconciler {
+		return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs,
+			ScanService: "http://10.0.0.5:8890", ScanDBs: m})
+	}
+	f.r = leader(&mirror{state: scandb.State{DB: first}})
+	f.manyNodes(2, "keep")
+	f.job("scan", podspec.KindCollector, strings.Replace(scanningConfig, "manager: {", "manager: {imageJob: {maxConcurrentNodes: 1}, ", 1))
+	f.reconcile("scan")
+	f.reconcile("scan")
+	pods := f.pods("scan")
+	if len(pods) != 1 {
+		t.Fatalf("%d pods in the first wave, want 1", len(pods))
+	}
+	if got := pods[0].Annotations[scanshare.AnnotationDB]; got != scanshare.DBAnnotation(first.Repo, first.Digest) {
+		t.Fatalf("the first wave's pod names DB %q", got)
+	}
+	f.finishPod(&pods[0], corev1.PodSucceeded, removed(0, 0))
+
+	// The next leader: its repository's DB is newer, the run's archive
+	// comes by digest.
+	m := &mirror{state: scandb.State{DB: newer}, archives: map[string]scandb.State{first.Digest: {DB: first}}}
+	f.r = leader(m)
+	f.reconcile("scan")
+	f.reconcile("scan")
+	pods = f.pods("scan")
+	if len(pods) != 2 {
+		t.Fatalf("%d pods after the second wave, want 2", len(pods))
+	}
+	for _, p := range pods {
+		if got := scannerEnv(p); got[scanshare.EnvDB] != first.Digest {
+			t.Errorf("pod %s: the scanner's DB %v, want the run's %s", p.Name, got, first.Digest)
+		}
+	}
+	if diff := cmp.Diff([]string{scanshare.DBAnnotation(first.Repo, first.Digest)}, slices.Compact(m.askedArchives)); diff != "" {
+		t.Errorf("archives asked of the new leader's copy (-want +got):\n%s", diff)
 	}
 }

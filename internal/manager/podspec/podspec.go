@@ -249,6 +249,9 @@ func Build(p Params) (*corev1.Pod, error) {
 				if p.ScanService != "" {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
 					pod.Annotations = map[string]string{scanshare.AnnotationService: p.ScanService}
+					if p.ScanDB != nil {
+						pod.Annotations[scanshare.AnnotationDB] = scanshare.DBAnnotation(p.ScanDB.Repo, p.ScanDB.Digest)
+					}
 				}
 			}
 		}

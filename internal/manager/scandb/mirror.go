@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -76,6 +77,9 @@ type Mirror struct {
 	repos map[string]*repo
 	// replaced are the archives no longer a copy, by when they stopped.
 	replaced map[string]time.Time
+	// runs are archives asked for by digest (Archive): the DBs of runs a
+	// previous leader started, which may no longer be any repository's.
+	runs map[string]*repo
 }
 
 type repo struct {
@@ -113,7 +117,7 @@ func New(o Options) *Mirror {
 	if o.Fetched == nil {
 		o.Fetched = func(string, int64) {}
 	}
-	return &Mirror{o: o, repos: map[string]*repo{}, replaced: map[string]time.Time{}}
+	return &Mirror{o: o, repos: map[string]*repo{}, replaced: map[string]time.Time{}, runs: map[string]*repo{}}
 }
 
 // State is what the mirror can give a run now.
@@ -154,13 +158,110 @@ func (m *Mirror) Get(repository string) State {
 	return st
 }
 
+// Archive returns the copy of the archive with this digest, fetched by
+// digest from repository when this manager holds none: the DB of a run that
+// a previous leader started, which the run keeps to its end though the
+// repository may have moved on and this manager's disk may be new. Like
+// Get, it never blocks on the network.
+func (m *Mirror) Archive(repository, digest string) State {
+	if err := scanshare.ValidateDigest(digest); err != nil {
+		return State{Err: err}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.repos {
+		if r.db != nil && r.db.Digest == digest {
+			db := *r.db
+			return State{DB: &db}
+		}
+	}
+	r := m.runs[digest]
+	if r == nil {
+		r = &repo{}
+		m.runs[digest] = r
+		// On this manager's disk already: a manager restarted in its pod.
+		if fi, err := os.Stat(m.path(digest)); err == nil {
+			r.db = m.describe(digest, repository, fi.Size(), fi.ModTime())
+		}
+	}
+	if r.db != nil {
+		db := *r.db
+		return State{DB: &db}
+	}
+	if !r.fetching && !m.o.Now().Before(r.nextTry) {
+		r.fetching = true
+		go m.fetchArchive(repository, digest)
+	}
+	return State{Fetching: r.fetching, Err: r.lastErr, RateLimited: r.rateLimit}
+}
+
+func (m *Mirror) fetchArchive(repository, digest string) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.Timeout)
+	defer cancel()
+	db, n, err := m.downloadArchive(ctx, repository, digest)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[digest]
+	r.fetching = false
+	if err != nil {
+		r.failures++
+		r.lastErr = err
+		r.rateLimit = rateLimited(err)
+		r.nextTry = m.o.Now().Add(backoff(m.o.Backoff, m.o.MaxBackoff, r.failures))
+		m.o.Fetched(Failed, n)
+		return
+	}
+	r.db, r.failures, r.lastErr, r.rateLimit = db, 0, nil, false
+	m.o.Fetched(Downloaded, n)
+}
+
+// downloadArchive fetches the archive by its digest from repository.
+func (m *Mirror) downloadArchive(ctx context.Context, repository, digest string) (*scanshare.DB, int64, error) {
+	ref, err := scanshare.DBReference(repository)
+	if err != nil {
+		return nil, 0, err
+	}
+	layer, err := remote.Layer(ref.Context().Digest(digest), m.remoteOptions(ctx)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s@%s: %w", ref.Context(), digest, err)
+	}
+	return m.store(layer, ref, digest, 0)
+}
+
+// ErrFetching: the archive asked for is being fetched; ask again shortly.
+var ErrFetching = errors.New("the DB archive is being fetched")
+
 // Open opens the archive of a copy by its digest, for the scan service to
-// serve.
+// serve. While Archive fetches it, the error is ErrFetching.
 func (m *Mirror) Open(digest string) (*os.File, error) {
 	if err := scanshare.ValidateDigest(digest); err != nil {
 		return nil, err
 	}
-	return os.Open(m.path(digest))
+	f, err := os.Open(m.path(digest))
+	if err == nil {
+		return f, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[digest]; r != nil && r.fetching {
+		return nil, fmt.Errorf("%w: %w", ErrFetching, err)
+	}
+	return nil, err
+}
+
+// describe names an archive on disk, with what its metadata.json says.
+func (m *Mirror) describe(digest, repository string, size int64, fetched time.Time) *scanshare.DB {
+	db := &scanshare.DB{Digest: digest, Size: size, Repo: repository, Fetched: fetched.UTC()}
+	if ref, err := scanshare.DBReference(repository); err == nil {
+		db.Repo = ref.String()
+	}
+	// What the DB says of itself names it in the run's report even on the
+	// nodes that never open it; an archive Trivy cannot read fails on the
+	// scanners, which check it themselves.
+	if md, err := m.metadata(digest); err == nil {
+		db.Schema, db.Built = md.Version, md.UpdatedAt.UTC()
+	}
+	return db
 }
 
 func (m *Mirror) metadata(digest string) (Metadata, error) {
@@ -232,8 +333,7 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 	if err != nil {
 		return nil, 0, err
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(m.o.Keychain), remote.WithTransport(m.o.Transport)}
-	img, err := remote.Image(ref, opts...)
+	img, err := remote.Image(ref, m.remoteOptions(ctx)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the DB's manifest from %s: %w", ref, err)
 	}
@@ -263,6 +363,16 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", ref, err)
 	}
+	return m.store(layer, ref, digest, size)
+}
+
+func (m *Mirror) remoteOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(m.o.Keychain), remote.WithTransport(m.o.Transport)}
+}
+
+// store downloads the layer to the archive's place, checking it against its
+// digest (and its size, when the manifest gave one).
+func (m *Mirror) store(layer v1.Layer, ref name.Reference, digest string, size int64) (*scanshare.DB, int64, error) {
 	rc, err := layer.Compressed()
 	if err != nil {
 		return nil, 0, fmt.Errorf("downloading the DB from %s: %w", ref, err)
@@ -285,7 +395,7 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 		return nil, n, fmt.Errorf("downloading the DB from %s: %w", ref, err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
-		return nil, n, fmt.Errorf("downloading the DB from %s: the archive's digest is %s, its manifest says %s", ref, got, digest)
+		return nil, n, fmt.Errorf("downloading the DB from %s: the archive's digest is %s, not %s", ref, got, digest)
 	}
 	if size > 0 && n != size {
 		return nil, n, fmt.Errorf("downloading the DB from %s: %d bytes, its manifest says %d", ref, n, size)
@@ -293,14 +403,7 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 	if err := os.Rename(tmp.Name(), m.path(digest)); err != nil {
 		return nil, n, err
 	}
-	db := &scanshare.DB{Digest: digest, Size: n, Repo: ref.String(), Fetched: m.o.Now().UTC()}
-	// What the DB says of itself names it in the run's report even on the
-	// nodes that never open it; an archive Trivy cannot read fails on the
-	// scanners, which check it themselves.
-	if md, err := m.metadata(digest); err == nil {
-		db.Schema, db.Built = md.Version, md.UpdatedAt.UTC()
-	}
-	return db, n, nil
+	return m.describe(digest, ref.String(), n, m.o.Now()), n, nil
 }
 
 func rateLimited(err error) bool {

@@ -3,6 +3,7 @@ package scandb
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -373,5 +374,75 @@ func TestMirrorReadsMetadata(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// settleArchive asks for an archive by digest until its fetch ends.
+func settleArchive(t *testing.T, m *Mirror, repo, digest string) State {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st := m.Archive(repo, digest)
+		if !st.Fetching {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch did not end within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestArchiveOfARunningRun: a new leader, on a new disk, is asked for the
+// archive of a run the previous leader started, after the repository moved
+// on: it fetches that archive by digest, says so to the scanners meanwhile
+// (ErrFetching), then serves it; a leader restarted on the same disk
+// serves it without a download; an archive the repository does not hold is
+// a failure, not a wait.
+func TestArchiveOfARunningRun(t *testing.T) {
+	reg := newRegistry(t)
+	run := reg.push(t, "db build 1")
+	reg.push(t, "db build 2")
+	c, f := &fakeClock{t: time.Unix(1.8e9, 0)}, &fetches{}
+	m := newMirror(t, c, f)
+
+	if st := m.Archive(reg.repo, run); st.DB != nil || !st.Fetching {
+		t.Fatalf("first Archive: %+v, want a fetch started", st)
+	}
+	if _, err := m.Open(run); err != nil && !errors.Is(err, ErrFetching) {
+		t.Fatalf("Open while fetching: %v, want ErrFetching or the archive", err)
+	}
+	st := settleArchive(t, m, reg.repo, run)
+	if st.DB == nil || st.DB.Digest != run || st.DB.Size != int64(len("db build 1")) {
+		t.Fatalf("after the fetch: %+v %v", st.DB, st.Err)
+	}
+	file, err := m.Open(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(file)
+	file.Close()
+	if string(b) != "db build 1" {
+		t.Fatalf("served %q", b)
+	}
+
+	restarted := New(Options{Dir: m.o.Dir, Refresh: time.Hour, MaxAge: 24 * time.Hour, Backoff: time.Minute, MaxBackoff: 10 * time.Minute,
+		Timeout: time.Minute, Now: c.now, Fetched: f.record})
+	if st := restarted.Archive(reg.repo, run); st.DB == nil || st.DB.Digest != run || st.Fetching {
+		t.Fatalf("Archive after a restart on the same disk: %+v", st)
+	}
+	if _, blobs := reg.counts(); blobs != 1 {
+		t.Fatalf("%d archive downloads, want 1", blobs)
+	}
+
+	missing := "sha256:" + strings.Repeat("e", 64)
+	if st := settleArchive(t, m, reg.repo, missing); st.DB != nil || st.Err == nil {
+		t.Fatalf("an archive the repository does not hold: %+v", st)
+	}
+	if _, err := m.Open(missing); err == nil || errors.Is(err, ErrFetching) {
+		t.Fatalf("Open of an archive no one holds: %v, want a plain failure", err)
+	}
+	if got, want := f.list(), []string{Downloaded, Failed}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("fetches %v, want %v", got, want)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -25,7 +27,8 @@ type Authenticator interface {
 // scanners: answered 403, the rest 401 or 503.
 var ErrNotScanner = errors.New("not a scanner of this run")
 
-// Archives opens the DB archives the manager fetched, by digest.
+// Archives opens the DB archives the manager fetched, by digest; an error
+// wrapping scandb.ErrFetching says the archive is on its way.
 type Archives interface {
 	Open(digest string) (*os.File, error)
 }
@@ -65,7 +68,13 @@ func (s *Server) db(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.DBs.Open(r.PathValue("digest"))
-	if err != nil {
+	switch {
+	case errors.Is(err, scandb.ErrFetching):
+		// A new leader fetching the DB of a run its predecessor started.
+		w.Header().Set("Retry-After", strconv.Itoa(max(int(s.RetryAfter.Seconds()), 1)))
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	case err != nil:
 		http.Error(w, "no such DB archive: "+err.Error(), http.StatusNotFound)
 		return
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/node/scanclient"
@@ -185,16 +186,23 @@ func TestRequestBounds(t *testing.T) {
 	}
 }
 
-// archives serves files of a directory by digest.
+// archives serves files of a directory by digest; the digest of f's is
+// on its way.
 type archives string
 
+var pendingArchive = "sha256:" + strings.Repeat("f", 64)
+
 func (a archives) Open(digest string) (*os.File, error) {
+	if digest == pendingArchive {
+		return nil, fmt.Errorf("%w: from registry.example/trivy-db", scandb.ErrFetching)
+	}
 	return os.Open(filepath.Join(string(a), strings.Replace(digest, ":", "-", 1)))
 }
 
 // TestServeDB: a scanner of the run downloads the run's archive and checks
-// it; a request without the run's token gets nothing, and an archive that
-// is not the one named is refused by the scanner.
+// it; a request without the run's token gets nothing, an archive that is
+// not the one named is refused by the scanner, and one on its way is asked
+// for again.
 func TestServeDB(t *testing.T) {
 	dir := t.TempDir()
 	content := []byte("the DB archive")
@@ -223,6 +231,11 @@ func TestServeDB(t *testing.T) {
 	}
 	if _, err := scanner(t, srv.URL, "pod1@another-run").DB(context.Background(), digest, io.Discard); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("another run's scanner: %v, want 403", err)
+	}
+	// A new leader fetching the archive of a run its predecessor started:
+	// the scanner is told to ask again.
+	if _, err := scanner(t, srv.URL, "pod1@"+runUID).DB(context.Background(), pendingArchive, io.Discard); !scanclient.Transient(err) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("an archive on its way: %v, want 503, asked again", err)
 	}
 	if len(served) != 2 {
 		t.Fatalf("served %v, want the two downloads of the run's scanner", served)

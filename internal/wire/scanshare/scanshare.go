@@ -30,6 +30,24 @@ const Audience = "scan.eraser.sh/"
 // service's address, which the leader serving the service keeps current.
 const AnnotationService = "eraser.sh/scan-service"
 
+// AnnotationDB is the worker pod's annotation naming the run's DB archive,
+// as DBAnnotation writes it: a new leader keeps the run on that archive,
+// fetching it by digest if it must, though the repository moved on.
+const AnnotationDB = "eraser.sh/scan-db"
+
+// DBAnnotation is AnnotationDB's value for the archive with digest from
+// repository: "repository@digest".
+func DBAnnotation(repository, digest string) string { return repository + "@" + digest }
+
+// ParseDBAnnotation reads AnnotationDB's value.
+func ParseDBAnnotation(v string) (repository, digest string, ok bool) {
+	i := strings.LastIndex(v, "@")
+	if i <= 0 || ValidateDigest(v[i+1:]) != nil {
+		return "", "", false
+	}
+	return v[:i], v[i+1:], true
+}
+
 // AudienceOf is the token audience of the run with this job UID.
 func AudienceOf(jobUID string) string { return Audience + jobUID }
 

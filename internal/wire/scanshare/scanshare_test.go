@@ -3,6 +3,8 @@ package scanshare
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestKeyValidate(t *testing.T) {
@@ -46,6 +48,30 @@ func TestDigest(t *testing.T) {
 		got, ok := Digest(id)
 		if got != want || ok != (want != "") {
 			t.Errorf("Digest(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+}
+
+func TestParseDBAnnotation(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("a", 64)
+	type parsed struct {
+		Repo, Digest string
+		OK           bool
+	}
+	for name, tc := range map[string]struct {
+		value string
+		want  parsed
+	}{
+		"written by DBAnnotation": {value: DBAnnotation("ghcr.io/aquasecurity/trivy-db:2", digest), want: parsed{"ghcr.io/aquasecurity/trivy-db:2", digest, true}},
+		"registry with a port":    {value: DBAnnotation("10.96.0.1:5000/trivy-db:2", digest), want: parsed{"10.96.0.1:5000/trivy-db:2", digest, true}},
+		"no repository":           {value: "@" + digest},
+		"no digest":               {value: "ghcr.io/aquasecurity/trivy-db:2"},
+		"not a sha256 digest":     {value: "ghcr.io/aquasecurity/trivy-db:2@md5:abc"},
+		"empty":                   {},
+	} {
+		repo, d, ok := ParseDBAnnotation(tc.value)
+		if diff := cmp.Diff(tc.want, parsed{repo, d, ok}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
 }
