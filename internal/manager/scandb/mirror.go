@@ -308,7 +308,12 @@ func (m *Mirror) fetch(repository string) {
 			m.replaced[r.db.Digest] = now
 		}
 		r.db, r.failures, r.lastErr, r.rateLimit, r.checked = db, 0, nil, false, now
-		m.o.Fetched(Downloaded, n)
+		if n == 0 {
+			// Found on disk: only the manifest was read.
+			m.o.Fetched(Unchanged, 0)
+		} else {
+			m.o.Fetched(Downloaded, n)
+		}
 		m.prune(now)
 	}
 }
@@ -358,6 +363,11 @@ func (m *Mirror) download(ctx context.Context, repository, have string) (*scansh
 	}
 	if digest == have {
 		return nil, 0, nil
+	}
+	// On disk already, checked when stored: fetched by digest for a run
+	// (Archive), or kept on the pod's volume across a restart.
+	if fi, err := os.Stat(m.path(digest)); err == nil && (size <= 0 || fi.Size() == size) {
+		return m.describe(digest, ref.String(), fi.Size(), fi.ModTime()), 0, nil
 	}
 	layer, err := img.LayerByDigest(mustHash(digest))
 	if err != nil {

@@ -397,8 +397,9 @@ func settleArchive(t *testing.T, m *Mirror, repo, digest string) State {
 // archive of a run the previous leader started, after the repository moved
 // on: it fetches that archive by digest, says so to the scanners meanwhile
 // (ErrFetching), then serves it; a leader restarted on the same disk
-// serves it without a download; an archive the repository does not hold is
-// a failure, not a wait.
+// serves it without a download, and takes it for the repository's copy
+// when the repository holds it again; an archive the repository does not
+// hold is a failure, not a wait.
 func TestArchiveOfARunningRun(t *testing.T) {
 	reg := newRegistry(t)
 	run := reg.push(t, "db build 1")
@@ -434,6 +435,16 @@ func TestArchiveOfARunningRun(t *testing.T) {
 	if _, blobs := reg.counts(); blobs != 1 {
 		t.Fatalf("%d archive downloads, want 1", blobs)
 	}
+	// The repository's copy, when it is the archive on disk, is not
+	// downloaded again.
+	reg.push(t, "db build 1")
+	restarted.Get(reg.repo)
+	if st := settle(t, restarted, reg.repo); st.DB == nil || st.DB.Digest != run {
+		t.Fatalf("the repository's copy on a disk that holds it: %+v %v", st.DB, st.Err)
+	}
+	if _, blobs := reg.counts(); blobs != 1 {
+		t.Fatalf("%d archive downloads, want 1", blobs)
+	}
 
 	missing := "sha256:" + strings.Repeat("e", 64)
 	if st := settleArchive(t, m, reg.repo, missing); st.DB != nil || st.Err == nil {
@@ -442,7 +453,7 @@ func TestArchiveOfARunningRun(t *testing.T) {
 	if _, err := m.Open(missing); err == nil || errors.Is(err, ErrFetching) {
 		t.Fatalf("Open of an archive no one holds: %v, want a plain failure", err)
 	}
-	if got, want := f.list(), []string{Downloaded, Failed}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := f.list(), []string{Downloaded, Unchanged, Failed}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("fetches %v, want %v", got, want)
 	}
 }

@@ -28,8 +28,10 @@ import (
 // hands it to each node's scanner; each image is scanned on one node and
 // judged by that verdict on the others; the vulnerable image goes, the
 // fixed one stays. The next run downloads nothing and scans nothing it
-// already judged. Then the repository refuses the download for its rate
-// limit: the run says why and removes nothing on the scanner's account.
+// already judged. The next one outlives the manager's pod, replaced
+// mid-run (leaderReplacedMidRun). Then the repository refuses the download
+// for its rate limit: the run says why and removes nothing on the
+// scanner's account.
 // Each run is asked for (eraser.sh/run-now) rather than waited for.
 func scheduledScanOneDBPerCluster(t *testing.T) {
 	vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
@@ -75,6 +77,7 @@ func scheduledScanOneDBPerCluster(t *testing.T) {
 		t.Errorf("after the next run, the DB's archive was downloaded %d times, want once", n)
 	}
 
+	leaderReplacedMidRun(t, db)
 	rateLimitedRunRemovesNothing(t, db)
 	endScannedRuns(t, baseConfig)
 	expectJobsCleanedUp(t)
