@@ -248,7 +248,10 @@ func Build(p Params) (*corev1.Pod, error) {
 				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 				if p.ScanService != "" {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
-					pod.Annotations = map[string]string{scanshare.AnnotationService: p.ScanService}
+					if pod.Annotations == nil {
+						pod.Annotations = map[string]string{}
+					}
+					pod.Annotations[scanshare.AnnotationService] = p.ScanService
 					if p.ScanDB != nil {
 						pod.Annotations[scanshare.AnnotationDB] = scanshare.DBAnnotation(p.ScanDB.Repo, p.ScanDB.Digest)
 					}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/references"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -72,6 +73,8 @@ func TestScannerSharesThroughService(t *testing.T) {
 		// Annotation is the service's address on the pod, AddressFrom
 		// what the kubelet projects beside the token.
 		Annotation, AddressFrom string
+		// NodeRefs: the pod keeps its node's references annotation.
+		NodeRefs bool
 	}
 	db := &scanshare.DB{Digest: "sha256:" + strings.Repeat("d", 64), Schema: 2, Built: time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)}
 	cases := map[string]struct {
@@ -86,7 +89,7 @@ func TestScannerSharesThroughService(t *testing.T) {
 				"ERASER_SCAN_SERVICE_FILE": "/run/eraser.sh/scan-token/service",
 			},
 			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
-			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']",
+			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']", NodeRefs: true,
 		}},
 		"linux with a service and the run's DB": {service: "http://10.0.0.5:8890", os: podpaths.Linux, db: db, want: shared{
 			Env: map[string]string{
@@ -95,10 +98,10 @@ func TestScannerSharesThroughService(t *testing.T) {
 				"ERASER_SCAN_DB":           db.Digest, "ERASER_SCAN_DB_SCHEMA": "2", "ERASER_SCAN_DB_BUILT": "2026-12-05T06:00:00Z",
 			},
 			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
-			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']",
+			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']", NodeRefs: true,
 		}},
-		"linux without a service": {os: podpaths.Linux, want: shared{Env: map[string]string{}}},
-		"windows with a service":  {service: "http://10.0.0.5:8890", os: podpaths.Windows, want: shared{Env: map[string]string{}}},
+		"linux without a service": {os: podpaths.Linux, want: shared{Env: map[string]string{}, NodeRefs: true}},
+		"windows with a service":  {service: "http://10.0.0.5:8890", os: podpaths.Windows, want: shared{Env: map[string]string{}, NodeRefs: true}},
 	}
 	for name, tc := range cases {
 		pod, err := Build(Params{References: testRefs, Job: "j", JobUID: "uid-1", Kind: KindCollector, Node: "n", OS: tc.os, ConfigMap: "j",
@@ -106,7 +109,8 @@ func TestScannerSharesThroughService(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		got := shared{Env: map[string]string{}, Annotation: pod.Annotations[scanshare.AnnotationService]}
+		_, refs := pod.Annotations[references.AnnotationNode]
+		got := shared{Env: map[string]string{}, Annotation: pod.Annotations[scanshare.AnnotationService], NodeRefs: refs}
 		for _, c := range pod.Spec.Containers {
 			for _, e := range c.Env {
 				if strings.HasPrefix(e.Name, "ERASER_SCAN_") || e.Name == "ERASER_JOB_UID" {
