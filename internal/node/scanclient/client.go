@@ -41,10 +41,17 @@ type Client struct {
 	FirstWait time.Duration
 }
 
-// New returns a client with a per-request timeout: a service that stops
-// answering must not hold the scanner, which then scans itself.
+// answerTimeout bounds each request (and, for the DB's download, the wait
+// for the answer to begin): a service that stops answering (a frozen or
+// partitioned leader, whose connections hang) must not hold the scanner,
+// which then scans itself, or asks the service's new address for the DB.
+const answerTimeout = 30 * time.Second
+
+// New returns a client with a per-request timeout.
 func New(base, jobUID, tokenFile string) *Client {
-	return &Client{Base: strings.TrimSuffix(base, "/"), JobUID: jobUID, TokenFile: tokenFile, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = answerTimeout
+	return &Client{Base: strings.TrimSuffix(base, "/"), JobUID: jobUID, TokenFile: tokenFile, HTTP: &http.Client{Timeout: answerTimeout, Transport: t}}
 }
 
 // Claim implements scan.Service.
@@ -61,8 +68,9 @@ func (c *Client) Share(ctx context.Context, req scanshare.ShareRequest) (scansha
 
 // DB downloads the run's DB archive into dst and checks it against its
 // digest, which the scanner's pod spec names: what the service sends is
-// used only if it is that archive. The download has no deadline of its own
-// beyond ctx (tens of megabytes over the cluster's network).
+// used only if it is that archive. Once the answer begins, the download has
+// no deadline of its own beyond ctx (tens of megabytes over the cluster's
+// network).
 func (c *Client) DB(ctx context.Context, digest string, dst io.Writer) (int64, error) {
 	if err := scanshare.ValidateDigest(digest); err != nil {
 		return 0, err
@@ -140,19 +148,21 @@ func (e *StatusError) Error() string {
 }
 
 // Transient says whether a request that failed with err may pass if made
-// again: the service did not answer, broke off, or answered 5xx or 429.
-// A refusal (4xx), a wrong archive or the caller's own deadline will not.
+// again: the service did not answer (in time), broke off, or answered 5xx
+// or 429. A refusal (4xx), a wrong archive or a cancelled request will
+// not. A request's deadline is transient: whether the caller's own has
+// passed is the caller's to check (FetchDB does).
 func Transient(err error) bool {
 	var se *StatusError
 	switch {
 	case errors.As(err, &se):
 		return se.Code >= 500 || se.Code == http.StatusTooManyRequests
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrWrongArchive):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrWrongArchive):
 		return false
 	}
 	var ue *url.Error
 	var oe *net.OpError
-	return errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {

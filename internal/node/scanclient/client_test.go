@@ -65,8 +65,10 @@ func TestFetchDB(t *testing.T) {
 		body         string
 		// down: the service starts listening only after a while; moved:
 		// it never answers at its first address, and the service file
-		// names another one after a while (a new leader in a new pod).
-		down, moved bool
+		// names another one after a while (a new leader in a new pod);
+		// silent: what listens at the first address never answers (a
+		// frozen leader).
+		down, moved, silent bool
 		// deadline is the caller's (default a minute).
 		deadline time.Duration
 		want     result
@@ -75,6 +77,7 @@ func TestFetchDB(t *testing.T) {
 		"503 twice, then the archive":  {fail: 2, status: http.StatusServiceUnavailable, body: archive, want: result{Asked: 3, Content: archive}},
 		"not listening, then up":       {down: true, body: archive, want: result{Asked: 1, Content: archive}},
 		"moved to a new address":       {moved: true, body: archive, want: result{Asked: 1, Content: archive}},
+		"moved, the old one silent":    {moved: true, silent: true, body: archive, want: result{Asked: 1, Content: archive}},
 		"refused (403): not again":     {fail: 1, status: http.StatusForbidden, body: archive, want: result{Asked: 1, Err: true}},
 		"no such archive (404)":        {fail: 1, status: http.StatusNotFound, body: archive, want: result{Asked: 1, Err: true}},
 		"a wrong archive: not again":   {body: "another archive", want: result{Asked: 1, Err: true}},
@@ -90,7 +93,23 @@ func TestFetchDB(t *testing.T) {
 		var asked atomic.Int32
 		c := newClient(t, addr)
 		if tc.moved {
-			ln.Close()
+			if tc.silent {
+				// Accepts, reads, never answers; the client waits for
+				// an answer a short while here.
+				go func() {
+					for {
+						conn, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						go func() { _, _ = io.Copy(io.Discard, conn) }()
+					}
+				}()
+				t.Cleanup(func() { ln.Close() })
+				c.HTTP.Transport.(*http.Transport).ResponseHeaderTimeout = 200 * time.Millisecond
+			} else {
+				ln.Close()
+			}
 			moved, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -149,15 +168,16 @@ func TestTransient(t *testing.T) {
 		err  error
 		want bool
 	}{
-		"503":               {err: &StatusError{Code: 503}, want: true},
-		"429":               {err: &StatusError{Code: 429}, want: true},
-		"401":               {err: &StatusError{Code: 401}},
-		"404":               {err: &StatusError{Code: 404}},
-		"connection error":  {err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}, want: true},
-		"cut short":         {err: io.ErrUnexpectedEOF, want: true},
-		"wrong archive":     {err: ErrWrongArchive},
-		"caller's deadline": {err: &url.Error{Op: "Get", URL: "http://manager/scan/v1/db/", Err: context.DeadlineExceeded}},
-		"anything else":     {err: errors.New("reading the scan service token: no such file")},
+		"503":              {err: &StatusError{Code: 503}, want: true},
+		"429":              {err: &StatusError{Code: 429}, want: true},
+		"401":              {err: &StatusError{Code: 401}},
+		"404":              {err: &StatusError{Code: 404}},
+		"connection error": {err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}, want: true},
+		"cut short":        {err: io.ErrUnexpectedEOF, want: true},
+		"wrong archive":    {err: ErrWrongArchive},
+		"timed out":        {err: &url.Error{Op: "Get", URL: "http://manager/scan/v1/db/", Err: context.DeadlineExceeded}, want: true},
+		"cancelled":        {err: &url.Error{Op: "Get", URL: "http://manager/scan/v1/db/", Err: context.Canceled}},
+		"anything else":    {err: errors.New("reading the scan service token: no such file")},
 	}
 	got, want := map[string]bool{}, map[string]bool{}
 	for name, tc := range cases {

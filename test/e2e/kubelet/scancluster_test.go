@@ -85,10 +85,12 @@ func scheduledScanOneDBPerCluster(t *testing.T) {
 
 // onRequest keeps the runs' jobs and their reports (for the scanner's
 // verdicts), lets the images seeded a moment ago be removed, and leaves the
-// scheduled runs to requests (runScheduledNow): the next one by the clock
-// is an hour after the last.
+// scheduled runs to requests (runScheduledNow): none starts with the
+// configuration (a run going would refuse the request), and the next one by
+// the clock is an hour after the last.
 func onRequest(config string) string {
 	config = strings.Replace(config, "repeatInterval: 1m", "repeatInterval: 1h", 1)
+	config = strings.Replace(config, "beginImmediately: true", "beginImmediately: false", 1)
 	return strings.Replace(withRetention(config, removable), "keepReportFor: 0s", "keepReportFor: 1h", 1)
 }
 
