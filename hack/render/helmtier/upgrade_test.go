@@ -1,10 +1,15 @@
 package helmtier
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
@@ -203,6 +208,63 @@ func TestUpgradeRefusesABadRuntimeConfig(t *testing.T) {
 		}
 		if history := c.helm("history", release, "-n", namespace); strings.Count(history, "deployed") != 1 || strings.Contains(history, "failed") {
 			t.Errorf("a refused upgrade left a revision:\n%s", history)
+		}
+	})
+}
+
+// helm upgrade --reuse-values --set deploy.scanDB...: the manager's
+// Deployment then downloads the vulnerability DB through the proxy with the
+// mirror's credentials, as docs/scanner.md tells an operator to do; helm
+// rollback takes both off again.
+func TestUpgradeSetsScanDBDownload(t *testing.T) {
+	eachHelm(t, func(t *testing.T, c *cluster) {
+		c.createNamespace()
+		c.helm(append([]string{"install", release, ourChart(), "-n", namespace}, releaseImages...)...)
+		c.kubectlDo("-n", namespace, "create", "secret", "docker-registry", "trivy-db-mirror",
+			"--docker-server=registry.example", "--docker-username=eraser", "--docker-password=secret")
+		c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values",
+			"--set", "deploy.scanDB.credentialsSecret=trivy-db-mirror", "--set", "deploy.scanDB.proxy=http://proxy.example:3128")
+		type download struct {
+			Proxy, DockerConfig, Secret, MountedAt string
+		}
+		read := func() download {
+			t.Helper()
+			dep := &appsv1.Deployment{}
+			if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "eraser-controller-manager"}, dep); err != nil {
+				t.Fatal(err)
+			}
+			var d download
+			spec := dep.Spec.Template.Spec
+			m := spec.Containers[0]
+			for _, a := range m.Args {
+				if v, ok := strings.CutPrefix(a, "--scan-db-proxy="); ok {
+					d.Proxy = v
+				}
+			}
+			for _, e := range m.Env {
+				if e.Name == "DOCKER_CONFIG" {
+					d.DockerConfig = e.Value
+				}
+			}
+			for _, v := range spec.Volumes {
+				if v.Secret == nil {
+					continue
+				}
+				for _, vm := range m.VolumeMounts {
+					if vm.Name == v.Name && v.Secret.SecretName == "trivy-db-mirror" {
+						d.Secret, d.MountedAt = v.Secret.SecretName, vm.MountPath
+					}
+				}
+			}
+			return d
+		}
+		want := download{Proxy: "http://proxy.example:3128", DockerConfig: "/etc/eraser/scan-db-credentials", Secret: "trivy-db-mirror", MountedAt: "/etc/eraser/scan-db-credentials"}
+		if diff := cmp.Diff(want, read()); diff != "" {
+			t.Errorf("after helm upgrade --set deploy.scanDB... (-want +got):\n%s", diff)
+		}
+		c.helm("rollback", release, "1", "-n", namespace)
+		if diff := cmp.Diff(download{}, read()); diff != "" {
+			t.Errorf("after helm rollback (-want +got):\n%s", diff)
 		}
 	})
 }
