@@ -109,7 +109,32 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	reply(w, s.Verdicts.Claim(who, req.Keys, s.RetryAfter))
+	reply(w, s.claimWaiting(r.Context(), who, req))
+}
+
+// claimWaiting answers a claim at once when it has a verdict or a key to
+// scan, or asks for no wait; else it holds the answer until a verdict is
+// stored or a claim comes free (then claims again), up to the request's
+// Wait. A scanner waiting for another node's verdict thus has it as soon
+// as it is shared, with one request instead of one every RetryAfter.
+func (s *Server) claimWaiting(ctx context.Context, who Scanner, req scanshare.ClaimRequest) scanshare.ClaimResponse {
+	wait := time.Duration(min(max(req.Wait, 0), scanshare.MaxClaimWait)) * time.Second
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		changed := s.Verdicts.Changed()
+		resp := s.Verdicts.Claim(who, req.Keys, s.RetryAfter)
+		if wait == 0 || len(resp.Verdicts)+len(resp.Scan) > 0 || len(resp.Wait) == 0 {
+			return resp
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return resp
+		case <-ctx.Done():
+			return resp
+		}
+	}
 }
 
 func (s *Server) share(w http.ResponseWriter, r *http.Request) {

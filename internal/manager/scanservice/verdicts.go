@@ -27,6 +27,9 @@ type Verdicts struct {
 	grant    int
 	now      func() time.Time
 	counters Counters
+	// changed is closed, and replaced, when a verdict is stored or a
+	// claim released: what a waiting claim waits for.
+	changed chan struct{}
 }
 
 type entry struct {
@@ -66,7 +69,22 @@ func NewVerdicts(o VerdictOptions) *Verdicts {
 	return &Verdicts{
 		budget: o.Budget, lease: o.Lease, grant: max(o.Grant, 1), now: o.Now,
 		byKey: map[scanshare.Key]*list.Element{}, lru: list.New(), claims: map[scanshare.Key]claim{},
+		changed: make(chan struct{}),
 	}
+}
+
+// Changed is closed at the next change a waiting claim may take: a verdict
+// stored or a claim released.
+func (s *Verdicts) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// notify wakes the waiting claims. Called with s.mu held.
+func (s *Verdicts) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // Claim answers a scanner's claim request.
@@ -118,9 +136,16 @@ func (s *Verdicts) Share(who Scanner, req scanshare.ShareRequest) scanshare.Shar
 		out.Refused = append(out.Refused, scanshare.Refused{Key: k, Reason: why})
 		s.counters.Refused++
 	}
+	changed := false
+	defer func() {
+		if changed {
+			s.notify()
+		}
+	}()
 	for _, k := range req.Released {
 		if c, ok := s.claims[k]; ok && c.holder == who.PodUID {
 			delete(s.claims, k)
+			changed = true
 		}
 	}
 	for _, v := range req.Verdicts {
@@ -151,6 +176,7 @@ func (s *Verdicts) Share(who Scanner, req scanshare.ShareRequest) scanshare.Shar
 		s.used += e.size
 		s.counters.Stored++
 		out.Stored++
+		changed = true
 	}
 	s.evict()
 	return out
@@ -174,10 +200,15 @@ func (s *Verdicts) Expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	expired := false
 	for k, c := range s.claims {
 		if !now.Before(c.until) {
 			delete(s.claims, k)
+			expired = true
 		}
+	}
+	if expired {
+		s.notify()
 	}
 }
 

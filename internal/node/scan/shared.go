@@ -33,7 +33,10 @@ type Sharing struct {
 	// Patience is how long the scanner waits for the verdicts others are
 	// making without any arriving, before it scans those images itself.
 	Patience time.Duration
-	Log      *slog.Logger
+	// Wait is how long, in seconds, the service may hold a claim that
+	// would only say wait (scanshare.ClaimRequest.Wait).
+	Wait int
+	Log  *slog.Logger
 }
 
 // PolicyKey fingerprints what, besides the image and the DB, decides a
@@ -118,7 +121,8 @@ func (r *sharedRun) share() {
 	lastProgress := time.Now()
 	for len(r.pending) > 0 && r.ctx.Err() == nil {
 		ask := r.pending[:min(len(r.pending), scanshare.MaxKeys)]
-		resp, err := r.sh.Service.Claim(r.ctx, scanshare.ClaimRequest{Keys: ask})
+		asked := time.Now()
+		resp, err := r.sh.Service.Claim(r.ctx, scanshare.ClaimRequest{Keys: ask, Wait: r.sh.Wait})
 		if err != nil {
 			r.sh.Log.Warn("the scan service did not answer: this node scans the rest of its images itself", "images", len(r.pending), "error", err)
 			return
@@ -177,8 +181,11 @@ func (r *sharedRun) share() {
 			r.sh.Log.Warn("no verdict came from the other nodes in time: this node scans the rest itself", "images", len(r.pending), "patience", r.sh.Patience)
 			return
 		}
-		if len(resp.Scan) == 0 {
-			wait := time.Duration(max(resp.RetryAfter, 1)) * time.Second
+		// After progress, or a claim the service held until its wait ran
+		// out, ask again at once (a service that holds claims answers as
+		// soon as it has something). One that answered at once with
+		// nothing is asked again after RetryAfter.
+		if wait := time.Duration(max(resp.RetryAfter, 1))*time.Second - time.Since(asked); len(answered) == 0 && wait > 0 {
 			select {
 			case <-r.ctx.Done():
 			case <-time.After(wait):

@@ -220,10 +220,18 @@ type Verdict struct {
 	At   time.Time `json:"at"`
 }
 
-// ClaimRequest asks for the verdicts of a node's images.
+// ClaimRequest asks for the verdicts of a node's images. With Wait, when
+// the answer would only say wait, the service holds it up to Wait seconds
+// (at most MaxClaimWait) for a verdict or a claim to come free, rather than
+// have the scanner ask again after RetryAfter.
 type ClaimRequest struct {
 	Keys []Key `json:"keys"`
+	Wait int   `json:"wait,omitempty"`
 }
+
+// MaxClaimWait bounds a claim's Wait, in seconds: well within the scanner's
+// request timeout.
+const MaxClaimWait = 20
 
 // ClaimResponse says, for each key asked: its verdict (Verdicts); that
 // this scanner is to scan it now and share the verdict (Scan); or that

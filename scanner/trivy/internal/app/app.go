@@ -365,6 +365,7 @@ func (c *Command) sharing(log *slog.Logger, policy scan.Policy) (scan.Sharing, b
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Policy:   scan.PolicyKey(engineName(), policy),
 		Patience: sharePatience,
+		Wait:     scanshare.MaxClaimWait,
 		Log:      log,
 	}, true
 }
