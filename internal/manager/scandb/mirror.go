@@ -328,6 +328,19 @@ func (m *Mirror) prune(now time.Time) {
 			delete(m.replaced, digest)
 		}
 	}
+	// The archives fetched for runs a previous leader started, likewise.
+	held := map[string]bool{}
+	for _, r := range m.repos {
+		if r.db != nil {
+			held[r.db.Digest] = true
+		}
+	}
+	for digest, r := range m.runs {
+		if r.db != nil && !held[digest] && now.Sub(r.db.Fetched) > m.o.MaxAge {
+			_ = os.Remove(m.path(digest))
+			delete(m.runs, digest)
+		}
+	}
 }
 
 // download fetches the repository's manifest and, when its DB archive is

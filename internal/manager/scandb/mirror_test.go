@@ -399,7 +399,7 @@ func settleArchive(t *testing.T, m *Mirror, repo, digest string) State {
 // (ErrFetching), then serves it; a leader restarted on the same disk
 // serves it without a download, and takes it for the repository's copy
 // when the repository holds it again; an archive the repository does not
-// hold is a failure, not a wait.
+// hold is a failure, not a wait; past MaxAge the run's archive is removed.
 func TestArchiveOfARunningRun(t *testing.T) {
 	reg := newRegistry(t)
 	run := reg.push(t, "db build 1")
@@ -455,5 +455,17 @@ func TestArchiveOfARunningRun(t *testing.T) {
 	}
 	if got, want := f.list(), []string{Downloaded, Unchanged, Failed}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("fetches %v, want %v", got, want)
+	}
+
+	// Past MaxAge, and no repository's copy, the run's archive goes with
+	// the next download's pruning.
+	c.add(25 * time.Hour)
+	reg.push(t, "db build 3")
+	m.Get(reg.repo)
+	if st := settle(t, m, reg.repo); st.DB == nil || st.DB.Digest == run {
+		t.Fatalf("the repository's new copy: %+v %v", st.DB, st.Err)
+	}
+	if _, err := os.Stat(m.path(run)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run's archive past MaxAge: %v, want it removed", err)
 	}
 }
