@@ -25,9 +25,9 @@ import (
 // scheduledScanOneDBPerCluster: scheduled runs with the Trivy scanner on
 // every node, whose vulnerability DB comes from a registry standing for
 // ghcr.io. The manager downloads the DB's archive once for the cluster and
-// hands it to each node's scanner; each image is scanned on one node and
-// judged by that verdict on the others; the vulnerable image goes, the
-// fixed one stays. The next run downloads nothing and scans nothing it
+// hands it to each node's scanner; each image the nodes share is scanned on
+// one node and judged by that verdict on the others, each node's own image
+// on that node; the vulnerable image goes, the fixed ones stay. The next run downloads nothing and scans nothing it
 // already judged. The next one outlives the manager's pod, replaced
 // mid-run (leaderReplacedMidRun). Then the repository refuses the download
 // for its rate limit: the run says why and removes nothing on the
@@ -36,6 +36,17 @@ import (
 func scheduledScanOneDBPerCluster(t *testing.T) {
 	vulnerable, fixed := testImage("vulnerable"), testImage("fixed")
 	seedAlpine(t, cluster.Nodes, map[string]string{vulnerable: "1.2.4-r2", fixed: "1.2.5-r0"})
+	// And one image on each node alone, which only that node can judge.
+	only := map[string]string{}
+	for _, n := range cluster.Nodes {
+		only[n.Name] = testImage("only-on-" + n.Name)
+		seedAlpine(t, []Node{n}, map[string]string{only[n.Name]: "1.2.5-r0"})
+	}
+	t.Cleanup(func() {
+		for _, n := range cluster.Nodes {
+			removeImages(t, n, only[n.Name])
+		}
+	})
 	seeded := time.Now()
 	afterMinAge(seeded)
 	db := serveDB(t)
@@ -45,7 +56,7 @@ func scheduledScanOneDBPerCluster(t *testing.T) {
 
 	goneFromEveryNode(t, 4*time.Minute, "the scanned run to remove the vulnerable image from every node", vulnerable)
 	for _, n := range cluster.Nodes {
-		expectImages(t, n, []string{fixed, eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
+		expectImages(t, n, []string{fixed, only[n.Name], eraserImage("eraser-trivy-scanner"), testcontainerd.SandboxImage}, nil)
 	}
 	// The manager records what each node's scanner handed over, and its
 	// one download of the DB.
@@ -66,6 +77,7 @@ func scheduledScanOneDBPerCluster(t *testing.T) {
 		return len(missing) == 0, fmt.Sprintf("no series for %v", missing)
 	})
 	first := scanVerdictsInReport(t, cluster.Nodes, vulnerable, fixed, true)
+	scannedWhereAlone(t, first, only)
 	n := db.archives(t)
 	if n != 1 {
 		t.Errorf("the DB's archive was downloaded %d times, want once for the cluster", n)
@@ -245,4 +257,38 @@ func scheduledJobs(ctx context.Context) ([]eraserv1.ImageJob, error) {
 	var jobs eraserv1.ImageJobList
 	err := kube.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector})
 	return jobs.Items, err
+}
+
+// scannedWhereAlone checks, in a run's report, that each node's own image
+// (only, by node) was scanned on that node and judged clean, and that no
+// other node judged it.
+func scannedWhereAlone(t *testing.T, job *eraserv1.ImageJob, only map[string]string) {
+	t.Helper()
+	nodes, err := reportNodes(testCtx(t), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for node, image := range only {
+		owner[image] = node
+	}
+	for _, n := range nodes {
+		for _, e := range n.Entries {
+			node, ok := owner[e.Image]
+			if !ok || e.Scan == nil {
+				continue
+			}
+			switch {
+			case node != n.Name:
+				t.Errorf("node %s judged %s, which only %s holds", n.Name, e.Image, node)
+			case e.Scan.From != nil || e.Scan.Verdict != "clean":
+				t.Errorf("node %s: %s judged %q, shared from %+v; want scanned there, clean", n.Name, e.Image, e.Scan.Verdict, e.Scan.From)
+			default:
+				delete(owner, e.Image)
+			}
+		}
+	}
+	for image, node := range owner {
+		t.Errorf("run %s: no verdict on %s, which only %s holds", job.Name, image, node)
+	}
 }
