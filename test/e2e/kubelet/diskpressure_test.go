@@ -185,7 +185,10 @@ func diskPressure(t *testing.T) {
 		t.Logf("%s: %.1f%% -> %.1f%%, %d of %d fillers removed", n.Name, full[n.Name].Percent(), u.Percent(), len(tags)-kept, len(tags))
 		expectImages(t, n, []string{bystander, testcontainerd.SandboxImage}, nil)
 	}
-	if int64(removed) != dp.Removed {
+	// The policy may also take an image an earlier scenario left unused
+	// and older than the fillers (the scanner's, once its run is over):
+	// the job counts at least the fillers gone.
+	if int64(removed) > dp.Removed {
 		t.Errorf("%d fillers gone from the nodes, the job counts %d", removed, dp.Removed)
 	}
 	// Each node's workers keep their history in the node's own
