@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/exclusion"
@@ -23,12 +24,15 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
-const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [-o table|json]
+const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [--leftovers] [-o table|json]
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
                          [--min-age D] [--unused-for D] [--high-threshold-percent N --low-threshold-percent M]
                          [--imagefs-path DIR] [--image-store DIR] [--state-dir DIR] [--now RFC3339] [-o table|json]
 
-list   shows every image on the node and whether it would be kept, and why.
+list   shows every image on the node and whether it would be kept, and why;
+       with --leftovers, what removals left on the runtime instead (containerd:
+       images named only by their ID, images of other namespaces, old leases,
+       content and snapshots nothing holds), each with the bytes it holds.
 prune  removes images: --images is a comma-separated list of references,
        digests or IDs, or "*" for every unprotected image at least
        --min-age old; --unused-for and the thresholds apply the retention
@@ -68,6 +72,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", "table", "output: table or json")
 	var o pruneOptions
 	var images string
+	var leftovers bool
+	if sub == "list" {
+		fs.BoolVar(&leftovers, "leftovers", false, "show what removals left on the runtime, not the images")
+	}
 	if sub == "prune" {
 		fs.StringVar(&images, "images", "", `comma-separated images to remove, or "*" for every unprotected image`)
 		fs.BoolVar(&o.dryRun, "dry-run", false, "show what would be removed, remove nothing")
@@ -108,6 +116,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer client.Close()
 	o.policy = protect.Policy{Exclusions: pats}
+	if sub == "list" && leftovers {
+		if err := listLeftovers(ctx, client, o.json, time.Now(), stdout); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return ExitCouldNotRun
+		}
+		return ExitOK
+	}
 	if sub == "list" {
 		if err := list(ctx, client, o.policy, o.json, stdout); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
