@@ -16,11 +16,11 @@ func digest(name string) string { return fmt.Sprintf("sha256:%064x", name) }
 // image is an image's content: its manifest, holding its config and
 // layers by gc.ref labels; its config, holding its top snapshot.
 func image(manifest, config, snapshot string, layers ...string) []ctrdrecords.Blob {
-	m := ctrdrecords.Blob{Digest: digest(manifest), Bytes: 1 << 10, Labels: map[string]string{labelRefContent + "config": digest(config)}}
+	m := ctrdrecords.Blob{Digest: digest(manifest), Bytes: 1 << 10, Labels: map[string]string{"containerd.io/gc.ref.content." + "config": digest(config)}}
 	for i, l := range layers {
-		m.Labels[fmt.Sprintf("%sl.%d", labelRefContent, i)] = digest(l)
+		m.Labels[fmt.Sprintf("%sl.%d", "containerd.io/gc.ref.content.", i)] = digest(l)
 	}
-	c := ctrdrecords.Blob{Digest: digest(config), Bytes: 2 << 10, Labels: map[string]string{labelRefSnapshot + "overlayfs": snapshot}}
+	c := ctrdrecords.Blob{Digest: digest(config), Bytes: 2 << 10, Labels: map[string]string{"containerd.io/gc.ref.snapshot." + "overlayfs": snapshot}}
 	return []ctrdrecords.Blob{m, c}
 }
 
@@ -48,7 +48,7 @@ func TestContainerd(t *testing.T) {
 			{Snapshotter: "overlayfs", Key: "s-gone", Parent: "s-base", Bytes: 5 * mib},
 			{Snapshotter: "overlayfs", Key: "rw-running", Parent: "s-base", Active: true, Bytes: 1 * mib},
 			{Snapshotter: "overlayfs", Key: "s-orphan", Bytes: 3 * mib},
-			{Snapshotter: "overlayfs", Key: "s-rooted", Bytes: 7 * mib, Labels: map[string]string{labelRoot: "2026-01-01T00:00:00Z"}},
+			{Snapshotter: "overlayfs", Key: "s-rooted", Bytes: 7 * mib, Labels: map[string]string{ctrdrecords.LabelRoot: "2026-01-01T00:00:00Z"}},
 		},
 		Containers: []ctrdrecords.Container{{ID: "running", Image: "example.com/app:1", Snapshotter: "overlayfs", SnapshotKey: "rw-running"}},
 		Leases: []ctrdrecords.Lease{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/retention"
@@ -66,6 +67,14 @@ type Options struct {
 	// MeasureDisk measures the image filesystem for the disk-pressure
 	// policy; nil: unmeasured, and that policy removes nothing.
 	MeasureDisk func(ctx context.Context) (retention.Disk, error)
+	// MeasureFreed measures the image filesystem around the removals, to
+	// tell what they freed; nil where this process cannot see it (a Linux
+	// pod without the image filesystem mounted): the runtime's records are
+	// measured instead.
+	MeasureFreed func(ctx context.Context) (retention.Disk, error)
+	// Footprint reads the runtime's records, for the bytes the removals
+	// should free; nil: not known.
+	Footprint footprint.Reader
 	// References is the directory of the cluster's references (the pod's
 	// mounts, references.ReadDir); "" keeps no referenced images. Protection
 	// says what else keeps images from the automatic policies; its
@@ -150,6 +159,8 @@ type RunInfo struct {
 	DiskBefore, DiskAfter *retention.Disk
 	// References is what was read of the cluster's references.
 	References *references.Stats
+	// Freed is what the removals should free and what they freed.
+	Freed *workerresult.Freed
 }
 
 // Apply adds the run's information to a summary.
@@ -164,6 +175,7 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
 		}
 	}
+	s.Freed = i.Freed
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -239,6 +251,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range results {
 		logResult(opts.Log, res, opts.DryRun)
 	}
+	probe := probeFreed(ctx, opts, r.Disk)
 	done := execute(ctx, rt, snap, remove, opts)
 	if diskOn && r.Disk != nil && !opts.DryRun {
 		var more []Result
@@ -250,6 +263,9 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	retryRefusedForRoom(ctx, rt, snap, done, opts)
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
+	}
+	if info.Freed = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
+		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
 	}
 	return append(results, done...), nil
 }
