@@ -105,21 +105,75 @@ var ErrNoStore = errors.New("no containers/storage image records")
 // containers.json); records that are there but not containers/storage's
 // are an error naming the file.
 func Read(root string) (Records, error) {
-	files, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
 	if err != nil {
 		return Records{}, fmt.Errorf("image store %s: %w", root, err)
 	}
-	switch len(files) {
+	switch len(found) {
 	case 0:
 		return Records{}, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
 	case 1:
 	default:
-		return Records{}, fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(files, ", "))
+		return Records{}, fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
 	}
-	r := Records{Driver: strings.TrimSuffix(filepath.Base(filepath.Dir(files[0])), "-images")}
+	driver := strings.TrimSuffix(filepath.Base(filepath.Dir(found[0])), "-images")
+	var data files
+	for i, name := range fileNames(driver) {
+		if data[i], err = readFile(filepath.Join(root, name), i != imagesFile); err != nil {
+			return Records{}, err
+		}
+	}
+	r, err := parse(driver, data)
+	if err != nil {
+		return Records{}, fmt.Errorf("image store %s: %w", root, err)
+	}
+	return r, nil
+}
+
+// The records files, in the order they are read: a record in two files is
+// taken from the first.
+const (
+	imagesFile = iota
+	layersFile
+	volatileLayersFile
+	containersFile
+	volatileContainersFile
+	numFiles
+)
+
+// files are the contents of a store's records files; nil or empty when a
+// file holds no records.
+type files [numFiles][]byte
+
+func fileNames(driver string) [numFiles]string {
+	return [numFiles]string{
+		imagesFile:             filepath.Join(driver+"-images", "images.json"),
+		layersFile:             filepath.Join(driver+"-layers", "layers.json"),
+		volatileLayersFile:     filepath.Join(driver+"-layers", "volatile-layers.json"),
+		containersFile:         filepath.Join(driver+"-containers", "containers.json"),
+		volatileContainersFile: filepath.Join(driver+"-containers", "volatile-containers.json"),
+	}
+}
+
+// parse makes the records of a store's files, each record once by ID;
+// records without an ID are left out. An error names the file, under the
+// root.
+func parse(driver string, data files) (Records, error) {
+	names := fileNames(driver)
+	decode := func(i int, v any) error {
+		// An empty file holds no records, as containers/storage reads it.
+		if len(data[i]) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(data[i], v); err != nil {
+			return fmt.Errorf("%s is not containers/storage's records: %w", names[i], err)
+		}
+		return nil
+	}
+	r := Records{Driver: driver}
 
 	var images []imageRecord
-	if err := readJSON(files[0], false, &images); err != nil {
+	if err := decode(imagesFile, &images); err != nil {
 		return Records{}, err
 	}
 	seen := map[string]bool{}
@@ -135,13 +189,10 @@ func Read(root string) (Records, error) {
 		r.Images = append(r.Images, img)
 	}
 
-	seen = map[string]bool{}
-	for _, f := range []struct {
-		name     string
-		volatile bool
-	}{{"layers.json", false}, {"volatile-layers.json", true}} {
+	clear(seen)
+	for _, i := range []int{layersFile, volatileLayersFile} {
 		var layers []layerRecord
-		if err := readJSON(filepath.Join(root, r.Driver+"-layers", f.name), true, &layers); err != nil {
+		if err := decode(i, &layers); err != nil {
 			return Records{}, err
 		}
 		for _, rec := range layers {
@@ -150,17 +201,14 @@ func Read(root string) (Records, error) {
 			}
 			seen[rec.ID] = true
 			r.Layers = append(r.Layers, Layer{ID: rec.ID, Parent: rec.Parent, DiffBytes: max(rec.DiffSize, 0),
-				Incomplete: rec.Flags[incompleteFlag] == true, Volatile: f.volatile, Created: rec.Created})
+				Incomplete: rec.Flags[incompleteFlag] == true, Volatile: i == volatileLayersFile, Created: rec.Created})
 		}
 	}
 
-	seen = map[string]bool{}
-	for _, f := range []struct {
-		name     string
-		volatile bool
-	}{{"containers.json", false}, {"volatile-containers.json", true}} {
+	clear(seen)
+	for _, i := range []int{containersFile, volatileContainersFile} {
 		var containers []containerRecord
-		if err := readJSON(filepath.Join(root, r.Driver+"-containers", f.name), true, &containers); err != nil {
+		if err := decode(i, &containers); err != nil {
 			return Records{}, err
 		}
 		for _, rec := range containers {
@@ -169,7 +217,7 @@ func Read(root string) (Records, error) {
 			}
 			seen[rec.ID] = true
 			r.Containers = append(r.Containers, Container{ID: rec.ID, Image: rec.Image, Layer: rec.Layer, Names: rec.Names,
-				PodID: podID(rec.Metadata), Volatile: f.volatile, Created: rec.Created})
+				PodID: podID(rec.Metadata), Volatile: i == volatileContainersFile, Created: rec.Created})
 		}
 	}
 	return r, nil
@@ -229,29 +277,23 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
-// readJSON reads one records file into v. An empty file holds no records,
-// as containers/storage reads it; so does a missing one when optional.
-func readJSON(file string, optional bool, v any) error {
+// readFile reads one records file, bounded; a missing one holds no
+// records when optional.
+func readFile(file string, optional bool) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		if optional && errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("reading the image store's records: %w", err)
+		return nil, fmt.Errorf("reading the image store's records: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxRecords+1))
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
+		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	if len(data) > maxRecords {
-		return fmt.Errorf("%s is over %d MiB: not read", file, maxRecords>>20)
+		return nil, fmt.Errorf("%s is over %d MiB: not read", file, maxRecords>>20)
 	}
-	if len(data) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s is not containers/storage's records: %w", file, err)
-	}
-	return nil
+	return data, nil
 }
