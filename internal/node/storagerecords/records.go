@@ -9,13 +9,15 @@
 // without CRI-O: the node worker mounts the store read-only. Layout (driver
 // "overlay" by default):
 //
-//	<root>/<driver>-images/images.json                 image records
-//	<root>/<driver>-layers/layers.json                 layer records
-//	<root>/<driver>-layers/volatile-layers.json        layers kept without fsync (may be absent)
-//	<root>/<driver>-containers/containers.json         container records
-//	<root>/<driver>-containers/volatile-containers.json (may be absent)
-//	<root>/<driver>/<layer ID>/diff                    a layer's files
+//	<root>/<driver>-images/images.json                  image records
+//	<root>/<driver>-layers/layers.json                  layer records
+//	<root>/<driver>-layers/volatile-layers.json         layers kept without fsync
+//	<root>/<driver>-containers/containers.json          container records
+//	<root>/<driver>-containers/volatile-containers.json containers kept without fsync
+//	<root>/<driver>/<layer ID>/diff                     a layer's files
 //
+// CRI-O (1.34) keeps its containers, pod sandboxes included, and their
+// read-write layers in the volatile files; containers.json may not exist.
 // With transient_store set, containers/storage keeps the volatile files
 // under its run root instead, and they are not read here.
 package storagerecords
