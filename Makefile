@@ -316,6 +316,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
 	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
+	go test ./internal/node/storagerecords -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
 	go test ./internal/wire/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
 	go test ./internal/node/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
 	go test ./internal/manager/scandb -run=^$$ -fuzz=^FuzzReadMetadata$$ -fuzztime=30s

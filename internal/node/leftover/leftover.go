@@ -1,8 +1,9 @@
 // Package leftover finds what image removals left behind on a node's
 // runtime, and how many bytes each leftover holds that nothing else does:
 // what removing it would free. It decides from the runtime's records alone
-// (ctrdrecords for containerd) and needs neither the runtime nor the
-// cluster.
+// (ctrdrecords for containerd, storagerecords for CRI-O's containers/storage)
+// and needs neither the runtime nor the cluster; on CRI-O, only which
+// containers are live comes from its CRI.
 package leftover
 
 import "time"
@@ -10,6 +11,7 @@ import "time"
 // Kind is a kind of leftover.
 type Kind string
 
+// containerd's leftovers; CRI-O's are in crio.go.
 const (
 	// UnnamedImage: an image record of the kubelet's namespace named only
 	// by its ID (the config digest), with no name a pod could use: what a
@@ -31,18 +33,23 @@ const (
 
 // Leftover is one thing a removal left behind.
 type Leftover struct {
-	Kind      Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Namespace is containerd's namespace of the record; empty for
+	// content, which every namespace shares, and on CRI-O, which has none.
 	Namespace string `json:"namespace"`
 	// Name is the image record's name (the first, when several name the
 	// same image), the lease's ID, the content's digest or the snapshot's
-	// "snapshotter/key".
+	// "snapshotter/key"; on CRI-O, the layer's ID, or the container's ID
+	// and its first name in parentheses.
 	Name string `json:"name"`
 	// Bytes is what only this leftover holds: removing it frees that much.
+	// A CRI-O layer's are its own: a parent nothing else holds is a
+	// leftover of its own.
 	Bytes uint64 `json:"bytes"`
 	Why   string `json:"why"`
 }
 
-// Options set what counts as a leftover.
+// Options set what counts as a leftover on containerd.
 type Options struct {
 	// CRINamespace is the kubelet's namespace, k8s.io.
 	CRINamespace string
