@@ -228,14 +228,18 @@ const criNamespace = "k8s.io"
 // imageFsPath or imageStore (a pod's mounts of the host's directories), or
 // anywhere when sees (a Windows HostProcess pod, the node command on the
 // node itself). The runtime's records are containerd's, read through its
-// socket (the CRI socket is containerd's own).
+// socket (the CRI socket is containerd's own), or CRI-O's image store
+// (containers/storage's records, at imageStore).
 func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) (measure func(context.Context) (retention.Disk, error), records footprint.Reader) {
 	at := cmp.Or(imageFsPath, imageStore)
 	if at != "" || sees {
 		measure = ImageFsMeter(client, at)
 	}
-	if client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix {
+	switch {
+	case client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix:
 		records = footprint.Containerd(client.Address.Path, criNamespace)
+	case imageStore != "":
+		records = footprint.CRIO(imageStore)
 	}
 	return measure, records
 }
