@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/exclusion"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
@@ -76,12 +77,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var images string
 	var leftovers bool
 	var imageStore string
-	ages := leftoverAges{lease: defaultLeaseAge, record: defaultRecordAge}
+	ages := reclaim.DefaultAges
 	if sub == "list" {
 		fs.BoolVar(&leftovers, "leftovers", false, "show what removals left on the runtime, not the images")
 		fs.StringVar(&imageStore, "image-store", DefaultImageStore, "CRI-O's image store (containers/storage's root), read by --leftovers")
-		fs.DurationVar(&ages.lease, "lease-age", defaultLeaseAge, "with --leftovers, a containerd lease older than this holds a leftover")
-		fs.DurationVar(&ages.record, "record-age", defaultRecordAge, "with --leftovers, CRI-O's records younger than this are not judged (a pull in progress)")
+		fs.DurationVar(&ages.Lease, "lease-age", ages.Lease, "with --leftovers, a containerd lease older than this holds a leftover")
+		fs.DurationVar(&ages.Record, "record-age", ages.Record, "with --leftovers, CRI-O's records younger than this are not judged (a pull in progress)")
 	}
 	if sub == "prune" {
 		fs.StringVar(&images, "images", "", `comma-separated images to remove, or "*" for every unprotected image`)
@@ -89,6 +90,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&o.concurrency, "concurrency", remover.DefaultConcurrency, "removals in flight at once")
 		o.retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 		o.protection.Bind(fs)
+		o.leftover.Bind(fs)
 	}
 	err := fs.Parse(args[1:])
 	if errors.Is(err, flag.ErrHelp) {

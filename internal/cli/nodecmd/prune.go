@@ -30,6 +30,7 @@ type pruneOptions struct {
 	concurrency int
 	retention   retention.Flags
 	protection  remover.ProtectionFlags
+	leftover    remover.LeftoverFlags
 	now         time.Time
 	json        bool
 }
@@ -103,6 +104,10 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	}
 	opts.MeasureFreed, opts.Footprint = remover.FreedMeters(client, o.retention.ImageFsPath, o.retention.ImageStore, true)
+	var err error
+	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore); err != nil {
+		return fail(err)
+	}
 	o.protection.Apply(&opts)
 	results, err := remover.Run(ctx, client, targets, opts)
 	if err != nil {
@@ -213,6 +218,19 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		}
 		if f.Error != "" {
 			fmt.Fprintln(out, "  not measured: "+f.Error)
+		}
+	}
+	if l := s.Leftovers; l != nil {
+		verb := "reclaimed"
+		if s.DryRun {
+			verb = "would reclaim"
+		}
+		switch {
+		case l.Error != "":
+			fmt.Fprintln(out, "leftovers not looked for: "+l.Error)
+		case l.Found+l.Reclaimed > 0:
+			fmt.Fprintf(out, "leftovers of removals on the runtime: %s %d (%s), %d left (%s; eraser node list --leftovers)\n",
+				verb, l.Reclaimed, bytesize.Format(l.ReclaimedBytes), l.Found, bytesize.Format(l.FoundBytes))
 		}
 	}
 	return nil

@@ -92,7 +92,7 @@ func images(ns ctrdrecords.Namespace, o Options) []candidate {
 		for _, n := range names {
 			refs = append(refs, ctrdrecords.Ref{Kind: ctrdrecords.ImageRef, Namespace: ns.Name, ID: n})
 		}
-		c := candidate{Leftover: Leftover{Namespace: ns.Name, Name: names[0]}, refs: refs}
+		c := candidate{Leftover: Leftover{Namespace: ns.Name, Name: names[0], Records: names}, refs: refs}
 		if len(names) > 1 {
 			c.Name += fmt.Sprintf(" (and %d more names)", len(names)-1)
 		}

@@ -71,9 +71,9 @@ func TestContainerd(t *testing.T) {
 	}
 	meta := uint64(1<<10 + 2<<10) // a manifest and a config
 	want := map[string]Leftover{
-		"k8s.io " + digest("c-gone"): {Kind: UnnamedImage, Namespace: "k8s.io", Name: digest("c-gone"), Bytes: meta + 4*mib + 5*mib, Why: "named"},
+		"k8s.io " + digest("c-gone"): {Kind: UnnamedImage, Namespace: "k8s.io", Name: digest("c-gone"), Bytes: meta + 4*mib + 5*mib, Why: "named", Records: []string{digest("c-gone")}},
 		"default docker.io/library/busybox:1.36 (and 1 more names)": {Kind: OtherNamespace, Namespace: "default", Name: "docker.io/library/busybox:1.36 (and 1 more names)",
-			Bytes: meta + 3*mib + 9*mib, Why: "an"},
+			Bytes: meta + 3*mib + 9*mib, Why: "an", Records: []string{"docker.io/library/busybox:1.36", "docker.io/library/busybox:latest"}},
 		"k8s.io import-last-year":   {Kind: OldLease, Namespace: "k8s.io", Name: "import-last-year", Bytes: 6 * mib, Why: "a"},
 		"k8s.io overlayfs/s-rooted": {Kind: GCRoot, Namespace: "k8s.io", Name: "overlayfs/s-rooted", Bytes: 7 * mib, Why: "a"},
 		" " + digest("l-stray"):     {Kind: Unreferenced, Name: digest("l-stray"), Bytes: 2 * mib, Why: "content"},

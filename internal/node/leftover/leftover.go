@@ -47,6 +47,9 @@ type Leftover struct {
 	// leftover of its own.
 	Bytes uint64 `json:"bytes"`
 	Why   string `json:"why"`
+	// Records are every name of an image leftover (its tags, digests and
+	// ID), as one reclaim deletes them all.
+	Records []string `json:"records,omitempty"`
 }
 
 // Options set what counts as a leftover on containerd.

@@ -11,6 +11,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -75,6 +76,10 @@ type Options struct {
 	// Footprint reads the runtime's records, for the bytes the removals
 	// should free; nil: not known.
 	Footprint footprint.Reader
+	// Leftovers finds what removals left on the runtime once the run's
+	// removals are done, and reclaims what its policy takes, protected by
+	// the run's policy; nil: not looked for (LeftoverFlags.Leftovers).
+	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error)
 	// References is the directory of the cluster's references (the pod's
 	// mounts, references.ReadDir); "" keeps no referenced images. Protection
 	// says what else keeps images from the automatic policies; its
@@ -161,6 +166,8 @@ type RunInfo struct {
 	References *references.Stats
 	// Freed is what the removals should free and what they freed.
 	Freed *workerresult.Freed
+	// Leftovers is what removals left on the runtime.
+	Leftovers *workerresult.Leftovers
 }
 
 // Apply adds the run's information to a summary.
@@ -176,6 +183,7 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 		}
 	}
 	s.Freed = i.Freed
+	s.Leftovers = i.Leftovers
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -267,6 +275,8 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	if info.Freed = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
 		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
 	}
+	// The sandbox images the run found are protected as its removals were.
+	info.Leftovers = leftovers(ctx, opts, snap.policy)
 	return append(results, done...), nil
 }
 

@@ -64,6 +64,9 @@ type Summary struct {
 	ImageFs *ImageFs `json:"imageFs,omitempty"`
 	// Freed is what the removals should have freed and what they did.
 	Freed *Freed `json:"freed,omitempty"`
+	// Leftovers is what removals left on the runtime, found after this
+	// run's removals, and what of it the policy reclaimed.
+	Leftovers *Leftovers `json:"leftovers,omitempty"`
 	// PlanMs is the time, in milliseconds, the remover spent deciding:
 	// reading ages and the node's state file, and planning.
 	PlanMs float64 `json:"planMs,omitempty"`
@@ -104,6 +107,19 @@ type Freed struct {
 	// than the tolerance (5%, at least 4 MiB).
 	Note string `json:"note,omitempty"`
 	// Error says why either could not be measured.
+	Error string `json:"error,omitempty"`
+}
+
+// Leftovers totals what removals left on the runtime: Reclaimed were
+// deleted (would be, on a dry run), Found are left (their kind is not
+// reclaimed, a re-check kept them, or Failed to delete).
+type Leftovers struct {
+	Found          int    `json:"found,omitempty"`
+	FoundBytes     uint64 `json:"foundBytes,omitempty"`
+	Reclaimed      int    `json:"reclaimed,omitempty"`
+	ReclaimedBytes uint64 `json:"reclaimedBytes,omitempty"`
+	Failed         int    `json:"failed,omitempty"`
+	// Error says why they could not be looked for.
 	Error string `json:"error,omitempty"`
 }
 
@@ -170,6 +186,11 @@ func (s Summary) Encode() []byte {
 		f := *s.Freed
 		f.Note, f.Error = truncate(f.Note), truncate(f.Error)
 		s.Freed = &f
+	}
+	if s.Leftovers != nil {
+		l := *s.Leftovers
+		l.Error = truncate(l.Error)
+		s.Leftovers = &l
 	}
 	for {
 		data, err := json.Marshal(s)

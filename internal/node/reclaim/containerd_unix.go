@@ -1,0 +1,249 @@
+//go:build !windows
+
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+)
+
+// pinnedLabel is the label containerd's CRI pins an image record with.
+const pinnedLabel = "io.cri-containerd.pinned"
+
+// reclaimContainerd deletes each leftover through containerd's own API,
+// after a re-check of it against the records and the containers as they
+// are right then.
+func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []leftover.Leftover, p Policy, dryRun bool) []Result {
+	fail := func(err error) []Result {
+		out := make([]Result, 0, len(take))
+		for _, l := range take {
+			out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})
+		}
+		return out
+	}
+	c, err := containerd.New(socket)
+	if err != nil {
+		return fail(fmt.Errorf("connecting to containerd: %w", err))
+	}
+	defer c.Close()
+	r := reclaimer{c: c, socket: socket, rt: rt, p: p, protect: p.Protect.Prepare(), dryRun: dryRun}
+	var out []Result
+	var unreferenced []leftover.Leftover
+	for _, l := range take {
+		switch l.Kind {
+		case leftover.UnnamedImage, leftover.OtherNamespace:
+			out = append(out, r.image(ctx, l))
+		case leftover.OldLease:
+			out = append(out, r.lease(ctx, l))
+		case leftover.Unreferenced:
+			unreferenced = append(unreferenced, l)
+		default:
+			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "not reclaimed on containerd"})
+		}
+	}
+	return append(out, r.collect(ctx, unreferenced)...)
+}
+
+type reclaimer struct {
+	c       *containerd.Client
+	socket  string
+	rt      Runtime
+	p       Policy
+	protect protect.Policy
+	dryRun  bool
+}
+
+// image re-checks an image leftover and deletes its records, the last
+// one synchronously: containerd's garbage collector has freed its content
+// and snapshots when the deletion returns.
+func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
+	res := Result{Leftover: l}
+	ctx = namespaces.WithNamespace(ctx, l.Namespace)
+	if why, err := r.imageProtected(ctx, l); err != nil {
+		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
+		return res
+	} else if why != "" {
+		res.Outcome, res.Detail = Kept, why
+		return res
+	}
+	if r.dryRun {
+		res.Outcome = WouldReclaim
+		return res
+	}
+	for i, name := range l.Records {
+		var opts []images.DeleteOpt
+		if i == len(l.Records)-1 {
+			opts = append(opts, images.SynchronousDelete())
+		}
+		if err := r.c.ImageService().Delete(ctx, name, opts...); err != nil && !errdefs.IsNotFound(err) {
+			res.Outcome, res.Detail = Failed, fmt.Sprintf("deleting image record %s: %v", name, err)
+			return res
+		}
+	}
+	res.Outcome = Reclaimed
+	return res
+}
+
+// imageProtected says why an image leftover must stay, read right before
+// its deletion: a record of it gained a name a pod can use (a pull of it
+// is under way), the runtime pins it, an exclusion protects it, or a
+// container of the kubelet's or of its namespace uses it.
+func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (string, error) {
+	target := ""
+	img := cri.Image{}
+	for _, name := range l.Records {
+		rec, err := r.c.ImageService().Get(ctx, name)
+		if errdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		target = rec.Target.Digest.String()
+		if rec.Labels[pinnedLabel] == "pinned" {
+			img.Pinned = true
+		}
+		addName(&img, name)
+	}
+	if target == "" {
+		return "already gone", nil
+	}
+	all, err := r.c.ImageService().List(ctx, "target.digest=="+target)
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range all {
+		if !slices.Contains(l.Records, rec.Name) {
+			return "a record named " + rec.Name + " appeared since the node was read", nil
+		}
+	}
+	var used protect.Containers
+	if l.Namespace == CRINamespace {
+		containers, err := r.rt.ListContainers(ctx)
+		if err != nil {
+			return "", err
+		}
+		used = protect.NewContainers(containers)
+	}
+	if v := r.protect.Check(img, protect.Keys(img), used); v.Reason != protect.Removable {
+		return string(v.Reason) + ": " + v.Detail, nil
+	}
+	cs, err := r.c.ContainerService().List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, ct := range cs {
+		if slices.Contains(l.Records, ct.Image) {
+			return "in use: container " + ct.ID + " of namespace " + l.Namespace, nil
+		}
+	}
+	return "", nil
+}
+
+// addName files a record's name as the CRI would show it: an ID, a
+// digest reference, or a tag.
+func addName(img *cri.Image, name string) {
+	switch {
+	case idName(name):
+		img.ID = name
+	case strings.Contains(name, "@"):
+		img.Digests = append(img.Digests, name)
+	default:
+		img.Tags = append(img.Tags, name)
+	}
+}
+
+func idName(s string) bool { return len(s) == len("sha256:")+64 && strings.HasPrefix(s, "sha256:") }
+
+// lease deletes a lease still older than the policy's age, synchronously.
+func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
+	res := Result{Leftover: l}
+	ctx = namespaces.WithNamespace(ctx, l.Namespace)
+	ls, err := r.c.LeasesService().List(ctx, "id=="+l.Name)
+	if err != nil {
+		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
+		return res
+	}
+	if len(ls) == 0 {
+		res.Outcome, res.Detail = Kept, "already gone"
+		return res
+	}
+	if age := time.Since(ls[0].CreatedAt); age < r.p.LeaseAge {
+		res.Outcome, res.Detail = Kept, fmt.Sprintf("made %s ago, under the lease age", age.Round(time.Second))
+		return res
+	}
+	if r.dryRun {
+		res.Outcome = WouldReclaim
+		return res
+	}
+	if err := r.c.LeasesService().Delete(ctx, ls[0], leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+		res.Outcome, res.Detail = Failed, "deleting the lease: "+err.Error()
+		return res
+	}
+	res.Outcome = Reclaimed
+	return res
+}
+
+// collect has containerd's garbage collector run now, which deletes
+// whatever nothing holds: containerd has no call for it but a synchronous
+// deletion, so a lease of our own is made and deleted. Its own rules
+// decide; whatever is still there afterwards is kept.
+func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover) []Result {
+	if len(unreferenced) == 0 {
+		return nil
+	}
+	out := make([]Result, 0, len(unreferenced))
+	if r.dryRun {
+		for _, l := range unreferenced {
+			out = append(out, Result{Leftover: l, Outcome: WouldReclaim})
+		}
+		return out
+	}
+	ctx = namespaces.WithNamespace(ctx, CRINamespace)
+	lease, err := r.c.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Minute))
+	if err == nil {
+		err = r.c.LeasesService().Delete(ctx, lease, leases.SynchronousDelete)
+	}
+	var still map[string]bool
+	if err == nil {
+		still, err = r.unheld(ctx)
+	}
+	for _, l := range unreferenced {
+		res := Result{Leftover: l, Outcome: Reclaimed, Detail: "collected by containerd's garbage collector"}
+		switch {
+		case err != nil:
+			res.Outcome, res.Detail = Failed, "running containerd's garbage collector: "+err.Error()
+		case still[l.Namespace+"/"+l.Name]:
+			res.Outcome, res.Detail = Kept, "still there after a collection: containerd keeps it"
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// unheld are what nothing holds now, by namespace and name.
+func (r reclaimer) unheld(ctx context.Context) (map[string]bool, error) {
+	records, err := ctrdrecords.Read(ctx, r.socket)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, u := range ctrdrecords.NewGraph(records).Unheld() {
+		out[u.Namespace+"/"+u.ID] = true
+	}
+	return out, nil
+}
