@@ -180,8 +180,9 @@ type Runtime interface {
 }
 
 // Run reclaims what the policy takes of the leftovers found on the node
-// of client, and lists the rest. A dry run deletes nothing.
-func Run(ctx context.Context, client *cri.Client, found []leftover.Leftover, p Policy, dryRun bool) []Result {
+// of client, and lists the rest; rt (the client, or a proxy of it) is
+// what the re-checks list containers through. A dry run deletes nothing.
+func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.Leftover, p Policy, dryRun bool) []Result {
 	take, out := Decide(found, p)
 	if len(take) == 0 {
 		return out
@@ -192,7 +193,7 @@ func Run(ctx context.Context, client *cri.Client, found []leftover.Leftover, p P
 		}
 		return out
 	}
-	return append(out, reclaimContainerd(ctx, client.Address.Path, client, take, p, dryRun)...)
+	return append(out, reclaimContainerd(ctx, client.Address.Path, rt, take, p, dryRun)...)
 }
 
 // Totals count the results by outcome, and the bytes of each.

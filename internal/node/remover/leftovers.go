@@ -73,7 +73,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 			return nil, err
 		}
 		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge}
-		return reclaim.Run(ctx, client, found, policy, dryRun), nil
+		return reclaim.Run(ctx, client, client, found, policy, dryRun), nil
 	}, nil
 }
 
