@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 func TestParseKinds(t *testing.T) {
@@ -76,5 +77,17 @@ func TestDecide(t *testing.T) {
 				t.Errorf("listed (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReclaimableMatchesConfig: the configuration accepts the kinds the
+// workers reclaim, no more.
+func TestReclaimableMatchesConfig(t *testing.T) {
+	var kinds []string
+	for _, k := range Reclaimable {
+		kinds = append(kinds, string(k))
+	}
+	if diff := cmp.Diff(config.ReclaimableKinds, kinds); diff != "" {
+		t.Errorf("(-config +workers):\n%s", diff)
 	}
 }
