@@ -9,6 +9,7 @@ import (
 
 // containerd's garbage-collection labels.
 const (
+	gcLabelPrefix    = "containerd.io/gc."
 	LabelRoot        = "containerd.io/gc.root"
 	labelRefContent  = "containerd.io/gc.ref.content."
 	labelRefSnapshot = "containerd.io/gc.ref.snapshot."

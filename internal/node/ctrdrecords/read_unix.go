@@ -5,6 +5,7 @@ package ctrdrecords
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
@@ -67,10 +68,10 @@ func readNamespace(ctx context.Context, c *containerd.Client, name string, snaps
 		return ns, fmt.Errorf("listing images: %w", err)
 	}
 	for _, img := range imgs {
-		ns.Images = append(ns.Images, Image{Name: img.Name, Target: img.Target.Digest.String(), Labels: img.Labels})
+		ns.Images = append(ns.Images, Image{Name: img.Name, Target: img.Target.Digest.String(), Labels: gcLabels(img.Labels)})
 	}
 	err = c.ContentStore().Walk(ctx, func(info content.Info) error {
-		ns.Content = append(ns.Content, Blob{Digest: info.Digest.String(), Bytes: info.Size, Labels: info.Labels})
+		ns.Content = append(ns.Content, Blob{Digest: info.Digest.String(), Bytes: info.Size, Labels: gcLabels(info.Labels)})
 		return nil
 	})
 	if err != nil {
@@ -88,7 +89,7 @@ func readNamespace(ctx context.Context, c *containerd.Client, name string, snaps
 				return fmt.Errorf("usage of snapshot %s: %w", info.Name, err)
 			}
 			ns.Snapshots = append(ns.Snapshots, Snapshot{Snapshotter: sn, Key: info.Name, Parent: info.Parent,
-				Active: info.Kind != snapshots.KindCommitted, Bytes: usage.Size, Labels: info.Labels})
+				Active: info.Kind != snapshots.KindCommitted, Bytes: usage.Size, Labels: gcLabels(info.Labels)})
 			return nil
 		})
 		if err != nil {
@@ -107,7 +108,7 @@ func readNamespace(ctx context.Context, c *containerd.Client, name string, snaps
 		if err != nil {
 			return ns, fmt.Errorf("lease %s: %w", l.ID, err)
 		}
-		lease := Lease{ID: l.ID, CreatedAt: l.CreatedAt, Labels: l.Labels}
+		lease := Lease{ID: l.ID, CreatedAt: l.CreatedAt, Labels: gcLabels(l.Labels)}
 		for _, r := range res {
 			lease.Resources = append(lease.Resources, Resource{Type: r.Type, ID: r.ID})
 		}
@@ -118,7 +119,24 @@ func readNamespace(ctx context.Context, c *containerd.Client, name string, snaps
 		return ns, fmt.Errorf("listing containers: %w", err)
 	}
 	for _, ct := range cs {
-		ns.Containers = append(ns.Containers, Container{ID: ct.ID, Image: ct.Image, Snapshotter: ct.Snapshotter, SnapshotKey: ct.SnapshotKey, Labels: ct.Labels})
+		ns.Containers = append(ns.Containers, Container{ID: ct.ID, Image: ct.Image, Snapshotter: ct.Snapshotter, SnapshotKey: ct.SnapshotKey, Labels: gcLabels(ct.Labels)})
 	}
 	return ns, nil
+}
+
+// gcLabels keeps the garbage collector's labels, the only ones what holds
+// what depends on: a node's records carry many others (the CRI's, the
+// distribution sources of every blob), and the remover reads them all
+// within its memory limit.
+func gcLabels(labels map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range labels {
+		if strings.HasPrefix(k, gcLabelPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -8,7 +8,8 @@ package ctrdrecords
 
 import "time"
 
-// Records are one containerd's records, by namespace.
+// Records are one containerd's records, by namespace. Of the records'
+// labels only the garbage collector's are kept.
 type Records struct {
 	Namespaces []Namespace
 }
