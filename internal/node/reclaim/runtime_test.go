@@ -126,8 +126,10 @@ func (n node) used(t *testing.T) uint64 {
 // reclaimed by the policy through containerd's own API, but for what a
 // re-check right before its deletion finds protected: a container using
 // it (started before the node was read, or between the reading and the
-// deletion), an exclusion, a name given to it again (a pull), a
-// namespace not named; a gc.root is never reclaimed. Afterwards the image
+// deletion), the runtime's pin, an exclusion, a name given to it again (a
+// pull), a namespace not named; a gc.root is never reclaimed; content a
+// stale lease held and a pull took up since is kept by the collection
+// that follows the lease's deletion. Afterwards the image
 // filesystem holds within 5% of what a clean store holding the same
 // images does.
 func TestReclaimOnContainerd(t *testing.T) {
@@ -144,11 +146,19 @@ func TestReclaimOnContainerd(t *testing.T) {
 	excludedID := n.idOnly(t, excluded)
 	pulledAgain := image(t, "example.com/reclaim/pulled-again:1", 2*mib)
 	pulledAgainID := n.idOnly(t, pulledAgain)
+	pinned := image(t, "example.com/reclaim/pinned:1", 2*mib)
+	pinnedID := n.idOnly(t, pinned)
+	pinnedRec := mustGet(t, n, pinnedID)
+	pinnedRec.Labels = map[string]string{"io.cri-containerd.pinned": "pinned"}
+	if _, err := n.client.ImageService().Update(k8s(), pinnedRec, "labels.io.cri-containerd.pinned"); err != nil {
+		t.Fatal(err)
+	}
 	n.importInto(t, "default", image(t, "example.com/reclaim/in-default:1", 8*mib))
 	keptNs := image(t, "example.com/reclaim/in-kept-ns:1", 2*mib)
 	n.importInto(t, "kept-ns", keptNs)
 	stuck := n.lease(t, "import-never-ended")
-	n.blob(t, stuck.ID, bytes.Repeat([]byte("l"), 5*mib), nil)
+	leased := bytes.Repeat([]byte("l"), 5*mib)
+	n.blob(t, stuck.ID, leased, nil)
 	rootLease := n.lease(t, "root-writer")
 	rooted := bytes.Repeat([]byte("r"), 1*mib)
 	n.blob(t, rootLease.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
@@ -159,6 +169,11 @@ func TestReclaimOnContainerd(t *testing.T) {
 	client := n.Client(t)
 	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A pull that starts now takes up the content the stale lease held.
+	pull := n.lease(t, "pull-in-progress")
+	if err := n.client.LeasesService().AddResource(k8s(), pull, leases.Resource{ID: digest.FromBytes(leased).String(), Type: "content"}); err != nil {
 		t.Fatal(err)
 	}
 	// Between the reading and the deletions: a container starts from one
@@ -202,10 +217,18 @@ func TestReclaimOnContainerd(t *testing.T) {
 	if _, err := n.client.ImageService().Get(k8s(), cut); !errdefs.IsNotFound(err) {
 		t.Errorf("the cut image's record is still there (%v)", err)
 	}
+	// The stale lease went, and the collection that followed kept what
+	// the pull holds.
+	if _, err := n.client.ContentStore().Info(k8s(), digest.FromBytes(leased)); err != nil {
+		t.Errorf("content a pull holds is gone: %v", err)
+	}
+	if err := n.client.LeasesService().Delete(k8s(), pull, leases.SynchronousDelete); err != nil {
+		t.Fatal(err)
+	}
 
 	// A clean store with the same images, containers and root.
 	clean := startNode(t)
-	clean.Import(t, kept, usedBefore, usedAfter, excluded, pulledAgain)
+	clean.Import(t, kept, usedBefore, usedAfter, excluded, pulledAgain, pinned)
 	clean.importInto(t, "kept-ns", keptNs)
 	clean.RunContainer(t, "before", usedBefore.Tags[0])
 	clean.RunContainer(t, "after", usedAfter.Tags[0])
