@@ -2,7 +2,6 @@ package ctrdrecords
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -42,69 +41,127 @@ type Ref struct {
 // gc.ref labels name, snapshots their parents, containers their snapshot,
 // leases their resources; images, containers, leases and anything labelled
 // gc.root are held by nothing and hold the rest.
+//
+// It is compact, as the remover keeps it through its removals within its
+// memory limit: the records' refs once, sorted (a record's number is its
+// place), edges as numbers, no labels.
 type Graph struct {
+	refs  []Ref
+	sizes []int64 // -1: no disk of its own (an image, a lease, ...)
+	// Record i holds to[from[i]:from[i+1]].
+	from, to []int32
+	roots    []int32
+	held     []bool
+}
+
+// builder collects the graph by ref before it is numbered.
+type builder struct {
 	edges map[Ref][]Ref
 	sizes map[Ref]int64
 	roots []Ref
-	held  map[Ref]bool
 }
 
 // NewGraph builds the graph of r's records.
 func NewGraph(r Records) *Graph {
-	g := &Graph{edges: map[Ref][]Ref{}, sizes: map[Ref]int64{}}
+	b := &builder{edges: map[Ref][]Ref{}, sizes: map[Ref]int64{}}
 	for _, ns := range r.Namespaces {
-		g.addNamespace(ns)
+		b.addNamespace(ns)
+	}
+	return b.number()
+}
+
+// number gives each ref its place in sorted order and the edges by place.
+func (b *builder) number() *Graph {
+	seen := map[Ref]bool{}
+	var refs []Ref
+	add := func(r Ref) {
+		if !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
+		}
+	}
+	for r, to := range b.edges {
+		add(r)
+		for _, t := range to {
+			add(t)
+		}
+	}
+	for r := range b.sizes {
+		add(r)
+	}
+	for _, r := range b.roots {
+		add(r)
+	}
+	slices.SortFunc(refs, compareRefs)
+	index := make(map[Ref]int32, len(refs))
+	for i, r := range refs {
+		index[r] = int32(i)
+	}
+	g := &Graph{refs: refs, sizes: make([]int64, len(refs)), from: make([]int32, len(refs)+1)}
+	for i, r := range refs {
+		g.sizes[i] = -1
+		if s, ok := b.sizes[r]; ok {
+			g.sizes[i] = max(s, 0)
+		}
+		g.from[i] = int32(len(g.to))
+		for _, t := range b.edges[r] {
+			g.to = append(g.to, index[t])
+		}
+	}
+	g.from[len(refs)] = int32(len(g.to))
+	for _, r := range b.roots {
+		g.roots = append(g.roots, index[r])
 	}
 	g.held = g.mark(g.roots)
 	return g
 }
 
-func (g *Graph) addNamespace(ns Namespace) {
+func (b *builder) addNamespace(ns Namespace) {
 	for _, img := range ns.Images {
 		from := Ref{ImageRef, ns.Name, img.Name}
-		g.roots = append(g.roots, from)
-		g.edges[from] = append(g.edges[from], Ref{ContentRef, ns.Name, img.Target})
+		b.roots = append(b.roots, from)
+		b.edges[from] = append(b.edges[from], Ref{ContentRef, ns.Name, img.Target})
 	}
 	for _, c := range ns.Containers {
 		from := Ref{ContainerRef, ns.Name, c.ID}
-		g.roots = append(g.roots, from)
+		b.roots = append(b.roots, from)
 		if c.SnapshotKey != "" {
-			g.edges[from] = append(g.edges[from], Ref{SnapshotRef, ns.Name, c.Snapshotter + "/" + c.SnapshotKey})
+			b.edges[from] = append(b.edges[from], Ref{SnapshotRef, ns.Name, c.Snapshotter + "/" + c.SnapshotKey})
 		}
-		g.edges[from] = append(g.edges[from], labelRefs(ns.Name, c.Labels)...)
+		b.edges[from] = append(b.edges[from], labelRefs(ns.Name, c.Labels)...)
 	}
 	for _, l := range ns.Leases {
 		from := Ref{LeaseRef, ns.Name, l.ID}
-		g.roots = append(g.roots, from)
+		b.roots = append(b.roots, from)
 		for _, res := range l.Resources {
 			switch {
 			case res.Type == "content":
-				g.edges[from] = append(g.edges[from], Ref{ContentRef, ns.Name, res.ID})
+				b.edges[from] = append(b.edges[from], Ref{ContentRef, ns.Name, res.ID})
 			case strings.HasPrefix(res.Type, "snapshots/"):
-				g.edges[from] = append(g.edges[from], Ref{SnapshotRef, ns.Name, strings.TrimPrefix(res.Type, "snapshots/") + "/" + res.ID})
+				b.edges[from] = append(b.edges[from], Ref{SnapshotRef, ns.Name, strings.TrimPrefix(res.Type, "snapshots/") + "/" + res.ID})
 			}
 		}
 	}
-	for _, b := range ns.Content {
-		at := Ref{ContentRef, ns.Name, b.Digest}
-		blob := Ref{Kind: blobRef, ID: b.Digest}
-		g.sizes[blob] = b.Bytes
-		if _, ok := b.Labels[LabelRoot]; ok {
-			g.roots = append(g.roots, at)
+	for _, blob := range ns.Content {
+		at := Ref{ContentRef, ns.Name, blob.Digest}
+		onDisk := Ref{Kind: blobRef, ID: blob.Digest}
+		b.sizes[onDisk] = blob.Bytes
+		if _, ok := blob.Labels[LabelRoot]; ok {
+			b.roots = append(b.roots, at)
 		}
-		g.edges[at] = append(g.edges[at], blob)
-		g.edges[at] = append(g.edges[at], labelRefs(ns.Name, b.Labels)...)
+		b.edges[at] = append(b.edges[at], onDisk)
+		b.edges[at] = append(b.edges[at], labelRefs(ns.Name, blob.Labels)...)
 	}
 	for _, s := range ns.Snapshots {
 		at := Ref{SnapshotRef, ns.Name, s.Snapshotter + "/" + s.Key}
-		g.sizes[at] = s.Bytes
+		b.sizes[at] = s.Bytes
 		if _, ok := s.Labels[LabelRoot]; ok {
-			g.roots = append(g.roots, at)
+			b.roots = append(b.roots, at)
 		}
 		if s.Parent != "" {
-			g.edges[at] = append(g.edges[at], Ref{SnapshotRef, ns.Name, s.Snapshotter + "/" + s.Parent})
+			b.edges[at] = append(b.edges[at], Ref{SnapshotRef, ns.Name, s.Snapshotter + "/" + s.Parent})
 		}
-		g.edges[at] = append(g.edges[at], labelRefs(ns.Name, s.Labels)...)
+		b.edges[at] = append(b.edges[at], labelRefs(ns.Name, s.Labels)...)
 	}
 }
 
@@ -125,8 +182,8 @@ func labelRefs(ns string, labels map[string]string) []Ref {
 }
 
 // mark is every record the roots hold, themselves included.
-func (g *Graph) mark(roots []Ref) map[Ref]bool {
-	seen := map[Ref]bool{}
+func (g *Graph) mark(roots []int32) []bool {
+	seen := make([]bool, len(g.refs))
 	stack := slices.Clone(roots)
 	for len(stack) > 0 {
 		r := stack[len(stack)-1]
@@ -135,17 +192,17 @@ func (g *Graph) mark(roots []Ref) map[Ref]bool {
 			continue
 		}
 		seen[r] = true
-		stack = append(stack, g.edges[r]...)
+		stack = append(stack, g.to[g.from[r]:g.from[r+1]]...)
 	}
 	return seen
 }
 
 // size is the disk the marked records take.
-func (g *Graph) size(marked map[Ref]bool) uint64 {
+func (g *Graph) size(marked []bool) uint64 {
 	var n uint64
-	for r := range marked {
-		if s := g.sizes[r]; s > 0 {
-			n += uint64(s)
+	for i, m := range marked {
+		if m && g.sizes[i] > 0 {
+			n += uint64(g.sizes[i])
 		}
 	}
 	return n
@@ -154,12 +211,15 @@ func (g *Graph) size(marked map[Ref]bool) uint64 {
 // Exclusive is the disk only the given records hold: what containerd's
 // garbage collector frees once they are deleted. A blob several images
 // share, in any namespace, counts only when all of them are given.
+// Records the graph does not hold are ignored.
 func (g *Graph) Exclusive(refs []Ref) uint64 {
-	drop := make(map[Ref]bool, len(refs))
+	drop := make([]bool, len(g.refs))
 	for _, r := range refs {
-		drop[r] = true
+		if i, ok := slices.BinarySearchFunc(g.refs, r, compareRefs); ok {
+			drop[i] = true
+		}
 	}
-	rest := slices.DeleteFunc(slices.Clone(g.roots), func(r Ref) bool { return drop[r] })
+	rest := slices.DeleteFunc(slices.Clone(g.roots), func(i int32) bool { return drop[i] })
 	return g.size(g.held) - g.size(g.mark(rest))
 }
 
@@ -167,7 +227,9 @@ func (g *Graph) Exclusive(refs []Ref) uint64 {
 func (g *Graph) Total() uint64 {
 	var n uint64
 	for _, s := range g.sizes {
-		n += uint64(max(s, 0))
+		if s > 0 {
+			n += uint64(s)
+		}
 	}
 	return n
 }
@@ -179,14 +241,15 @@ type Unheld struct {
 	Bytes uint64
 }
 
-// Unheld lists what nothing holds, content by its blob (no namespace).
+// Unheld lists what nothing holds, content by its blob (no namespace), in
+// the refs' order.
 func (g *Graph) Unheld() []Unheld {
 	var out []Unheld
-	for _, r := range slices.SortedFunc(maps.Keys(g.sizes), compareRefs) {
-		if g.held[r] {
+	for i, r := range g.refs {
+		if g.held[i] || g.sizes[i] < 0 {
 			continue
 		}
-		u := Unheld{Ref: r, Bytes: uint64(max(g.sizes[r], 0))}
+		u := Unheld{Ref: r, Bytes: uint64(g.sizes[i])}
 		if r.Kind == blobRef {
 			u.Kind = ContentRef
 		}
