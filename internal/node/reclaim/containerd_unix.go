@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/images"
-	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/containerd/errdefs"
+	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	imagesapi "github.com/containerd/containerd/api/services/images/v1"
+	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
@@ -35,12 +33,12 @@ func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []le
 		}
 		return out
 	}
-	c, err := containerd.New(socket)
+	c, err := ctrdrecords.Dial(socket)
 	if err != nil {
-		return fail(fmt.Errorf("connecting to containerd: %w", err))
+		return fail(err)
 	}
 	defer c.Close()
-	r := reclaimer{c: c, socket: socket, rt: rt, p: p, protect: p.Protect.Prepare(), dryRun: dryRun}
+	r := reclaimer{c: c, rt: rt, p: p, protect: p.Protect.Prepare(), dryRun: dryRun}
 	var out []Result
 	var unreferenced []leftover.Leftover
 	for _, l := range take {
@@ -59,8 +57,7 @@ func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []le
 }
 
 type reclaimer struct {
-	c       *containerd.Client
-	socket  string
+	c       *ctrdrecords.Conn
 	rt      Runtime
 	p       Policy
 	protect protect.Policy
@@ -72,7 +69,7 @@ type reclaimer struct {
 // and snapshots when the deletion returns.
 func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
-	ctx = namespaces.WithNamespace(ctx, l.Namespace)
+	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
 	if why, err := r.imageProtected(ctx, l); err != nil {
 		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
 		return res
@@ -85,11 +82,8 @@ func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
 		return res
 	}
 	for i, name := range l.Records {
-		var opts []images.DeleteOpt
-		if i == len(l.Records)-1 {
-			opts = append(opts, images.SynchronousDelete())
-		}
-		if err := r.c.ImageService().Delete(ctx, name, opts...); err != nil && !errdefs.IsNotFound(err) {
+		last := i == len(l.Records)-1
+		if _, err := r.c.Images().Delete(ctx, &imagesapi.DeleteImageRequest{Name: name, Sync: last}); err != nil && !ctrdrecords.IsNotFound(err) {
 			res.Outcome, res.Detail = Failed, fmt.Sprintf("deleting image record %s: %v", name, err)
 			return res
 		}
@@ -106,15 +100,16 @@ func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (str
 	target := ""
 	img := cri.Image{}
 	for _, name := range l.Records {
-		rec, err := r.c.ImageService().Get(ctx, name)
-		if errdefs.IsNotFound(err) {
+		resp, err := r.c.Images().Get(ctx, &imagesapi.GetImageRequest{Name: name})
+		if ctrdrecords.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		target = rec.Target.Digest.String()
-		if rec.Labels[pinnedLabel] == "pinned" {
+		rec := resp.GetImage()
+		target = rec.GetTarget().GetDigest()
+		if rec.GetLabels()[pinnedLabel] == "pinned" {
 			img.Pinned = true
 		}
 		addName(&img, name)
@@ -122,13 +117,13 @@ func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (str
 	if target == "" {
 		return "already gone", nil
 	}
-	all, err := r.c.ImageService().List(ctx, "target.digest=="+target)
+	all, err := r.c.Images().List(ctx, &imagesapi.ListImagesRequest{Filters: []string{"target.digest==" + target}})
 	if err != nil {
 		return "", err
 	}
-	for _, rec := range all {
-		if !slices.Contains(l.Records, rec.Name) {
-			return "a record named " + rec.Name + " appeared since the node was read", nil
+	for _, rec := range all.GetImages() {
+		if !slices.Contains(l.Records, rec.GetName()) {
+			return "a record named " + rec.GetName() + " appeared since the node was read", nil
 		}
 	}
 	var used protect.Containers
@@ -142,13 +137,13 @@ func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (str
 	if v := r.protect.Check(img, protect.Keys(img), used); v.Reason != protect.Removable {
 		return string(v.Reason) + ": " + v.Detail, nil
 	}
-	cs, err := r.c.ContainerService().List(ctx)
+	cs, err := r.c.Containers().List(ctx, &containersapi.ListContainersRequest{})
 	if err != nil {
 		return "", err
 	}
-	for _, ct := range cs {
-		if slices.Contains(l.Records, ct.Image) {
-			return "in use: container " + ct.ID + " of namespace " + l.Namespace, nil
+	for _, ct := range cs.GetContainers() {
+		if slices.Contains(l.Records, ct.GetImage()) {
+			return "in use: container " + ct.GetID() + " of namespace " + l.Namespace, nil
 		}
 	}
 	return "", nil
@@ -172,17 +167,17 @@ func idName(s string) bool { return len(s) == len("sha256:")+64 && strings.HasPr
 // lease deletes a lease still older than the policy's age, synchronously.
 func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
-	ctx = namespaces.WithNamespace(ctx, l.Namespace)
-	ls, err := r.c.LeasesService().List(ctx, "id=="+l.Name)
+	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
+	ls, err := r.c.Leases().List(ctx, &leasesapi.ListRequest{Filters: []string{"id==" + l.Name}})
 	if err != nil {
 		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
 		return res
 	}
-	if len(ls) == 0 {
+	if len(ls.GetLeases()) == 0 {
 		res.Outcome, res.Detail = Kept, "already gone"
 		return res
 	}
-	if age := time.Since(ls[0].CreatedAt); age < r.p.LeaseAge {
+	if age := time.Since(ls.GetLeases()[0].GetCreatedAt().AsTime()); age < r.p.LeaseAge {
 		res.Outcome, res.Detail = Kept, fmt.Sprintf("made %s ago, under the lease age", age.Round(time.Second))
 		return res
 	}
@@ -190,7 +185,7 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 		res.Outcome = WouldReclaim
 		return res
 	}
-	if err := r.c.LeasesService().Delete(ctx, ls[0], leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); err != nil && !ctrdrecords.IsNotFound(err) {
 		res.Outcome, res.Detail = Failed, "deleting the lease: "+err.Error()
 		return res
 	}
@@ -213,10 +208,12 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		}
 		return out
 	}
-	ctx = namespaces.WithNamespace(ctx, CRINamespace)
-	lease, err := r.c.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Minute))
+	ctx = ctrdrecords.InNamespace(ctx, CRINamespace)
+	// Its expiry lets containerd drop it should this process die first.
+	id := fmt.Sprintf("eraser-collect-%d", time.Now().UnixNano())
+	_, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{"containerd.io/gc.expire": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}})
 	if err == nil {
-		err = r.c.LeasesService().Delete(ctx, lease, leases.SynchronousDelete)
+		_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
 	}
 	var still map[string]bool
 	if err == nil {
@@ -237,7 +234,7 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 
 // unheld are what nothing holds now, by namespace and name.
 func (r reclaimer) unheld(ctx context.Context) (map[string]bool, error) {
-	records, err := ctrdrecords.Read(ctx, r.socket)
+	records, err := r.c.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
