@@ -25,7 +25,7 @@ func Read(ctx context.Context, address string) (Records, error) {
 		return Records{}, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	defer c.Close()
-	snapshotters, err := loadedSnapshotters(ctx, c)
+	snapshotters, err := LoadedSnapshotters(ctx, c)
 	if err != nil {
 		return Records{}, err
 	}
@@ -44,9 +44,9 @@ func Read(ctx context.Context, address string) (Records, error) {
 	return out, nil
 }
 
-// loadedSnapshotters are the snapshotters containerd loaded (not those
+// LoadedSnapshotters are the snapshotters containerd loaded (not those
 // that failed to start, as btrfs does on another filesystem).
-func loadedSnapshotters(ctx context.Context, c *containerd.Client) ([]string, error) {
+func LoadedSnapshotters(ctx context.Context, c *containerd.Client) ([]string, error) {
 	resp, err := c.IntrospectionService().Plugins(ctx, "type=="+snapshotPlugin)
 	if err != nil {
 		return nil, fmt.Errorf("listing containerd's snapshotters: %w", err)

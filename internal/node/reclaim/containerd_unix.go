@@ -3,17 +3,22 @@
 package reclaim
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
@@ -199,11 +204,11 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 }
 
 // collect has containerd's garbage collector run now, which deletes
-// whatever nothing holds: containerd has no call for it but a synchronous
-// deletion, so a lease of our own is made and deleted. Its own rules
-// decide; whatever is still there afterwards is kept.
+// whatever nothing holds (sweep), when the policy reclaims unreferenced
+// leftovers, found or not. Its own rules decide; whatever is still there
+// afterwards is kept.
 func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover) []Result {
-	if len(unreferenced) == 0 {
+	if !r.p.Kinds[leftover.Unreferenced] {
 		return nil
 	}
 	out := make([]Result, 0, len(unreferenced))
@@ -214,10 +219,7 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		return out
 	}
 	ctx = namespaces.WithNamespace(ctx, CRINamespace)
-	lease, err := r.c.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Minute))
-	if err == nil {
-		err = r.c.LeasesService().Delete(ctx, lease, leases.SynchronousDelete)
-	}
+	err := r.sweep(ctx)
 	var still map[string]bool
 	if err == nil {
 		still, err = r.unheld(ctx)
@@ -232,7 +234,46 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		}
 		out = append(out, res)
 	}
+	if err != nil && len(unreferenced) == 0 {
+		// Nothing was found, but the sweep failed: said, not lost.
+		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: "containerd's stores",
+			Why: "what no record names, swept by containerd's garbage collector"}, Outcome: Failed, Detail: "running containerd's garbage collector: " + err.Error()})
+	}
 	return out
+}
+
+// sweep has containerd's garbage collector run and sweep its stores.
+// containerd has no call for a collection but a synchronous deletion, so
+// a lease of our own is made and deleted. A collection deletes what
+// nothing holds from containerd's metadata, and only then from the content
+// store and the snapshotters, each swept only when the collection deleted
+// something of its own: what a collection cut short (containerd killed
+// between the two) left on disk no record names, no listing shows, and
+// containerd keeps until a later collection happens to sweep that store.
+// So the lease holds a blob and an empty snapshot of every snapshotter,
+// and its deletion collects them: every store is swept.
+func (r reclaimer) sweep(ctx context.Context) error {
+	lease, err := r.c.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Minute))
+	if err != nil {
+		return err
+	}
+	held := leases.WithLease(ctx, lease.ID)
+	ref := "eraser-sweep-" + lease.ID
+	data := []byte(ref)
+	desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: digest.FromBytes(data), Size: int64(len(data))}
+	if err := content.WriteBlob(held, r.c.ContentStore(), ref, bytes.NewReader(data), desc); err != nil {
+		return errors.Join(fmt.Errorf("writing the blob that sweeps the content store: %w", err), r.c.LeasesService().Delete(ctx, lease))
+	}
+	snapshotters, err := ctrdrecords.LoadedSnapshotters(ctx, r.c)
+	if err != nil {
+		return errors.Join(err, r.c.LeasesService().Delete(ctx, lease))
+	}
+	for _, sn := range snapshotters {
+		// A snapshotter that cannot make one (it needs its own setup) is
+		// not swept: nothing of ours is in it either.
+		_, _ = r.c.SnapshotService(sn).Prepare(held, ref, "")
+	}
+	return r.c.LeasesService().Delete(ctx, lease, leases.SynchronousDelete)
 }
 
 // unheld are what nothing holds now, by namespace and name.
