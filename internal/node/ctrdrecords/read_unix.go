@@ -16,6 +16,7 @@ import (
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 	namespacesapi "github.com/containerd/containerd/api/services/namespaces/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	"github.com/opencontainers/go-digest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -75,6 +76,34 @@ func (c *Conn) Containers() containersapi.ContainersClient {
 	return containersapi.NewContainersClient(c.cc)
 }
 
+// Snapshots is containerd's snapshot service.
+func (c *Conn) Snapshots() snapshotsapi.SnapshotsClient { return snapshotsapi.NewSnapshotsClient(c.cc) }
+
+// WriteBlob writes data into the content store as ref, under the lease
+// ctx names: a stat, a write and a commit, as containerd's own writer
+// does.
+func (c *Conn) WriteBlob(ctx context.Context, ref string, data []byte) error {
+	stream, err := contentapi.NewContentClient(c.cc).Write(ctx)
+	if err != nil {
+		return err
+	}
+	dgst := digest.FromBytes(data).String()
+	size := int64(len(data))
+	for _, req := range []*contentapi.WriteContentRequest{
+		{Action: contentapi.WriteAction_STAT, Ref: ref, Total: size, Expected: dgst},
+		{Action: contentapi.WriteAction_WRITE, Offset: 0, Data: data},
+		{Action: contentapi.WriteAction_COMMIT, Total: size, Offset: size, Expected: dgst},
+	} {
+		if err := stream.Send(req); err != nil {
+			return err
+		}
+		if _, err := stream.Recv(); err != nil {
+			return err
+		}
+	}
+	return stream.CloseSend()
+}
+
 // Read reads every namespace's records from the containerd at socket.
 func Read(ctx context.Context, socket string) (Records, error) {
 	c, err := Dial(socket)
@@ -87,7 +116,7 @@ func Read(ctx context.Context, socket string) (Records, error) {
 
 // Read reads every namespace's records.
 func (c *Conn) Read(ctx context.Context) (Records, error) {
-	snapshotters, err := c.loadedSnapshotters(ctx)
+	snapshotters, err := c.LoadedSnapshotters(ctx)
 	if err != nil {
 		return Records{}, err
 	}
@@ -106,9 +135,9 @@ func (c *Conn) Read(ctx context.Context) (Records, error) {
 	return out, nil
 }
 
-// loadedSnapshotters are the snapshotters containerd loaded (not those
+// LoadedSnapshotters are the snapshotters containerd loaded (not those
 // that failed to start, as btrfs does on another filesystem).
-func (c *Conn) loadedSnapshotters(ctx context.Context) ([]string, error) {
+func (c *Conn) LoadedSnapshotters(ctx context.Context) ([]string, error) {
 	resp, err := introspectionapi.NewIntrospectionClient(c.cc).Plugins(ctx, &introspectionapi.PluginsRequest{Filters: []string{"type==" + snapshotPlugin}})
 	if err != nil {
 		return nil, fmt.Errorf("listing containerd's snapshotters: %w", err)

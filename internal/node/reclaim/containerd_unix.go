@@ -4,6 +4,7 @@ package reclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
 	imagesapi "github.com/containerd/containerd/api/services/images/v1"
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
@@ -193,12 +196,12 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 	return res
 }
 
-// collect has containerd's garbage collector run now, which deletes
-// whatever nothing holds: containerd has no call for it but a synchronous
-// deletion, so a lease of our own is made and deleted. Its own rules
-// decide; whatever is still there afterwards is kept.
+// collect has containerd's garbage collector run and sweep its stores,
+// whenever the policy reclaims unreferenced leftovers, found or not: what
+// no record names is in no listing (sweep). Its own rules decide; whatever
+// is still there afterwards is kept.
 func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover) []Result {
-	if len(unreferenced) == 0 {
+	if !r.p.Kinds[leftover.Unreferenced] {
 		return nil
 	}
 	out := make([]Result, 0, len(unreferenced))
@@ -209,12 +212,7 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		return out
 	}
 	ctx = ctrdrecords.InNamespace(ctx, CRINamespace)
-	// Its expiry lets containerd drop it should this process die first.
-	id := fmt.Sprintf("eraser-collect-%d", time.Now().UnixNano())
-	_, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{"containerd.io/gc.expire": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}})
-	if err == nil {
-		_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
-	}
+	err := r.sweep(ctx)
 	var still map[string]bool
 	if err == nil {
 		still, err = r.unheld(ctx)
@@ -229,7 +227,52 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		}
 		out = append(out, res)
 	}
+	if err != nil && len(unreferenced) == 0 {
+		// Nothing was found, but the sweep failed: said, not lost.
+		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: "containerd's stores",
+			Why: "what no record names, swept by containerd's garbage collector"}, Outcome: Failed, Detail: "running containerd's garbage collector: " + err.Error()})
+	}
 	return out
+}
+
+// leaseHeader is containerd's gRPC header of the lease a call works under.
+const leaseHeader = "containerd-lease"
+
+// sweep has containerd's garbage collector run and sweep its stores.
+// containerd has no call for a collection but a synchronous deletion, so
+// a lease of our own is made and deleted. A collection deletes what
+// nothing holds from containerd's metadata, and only then from the content
+// store and the snapshotters, each swept only when the collection deleted
+// something of its own: what a collection cut short (containerd killed
+// between the two) left on disk no record names, no listing shows, and
+// containerd keeps until a later collection happens to sweep that store.
+// So the lease holds a blob and an empty snapshot of every snapshotter,
+// and its deletion collects them: every store is swept.
+func (r reclaimer) sweep(ctx context.Context) error {
+	// Its expiry lets containerd drop it should this process die first.
+	id := fmt.Sprintf("eraser-sweep-%d", time.Now().UnixNano())
+	if _, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{"containerd.io/gc.expire": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}); err != nil {
+		return err
+	}
+	drop := func(err error) error {
+		_, derr := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id})
+		return errors.Join(err, derr)
+	}
+	held := metadata.AppendToOutgoingContext(ctx, leaseHeader, id)
+	if err := r.c.WriteBlob(held, id, []byte(id)); err != nil {
+		return drop(fmt.Errorf("writing the blob that sweeps the content store: %w", err))
+	}
+	snapshotters, err := r.c.LoadedSnapshotters(ctx)
+	if err != nil {
+		return drop(err)
+	}
+	for _, sn := range snapshotters {
+		// A snapshotter that cannot make one (it needs its own setup) is
+		// not swept: nothing of ours is in it either.
+		_, _ = r.c.Snapshots().Prepare(held, &snapshotsapi.PrepareSnapshotRequest{Snapshotter: sn, Key: id})
+	}
+	_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
+	return err
 }
 
 // unheld are what nothing holds now, by namespace and name.

@@ -184,7 +184,10 @@ type Runtime interface {
 // what the re-checks list containers through. A dry run deletes nothing.
 func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.Leftover, p Policy, dryRun bool) []Result {
 	take, out := Decide(found, p)
-	if len(take) == 0 {
+	// Reclaiming unreferenced leftovers also sweeps containerd's stores of
+	// what no record names, which no listing finds: it runs whenever the
+	// policy names the kind.
+	if len(take) == 0 && (!p.Kinds[leftover.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
 		return out
 	}
 	if client.RuntimeName != "containerd" || client.Address.Scheme != endpoint.Unix {

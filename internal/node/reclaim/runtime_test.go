@@ -5,7 +5,9 @@ package reclaim_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -251,4 +253,75 @@ func mustGet(t *testing.T, n node, name string) images.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// TestReclaimSweepsWhatNoRecordNames: containerd's collection deletes what
+// nothing holds from its metadata first and from its stores after, and
+// sweeps a store only when it deleted something of that store's. Killed
+// in between (as the field's runs of removals were, containerd#13875), it
+// leaves blobs and snapshot directories on disk that no record names: no
+// listing shows them, and containerd keeps them until a later collection
+// happens to sweep that store. Made here as they are left: a blob in the
+// content store's directory, a directory in the overlayfs snapshotter's.
+// Reclaiming unreferenced leftovers has containerd sweep every store, so
+// both go, though none was found.
+func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
+	n := startNode(t)
+	kept := image(t, "example.com/sweep/kept:1", 4*mib)
+	n.Import(t, kept)
+	// Whatever the import left for the next collection goes first.
+	client := n.Client(t)
+	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
+
+	blob := bytes.Repeat([]byte("b"), 3*mib)
+	blobPath := filepath.Join(n.RootDir(), "io.containerd.content.v1.content", "blobs", "sha256", digest.FromBytes(blob).Encoded())
+	if err := os.WriteFile(blobPath, blob, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	snapshotDir := filepath.Join(n.RootDir(), "io.containerd.snapshotter.v1.overlayfs", "snapshots", "999999")
+	if err := os.MkdirAll(filepath.Join(snapshotDir, "fs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snapshotDir, "fs", "data"), bytes.Repeat([]byte("s"), 3*mib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	found, err = reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 0 {
+		t.Fatalf("leftovers found: %+v; the blob and the directory no record names are not listed", found)
+	}
+	before := n.used(t)
+	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
+	for _, r := range results {
+		t.Errorf("a result for no leftover found: %+v", r)
+	}
+	after := n.used(t)
+	t.Logf("image filesystem: %d bytes used before reclaiming, %d after", before, after)
+	if _, err := os.Stat(blobPath); !os.IsNotExist(err) {
+		t.Errorf("the blob no record names is still in the content store (%v)", err)
+	}
+	if _, err := os.Stat(snapshotDir); !os.IsNotExist(err) {
+		t.Errorf("the snapshot directory no record names is still in the snapshotter's (%v)", err)
+	}
+	if before-min(before, after) < 6*mib {
+		t.Errorf("reclaiming freed %d bytes, want at least the 6 MiB no record names", before-min(before, after))
+	}
+	if _, ok := n.ImageIDs(t)["example.com/sweep/kept:1"]; !ok {
+		t.Error("the kept image is gone")
+	}
+	// A dry run sweeps nothing.
+	if err := os.WriteFile(blobPath, blob, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, true)
+	if _, err := os.Stat(blobPath); err != nil {
+		t.Errorf("a dry run swept the content store: %v", err)
+	}
 }
