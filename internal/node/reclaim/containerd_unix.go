@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -250,8 +251,8 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 // something of its own: what a collection cut short (containerd killed
 // between the two) left on disk no record names, no listing shows, and
 // containerd keeps until a later collection happens to sweep that store.
-// So the lease holds a blob and an empty snapshot of every snapshotter,
-// and its deletion collects them: every store is swept.
+// So the lease holds a blob and an empty snapshot of every snapshotter the
+// node uses, and its deletion collects them: every such store is swept.
 func (r reclaimer) sweep(ctx context.Context) error {
 	lease, err := r.c.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Minute))
 	if err != nil {
@@ -264,7 +265,7 @@ func (r reclaimer) sweep(ctx context.Context) error {
 	if err := content.WriteBlob(held, r.c.ContentStore(), ref, bytes.NewReader(data), desc); err != nil {
 		return errors.Join(fmt.Errorf("writing the blob that sweeps the content store: %w", err), r.c.LeasesService().Delete(ctx, lease))
 	}
-	snapshotters, err := ctrdrecords.LoadedSnapshotters(ctx, r.c)
+	snapshotters, err := r.usedSnapshotters(ctx)
 	if err != nil {
 		return errors.Join(err, r.c.LeasesService().Delete(ctx, lease))
 	}
@@ -274,6 +275,37 @@ func (r reclaimer) sweep(ctx context.Context) error {
 		_, _ = r.c.SnapshotService(sn).Prepare(held, ref, "")
 	}
 	return r.c.LeasesService().Delete(ctx, lease, leases.SynchronousDelete)
+}
+
+var errFound = errors.New("found")
+
+// usedSnapshotters are the loaded snapshotters that hold a snapshot in
+// some namespace: the node's (the CRI's holds at least its sandbox
+// image's). One that holds none is not swept: preparing a snapshot in it
+// would make its database.
+func (r reclaimer) usedSnapshotters(ctx context.Context) ([]string, error) {
+	loaded, err := ctrdrecords.LoadedSnapshotters(ctx, r.c)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := r.c.NamespaceService().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sn := range loaded {
+		for _, ns := range nss {
+			err := r.c.SnapshotService(sn).Walk(namespaces.WithNamespace(ctx, ns), func(context.Context, snapshots.Info) error { return errFound })
+			if errors.Is(err, errFound) {
+				out = append(out, sn)
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing snapshotter %s: %w", sn, err)
+			}
+		}
+	}
+	return out, nil
 }
 
 // unheld are what nothing holds now, by namespace and name.
