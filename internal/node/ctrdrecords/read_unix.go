@@ -79,6 +79,42 @@ func (c *Conn) Containers() containersapi.ContainersClient {
 // Snapshots is containerd's snapshot service.
 func (c *Conn) Snapshots() snapshotsapi.SnapshotsClient { return snapshotsapi.NewSnapshotsClient(c.cc) }
 
+// NamespaceNames are containerd's namespaces.
+func (c *Conn) NamespaceNames(ctx context.Context) ([]string, error) {
+	resp, err := namespacesapi.NewNamespacesClient(c.cc).List(ctx, &namespacesapi.ListNamespacesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing containerd's namespaces: %w", err)
+	}
+	var out []string
+	for _, n := range resp.GetNamespaces() {
+		out = append(out, n.GetName())
+	}
+	return out, nil
+}
+
+// HasSnapshot tells whether snapshotter sn holds a snapshot in ctx's
+// namespace.
+func (c *Conn) HasSnapshot(ctx context.Context, sn string) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.Snapshots().List(ctx, &snapshotsapi.ListSnapshotsRequest{Snapshotter: sn})
+	if err != nil {
+		return false, err
+	}
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(resp.GetInfo()) > 0 {
+			return true, nil
+		}
+	}
+}
+
 // WriteBlob writes data into the content store as ref, under the lease
 // ctx names: a stat, a write and a commit, as containerd's own writer
 // does.

@@ -246,8 +246,8 @@ const leaseHeader = "containerd-lease"
 // something of its own: what a collection cut short (containerd killed
 // between the two) left on disk no record names, no listing shows, and
 // containerd keeps until a later collection happens to sweep that store.
-// So the lease holds a blob and an empty snapshot of every snapshotter,
-// and its deletion collects them: every store is swept.
+// So the lease holds a blob and an empty snapshot of every snapshotter the
+// node uses, and its deletion collects them: every such store is swept.
 func (r reclaimer) sweep(ctx context.Context) error {
 	// Its expiry lets containerd drop it should this process die first.
 	id := fmt.Sprintf("eraser-sweep-%d", time.Now().UnixNano())
@@ -262,7 +262,7 @@ func (r reclaimer) sweep(ctx context.Context) error {
 	if err := r.c.WriteBlob(held, id, []byte(id)); err != nil {
 		return drop(fmt.Errorf("writing the blob that sweeps the content store: %w", err))
 	}
-	snapshotters, err := r.c.LoadedSnapshotters(ctx)
+	snapshotters, err := r.usedSnapshotters(ctx)
 	if err != nil {
 		return drop(err)
 	}
@@ -273,6 +273,35 @@ func (r reclaimer) sweep(ctx context.Context) error {
 	}
 	_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
 	return err
+}
+
+// usedSnapshotters are the loaded snapshotters that hold a snapshot in
+// some namespace: the node's (the CRI's holds at least its sandbox
+// image's). One that holds none is not swept: preparing a snapshot in it
+// would make its database.
+func (r reclaimer) usedSnapshotters(ctx context.Context) ([]string, error) {
+	loaded, err := r.c.LoadedSnapshotters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := r.c.NamespaceNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sn := range loaded {
+		for _, ns := range nss {
+			held, err := r.c.HasSnapshot(ctrdrecords.InNamespace(ctx, ns), sn)
+			if err != nil {
+				return nil, fmt.Errorf("listing snapshotter %s: %w", sn, err)
+			}
+			if held {
+				out = append(out, sn)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // unheld are what nothing holds now, by namespace and name.

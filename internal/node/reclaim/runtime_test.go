@@ -269,6 +269,16 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	n := startNode(t)
 	kept := image(t, "example.com/sweep/kept:1", 4*mib)
 	n.Import(t, kept)
+	// The native snapshotter is loaded and holds nothing: it is not swept,
+	// and a snapshot made in it would make its database.
+	nativeDB := filepath.Join(n.RootDir(), "io.containerd.snapshotter.v1.native", "metadata.db")
+	_, err := os.Stat(nativeDB)
+	nativeUnused := os.IsNotExist(err)
+	defer func() {
+		if _, err := os.Stat(nativeDB); nativeUnused && err == nil {
+			t.Error("reclaiming made a database in the native snapshotter, which the node does not use")
+		}
+	}()
 	// Whatever the import left for the next collection goes first.
 	client := n.Client(t)
 	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
@@ -302,6 +312,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	for _, r := range results {
 		t.Errorf("a result for no leftover found: %+v", r)
 	}
+
 	after := n.used(t)
 	t.Logf("image filesystem: %d bytes used before reclaiming, %d after", before, after)
 	if _, err := os.Stat(blobPath); !os.IsNotExist(err) {
