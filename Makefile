@@ -272,11 +272,11 @@ test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a re
 # subtests (/crio) are not run again.
 CONTAINERD_VERSIONS := v1.7.29 v2.3.3
 .PHONY: test-containerd-versions
-test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/remover, internal/node/cri, internal/testing/containerdconfig) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
+test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/remover, internal/node/reclaim, internal/node/cri, internal/testing/containerdconfig) and the scanner pipeline on containerd 1.7.29 and 2.3.3, built once from the module proxy.
 	@for v in $(CONTAINERD_VERSIONS); do \
 		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
 		echo "worker tier on containerd $$v ($$dir)"; \
-		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip /crio ./test/e2e ./internal/node/remover ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip /crio ./test/e2e ./internal/node/remover ./internal/node/reclaim ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
 		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) -skip /crio/ ./test/e2e || exit 1; \
 	done
 
@@ -316,6 +316,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
 	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
+	go test ./internal/node/storagerecords -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
 	go test ./internal/wire/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
 	go test ./internal/node/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
 	go test ./internal/manager/scandb -run=^$$ -fuzz=^FuzzReadMetadata$$ -fuzztime=30s

@@ -92,7 +92,7 @@ fi
 # The README's map of the code and runtimes.md's tests are for contributors.
 user_pages=(charts/eraser/README.md docs/install.md docs/migrating.md docs/configuration.md docs/metrics.md
   docs/troubleshooting.md docs/protection.md docs/report.md docs/retention.md docs/run-now.md docs/runs.md
-  docs/windows.md docs/scanner.md docs/cli.md docs/kubectl-plugin.md)
+  docs/windows.md docs/scanner.md docs/cli.md docs/kubectl-plugin.md docs/reclaim.md)
 internal_words=$(grep -n -E '`internal/|`[a-z]+\.[A-Z][A-Za-z]+`|`[0-9a-f]{7,40}`' "${user_pages[@]}" || true)
 if [ -n "$internal_words" ]; then
   echo "verify: user pages name internal packages, Go identifiers or commits:" >&2

@@ -219,6 +219,20 @@ type ImageResults struct {
 	// BytesFreed is the size of the removed images as the runtime reported it.
 	// +optional
 	BytesFreed int64 `json:"bytesFreed,omitempty"`
+	// ExpectedBytesFreed is what only the removed images held, by the
+	// runtimes' own records: a layer several of them shared counted once,
+	// one an image left on the node still holds not at all.
+	// +optional
+	ExpectedBytesFreed int64 `json:"expectedBytesFreed,omitempty"`
+	// MeasuredBytesFreed is what the nodes' image filesystems gained (the
+	// runtimes' records, where a worker cannot see the filesystem). Not
+	// set on a dry run.
+	// +optional
+	MeasuredBytesFreed int64 `json:"measuredBytesFreed,omitempty"`
+	// FreedMismatches counts the nodes where the two differ by more than
+	// the tolerance (5%, at least 4 MiB); each node's report says why.
+	// +optional
+	FreedMismatches int64 `json:"freedMismatches,omitempty"`
 	// TooYoung images were kept because they were pulled (or re-tagged) on
 	// the node less than the retention policy's minAge ago.
 	// +optional

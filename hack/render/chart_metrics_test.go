@@ -194,6 +194,8 @@ var servedMetrics = map[string]bool{
 	"vulnerable_images_run_total":                  true,
 	"eraser_config_last_reload_successful":         true,
 	"eraser_bytes_freed_run_total":                 true,
+	"eraser_bytes_expected_freed_run_total":        true,
+	"eraser_bytes_reclaimed_run_total":             true,
 	"eraser_imagefs_capacity_bytes":                true,
 	"eraser_imagefs_used_before_bytes":             true,
 	"eraser_imagefs_used_after_bytes":              true,

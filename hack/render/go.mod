@@ -1,6 +1,6 @@
 module github.com/eraser-oss/eraser/hack/render
 
-go 1.26.0
+go 1.26.3
 
 replace github.com/eraser-oss/eraser => ../..
 

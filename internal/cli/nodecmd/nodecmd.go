@@ -13,22 +13,29 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/exclusion"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
-const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [-o table|json]
+const usage = `usage: eraser node list  [--runtime-endpoint URL] [--exclude-file FILE]... [--leftovers [--image-store DIR] [--lease-age D] [--record-age D]] [-o table|json]
        eraser node prune [--runtime-endpoint URL] [--exclude-file FILE]... [--images LIST] [--dry-run] [--concurrency N]
                          [--min-age D] [--unused-for D] [--high-threshold-percent N --low-threshold-percent M]
                          [--imagefs-path DIR] [--image-store DIR] [--state-dir DIR] [--now RFC3339] [-o table|json]
 
-list   shows every image on the node and whether it would be kept, and why.
+list   shows every image on the node and whether it would be kept, and why;
+       with --leftovers, what removals left on the runtime instead (containerd:
+       images named only by their ID, images of other namespaces, old leases,
+       content and snapshots nothing holds; CRI-O: layers nothing holds,
+       incomplete layers, the storage of containers it no longer lists),
+       each with the bytes only it holds.
 prune  removes images: --images is a comma-separated list of references,
        digests or IDs, or "*" for every unprotected image at least
        --min-age old; --unused-for and the thresholds apply the retention
@@ -68,12 +75,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", "table", "output: table or json")
 	var o pruneOptions
 	var images string
+	var leftovers bool
+	var imageStore string
+	ages := reclaim.DefaultAges
+	if sub == "list" {
+		fs.BoolVar(&leftovers, "leftovers", false, "show what removals left on the runtime, not the images")
+		fs.StringVar(&imageStore, "image-store", DefaultImageStore, "CRI-O's image store (containers/storage's root), read by --leftovers")
+		fs.DurationVar(&ages.Lease, "lease-age", ages.Lease, "with --leftovers, a containerd lease older than this holds a leftover")
+		fs.DurationVar(&ages.Record, "record-age", ages.Record, "with --leftovers, CRI-O's records younger than this are not judged (a pull in progress)")
+	}
 	if sub == "prune" {
 		fs.StringVar(&images, "images", "", `comma-separated images to remove, or "*" for every unprotected image`)
 		fs.BoolVar(&o.dryRun, "dry-run", false, "show what would be removed, remove nothing")
 		fs.IntVar(&o.concurrency, "concurrency", remover.DefaultConcurrency, "removals in flight at once")
 		o.retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 		o.protection.Bind(fs)
+		o.leftover.Bind(fs)
 	}
 	err := fs.Parse(args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -108,6 +125,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer client.Close()
 	o.policy = protect.Policy{Exclusions: pats}
+	if sub == "list" && leftovers {
+		if err := listLeftovers(ctx, client, imageStore, ages, o.json, time.Now(), stdout); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return ExitCouldNotRun
+		}
+		return ExitOK
+	}
 	if sub == "list" {
 		if err := list(ctx, client, o.policy, o.json, stdout); err != nil {
 			fmt.Fprintln(stderr, "error:", err)

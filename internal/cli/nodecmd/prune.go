@@ -30,6 +30,7 @@ type pruneOptions struct {
 	concurrency int
 	retention   retention.Flags
 	protection  remover.ProtectionFlags
+	leftover    remover.LeftoverFlags
 	now         time.Time
 	json        bool
 }
@@ -101,6 +102,11 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
 		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+	}
+	opts.MeasureFreed, opts.Footprint = remover.FreedMeters(client, o.retention.ImageFsPath, o.retention.ImageStore, true)
+	var err error
+	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore); err != nil {
+		return fail(err)
 	}
 	o.protection.Apply(&opts)
 	results, err := remover.Run(ctx, client, targets, opts)
@@ -195,5 +201,44 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
 			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), bytesize.Format(fs.CapacityBytes))
 	}
+	if f := s.Freed; f != nil {
+		// The images' sizes above count a layer once per image; this is
+		// each layer once, and what the disk really gained.
+		line := fmt.Sprintf("the removed images' own content: %s", bytesize.Format(f.ExpectedBytes))
+		if f.MeasuredBy != "" {
+			where := "the image filesystem"
+			if f.MeasuredBy == remover.MeasuredByRuntime {
+				where = "the runtime's records"
+			}
+			line += fmt.Sprintf("; %s gained %s", where, signedBytes(f.MeasuredBytes))
+		}
+		fmt.Fprintln(out, line)
+		if f.Note != "" {
+			fmt.Fprintln(out, "  "+f.Note)
+		}
+		if f.Error != "" {
+			fmt.Fprintln(out, "  not measured: "+f.Error)
+		}
+	}
+	if l := s.Leftovers; l != nil {
+		verb := "reclaimed"
+		if s.DryRun {
+			verb = "would reclaim"
+		}
+		switch {
+		case l.Error != "":
+			fmt.Fprintln(out, "leftovers not looked for: "+l.Error)
+		case l.Found+l.Reclaimed > 0:
+			fmt.Fprintf(out, "leftovers of removals on the runtime: %s %d (%s), %d left (%s; eraser node list --leftovers)\n",
+				verb, l.Reclaimed, bytesize.Format(l.ReclaimedBytes), l.Found, bytesize.Format(l.FoundBytes))
+		}
+	}
 	return nil
+}
+
+func signedBytes(n int64) string {
+	if n < 0 {
+		return "-" + bytesize.Format(uint64(-n))
+	}
+	return bytesize.Format(uint64(n))
 }

@@ -39,6 +39,9 @@ func Print(w io.Writer, out Output) {
 	for _, db := range scanDBs(out.Nodes) {
 		fmt.Fprintln(w, db)
 	}
+	for _, line := range freedLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
@@ -98,6 +101,46 @@ func scanDBs(nodes []nodereport.Node) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// freedLines say what the removals should have freed and what they did:
+// the nodes' totals, then each node whose two differ beyond the tolerance,
+// with the likely cause.
+func freedLines(nodes []nodereport.Node) []string {
+	var expected uint64
+	var measured int64
+	var known, measuredOn int
+	var out []string
+	for _, n := range nodes {
+		f := n.Freed
+		if f == nil {
+			continue
+		}
+		known++
+		expected += f.ExpectedBytes
+		if f.MeasuredBy != "" {
+			measuredOn++
+			measured += f.MeasuredBytes
+		}
+		if f.Note != "" {
+			out = append(out, fmt.Sprintf("  %s: %s", n.Name, oneLine(f.Note)))
+		}
+		if f.Error != "" {
+			out = append(out, fmt.Sprintf("  %s: not measured: %s", n.Name, oneLine(f.Error)))
+		}
+	}
+	if known == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("space: %s expected to be freed on %d nodes (the removed images' own content)", bytesize.Format(expected), known)
+	if measuredOn > 0 {
+		m := bytesize.Format(uint64(max(measured, 0)))
+		if measured < 0 {
+			m = "-" + bytesize.Format(uint64(-measured))
+		}
+		head += fmt.Sprintf(", %s measured on %d nodes", m, measuredOn)
+	}
+	return append([]string{head}, out...)
 }
 
 func counts(m map[string]int) string {

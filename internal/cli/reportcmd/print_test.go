@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 func TestPrint(t *testing.T) {
@@ -34,6 +35,17 @@ s1    (skipped)                                    NotReady                     
 note: the run of generation 2 was deleted
 NODE  OUTCOME        IMAGE  POLICY      SIZE  DETAIL
 a     (not started)         NotStarted        the run ended before it reached this node
+`,
+		},
+		"space freed, and a node that freed less": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", Freed: &workerresult.Freed{ExpectedBytes: 100 << 20, MeasuredBytes: 98 << 20, MeasuredBy: "imagefs"}},
+				{Name: "b", Freed: &workerresult.Freed{ExpectedBytes: 50 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "runtime", Note: "freed 2.0MiB of the 50.0MiB expected: the runtime still holds 48.0MiB of the removed images"}},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+space: 150.0MiB expected to be freed on 2 nodes (the removed images' own content), 100.0MiB measured on 2 nodes
+  b: freed 2.0MiB of the 50.0MiB expected: the runtime still holds 48.0MiB of the removed images
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},
 	} {

@@ -44,7 +44,11 @@ type Recorder struct {
 	removed    map[string]int64
 	refused    map[string]int64
 	vulnerable map[string]int64
-	imageFs    map[string]ImageFs
+	// expected and reclaimed are, per node, the bytes the removals should
+	// have freed and what the image filesystem gained.
+	expected  map[string]int64
+	reclaimed map[string]int64
+	imageFs   map[string]ImageFs
 	// failedRuns counts, per node, the jobs in a row in which its worker
 	// failed. It lives in memory only: a restart starts every node at 0.
 	failedRuns map[string]int64
@@ -69,6 +73,10 @@ type NodeCounts struct {
 	// BytesFreed is the size of what the remover removed, by the policy
 	// that chose each image.
 	BytesFreed map[string]int64
+	// ExpectedFreed is what only the removed images held, by the
+	// runtime's records; Reclaimed what the image filesystem (or the
+	// records) gained, where measured.
+	ExpectedFreed, Reclaimed int64
 	// Outcome is how the node's worker ended.
 	Outcome Outcome
 }
@@ -88,7 +96,7 @@ const (
 
 // IsZero says whether the node reported nothing worth recording.
 func (n NodeCounts) IsZero() bool {
-	return n.Removed == 0 && n.Refused == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.Outcome == OutcomeUnknown
+	return n.Removed == 0 && n.Refused == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.ExpectedFreed == 0 && n.Reclaimed == 0 && n.Outcome == OutcomeUnknown
 }
 
 // ImageFs is a node's image filesystem, in bytes.
@@ -146,6 +154,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		return nil, err
 	}
 	r.removed, r.refused, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
+	r.expected, r.reclaimed = map[string]int64{}, map[string]int64{}
 	r.failedRuns = map[string]int64{}
 	r.lastSuccess = map[string]int64{}
 	removed, err := m.Int64ObservableCounter("images_removed_run_total", metric.WithDescription("Images removed, per node, as the removers reported them."))
@@ -158,6 +167,16 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		return nil, err
 	}
 	vulnerable, err := m.Int64ObservableCounter("vulnerable_images_run_total", metric.WithDescription("Images the scanner found non-compliant and handed to the remover, per node."))
+	if err != nil {
+		return nil, err
+	}
+	expected, err := m.Int64ObservableCounter("eraser_bytes_expected_freed_run_total", metric.WithUnit("By"),
+		metric.WithDescription("Bytes only the removed images held, by the runtime's records (shared layers counted once), per node."))
+	if err != nil {
+		return nil, err
+	}
+	reclaimed, err := m.Int64ObservableCounter("eraser_bytes_reclaimed_run_total", metric.WithUnit("By"),
+		metric.WithDescription("Bytes the node's image filesystem gained from its runs' removals, measured before and after them, per node."))
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +220,12 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 		for node, n := range r.vulnerable {
 			o.ObserveInt64(vulnerable, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
+		for node, n := range r.expected {
+			o.ObserveInt64(expected, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
+		for node, n := range r.reclaimed {
+			o.ObserveInt64(reclaimed, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
+		}
 		for node, n := range r.failedRuns {
 			o.ObserveInt64(failedRuns, n, metric.WithAttributes(attribute.String(NodeAttribute, node)))
 		}
@@ -211,7 +236,7 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 			o.ObserveInt64(usedAfter, fs.UsedAfterBytes, attrs)
 		}
 		return nil
-	}, removed, refused, vulnerable, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
+	}, removed, refused, vulnerable, expected, reclaimed, capacity, usedBefore, usedAfter, lastSuccess, failedRuns); err != nil {
 		return nil, err
 	}
 	if err := r.registerCoverage(m); err != nil {
@@ -246,6 +271,13 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 		if n.ImageFs != nil {
 			r.imageFs[node] = *n.ImageFs
 		}
+		if n.ExpectedFreed > 0 {
+			r.expected[node] += n.ExpectedFreed
+		}
+		// A counter: a run whose filesystem grew meanwhile adds nothing.
+		if n.Reclaimed > 0 {
+			r.reclaimed[node] += n.Reclaimed
+		}
 		for policy, b := range n.BytesFreed {
 			freed[policy] += b
 		}
@@ -276,6 +308,8 @@ func (r *Recorder) ForgetNode(node string) {
 	delete(r.removed, node)
 	delete(r.refused, node)
 	delete(r.vulnerable, node)
+	delete(r.expected, node)
+	delete(r.reclaimed, node)
 	delete(r.imageFs, node)
 	delete(r.failedRuns, node)
 	delete(r.coverage.nodes, node)

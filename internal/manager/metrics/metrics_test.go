@@ -35,7 +35,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	}
 	r.JobFinished(12, 3, 1, map[string]NodeCounts{
 		"node-a": {Removed: 2, Refused: 1, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700}},
-		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000},
+		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000}, ExpectedFreed: 900, Reclaimed: 1000,
 			ImageFs: &ImageFs{CapacityBytes: 10000, UsedBeforeBytes: 9000, UsedAfterBytes: 8000}},
 	})
 
@@ -61,19 +61,21 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"imagejob_run_total":                                 "1",
-		"pods_completed_run_total":                           "3",
-		"pods_failed_run_total":                              "1",
-		"imagejob_duration_run_seconds":                      "count=1 sum=12",
-		"images_removed_run_total{node_name=node-a}":         "2",
-		"images_removed_run_total{node_name=node-b}":         "5",
-		"vulnerable_images_run_total{node_name=node-a}":      "1",
-		"eraser_images_refused_run_total{node_name=node-a}":  "1",
-		"eraser_bytes_freed_run_total{policy=DiskPressure}":  "1700",
-		"eraser_bytes_freed_run_total{policy=UnusedFor}":     "300",
-		"eraser_imagefs_capacity_bytes{node_name=node-b}":    "10000",
-		"eraser_imagefs_used_before_bytes{node_name=node-b}": "9000",
-		"eraser_imagefs_used_after_bytes{node_name=node-b}":  "8000",
+		"imagejob_run_total":                                      "1",
+		"pods_completed_run_total":                                "3",
+		"pods_failed_run_total":                                   "1",
+		"imagejob_duration_run_seconds":                           "count=1 sum=12",
+		"images_removed_run_total{node_name=node-a}":              "2",
+		"images_removed_run_total{node_name=node-b}":              "5",
+		"vulnerable_images_run_total{node_name=node-a}":           "1",
+		"eraser_images_refused_run_total{node_name=node-a}":       "1",
+		"eraser_bytes_freed_run_total{policy=DiskPressure}":       "1700",
+		"eraser_bytes_freed_run_total{policy=UnusedFor}":          "300",
+		"eraser_imagefs_capacity_bytes{node_name=node-b}":         "10000",
+		"eraser_bytes_expected_freed_run_total{node_name=node-b}": "900",
+		"eraser_bytes_reclaimed_run_total{node_name=node-b}":      "1000",
+		"eraser_imagefs_used_before_bytes{node_name=node-b}":      "9000",
+		"eraser_imagefs_used_after_bytes{node_name=node-b}":       "8000",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Prometheus metrics (-want +got):\n%s", diff)
@@ -85,7 +87,7 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", "eraser_images_refused_run_total", NodeAttribute,
-		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", PolicyAttribute} {
+		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", "eraser_bytes_expected_freed_run_total", "eraser_bytes_reclaimed_run_total", PolicyAttribute} {
 		if !bytes.Contains(pushed, []byte(name)) {
 			t.Errorf("OTLP push lacks %q", name)
 		}

@@ -134,7 +134,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			n.ScanDB = s.ScanDB
 		}
 		if cs.Name == podspec.RemoverContainer {
-			n.BytesFreed, n.DryRun = s.BytesFreed, s.DryRun
+			n.BytesFreed, n.DryRun, n.Freed = s.BytesFreed, s.DryRun, s.Freed
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {

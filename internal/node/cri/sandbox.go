@@ -95,3 +95,19 @@ func sandboxImageFromInfo(info map[string]string) string {
 	}
 	return cfg.PinnedImages.Sandbox
 }
+
+// PodSandboxIDs are the IDs of the node's pod sandboxes, in any state: on
+// CRI-O, each has storage of its own under that ID.
+func (c *Client) PodSandboxIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := c.listCtx(ctx)
+	defer cancel()
+	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pod sandboxes: %w", err)
+	}
+	out := make([]string, 0, len(resp.GetItems()))
+	for _, sb := range resp.GetItems() {
+		out = append(out, sb.GetId())
+	}
+	return out, nil
+}

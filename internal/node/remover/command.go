@@ -35,6 +35,7 @@ type Command struct {
 	Scanner    string
 	Retention  retention.Flags
 	Protection ProtectionFlags
+	Leftover   LeftoverFlags
 }
 
 // Bind registers the remover's flags.
@@ -47,6 +48,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.SummaryFile, "summary-file", DefaultSummaryFile, "where to write the JSON summary (the termination message)")
 	c.Retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 	c.Protection.Bind(fs)
+	c.Leftover.Bind(fs)
 }
 
 // Run runs the remover and returns the process exit code: 0 when the run
@@ -107,12 +109,16 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	}
 	defer client.Close()
 	var info RunInfo
+	measureFreed, records := FreedMeters(client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	opts := Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
-		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
+		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath), MeasureFreed: measureFreed, Footprint: records,
 	}
 	c.Protection.Apply(&opts)
+	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore); err != nil {
+		return empty, err
+	}
 	results, err := Run(ctx, client, targets, opts)
 	if err != nil {
 		return empty, err

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -66,6 +68,18 @@ type Options struct {
 	// MeasureDisk measures the image filesystem for the disk-pressure
 	// policy; nil: unmeasured, and that policy removes nothing.
 	MeasureDisk func(ctx context.Context) (retention.Disk, error)
+	// MeasureFreed measures the image filesystem around the removals, to
+	// tell what they freed; nil where this process cannot see it (a Linux
+	// pod without the image filesystem mounted): the runtime's records are
+	// measured instead.
+	MeasureFreed func(ctx context.Context) (retention.Disk, error)
+	// Footprint reads the runtime's records, for the bytes the removals
+	// should free; nil: not known.
+	Footprint footprint.Reader
+	// Leftovers finds what removals left on the runtime once the run's
+	// removals are done, and reclaims what its policy takes, protected by
+	// the run's policy; nil: not looked for (LeftoverFlags.Leftovers).
+	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error)
 	// References is the directory of the cluster's references (the pod's
 	// mounts, references.ReadDir); "" keeps no referenced images. Protection
 	// says what else keeps images from the automatic policies; its
@@ -150,6 +164,10 @@ type RunInfo struct {
 	DiskBefore, DiskAfter *retention.Disk
 	// References is what was read of the cluster's references.
 	References *references.Stats
+	// Freed is what the removals should free and what they freed.
+	Freed *workerresult.Freed
+	// Leftovers is what removals left on the runtime.
+	Leftovers *workerresult.Leftovers
 }
 
 // Apply adds the run's information to a summary.
@@ -164,6 +182,8 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
 		}
 	}
+	s.Freed = i.Freed
+	s.Leftovers = i.Leftovers
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -239,6 +259,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range results {
 		logResult(opts.Log, res, opts.DryRun)
 	}
+	probe := probeFreed(ctx, opts, r.Disk)
 	done := execute(ctx, rt, snap, remove, opts)
 	if diskOn && r.Disk != nil && !opts.DryRun {
 		var more []Result
@@ -251,6 +272,11 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
 	}
+	if info.Freed = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
+		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
+	}
+	// The sandbox images the run found are protected as its removals were.
+	info.Leftovers = leftovers(ctx, opts, snap.policy)
 	return append(results, done...), nil
 }
 

@@ -30,22 +30,31 @@ type Image struct {
 	// RandomBytes adds a layer of that many random bytes, so that every
 	// image gets its own ID and a size.
 	RandomBytes int
+	// Base is a first layer under the image's own, of these files: images
+	// with the same Base share that layer, as images of one base image do.
+	Base map[string][]byte
 }
 
 // Build builds the image in memory.
 func (img Image) Build() (v1.Image, error) {
+	base := empty.Image
+	if len(img.Base) > 0 {
+		b, err := filesTar(img.Base)
+		if err != nil {
+			return nil, err
+		}
+		layer, err := Layer(b)
+		if err != nil {
+			return nil, err
+		}
+		if base, err = mutate.AppendLayers(base, layer); err != nil {
+			return nil, err
+		}
+	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	// In the paths' order, so that the same files make the same layer and
-	// image ID on every build (on every node of a test).
-	for _, path := range slices.Sorted(maps.Keys(img.Files)) {
-		data := img.Files[path]
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data))}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
+	if err := writeFiles(tw, img.Files); err != nil {
+		return nil, err
 	}
 	if img.RandomBytes > 0 {
 		data := make([]byte, img.RandomBytes)
@@ -64,7 +73,7 @@ func (img Image) Build() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := mutate.AppendLayers(empty.Image, layer)
+	out, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +85,32 @@ func (img Image) Build() (v1.Image, error) {
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Config.Entrypoint = img.Entrypoint
 	return mutate.ConfigFile(out, cf)
+}
+
+// writeFiles writes files in their paths' order, so that the same files
+// make the same layer and image ID on every build (on every node of a
+// test).
+func writeFiles(tw *tar.Writer, files map[string][]byte) error {
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		data := files[path]
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o755, Size: int64(len(data))}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func filesTar(files map[string][]byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := writeFiles(tw, files); err != nil {
+		return nil, err
+	}
+	err := tw.Close()
+	return buf.Bytes(), err
 }
 
 // Layer is a layer of the tar archive b, read from memory: tarball's

@@ -201,6 +201,23 @@ func (c *CRIO) launch(t testing.TB) {
 	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
 }
 
+// Kill kills CRI-O with SIGKILL, as a crash would: no clean-shutdown file
+// is written, so the next start finds the store as the crash left it.
+// Restart brings it back.
+func (c *CRIO) Kill(t testing.TB) {
+	t.Helper()
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+}
+
+// Restart starts CRI-O again on the same configuration and store, after
+// Kill, and waits until its CRI answers.
+func (c *CRIO) Restart(t testing.TB) {
+	t.Helper()
+	c.launch(t)
+	c.waitReady(t)
+}
+
 // waitReady waits until CRI-O answers Version: the socket appears before the
 // CRI services are registered.
 func (c *CRIO) waitReady(t testing.TB) {

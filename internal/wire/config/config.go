@@ -41,6 +41,7 @@ type Manager struct {
 	AdditionalPodLabels map[string]string
 	NodeFilter          NodeFilter
 	Retention           Retention
+	Leftovers           Leftovers
 }
 
 // DefaultMinAge is the retention policy's minAge when the document sets

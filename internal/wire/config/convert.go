@@ -178,6 +178,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.NodeFilter.Selectors = m.NodeFilter.Selectors
 
 	out.Retention = c.retention(p.Child("retention"), m.Retention)
+	out.Leftovers = c.leftovers(p.Child("leftovers"), m.Leftovers)
 }
 
 // nodeSelector checks each pair as a label a node could carry, naming the

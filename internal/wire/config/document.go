@@ -68,6 +68,8 @@ type managerCommon struct {
 	NodeFilter        nodeFilterDoc `json:"nodeFilter"`
 	// Retention is our addition, in every version.
 	Retention retentionDoc `json:"retention"`
+	// Leftovers is our addition, in every version.
+	Leftovers leftoversDoc `json:"leftovers"`
 
 	// Keys upstream's docs listed and its code never read (ignoredKeys).
 	ExtraScannerVolumes      json.RawMessage `json:"extraScannerVolumes,omitempty"`

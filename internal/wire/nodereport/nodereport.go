@@ -57,7 +57,10 @@ type Node struct {
 	// message): exact even when entries are omitted or unavailable.
 	Counts     map[string]int `json:"counts,omitempty"`
 	BytesFreed uint64         `json:"bytesFreed,omitempty"`
-	Entries    []Entry        `json:"entries,omitempty"`
+	// Freed compares what the removals should have freed with what they
+	// did.
+	Freed   *workerresult.Freed `json:"freed,omitempty"`
+	Entries []Entry             `json:"entries,omitempty"`
 	// Omitted counts entries left out to keep the report bounded.
 	Omitted int `json:"omitted,omitempty"`
 	// Unavailable says why the entries could not be read (the log was gone

@@ -62,6 +62,11 @@ type Summary struct {
 	// ImageFs is the image filesystem before and after the run, when the
 	// disk-pressure policy measured it.
 	ImageFs *ImageFs `json:"imageFs,omitempty"`
+	// Freed is what the removals should have freed and what they did.
+	Freed *Freed `json:"freed,omitempty"`
+	// Leftovers is what removals left on the runtime, found after this
+	// run's removals, and what of it the policy reclaimed.
+	Leftovers *Leftovers `json:"leftovers,omitempty"`
 	// PlanMs is the time, in milliseconds, the remover spent deciding:
 	// reading ages and the node's state file, and planning.
 	PlanMs float64 `json:"planMs,omitempty"`
@@ -84,6 +89,38 @@ type ImageFs struct {
 	CapacityBytes   uint64 `json:"capacityBytes"`
 	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
 	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
+}
+
+// Freed compares what a run's removals should free, by the runtime's own
+// records, with what they freed.
+type Freed struct {
+	// ExpectedBytes is what only the removed images held: each layer and
+	// snapshot counted once however many images shared it, none that an
+	// image left on the node still holds.
+	ExpectedBytes uint64 `json:"expectedBytes"`
+	// MeasuredBytes is what the image filesystem gained (MeasuredBy
+	// "imagefs"), or the runtime's records shrank by ("runtime"); negative
+	// when it grew. Absent on a dry run.
+	MeasuredBytes int64  `json:"measuredBytes,omitempty"`
+	MeasuredBy    string `json:"measuredBy,omitempty"`
+	// Note says what likely made the two differ, when they differ by more
+	// than the tolerance (5%, at least 4 MiB).
+	Note string `json:"note,omitempty"`
+	// Error says why either could not be measured.
+	Error string `json:"error,omitempty"`
+}
+
+// Leftovers totals what removals left on the runtime: Reclaimed were
+// deleted (would be, on a dry run), Found are left (their kind is not
+// reclaimed, a re-check kept them, or Failed to delete).
+type Leftovers struct {
+	Found          int    `json:"found,omitempty"`
+	FoundBytes     uint64 `json:"foundBytes,omitempty"`
+	Reclaimed      int    `json:"reclaimed,omitempty"`
+	ReclaimedBytes uint64 `json:"reclaimedBytes,omitempty"`
+	Failed         int    `json:"failed,omitempty"`
+	// Error says why they could not be looked for.
+	Error string `json:"error,omitempty"`
 }
 
 // Failure is one failed image, or an invalid ImageList entry.
@@ -145,6 +182,16 @@ func truncate(s string) string {
 // Encode is the summary's termination-message form, always under MaxSize.
 func (s Summary) Encode() []byte {
 	s.Error = truncate(s.Error)
+	if s.Freed != nil {
+		f := *s.Freed
+		f.Note, f.Error = truncate(f.Note), truncate(f.Error)
+		s.Freed = &f
+	}
+	if s.Leftovers != nil {
+		l := *s.Leftovers
+		l.Error = truncate(l.Error)
+		s.Leftovers = &l
+	}
 	for {
 		data, err := json.Marshal(s)
 		if err == nil && len(data) <= MaxSize {

@@ -68,6 +68,9 @@ func (o Outcome) counts() metrics.NodeCounts {
 				}
 			}
 		}
+		if f := s.Freed; f != nil && !s.DryRun {
+			n.ExpectedFreed, n.Reclaimed = int64(f.ExpectedBytes), f.MeasuredBytes
+		}
 		if fs := s.ImageFs; fs != nil {
 			n.ImageFs = &metrics.ImageFs{CapacityBytes: int64(fs.CapacityBytes), UsedBeforeBytes: int64(fs.UsedBeforeBytes), UsedAfterBytes: int64(fs.UsedAfterBytes)}
 			if s.DryRun {
@@ -210,6 +213,13 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.Failed += int64(s.Counts["failed"] + s.Counts["invalid"])
 	total.Refused += int64(s.Counts["refused"])
 	total.BytesFreed += int64(s.BytesFreed)
+	if f := s.Freed; f != nil {
+		total.ExpectedBytesFreed += int64(f.ExpectedBytes)
+		total.MeasuredBytesFreed += f.MeasuredBytes
+		if f.Note != "" {
+			total.FreedMismatches++
+		}
+	}
 	total.TooYoung += int64(s.Counts["too young"])
 	total.RecentlyUsed += int64(s.Counts["recently used"])
 	total.NotNeeded += int64(s.Counts["not needed"])

@@ -1,0 +1,85 @@
+package leftover
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+)
+
+func digest(name string) string { return fmt.Sprintf("sha256:%064x", name) }
+
+// image is an image's content: its manifest, holding its config and
+// layers by gc.ref labels; its config, holding its top snapshot.
+func image(manifest, config, snapshot string, layers ...string) []ctrdrecords.Blob {
+	m := ctrdrecords.Blob{Digest: digest(manifest), Bytes: 1 << 10, Labels: map[string]string{"containerd.io/gc.ref.content." + "config": digest(config)}}
+	for i, l := range layers {
+		m.Labels[fmt.Sprintf("%sl.%d", "containerd.io/gc.ref.content.", i)] = digest(l)
+	}
+	c := ctrdrecords.Blob{Digest: digest(config), Bytes: 2 << 10, Labels: map[string]string{"containerd.io/gc.ref.snapshot." + "overlayfs": snapshot}}
+	return []ctrdrecords.Blob{m, c}
+}
+
+func layer(name string, bytes int64) ctrdrecords.Blob {
+	return ctrdrecords.Blob{Digest: digest(name), Bytes: bytes}
+}
+
+// TestContainerd: each kind of leftover is found, with the bytes only it
+// holds (a layer or snapshot another image shares is not counted); the
+// kubelet's named images, a running container's snapshot and a fresh lease
+// are none.
+func TestContainerd(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	const mib = 1 << 20
+	k8s := ctrdrecords.Namespace{Name: "k8s.io",
+		Images: []ctrdrecords.Image{
+			{Name: "example.com/app:1", Target: digest("m-app")},
+			{Name: "example.com/app@" + digest("m-app"), Target: digest("m-app")},
+			{Name: digest("c-app"), Target: digest("m-app")},
+			// The #13875 shape: only the ID record is left.
+			{Name: digest("c-gone"), Target: digest("m-gone")},
+		},
+		Snapshots: []ctrdrecords.Snapshot{
+			{Snapshotter: "overlayfs", Key: "s-base", Bytes: 20 * mib},
+			{Snapshotter: "overlayfs", Key: "s-gone", Parent: "s-base", Bytes: 5 * mib},
+			{Snapshotter: "overlayfs", Key: "rw-running", Parent: "s-base", Active: true, Bytes: 1 * mib},
+			{Snapshotter: "overlayfs", Key: "s-orphan", Bytes: 3 * mib},
+			{Snapshotter: "overlayfs", Key: "s-rooted", Bytes: 7 * mib, Labels: map[string]string{ctrdrecords.LabelRoot: "2026-01-01T00:00:00Z"}},
+		},
+		Containers: []ctrdrecords.Container{{ID: "running", Image: "example.com/app:1", Snapshotter: "overlayfs", SnapshotKey: "rw-running"}},
+		Leases: []ctrdrecords.Lease{
+			{ID: "pull-now", CreatedAt: now.Add(-time.Minute), Resources: []ctrdrecords.Resource{{Type: "content", ID: digest("l-pulling")}}},
+			{ID: "import-last-year", CreatedAt: now.Add(-24 * time.Hour * 300), Resources: []ctrdrecords.Resource{{Type: "content", ID: digest("l-leased")}}},
+		},
+	}
+	k8s.Content = append(k8s.Content, image("m-app", "c-app", "s-base", "l-base")...)
+	k8s.Content = append(k8s.Content, image("m-gone", "c-gone", "s-gone", "l-base", "l-gone")...)
+	k8s.Content = append(k8s.Content, layer("l-base", 10*mib), layer("l-gone", 4*mib), layer("l-pulling", 8*mib), layer("l-leased", 6*mib), layer("l-stray", 2*mib))
+	other := ctrdrecords.Namespace{Name: "default",
+		Images:    []ctrdrecords.Image{{Name: "docker.io/library/busybox:1.36", Target: digest("m-busybox")}, {Name: "docker.io/library/busybox:latest", Target: digest("m-busybox")}},
+		Content:   append(image("m-busybox", "c-busybox", "s-busybox", "l-busybox", "l-base"), layer("l-busybox", 3*mib), layer("l-base", 10*mib)),
+		Snapshots: []ctrdrecords.Snapshot{{Snapshotter: "overlayfs", Key: "s-busybox", Bytes: 9 * mib}},
+	}
+	got := map[string]Leftover{}
+	for _, l := range Containerd(ctrdrecords.Records{Namespaces: []ctrdrecords.Namespace{k8s, other}}, Options{CRINamespace: "k8s.io", LeaseAge: time.Hour, Now: now}) {
+		l.Why = strings.SplitN(l.Why, " ", 2)[0] // the reason's gist; its text is the docs'
+		got[l.Namespace+" "+l.Name] = l
+	}
+	meta := uint64(1<<10 + 2<<10) // a manifest and a config
+	want := map[string]Leftover{
+		"k8s.io " + digest("c-gone"): {Kind: UnnamedImage, Namespace: "k8s.io", Name: digest("c-gone"), Bytes: meta + 4*mib + 5*mib, Why: "named", Records: []string{digest("c-gone")}},
+		"default docker.io/library/busybox:1.36 (and 1 more names)": {Kind: OtherNamespace, Namespace: "default", Name: "docker.io/library/busybox:1.36 (and 1 more names)",
+			Bytes: meta + 3*mib + 9*mib, Why: "an", Records: []string{"docker.io/library/busybox:1.36", "docker.io/library/busybox:latest"}},
+		"k8s.io import-last-year":   {Kind: OldLease, Namespace: "k8s.io", Name: "import-last-year", Bytes: 6 * mib, Why: "a"},
+		"k8s.io overlayfs/s-rooted": {Kind: GCRoot, Namespace: "k8s.io", Name: "overlayfs/s-rooted", Bytes: 7 * mib, Why: "a"},
+		" " + digest("l-stray"):     {Kind: Unreferenced, Name: digest("l-stray"), Bytes: 2 * mib, Why: "content"},
+		"k8s.io overlayfs/s-orphan": {Kind: Unreferenced, Namespace: "k8s.io", Name: "overlayfs/s-orphan", Bytes: 3 * mib, Why: "a"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,132 @@
+package leftover
+
+import (
+	"sort"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+)
+
+// The leftovers of CRI-O, found in containers/storage's records.
+const (
+	// UnreferencedLayer: a layer no image and no container holds, directly
+	// or as a parent: what an image removal cut short leaves. Nothing
+	// deletes it but a removal by hand.
+	UnreferencedLayer Kind = "unreferenced-layer"
+	// IncompleteLayer: a layer flagged incomplete, what an interrupted
+	// pull or removal leaves; containers/storage deletes these the next
+	// time a user of the store (CRI-O's restart) opens it for writing.
+	IncompleteLayer Kind = "incomplete-layer"
+	// OrphanContainer: the storage of a container or pod sandbox that
+	// CRI-O made and no longer lists, its root filesystem left behind
+	// (cri-o/cri-o#6981). It holds its image, which cannot be removed
+	// while it is there.
+	OrphanContainer Kind = "orphan-container"
+)
+
+// CRIOOptions set what counts as a leftover on CRI-O.
+type CRIOOptions struct {
+	// Live are the IDs of the containers and pod sandboxes CRI-O's CRI
+	// lists, which are their storage's IDs. Nil when unknown: then no
+	// container is judged an orphan.
+	Live map[string]bool
+	// SizeOf measures the disk a layer takes (storagerecords.LayerDiskBytes)
+	// when its record has no size to trust: a container's read-write
+	// layer, a layer whose making or deleting was cut short. Nil counts
+	// those by their records (0).
+	SizeOf func(layerID string) int64
+	// MinAge: records younger than this, at Now, are not judged, nor the
+	// layers under a layer that young: a pull writes its layers before
+	// the image that holds them, and CRI-O writes a container's storage
+	// before its CRI lists the container. It should be longer than the
+	// longest pull.
+	MinAge time.Duration
+	Now    time.Time
+}
+
+// CRIO finds the leftovers in a CRI-O store's records, largest first. A
+// layer's Bytes are its own (a layer under it nothing holds either is a
+// leftover of its own); a container's are its read-write layer's and those
+// of whatever only it holds.
+func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
+	layers := make(map[string]storagerecords.Layer, len(r.Layers))
+	for _, l := range r.Layers {
+		if _, ok := layers[l.ID]; !ok {
+			layers[l.ID] = l
+		}
+	}
+	measured := map[string]uint64{}
+	size := func(id string) uint64 {
+		if n, ok := measured[id]; ok {
+			return n
+		}
+		l, ok := layers[id]
+		n := l.DiffBytes
+		if (!ok || n == 0 || l.Incomplete) && o.SizeOf != nil {
+			n = o.SizeOf(id)
+		}
+		measured[id] = uint64(max(n, 0))
+		return measured[id]
+	}
+	young := func(t time.Time) bool { return !t.IsZero() && o.Now.Sub(t) < o.MinAge }
+	busy := map[string]bool{}
+	for _, l := range r.Layers {
+		if young(l.Created) {
+			for id := l.ID; id != "" && !busy[id]; id = layers[id].Parent {
+				busy[id] = true
+			}
+		}
+	}
+
+	held := storagerecords.HeldBy(r, nil, nil)
+	var out []Leftover
+	judged := map[string]bool{}
+	for _, l := range r.Layers {
+		if judged[l.ID] || busy[l.ID] {
+			continue
+		}
+		judged[l.ID] = true
+		switch {
+		case l.Incomplete:
+			out = append(out, Leftover{Kind: IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
+				Why: "flagged incomplete: a pull or a removal of it was cut short; containers/storage deletes it when CRI-O next starts"})
+		case !held.Layers[l.ID]:
+			out = append(out, Leftover{Kind: UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
+				Why: "no image or container stands on this layer: what a removal cut short leaves, kept until deleted by hand"})
+		}
+	}
+
+	if o.Live != nil {
+		orphans := map[string]bool{}
+		for _, c := range r.Containers {
+			// Containers without a pod are Podman's or Buildah's, which
+			// CRI-O's CRI never lists.
+			if c.PodID == "" || o.Live[c.ID] || young(c.Created) || orphans[c.ID] {
+				continue
+			}
+			orphans[c.ID] = true
+			only := held.Minus(storagerecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
+			l := Leftover{Kind: OrphanContainer, Name: c.ID,
+				Why: "storage of a container or pod sandbox CRI-O no longer lists: its root filesystem left behind (cri-o/cri-o#6981)"}
+			if len(c.Names) > 0 {
+				l.Name += " (" + c.Names[0] + ")"
+			}
+			for id := range only.Layers {
+				l.Bytes += size(id)
+			}
+			for _, img := range r.Images {
+				if only.Images[img.ID] {
+					l.Bytes += uint64(max(img.BigDataBytes, 0))
+				}
+			}
+			out = append(out, l)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,318 @@
+//go:build !windows
+
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	imagesapi "github.com/containerd/containerd/api/services/images/v1"
+	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+)
+
+// pinnedLabel is the label containerd's CRI pins an image record with.
+const pinnedLabel = "io.cri-containerd.pinned"
+
+// reclaimContainerd deletes each leftover through containerd's own API,
+// after a re-check of it against the records and the containers as they
+// are right then.
+func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []leftover.Leftover, p Policy, dryRun bool) []Result {
+	fail := func(err error) []Result {
+		out := make([]Result, 0, len(take))
+		for _, l := range take {
+			out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})
+		}
+		return out
+	}
+	c, err := ctrdrecords.Dial(socket)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	r := reclaimer{c: c, rt: rt, p: p, protect: p.Protect.Prepare(), dryRun: dryRun}
+	var out []Result
+	var unreferenced []leftover.Leftover
+	for _, l := range take {
+		switch l.Kind {
+		case leftover.UnnamedImage, leftover.OtherNamespace:
+			out = append(out, r.image(ctx, l))
+		case leftover.OldLease:
+			out = append(out, r.lease(ctx, l))
+		case leftover.Unreferenced:
+			unreferenced = append(unreferenced, l)
+		default:
+			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "not reclaimed on containerd"})
+		}
+	}
+	return append(out, r.collect(ctx, unreferenced)...)
+}
+
+type reclaimer struct {
+	c       *ctrdrecords.Conn
+	rt      Runtime
+	p       Policy
+	protect protect.Policy
+	dryRun  bool
+}
+
+// image re-checks an image leftover and deletes its records, the last
+// one synchronously: containerd's garbage collector has freed its content
+// and snapshots when the deletion returns.
+func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
+	res := Result{Leftover: l}
+	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
+	if why, err := r.imageProtected(ctx, l); err != nil {
+		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
+		return res
+	} else if why != "" {
+		res.Outcome, res.Detail = Kept, why
+		return res
+	}
+	if r.dryRun {
+		res.Outcome = WouldReclaim
+		return res
+	}
+	for i, name := range l.Records {
+		last := i == len(l.Records)-1
+		if _, err := r.c.Images().Delete(ctx, &imagesapi.DeleteImageRequest{Name: name, Sync: last}); err != nil && !ctrdrecords.IsNotFound(err) {
+			res.Outcome, res.Detail = Failed, fmt.Sprintf("deleting image record %s: %v", name, err)
+			return res
+		}
+	}
+	res.Outcome = Reclaimed
+	return res
+}
+
+// imageProtected says why an image leftover must stay, read right before
+// its deletion: a record of it gained a name a pod can use (a pull of it
+// is under way), the runtime pins it, an exclusion protects it, or a
+// container of the kubelet's or of its namespace uses it.
+func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (string, error) {
+	target := ""
+	img := cri.Image{}
+	for _, name := range l.Records {
+		resp, err := r.c.Images().Get(ctx, &imagesapi.GetImageRequest{Name: name})
+		if ctrdrecords.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		rec := resp.GetImage()
+		target = rec.GetTarget().GetDigest()
+		if rec.GetLabels()[pinnedLabel] == "pinned" {
+			img.Pinned = true
+		}
+		addName(&img, name)
+	}
+	if target == "" {
+		return "already gone", nil
+	}
+	all, err := r.c.Images().List(ctx, &imagesapi.ListImagesRequest{Filters: []string{"target.digest==" + target}})
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range all.GetImages() {
+		if !slices.Contains(l.Records, rec.GetName()) {
+			return "a record named " + rec.GetName() + " appeared since the node was read", nil
+		}
+	}
+	var used protect.Containers
+	if l.Namespace == CRINamespace {
+		containers, err := r.rt.ListContainers(ctx)
+		if err != nil {
+			return "", err
+		}
+		used = protect.NewContainers(containers)
+	}
+	if v := r.protect.Check(img, protect.Keys(img), used); v.Reason != protect.Removable {
+		return string(v.Reason) + ": " + v.Detail, nil
+	}
+	cs, err := r.c.Containers().List(ctx, &containersapi.ListContainersRequest{})
+	if err != nil {
+		return "", err
+	}
+	for _, ct := range cs.GetContainers() {
+		if slices.Contains(l.Records, ct.GetImage()) {
+			return "in use: container " + ct.GetID() + " of namespace " + l.Namespace, nil
+		}
+	}
+	return "", nil
+}
+
+// addName files a record's name as the CRI would show it: an ID, a
+// digest reference, or a tag.
+func addName(img *cri.Image, name string) {
+	switch {
+	case idName(name):
+		img.ID = name
+	case strings.Contains(name, "@"):
+		img.Digests = append(img.Digests, name)
+	default:
+		img.Tags = append(img.Tags, name)
+	}
+}
+
+func idName(s string) bool { return len(s) == len("sha256:")+64 && strings.HasPrefix(s, "sha256:") }
+
+// lease deletes a lease still older than the policy's age, synchronously.
+func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
+	res := Result{Leftover: l}
+	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
+	ls, err := r.c.Leases().List(ctx, &leasesapi.ListRequest{Filters: []string{"id==" + l.Name}})
+	if err != nil {
+		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
+		return res
+	}
+	if len(ls.GetLeases()) == 0 {
+		res.Outcome, res.Detail = Kept, "already gone"
+		return res
+	}
+	if age := time.Since(ls.GetLeases()[0].GetCreatedAt().AsTime()); age < r.p.LeaseAge {
+		res.Outcome, res.Detail = Kept, fmt.Sprintf("made %s ago, under the lease age", age.Round(time.Second))
+		return res
+	}
+	if r.dryRun {
+		res.Outcome = WouldReclaim
+		return res
+	}
+	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); err != nil && !ctrdrecords.IsNotFound(err) {
+		res.Outcome, res.Detail = Failed, "deleting the lease: "+err.Error()
+		return res
+	}
+	res.Outcome = Reclaimed
+	return res
+}
+
+// collect has containerd's garbage collector run and sweep its stores,
+// whenever the policy reclaims unreferenced leftovers, found or not: what
+// no record names is in no listing (sweep). Its own rules decide; whatever
+// is still there afterwards is kept.
+func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover) []Result {
+	if !r.p.Kinds[leftover.Unreferenced] {
+		return nil
+	}
+	out := make([]Result, 0, len(unreferenced))
+	if r.dryRun {
+		for _, l := range unreferenced {
+			out = append(out, Result{Leftover: l, Outcome: WouldReclaim})
+		}
+		return out
+	}
+	ctx = ctrdrecords.InNamespace(ctx, CRINamespace)
+	err := r.sweep(ctx)
+	var still map[string]bool
+	if err == nil {
+		still, err = r.unheld(ctx)
+	}
+	for _, l := range unreferenced {
+		res := Result{Leftover: l, Outcome: Reclaimed, Detail: "collected by containerd's garbage collector"}
+		switch {
+		case err != nil:
+			res.Outcome, res.Detail = Failed, "running containerd's garbage collector: "+err.Error()
+		case still[l.Namespace+"/"+l.Name]:
+			res.Outcome, res.Detail = Kept, "still there after a collection: containerd keeps it"
+		}
+		out = append(out, res)
+	}
+	if err != nil && len(unreferenced) == 0 {
+		// Nothing was found, but the sweep failed: said, not lost.
+		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: "containerd's stores",
+			Why: "what no record names, swept by containerd's garbage collector"}, Outcome: Failed, Detail: "running containerd's garbage collector: " + err.Error()})
+	}
+	return out
+}
+
+// leaseHeader is containerd's gRPC header of the lease a call works under.
+const leaseHeader = "containerd-lease"
+
+// sweep has containerd's garbage collector run and sweep its stores.
+// containerd has no call for a collection but a synchronous deletion, so
+// a lease of our own is made and deleted. A collection deletes what
+// nothing holds from containerd's metadata, and only then from the content
+// store and the snapshotters, each swept only when the collection deleted
+// something of its own: what a collection cut short (containerd killed
+// between the two) left on disk no record names, no listing shows, and
+// containerd keeps until a later collection happens to sweep that store.
+// So the lease holds a blob and an empty snapshot of every snapshotter the
+// node uses, and its deletion collects them: every such store is swept.
+func (r reclaimer) sweep(ctx context.Context) error {
+	// Its expiry lets containerd drop it should this process die first.
+	id := fmt.Sprintf("eraser-sweep-%d", time.Now().UnixNano())
+	if _, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{"containerd.io/gc.expire": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}); err != nil {
+		return err
+	}
+	drop := func(err error) error {
+		_, derr := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id})
+		return errors.Join(err, derr)
+	}
+	held := metadata.AppendToOutgoingContext(ctx, leaseHeader, id)
+	if err := r.c.WriteBlob(held, id, []byte(id)); err != nil {
+		return drop(fmt.Errorf("writing the blob that sweeps the content store: %w", err))
+	}
+	snapshotters, err := r.usedSnapshotters(ctx)
+	if err != nil {
+		return drop(err)
+	}
+	for _, sn := range snapshotters {
+		// A snapshotter that cannot make one (it needs its own setup) is
+		// not swept: nothing of ours is in it either.
+		_, _ = r.c.Snapshots().Prepare(held, &snapshotsapi.PrepareSnapshotRequest{Snapshotter: sn, Key: id})
+	}
+	_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
+	return err
+}
+
+// usedSnapshotters are the loaded snapshotters that hold a snapshot in
+// some namespace: the node's (the CRI's holds at least its sandbox
+// image's). One that holds none is not swept: preparing a snapshot in it
+// would make its database.
+func (r reclaimer) usedSnapshotters(ctx context.Context) ([]string, error) {
+	loaded, err := r.c.LoadedSnapshotters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := r.c.NamespaceNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sn := range loaded {
+		for _, ns := range nss {
+			held, err := r.c.HasSnapshot(ctrdrecords.InNamespace(ctx, ns), sn)
+			if err != nil {
+				return nil, fmt.Errorf("listing snapshotter %s: %w", sn, err)
+			}
+			if held {
+				out = append(out, sn)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// unheld are what nothing holds now, by namespace and name.
+func (r reclaimer) unheld(ctx context.Context) (map[string]bool, error) {
+	records, err := r.c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, u := range ctrdrecords.NewGraph(records).Unheld() {
+		out[u.Namespace+"/"+u.ID] = true
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+// Package reclaim finds what image removals left behind on a node's
+// runtime and deletes the kinds the operator opted into, by the runtime's
+// own deletion path, each re-checked right before its deletion as
+// removals are: never what a container uses, a running pull's lease
+// holds, the runtime pins or an exclusion protects.
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+)
+
+// CRINamespace is containerd's namespace of the kubelet's images.
+const CRINamespace = "k8s.io"
+
+// Reclaimable are the kinds a policy may turn on. A gc.root is left
+// alone: someone marked it to be kept. CRI-O's leftovers are listed only:
+// deleting them takes containers/storage's locks, which CRI-O holds.
+var Reclaimable = []leftover.Kind{leftover.UnnamedImage, leftover.OtherNamespace, leftover.OldLease, leftover.Unreferenced}
+
+// ParseKinds reads a comma-separated list of kinds to reclaim.
+func ParseKinds(list string) (map[leftover.Kind]bool, error) {
+	out := map[leftover.Kind]bool{}
+	for _, k := range strings.Split(list, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if !slices.Contains(Reclaimable, leftover.Kind(k)) {
+			return nil, fmt.Errorf("%q is not a kind of leftover that can be reclaimed (want %s)", k, kindList())
+		}
+		out[leftover.Kind(k)] = true
+	}
+	return out, nil
+}
+
+func kindList() string {
+	var s []string
+	for _, k := range Reclaimable {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Policy is what the operator opted into.
+type Policy struct {
+	// Kinds are reclaimed; others are listed.
+	Kinds map[leftover.Kind]bool
+	// Namespaces are the other namespaces whose images may be reclaimed:
+	// an image of another namespace is someone's, and only its namespace
+	// named here lets it go.
+	Namespaces map[string]bool
+	// Protect keeps what a removal keeps: exclusions, sandbox images.
+	Protect protect.Policy
+	// LeaseAge is the age past which a lease holds a leftover.
+	LeaseAge time.Duration
+}
+
+// Outcome is what became of a leftover.
+type Outcome string
+
+const (
+	// Found: listed, not reclaimed (its kind is off, or a dry run).
+	Found Outcome = "leftover"
+	// WouldReclaim: a dry run's leftover the policy would reclaim.
+	WouldReclaim Outcome = "would reclaim"
+	Reclaimed    Outcome = "reclaimed"
+	// Kept: the re-check before its deletion found it protected.
+	Kept   Outcome = "kept"
+	Failed Outcome = "failed"
+)
+
+// Result is one leftover and what became of it.
+type Result struct {
+	leftover.Leftover
+	Outcome Outcome
+	Detail  string
+}
+
+// Ages are the margins that keep work in progress from being taken for
+// leftovers.
+type Ages struct {
+	// Lease: a containerd lease younger than this is a pull's or an
+	// import's.
+	Lease time.Duration
+	// Record: CRI-O's records younger than this may be a pull's.
+	Record time.Duration
+}
+
+// DefaultAges: a pull's or an import's lease lives minutes; one a day old
+// holds what nothing finished. An hour for CRI-O's records, which a pull
+// writes before the image that holds them.
+var DefaultAges = Ages{Lease: 24 * time.Hour, Record: time.Hour}
+
+// Find reads the runtime's own records: containerd's through its socket
+// (the CRI socket is containerd's own), CRI-O's from its image store,
+// with the containers and sandboxes its CRI lists.
+func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages, now time.Time) ([]leftover.Leftover, error) {
+	switch client.RuntimeName {
+	case "containerd":
+		if client.Address.Scheme != endpoint.Unix {
+			return nil, fmt.Errorf("finding leftovers needs containerd's unix socket, not %s", client.Address)
+		}
+		records, err := ctrdrecords.Read(ctx, client.Address.Path)
+		if err != nil {
+			return nil, err
+		}
+		return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now}), nil
+	case "cri-o":
+		if imageStore == "" {
+			return nil, fmt.Errorf("finding leftovers on CRI-O needs its image store")
+		}
+		records, err := storagerecords.Read(imageStore)
+		if err != nil {
+			return nil, err
+		}
+		live, err := liveIDs(ctx, client)
+		if err != nil {
+			return nil, err
+		}
+		sizeOf := func(layer string) int64 {
+			n, _ := storagerecords.LayerDiskBytes(imageStore, records.Driver, layer)
+			return n
+		}
+		return leftover.CRIO(records, leftover.CRIOOptions{Live: live, SizeOf: sizeOf, MinAge: ages.Record, Now: now}), nil
+	default:
+		return nil, fmt.Errorf("finding leftovers on %s is not supported (containerd and CRI-O)", client.RuntimeName)
+	}
+}
+
+// liveIDs are the containers and pod sandboxes CRI-O lists.
+func liveIDs(ctx context.Context, client *cri.Client) (map[string]bool, error) {
+	containers, err := client.ListContainers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sandboxes, err := client.PodSandboxIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, c := range containers {
+		live[c.ID] = true
+	}
+	for _, id := range sandboxes {
+		live[id] = true
+	}
+	return live, nil
+}
+
+// Decide splits the leftovers into those the policy takes and the results
+// of those it lists only.
+func Decide(found []leftover.Leftover, p Policy) (take []leftover.Leftover, listed []Result) {
+	for _, l := range found {
+		switch {
+		case !p.Kinds[l.Kind]:
+			listed = append(listed, Result{Leftover: l, Outcome: Found})
+		case l.Kind == leftover.OtherNamespace && !p.Namespaces[l.Namespace]:
+			listed = append(listed, Result{Leftover: l, Outcome: Found, Detail: "namespace " + l.Namespace + " is not named for reclaiming"})
+		default:
+			take = append(take, l)
+		}
+	}
+	return take, listed
+}
+
+// Runtime is the part of the CRI client a re-check reads.
+type Runtime interface {
+	ListContainers(ctx context.Context) ([]cri.Container, error)
+}
+
+// Run reclaims what the policy takes of the leftovers found on the node
+// of client, and lists the rest; rt (the client, or a proxy of it) is
+// what the re-checks list containers through. A dry run deletes nothing.
+func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.Leftover, p Policy, dryRun bool) []Result {
+	take, out := Decide(found, p)
+	// Reclaiming unreferenced leftovers also sweeps containerd's stores of
+	// what no record names, which no listing finds: it runs whenever the
+	// policy names the kind.
+	if len(take) == 0 && (!p.Kinds[leftover.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
+		return out
+	}
+	if client.RuntimeName != "containerd" || client.Address.Scheme != endpoint.Unix {
+		for _, l := range take {
+			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "reclaiming is done on containerd only"})
+		}
+		return out
+	}
+	return append(out, reclaimContainerd(ctx, client.Address.Path, rt, take, p, dryRun)...)
+}
+
+// Totals count the results by outcome, and the bytes of each.
+type Totals struct {
+	Count map[Outcome]int
+	Bytes map[Outcome]uint64
+}
+
+// Sum totals results.
+func Sum(results []Result) Totals {
+	t := Totals{Count: map[Outcome]int{}, Bytes: map[Outcome]uint64{}}
+	for _, r := range results {
+		t.Count[r.Outcome]++
+		t.Bytes[r.Outcome] += r.Bytes
+	}
+	return t
+}

@@ -1,0 +1,93 @@
+package reclaim
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/wire/config"
+)
+
+func TestParseKinds(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    map[leftover.Kind]bool
+		wantErr bool
+	}{
+		"none":                    {in: "", want: map[leftover.Kind]bool{}},
+		"two, spaced":             {in: "unnamed-image, old-lease", want: map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true}},
+		"a gc.root is kept":       {in: "gc-root", wantErr: true},
+		"CRI-O's are listed only": {in: "orphan-container", wantErr: true},
+		"a typo":                  {in: "unamed-image", wantErr: true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseKinds(c.in)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want error %v", err, c.wantErr)
+			}
+			if diff := cmp.Diff(c.want, got); !c.wantErr && diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	found := []leftover.Leftover{
+		{Kind: leftover.UnnamedImage, Namespace: "k8s.io", Name: "sha256:a"},
+		{Kind: leftover.OtherNamespace, Namespace: "default", Name: "busybox:1"},
+		{Kind: leftover.OtherNamespace, Namespace: "moby", Name: "nginx:1"},
+		{Kind: leftover.OldLease, Namespace: "k8s.io", Name: "lease"},
+		{Kind: leftover.GCRoot, Namespace: "k8s.io", Name: "sha256:r"},
+	}
+	cases := map[string]struct {
+		p         Policy
+		take      []string
+		listedWhy map[string]string
+	}{
+		"off: everything listed": {
+			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "sha256:r": ""},
+		},
+		"other namespaces only when named": {
+			p:         Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true, leftover.UnnamedImage: true}, Namespaces: map[string]bool{"default": true}},
+			take:      []string{"sha256:a", "busybox:1"},
+			listedWhy: map[string]string{"nginx:1": "namespace moby is not named for reclaiming", "lease": "", "sha256:r": ""},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			take, listed := Decide(found, c.p)
+			var gotTake []string
+			for _, l := range take {
+				gotTake = append(gotTake, l.Name)
+			}
+			gotListed := map[string]string{}
+			for _, r := range listed {
+				if r.Outcome != Found {
+					t.Errorf("%s listed as %q", r.Name, r.Outcome)
+				}
+				gotListed[r.Name] = r.Detail
+			}
+			if diff := cmp.Diff(c.take, gotTake); diff != "" {
+				t.Errorf("taken (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.listedWhy, gotListed); diff != "" {
+				t.Errorf("listed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReclaimableMatchesConfig: the configuration accepts the kinds the
+// workers reclaim, no more.
+func TestReclaimableMatchesConfig(t *testing.T) {
+	var kinds []string
+	for _, k := range Reclaimable {
+		kinds = append(kinds, string(k))
+	}
+	if diff := cmp.Diff(config.ReclaimableKinds, kinds); diff != "" {
+		t.Errorf("(-config +workers):\n%s", diff)
+	}
+}

@@ -1,0 +1,133 @@
+//go:build unix
+
+package storagerecords_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+)
+
+func TestLayerDiskBytes(t *testing.T) {
+	outside := store(t, map[string]string{"big": strings.Repeat("x", 1<<20)})
+	root := store(t, map[string]string{
+		"overlay/rw/diff/etc/a":       strings.Repeat("a", 10),
+		"overlay/rw/diff/var/lib/b":   strings.Repeat("b", 20),
+		"overlay/rw/diff/empty":       "",
+		"overlay/rw/link":             "l/ABCDEF", // the driver's own files beside diff are not the layer's
+		"overlay/rw/work/x":           "not counted",
+		"overlay/emptylayer/diff/.k":  "",
+		"overlay/linkeddiff/diff/.ok": "",
+		"vfs/dir/v/bin/sh":            strings.Repeat("s", 7),
+	})
+	diff := filepath.Join(root, "overlay", "rw", "diff")
+	// A second name of b, counted once; links out of the layer, not followed.
+	for _, err := range []error{
+		os.Link(filepath.Join(diff, "var/lib/b"), filepath.Join(diff, "etc/b-again")),
+		os.Symlink(filepath.Join(outside, "big"), filepath.Join(diff, "etc/big")),
+		os.Symlink(outside, filepath.Join(diff, "outside")),
+		os.MkdirAll(filepath.Join(diff, "a/deep/empty/dir"), 0o755),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A layer whose diff is itself a link out: not followed.
+	if err := os.RemoveAll(filepath.Join(root, "overlay/linkeddiff/diff")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "overlay/linkeddiff/diff")); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		Bytes int64
+		Err   string
+	}
+	got := map[string]result{}
+	for name, tc := range map[string]struct{ driver, id string }{
+		"files, a hard link once, no symlink followed": {"overlay", "rw"},
+		"no files":                  {"overlay", "emptylayer"},
+		"diff a symlink":            {"overlay", "linkeddiff"},
+		"vfs":                       {"vfs", "v"},
+		"missing":                   {"overlay", "gone"},
+		"an ID that is a path":      {"overlay", "../overlay/rw"},
+		"an ID of nothing":          {"overlay", ""},
+		"a driver that is a path":   {"../overlay", "rw"},
+		"a driver not measured":     {"btrfs", "rw"},
+		"an ID that is the parent":  {"overlay", ".."},
+		"an ID with a separator":    {"overlay", `rw\x`},
+		"an ID with a NUL":          {"overlay", "rw\x00"},
+		"overlay2 (the old alias)":  {"overlay2", "rw"},
+		"an ID that is a directory": {"overlay", "."},
+	} {
+		n, err := storagerecords.LayerDiskBytes(root, tc.driver, tc.id)
+		r := result{Bytes: n}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			r.Err = "not exist"
+		case err != nil:
+			r.Err = "refused"
+		}
+		got[name] = r
+	}
+	want := map[string]result{
+		"files, a hard link once, no symlink followed": {Bytes: 30},
+		"no files":                  {},
+		"diff a symlink":            {},
+		"vfs":                       {Bytes: 7},
+		"missing":                   {Err: "not exist"},
+		"an ID that is a path":      {Err: "refused"},
+		"an ID of nothing":          {Err: "refused"},
+		"a driver that is a path":   {Err: "refused"},
+		"a driver not measured":     {Err: "refused"},
+		"an ID that is the parent":  {Err: "refused"},
+		"an ID with a separator":    {Err: "refused"},
+		"an ID with a NUL":          {Err: "refused"},
+		"overlay2 (the old alias)":  {Err: "not exist"},
+		"an ID that is a directory": {Err: "refused"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestLayerDiskBytesWhileWritten: files come and go under the walk, as in a
+// running container's layer; the walk does not fail for it.
+func TestLayerDiskBytesWhileWritten(t *testing.T) {
+	root := t.TempDir()
+	diff := filepath.Join(root, "overlay", "rw", "diff")
+	if err := os.MkdirAll(diff, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			dir := filepath.Join(diff, "d", strings.Repeat("x", i%5+1))
+			_ = os.MkdirAll(dir, 0o755)
+			_ = os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644)
+			_ = os.RemoveAll(filepath.Join(diff, "d"))
+		}
+	}()
+	for range 200 {
+		if _, err := storagerecords.LayerDiskBytes(root, "overlay", "rw"); err != nil {
+			t.Errorf("while files are written and removed: %v", err)
+			break
+		}
+	}
+	close(stop)
+	<-done
+}

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Leftovers is what the removers do with what removals left on the
+// runtime (docs/reclaim.md): they always look for it and report it; they
+// delete the kinds in Reclaim.
+type Leftovers struct {
+	// Reclaim are the kinds of leftover deleted; empty: none.
+	Reclaim []string
+	// Namespaces are containerd's namespaces besides k8s.io whose images
+	// other-namespace deletes.
+	Namespaces []string
+	// LeaseAge is the age past which a containerd lease holds a leftover;
+	// 0: the workers' default (DefaultLeaseAge).
+	LeaseAge time.Duration
+}
+
+// ReclaimableKinds are the kinds a configuration may reclaim, containerd's
+// (the node's reclaim package holds the same list).
+var ReclaimableKinds = []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}
+
+// DefaultLeaseAge: a pull's or an import's lease lives minutes; one a day
+// old holds what nothing finished.
+const DefaultLeaseAge = 24 * time.Hour
+
+// MinLeaseAge bounds leaseAge from below: a slow pull of a large image on
+// a slow link holds its lease for many minutes.
+const MinLeaseAge = time.Hour
+
+type leftoversDoc struct {
+	Reclaim    []string `json:"reclaim"`
+	Namespaces []string `json:"namespaces"`
+	LeaseAge   scalar   `json:"leaseAge"`
+}
+
+func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
+	var out Leftovers
+	for i, k := range d.Reclaim {
+		switch {
+		case !slices.Contains(ReclaimableKinds, k):
+			c.errs = append(c.errs, field.NotSupported(p.Child("reclaim").Index(i), k, ReclaimableKinds))
+		case !slices.Contains(out.Reclaim, k):
+			out.Reclaim = append(out.Reclaim, k)
+		}
+	}
+	for i, ns := range d.Namespaces {
+		switch {
+		case ns == "" || strings.ContainsAny(ns, ", /"):
+			c.errs = append(c.errs, field.Invalid(p.Child("namespaces").Index(i), ns, "must be a containerd namespace name"))
+		case ns == "k8s.io":
+			c.errs = append(c.errs, field.Invalid(p.Child("namespaces").Index(i), ns, "is the kubelet's namespace, whose images the removals judge"))
+		case !slices.Contains(out.Namespaces, ns):
+			out.Namespaces = append(out.Namespaces, ns)
+		}
+	}
+	if len(out.Namespaces) > 0 && !slices.Contains(out.Reclaim, "other-namespace") {
+		c.warn(p.Child("namespaces"), "has no effect unless reclaim lists other-namespace")
+	}
+	if slices.Contains(out.Reclaim, "other-namespace") && len(out.Namespaces) == 0 {
+		c.warn(p.Child("reclaim"), "other-namespace reclaims nothing until namespaces names one")
+	}
+	if d.LeaseAge != "" {
+		if age := c.duration(p.Child("leaseAge"), d.LeaseAge, true); age > 0 && age < MinLeaseAge {
+			c.errs = append(c.errs, field.Invalid(p.Child("leaseAge"), string(d.LeaseAge), fmt.Sprintf("must be at least %s: a pull in progress holds a lease", MinLeaseAge)))
+		} else if age > 0 {
+			out.LeaseAge = age
+		}
+	}
+	if len(out.Reclaim) > 0 && c.cfg.Manager.Runtime.Name == RuntimeCrio {
+		c.warn(p.Child("reclaim"), "CRI-O's leftovers are reported, not reclaimed")
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLeftovers(t *testing.T) {
+	cases := map[string]struct {
+		doc      string
+		want     Leftovers
+		warnings []string // substrings, in order
+		err      []string // substrings of the error
+	}{
+		"off by default": {doc: "{}"},
+		"every key": {
+			doc:  "{reclaim: [unnamed-image, other-namespace, old-lease, unreferenced, old-lease], namespaces: [default, moby], leaseAge: 48h}",
+			want: Leftovers{Reclaim: []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}, Namespaces: []string{"default", "moby"}, LeaseAge: 48 * time.Hour},
+		},
+		"namespaces without other-namespace": {
+			doc:      "{reclaim: [unnamed-image], namespaces: [default]}",
+			want:     Leftovers{Reclaim: []string{"unnamed-image"}, Namespaces: []string{"default"}},
+			warnings: []string{"manager.leftovers.namespaces: has no effect unless reclaim lists other-namespace"},
+		},
+		"other-namespace without namespaces": {
+			doc:      "{reclaim: [other-namespace]}",
+			want:     Leftovers{Reclaim: []string{"other-namespace"}},
+			warnings: []string{"manager.leftovers.reclaim: other-namespace reclaims nothing until namespaces names one"},
+		},
+		"a gc.root is never reclaimed": {doc: "{reclaim: [gc-root]}", err: []string{`manager.leftovers.reclaim[0]: Unsupported value: "gc-root"`}},
+		"the kubelet's namespace":      {doc: "{reclaim: [other-namespace], namespaces: [k8s.io]}", err: []string{"manager.leftovers.namespaces[0]", "the kubelet's namespace"}},
+		"a lease age a pull outlives":  {doc: "{leaseAge: 10m}", err: []string{"manager.leftovers.leaseAge", "at least 1h0m0s"}},
+		"not a duration":               {doc: "{leaseAge: a day}", err: []string{"manager.leftovers.leaseAge"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg, warnings, err := Parse([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd}, leftovers: " + c.doc + "}"))
+			if len(c.err) > 0 {
+				if err == nil {
+					t.Fatalf("no error, want one with %q", c.err)
+				}
+				for _, s := range c.err {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q lacks %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, cfg.Manager.Leftovers); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			var got []string
+			for _, w := range warnings {
+				if strings.Contains(w, "leftovers") {
+					got = append(got, w)
+				}
+			}
+			if diff := cmp.Diff(c.warnings, got); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
