@@ -17,3 +17,12 @@ func Format(n uint64) string {
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// FormatSigned is Format of a count that may be negative (a filesystem
+// that grew where it should have shrunk): "-1.5MiB".
+func FormatSigned(n int64) string {
+	if n < 0 {
+		return "-" + Format(uint64(-n))
+	}
+	return Format(uint64(n))
+}

@@ -9,3 +9,11 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatSigned(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 1536: "1.5KiB", -1536: "-1.5KiB"} {
+		if got := FormatSigned(n); got != want {
+			t.Errorf("FormatSigned(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -210,7 +210,7 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 			if f.MeasuredBy == remover.MeasuredByRuntime {
 				where = "the runtime's records"
 			}
-			line += fmt.Sprintf("; %s gained %s", where, signedBytes(f.MeasuredBytes))
+			line += fmt.Sprintf("; %s gained %s", where, bytesize.FormatSigned(f.MeasuredBytes))
 		}
 		fmt.Fprintln(out, line)
 		if f.Note != "" {
@@ -234,11 +234,4 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		}
 	}
 	return nil
-}
-
-func signedBytes(n int64) string {
-	if n < 0 {
-		return "-" + bytesize.Format(uint64(-n))
-	}
-	return bytesize.Format(uint64(n))
 }

@@ -134,11 +134,7 @@ func freedLines(nodes []nodereport.Node) []string {
 	}
 	head := fmt.Sprintf("space: %s expected to be freed on %d nodes (the removed images' own content)", bytesize.Format(expected), known)
 	if measuredOn > 0 {
-		m := bytesize.Format(uint64(max(measured, 0)))
-		if measured < 0 {
-			m = "-" + bytesize.Format(uint64(-measured))
-		}
-		head += fmt.Sprintf(", %s measured on %d nodes", m, measuredOn)
+		head += fmt.Sprintf(", %s measured on %d nodes", bytesize.FormatSigned(measured), measuredOn)
 	}
 	return append([]string{head}, out...)
 }

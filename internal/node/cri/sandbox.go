@@ -36,13 +36,13 @@ func (c *Client) SandboxImage(ctx context.Context) (string, error) {
 func (c *Client) PodSandboxImages(ctx context.Context) ([]string, error) {
 	ctx, cancel := c.listCtx(ctx)
 	defer cancel()
-	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	items, err := c.listSandboxes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing pod sandboxes: %w", err)
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, sb := range resp.GetItems() {
+	for _, sb := range items {
 		st, err := c.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId(), Verbose: true})
 		if status.Code(err) == codes.NotFound {
 			continue
@@ -101,13 +101,22 @@ func sandboxImageFromInfo(info map[string]string) string {
 func (c *Client) PodSandboxIDs(ctx context.Context) ([]string, error) {
 	ctx, cancel := c.listCtx(ctx)
 	defer cancel()
+	items, err := c.listSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, sb := range items {
+		out = append(out, sb.GetId())
+	}
+	return out, nil
+}
+
+// listSandboxes lists every pod sandbox, in any state.
+func (c *Client) listSandboxes(ctx context.Context) ([]*runtimeapi.PodSandbox, error) {
 	resp, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("listing pod sandboxes: %w", err)
 	}
-	out := make([]string, 0, len(resp.GetItems()))
-	for _, sb := range resp.GetItems() {
-		out = append(out, sb.GetId())
-	}
-	return out, nil
+	return resp.GetItems(), nil
 }

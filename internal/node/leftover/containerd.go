@@ -12,6 +12,10 @@ import (
 
 var idName = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 
+// IsIDName tells an image record named by the image's ID (its config's
+// digest), the name containerd's CRI gives it beside its tags and digests.
+func IsIDName(name string) bool { return idName.MatchString(name) }
+
 // Containerd finds the leftovers in containerd's records, largest first.
 func Containerd(r ctrdrecords.Records, o Options) []Leftover {
 	g := ctrdrecords.NewGraph(r)
@@ -99,7 +103,7 @@ func images(ns ctrdrecords.Namespace, o Options) []candidate {
 		switch {
 		case ns.Name != o.CRINamespace:
 			c.Kind, c.Why = OtherNamespace, "an image in namespace "+ns.Name+", which the kubelet and the CRI do not see"
-		case !slices.ContainsFunc(names, func(n string) bool { return !idName.MatchString(n) }):
+		case !slices.ContainsFunc(names, func(n string) bool { return !IsIDName(n) }):
 			c.Kind, c.Why = UnnamedImage, "named only by its ID, with no name a pod can use: what a removal cut short leaves (containerd#13875)"
 		default:
 			continue

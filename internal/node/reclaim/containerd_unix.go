@@ -156,7 +156,7 @@ func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (str
 // digest reference, or a tag.
 func addName(img *cri.Image, name string) {
 	switch {
-	case idName(name):
+	case leftover.IsIDName(name):
 		img.ID = name
 	case strings.Contains(name, "@"):
 		img.Digests = append(img.Digests, name)
@@ -164,8 +164,6 @@ func addName(img *cri.Image, name string) {
 		img.Tags = append(img.Tags, name)
 	}
 }
-
-func idName(s string) bool { return len(s) == len("sha256:")+64 && strings.HasPrefix(s, "sha256:") }
 
 // lease deletes a lease still older than the policy's age, synchronously.
 func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {

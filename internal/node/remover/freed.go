@@ -9,6 +9,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -198,7 +199,7 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 	if withinTolerance(expected, measured) {
 		return ""
 	}
-	gap := fmt.Sprintf("freed %s of the %s expected", signedSize(measured), bytesize.Format(expected))
+	gap := fmt.Sprintf("freed %s of the %s expected", bytesize.FormatSigned(measured), bytesize.Format(expected))
 	switch {
 	case measured < int64(expected) && stillHeld > 0:
 		return gap + fmt.Sprintf(": the runtime still holds %s of the removed images (records a removal left behind; `eraser node list --leftovers` lists them)", bytesize.Format(stillHeld))
@@ -212,16 +213,6 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 		return gap + ": more than the removed images' own content: the runtime also collected content nothing held"
 	}
 }
-
-func signedSize(n int64) string {
-	if n < 0 {
-		return "-" + bytesize.Format(uint64(-n))
-	}
-	return bytesize.Format(uint64(n))
-}
-
-// criNamespace is containerd's namespace of the kubelet's images.
-const criNamespace = "k8s.io"
 
 // FreedMeters are how a run measures what it frees on the node of client.
 // The image filesystem is measured where this process sees it: at
@@ -237,7 +228,7 @@ func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) 
 	}
 	switch {
 	case client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix:
-		records = footprint.Containerd(client.Address.Path, criNamespace)
+		records = footprint.Containerd(client.Address.Path, reclaim.CRINamespace)
 	case imageStore != "":
 		records = footprint.CRIO(imageStore)
 	}
