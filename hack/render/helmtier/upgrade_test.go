@@ -9,9 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // A release of upstream's chart (CRDs as plain templates) upgraded in place
@@ -264,6 +266,50 @@ func TestUpgradeSetsScanDBDownload(t *testing.T) {
 		}
 		c.helm("rollback", release, "1", "-n", namespace)
 		if diff := cmp.Diff(download{}, read()); diff != "" {
+			t.Errorf("after helm rollback (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// helm upgrade --reuse-values --set-json runtimeConfig.manager.leftovers...:
+// the manager's configuration then reclaims the kinds named, as
+// docs/reclaim.md tells an operator to turn it on; helm rollback turns it
+// off again, and a misspelt key is refused by helm upgrade itself.
+func TestUpgradeSetsLeftoverReclaim(t *testing.T) {
+	eachHelm(t, func(t *testing.T, c *cluster) {
+		c.createNamespace()
+		c.helm("install", release, ourChart(), "-n", namespace)
+		read := func() config.Leftovers {
+			t.Helper()
+			cm := &corev1.ConfigMap{}
+			if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "eraser-manager-config"}, cm); err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range cm.Data {
+				cfg, _, err := config.Parse([]byte(doc))
+				if err != nil {
+					t.Fatalf("the release's configuration: %v", err)
+				}
+				return cfg.Manager.Leftovers
+			}
+			t.Fatal("the manager's ConfigMap holds no configuration")
+			return config.Leftovers{}
+		}
+		if diff := cmp.Diff(config.Leftovers{}, read()); diff != "" {
+			t.Errorf("installed: leftovers reclaimed by default (-want +got):\n%s", diff)
+		}
+		if out, err := c.helmErr("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set-json", `runtimeConfig.manager.leftovers.reclaims=["unnamed-image"]`); err == nil || !strings.Contains(out, "reclaims") {
+			t.Errorf("a misspelt leftovers key was not refused by name: %v\n%s", err, out)
+		}
+		c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values",
+			"--set-json", `runtimeConfig.manager.leftovers.reclaim=["unnamed-image","other-namespace"]`,
+			"--set-json", `runtimeConfig.manager.leftovers.namespaces=["default"]`)
+		want := config.Leftovers{Reclaim: []string{"unnamed-image", "other-namespace"}, Namespaces: []string{"default"}}
+		if diff := cmp.Diff(want, read()); diff != "" {
+			t.Errorf("after helm upgrade --set-json runtimeConfig.manager.leftovers... (-want +got):\n%s", diff)
+		}
+		c.helm("rollback", release, "1", "-n", namespace)
+		if diff := cmp.Diff(config.Leftovers{}, read()); diff != "" {
 			t.Errorf("after helm rollback (-want +got):\n%s", diff)
 		}
 	})
