@@ -24,9 +24,11 @@ import (
 const CRINamespace = "k8s.io"
 
 // Reclaimable are the kinds a policy may turn on. A gc.root is left
-// alone: someone marked it to be kept. CRI-O's leftovers are listed only:
-// deleting them takes containers/storage's locks, which CRI-O holds.
-var Reclaimable = []leftover.Kind{leftover.UnnamedImage, leftover.OtherNamespace, leftover.OldLease, leftover.Unreferenced}
+// alone: someone marked it to be kept.
+var Reclaimable = []leftover.Kind{
+	leftover.UnnamedImage, leftover.OtherNamespace, leftover.OldLease, leftover.Unreferenced,
+	leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer,
+}
 
 // ParseKinds reads a comma-separated list of kinds to reclaim.
 func ParseKinds(list string) (map[leftover.Kind]bool, error) {
@@ -64,7 +66,23 @@ type Policy struct {
 	Protect protect.Policy
 	// LeaseAge is the age past which a lease holds a leftover.
 	LeaseAge time.Duration
+	// CRIO is where CRI-O's store is, on a CRI-O node.
+	CRIO CRIOStore
 }
+
+// CRIOStore is CRI-O's containers/storage store: its image store (the
+// graph root) and its run root, where the store keeps what lasts until
+// the node restarts (which layers are mounted).
+type CRIOStore struct {
+	GraphRoot, RunRoot string
+	// Driver is the store's storage driver; empty: the one whose records
+	// are in GraphRoot.
+	Driver string
+}
+
+// DefaultCRIORunRoot is CRI-O's run root unless its configuration moves
+// it (crio.conf's runroot).
+const DefaultCRIORunRoot = "/run/containers/storage"
 
 // Outcome is what became of a leftover.
 type Outcome string
@@ -139,12 +157,12 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 }
 
 // liveIDs are the containers and pod sandboxes CRI-O lists.
-func liveIDs(ctx context.Context, client *cri.Client) (map[string]bool, error) {
-	containers, err := client.ListContainers(ctx)
+func liveIDs(ctx context.Context, rt Runtime) (map[string]bool, error) {
+	containers, err := rt.ListContainers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sandboxes, err := client.PodSandboxIDs(ctx)
+	sandboxes, err := rt.PodSandboxIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +195,7 @@ func Decide(found []leftover.Leftover, p Policy) (take []leftover.Leftover, list
 // Runtime is the part of the CRI client a re-check reads.
 type Runtime interface {
 	ListContainers(ctx context.Context) ([]cri.Container, error)
+	PodSandboxIDs(ctx context.Context) ([]string, error)
 }
 
 // Run reclaims what the policy takes of the leftovers found on the node
@@ -190,9 +209,23 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 	if len(take) == 0 && (!p.Kinds[leftover.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
 		return out
 	}
-	if client.RuntimeName != "containerd" || client.Address.Scheme != endpoint.Unix {
+	switch {
+	case client.RuntimeName == "cri-o":
+		store := p.CRIO
+		if store.Driver == "" {
+			driver, err := storagerecords.Driver(store.GraphRoot)
+			if err != nil {
+				for _, l := range take {
+					out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})
+				}
+				return out
+			}
+			store.Driver = driver
+		}
+		return append(out, reclaimCRIO(ctx, store, rt, take, dryRun)...)
+	case client.RuntimeName != "containerd" || client.Address.Scheme != endpoint.Unix:
 		for _, l := range take {
-			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "reclaiming is done on containerd only"})
+			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "reclaiming is done on containerd and CRI-O"})
 		}
 		return out
 	}

@@ -24,6 +24,9 @@ type LeftoverFlags struct {
 	// the other namespaces whose images may go.
 	Reclaim, Namespaces string
 	LeaseAge            time.Duration
+	// CRIORunRoot is CRI-O's run root, where containers/storage records
+	// which layers are mounted; reclaiming on CRI-O reads it.
+	CRIORunRoot string
 }
 
 // Bind registers the flags.
@@ -32,6 +35,7 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Reclaim, "reclaim", "", "comma-separated kinds of leftover to delete ("+strings.Join(kindNames(), ", ")+"); empty: report them only")
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
 	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a containerd lease older than this holds a leftover; younger, a pull or an import")
+	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
 }
 
 func kindNames() []string {
@@ -72,7 +76,8 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 		if err != nil {
 			return nil, err
 		}
-		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge}
+		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge,
+			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot}}
 		return reclaim.Run(ctx, client, client, found, policy, dryRun), nil
 	}, nil
 }

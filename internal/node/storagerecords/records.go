@@ -107,18 +107,10 @@ var ErrNoStore = errors.New("no containers/storage image records")
 // containers.json); records that are there but not containers/storage's
 // are an error naming the file.
 func Read(root string) (Records, error) {
-	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	driver, err := Driver(root)
 	if err != nil {
-		return Records{}, fmt.Errorf("image store %s: %w", root, err)
+		return Records{}, err
 	}
-	switch len(found) {
-	case 0:
-		return Records{}, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
-	case 1:
-	default:
-		return Records{}, fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
-	}
-	driver := strings.TrimSuffix(filepath.Base(filepath.Dir(found[0])), "-images")
 	var data files
 	for i, name := range fileNames(driver) {
 		if data[i], err = readFile(filepath.Join(root, name), i != imagesFile); err != nil {
@@ -130,6 +122,23 @@ func Read(root string) (Records, error) {
 		return Records{}, fmt.Errorf("image store %s: %w", root, err)
 	}
 	return r, nil
+}
+
+// Driver is the storage driver of the store at root: the one whose image
+// records are there.
+func Driver(root string) (string, error) {
+	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	if err != nil {
+		return "", fmt.Errorf("image store %s: %w", root, err)
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
+	case 1:
+		return strings.TrimSuffix(filepath.Base(filepath.Dir(found[0])), "-images"), nil
+	default:
+		return "", fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
+	}
 }
 
 // The records files, in the order they are read: a record in two files is

@@ -1,0 +1,294 @@
+//go:build linux
+
+package reclaim_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.podman.io/storage"
+	"go.podman.io/storage/pkg/lockfile"
+	"go.podman.io/storage/pkg/reexec"
+	storagetypes "go.podman.io/storage/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/eraser-oss/eraser/internal/node/diskusage"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+)
+
+// crioStore opens the store of a test's CRI-O through containers/storage,
+// as Podman would beside CRI-O: what it makes there is what the store's
+// own users leave. Never shut down (it would unmount CRI-O's home).
+func crioStore(t *testing.T, c *testcrio.CRIO) storage.Store {
+	t.Helper()
+	st, err := storage.GetStore(storagetypes.StoreOptions{
+		GraphRoot: c.RootDir(), RunRoot: filepath.Join(c.Dir, "run"), GraphDriverName: "overlay",
+		GraphDriverOptions: []string{"overlay.skip_mount_home=true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// layerTar is a layer's diff: size random bytes, and a directory only its
+// owner (not root) may enter, as images ship them: its deletion needs
+// CAP_DAC_OVERRIDE.
+func layerTar(t *testing.T, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	data := make([]byte, size)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*tar.Header{
+		{Name: "home/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "home/user/", Typeflag: tar.TypeDir, Mode: 0o700, Uid: 1000, Gid: 1000},
+		{Name: "home/user/data.bin", Typeflag: tar.TypeReg, Mode: 0o600, Uid: 1000, Gid: 1000, Size: int64(size)},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func putLayer(t *testing.T, st storage.Store, parent string, size int) string {
+	t.Helper()
+	l, _, err := st.PutLayer("", parent, nil, "", false, nil, bytes.NewReader(layerTar(t, size)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.ID
+}
+
+// markIncomplete flags a layer incomplete under the layers' lock, as an
+// interrupted pull leaves it.
+func markIncomplete(t *testing.T, root, id string) {
+	t.Helper()
+	lock, err := lockfile.GetLockFile(filepath.Join(root, "overlay-layers", "layers.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Lock()
+	defer lock.Unlock()
+	file := filepath.Join(root, "overlay-layers", "layers.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layers []map[string]any
+	if err := json.Unmarshal(data, &layers); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		if l["id"] == id {
+			l["flags"] = map[string]any{"incomplete": true}
+		}
+	}
+	if data, err = json.Marshal(layers); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.RecordWrite(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReclaimOnCRIO: each kind of CRI-O leftover made in a real CRI-O's
+// store through containers/storage, found and reclaimed by the policy,
+// through containers/storage too, while CRI-O runs; kept by the re-check
+// and by the store's own checks: a layer a new image stands on, a layer
+// another layer was put on, between the finding and the deletion; an
+// orphan's root filesystem mounted; the storage of the containers CRI-O
+// lists. CRI-O then pulls, runs and removes as before: it re-read what
+// changed under it.
+func TestReclaimOnCRIO(t *testing.T) {
+	c := testcrio.Start(t, testcrio.WithSmallDisk(256))
+	ctx := context.Background()
+	kept := image(t, "example.com/reclaim/crio-kept:1", 4*mib)
+	held := image(t, "example.com/reclaim/crio-held:1", 3*mib)
+	mountedImg := image(t, "example.com/reclaim/crio-mounted:1", 1*mib)
+	c.Import(t, kept, held, mountedImg)
+	ids := c.ImageIDs(t)
+	podID, ctrID := c.RunContainer(t, "live", kept.Tags[0])
+
+	st := crioStore(t, c)
+	// An unreferenced chain: an interrupted removal's two layers.
+	lower := putLayer(t, st, "", 6*mib)
+	upper := putLayer(t, st, lower, 2*mib)
+	// Taken up between the finding and the deletion, by an image and by
+	// a pull that put a layer on it.
+	takenByImage := putLayer(t, st, "", 1*mib)
+	takenByLayer := putLayer(t, st, "", 1*mib)
+	incomplete := putLayer(t, st, "", 2*mib)
+	// An orphan: storage CRI-O made for a container it no longer lists.
+	orphanMeta := fmt.Sprintf(`{"pod-name":"gone","pod-id":"%064x","name":"k8s_gone"}`, 1)
+	orphan, err := st.CreateContainer("", []string{"k8s_gone_orphan"}, strings.TrimPrefix(ids[held.Tags[0]], "sha256:"), "", orphanMeta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanDir, err := storagerecords.LayerDir(c.RootDir(), "overlay", orphan.LayerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(orphanDir, "written.bin"), bytes.Repeat([]byte("w"), 3*mib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mounted, err := st.CreateContainer("", []string{"k8s_gone_mounted"}, strings.TrimPrefix(ids[mountedImg.Tags[0]], "sha256:"), "", fmt.Sprintf(`{"pod-name":"gone","pod-id":"%064x"}`, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Mount(mounted.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = st.Unmount(mounted.ID, true) })
+
+	// Flagged last: the store's next write deletes what is flagged.
+	markIncomplete(t, c.RootDir(), incomplete)
+	client := c.Client(t)
+	found, err := reclaim.Find(ctx, client, c.RootDir(), reclaim.Ages{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foundKinds := map[string]leftover.Kind{}
+	for _, l := range found {
+		id, _, _ := strings.Cut(l.Name, " ")
+		foundKinds[id] = l.Kind
+	}
+	wantFound := map[string]leftover.Kind{
+		lower: leftover.UnreferencedLayer, upper: leftover.UnreferencedLayer,
+		takenByImage: leftover.UnreferencedLayer, takenByLayer: leftover.UnreferencedLayer,
+		incomplete: leftover.IncompleteLayer, orphan.ID: leftover.OrphanContainer, mounted.ID: leftover.OrphanContainer,
+	}
+	if diff := cmp.Diff(wantFound, foundKinds); diff != "" {
+		t.Fatalf("leftovers found (-want +got):\n%s", diff)
+	}
+
+	if _, err := st.CreateImage("", []string{"example.com/reclaim/took-a-layer:1"}, takenByImage, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	newChild := putLayer(t, st, takenByLayer, 1*mib)
+	if _, err := st.CreateImage("", []string{"example.com/reclaim/pulled-on-a-layer:1"}, newChild, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	usedBefore := used(t, c.RootDir())
+
+	policy := reclaim.Policy{
+		Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true, leftover.IncompleteLayer: true, leftover.OrphanContainer: true},
+		CRIO:  reclaim.CRIOStore{GraphRoot: c.RootDir(), RunRoot: filepath.Join(c.Dir, "run")},
+	}
+	if dry := reclaim.Run(ctx, client, client, found, policy, true); len(dry) != len(found) || reclaim.Sum(dry).Count[reclaim.WouldReclaim] != len(found) {
+		t.Errorf("dry run: %+v, want every leftover would be reclaimed", dry)
+	}
+	got := map[string]string{}
+	var freed uint64
+	for _, r := range reclaim.Run(ctx, client, client, found, policy, false) {
+		id, _, _ := strings.Cut(r.Name, " ")
+		got[id] = string(r.Outcome)
+		// The incomplete layer went at the store's first write after the
+		// finding (the races'), before usedBefore.
+		if r.Outcome == reclaim.Reclaimed && r.Kind != leftover.IncompleteLayer {
+			freed += r.Bytes
+		}
+		t.Logf("%s %s: %s %s (%s)", r.Kind, r.Name, r.Outcome, r.Detail, r.Why)
+	}
+	want := map[string]string{
+		lower: "reclaimed", upper: "reclaimed", incomplete: "reclaimed", orphan.ID: "reclaimed",
+		takenByImage: "kept", takenByLayer: "kept", mounted.ID: "kept",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+
+	// What was reclaimed is gone from the records and the disk; what was
+	// kept is there, and no longer a leftover but the mounted orphan.
+	after, err := reclaim.Find(ctx, client, c.RootDir(), reclaim.Ages{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, l := range after {
+		id, _, _ := strings.Cut(l.Name, " ")
+		left = append(left, id)
+	}
+	if diff := cmp.Diff([]string{mounted.ID}, left); diff != "" {
+		t.Errorf("leftovers after reclaiming (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{lower, upper, incomplete, orphan.LayerID} {
+		if dir, err := storagerecords.LayerDir(c.RootDir(), "overlay", id); err == nil {
+			if _, err := os.Stat(filepath.Dir(dir)); err == nil {
+				t.Errorf("layer %s's directory is still there", id)
+			}
+		}
+	}
+	for _, id := range []string{takenByImage, takenByLayer, newChild} {
+		if _, err := st.Layer(id); err != nil {
+			t.Errorf("layer %s, taken up, is gone: %v", id, err)
+		}
+	}
+	usedAfter := used(t, c.RootDir())
+	gain := int64(usedBefore) - int64(usedAfter)
+	t.Logf("image filesystem: %d bytes used before, %d after: %d freed; the reclaimed leftovers held %d", usedBefore, usedAfter, gain, freed)
+	if d := float64(gain) - float64(freed); d > 0.05*float64(freed) || -d > 0.05*float64(freed) {
+		t.Errorf("the image filesystem gained %d bytes, the leftovers reclaimed held %d: more than 5%% apart", gain, freed)
+	}
+
+	// CRI-O goes on: the live container runs, the image the orphan held
+	// goes, a new image comes and runs.
+	status, err := c.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctrID})
+	if err != nil || status.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("the live container: %v, %v", status.GetStatus().GetState(), err)
+	}
+	if _, err := c.Images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ids[held.Tags[0]]}}); err != nil {
+		t.Errorf("removing the image the orphan held: %v", err)
+	}
+	c.Import(t, image(t, "example.com/reclaim/crio-after:1", 1*mib))
+	_, afterCtr := c.RunContainer(t, "after", "example.com/reclaim/crio-after:1")
+	if afterCtr == "" {
+		t.Error("no container runs after reclaiming")
+	}
+	c.RemovePod(t, podID)
+}
+
+func used(t *testing.T, root string) uint64 {
+	t.Helper()
+	u, err := diskusage.Stat(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Used()
+}
+
+// TestMain lets containers/storage re-execute the test binary, which it
+// does to unpack the layers the tests put in CRI-O's store.
+func TestMain(m *testing.M) {
+	if reexec.Init() {
+		return
+	}
+	os.Exit(m.Run())
+}
