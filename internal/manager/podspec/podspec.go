@@ -201,6 +201,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		}
 		mounts := append(append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...), protMounts...)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
+		grantCRIOReclaim(p, pod, &pod.Spec.Containers[0])
 	case KindCollector:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: sharedData(p.OS)}})
 		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: podpaths.SharedData(p.OS)})
@@ -228,6 +229,7 @@ func Build(p Params) (*corev1.Pod, error) {
 			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
 			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, append(append([]corev1.VolumeMount{}, workerMounts...), protMounts...)),
 		}
+		grantCRIOReclaim(p, pod, &pod.Spec.Containers[1])
 		if scan {
 			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volConfig, VolumeSource: corev1.VolumeSource{

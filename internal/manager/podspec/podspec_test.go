@@ -3,7 +3,6 @@ package podspec
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -312,25 +311,5 @@ func TestHandoffTimeoutFollowsScan(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("--handoff-timeout (-want +got):\n%s", diff)
-	}
-}
-
-func TestLeftoverArgs(t *testing.T) {
-	cases := map[string]struct {
-		in   config.Leftovers
-		want []string
-	}{
-		"off: the remover looks and reports": {},
-		"reclaimed kinds, namespaces, lease age": {
-			in:   config.Leftovers{Reclaim: []string{"unnamed-image", "other-namespace"}, Namespaces: []string{"default"}, LeaseAge: 48 * time.Hour},
-			want: []string{"--reclaim=unnamed-image,other-namespace", "--reclaim-namespaces=default", "--lease-age=48h0m0s"},
-		},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, leftoverArgs(c.in)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
 	}
 }

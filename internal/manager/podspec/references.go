@@ -3,11 +3,9 @@ package podspec
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
@@ -66,20 +64,4 @@ func clusterParts(names []string) *corev1.ProjectedVolumeSource {
 		}})
 	}
 	return out
-}
-
-// leftoverArgs pass the policy on what removals left on the runtime: the
-// remover looks for it on every run, and deletes only the kinds named.
-func leftoverArgs(l config.Leftovers) []string {
-	var args []string
-	if len(l.Reclaim) > 0 {
-		args = append(args, "--reclaim="+strings.Join(l.Reclaim, ","))
-	}
-	if len(l.Namespaces) > 0 {
-		args = append(args, "--reclaim-namespaces="+strings.Join(l.Namespaces, ","))
-	}
-	if l.LeaseAge > 0 {
-		args = append(args, "--lease-age="+l.LeaseAge.String())
-	}
-	return args
 }

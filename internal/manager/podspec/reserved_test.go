@@ -15,12 +15,15 @@ import (
 // configuration refuses (paths.ReservedVolume, paths.ReservedScannerMount)
 // are exactly what the worker pods use: a volume added here without being
 // reserved there would let a scanner volume break every run again.
+const crioReclaiming = "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container, unreferenced-layer]}}"
+
 func TestReservedAreThePodsOwn(t *testing.T) {
 	const scanning = "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\n" +
 		"components: {collector: {enabled: true}, scanner: {enabled: true}}"
 	pods := map[string]Params{
-		"manual":    {References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: podpaths.Linux, ConfigMap: "j", ConfigKey: "c.yaml", Config: cfg(t, ""), Exclusions: []string{"keep"}},
-		"scheduled": {References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: podpaths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: cfg(t, scanning), Exclusions: []string{"keep"}},
+		"manual":              {References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: podpaths.Linux, ConfigMap: "j", ConfigKey: "c.yaml", Config: cfg(t, ""), Exclusions: []string{"keep"}},
+		"scheduled":           {References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: podpaths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: cfg(t, scanning), Exclusions: []string{"keep"}},
+		"reclaiming on CRI-O": {References: testRefs, Job: "r", Kind: KindManual, Node: "n", OS: podpaths.Linux, ConfigMap: "r", ConfigKey: "c.yaml", Config: cfg(t, crioReclaiming)},
 	}
 	used := map[string]bool{}
 	for name, p := range pods {
@@ -65,7 +68,7 @@ func TestReservedAreThePodsOwn(t *testing.T) {
 // API server refuses.
 func TestReservedNameBreaksThePod(t *testing.T) {
 	for _, name := range podpaths.PodVolumes() {
-		c := cfg(t, "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}")
+		c := cfg(t, "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container]}, retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}")
 		c.Components.Scanner.Volumes = []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}}}
 		pod, err := Build(Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: podpaths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: c})
 		if err != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -21,11 +22,37 @@ type Leftovers struct {
 	// LeaseAge is the age past which a containerd lease holds a leftover;
 	// 0: the workers' default (DefaultLeaseAge).
 	LeaseAge time.Duration
+	// CRIORunRoot is CRI-O's run root on the nodes, which the removers
+	// mount to reclaim CRI-O's kinds; empty: DefaultCRIORunRoot.
+	CRIORunRoot string
 }
 
 // ReclaimableKinds are the kinds a configuration may reclaim, containerd's
-// (the node's reclaim package holds the same list).
-var ReclaimableKinds = []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}
+// then CRI-O's (the node's reclaim package holds the same list).
+var ReclaimableKinds = append(slices.Clone(containerdKinds), crioKinds...)
+
+var (
+	containerdKinds = []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}
+	crioKinds       = []string{"unreferenced-layer", "incomplete-layer", "orphan-container"}
+)
+
+// DefaultCRIORunRoot is CRI-O's run root unless crio.conf's runroot moves
+// it.
+const DefaultCRIORunRoot = "/run/containers/storage"
+
+// ReclaimsOnCRIO says whether the removers delete CRI-O's leftovers: then
+// they write to CRI-O's store.
+func (l Leftovers) ReclaimsOnCRIO() bool {
+	return slices.ContainsFunc(l.Reclaim, func(k string) bool { return slices.Contains(crioKinds, k) })
+}
+
+// RunRoot is CRI-O's run root the removers are told.
+func (l Leftovers) RunRoot() string {
+	if l.CRIORunRoot != "" {
+		return l.CRIORunRoot
+	}
+	return DefaultCRIORunRoot
+}
 
 // DefaultLeaseAge: a pull's or an import's lease lives minutes; one a day
 // old holds what nothing finished.
@@ -36,9 +63,10 @@ const DefaultLeaseAge = 24 * time.Hour
 const MinLeaseAge = time.Hour
 
 type leftoversDoc struct {
-	Reclaim    []string `json:"reclaim"`
-	Namespaces []string `json:"namespaces"`
-	LeaseAge   scalar   `json:"leaseAge"`
+	Reclaim     []string `json:"reclaim"`
+	Namespaces  []string `json:"namespaces"`
+	LeaseAge    scalar   `json:"leaseAge"`
+	CRIORunRoot string   `json:"crioRunRoot"`
 }
 
 func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
@@ -74,8 +102,22 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 			out.LeaseAge = age
 		}
 	}
-	if len(out.Reclaim) > 0 && c.cfg.Manager.Runtime.Name == RuntimeCrio {
-		c.warn(p.Child("reclaim"), "CRI-O's leftovers are reported, not reclaimed")
+	if d.CRIORunRoot != "" {
+		if !path.IsAbs(d.CRIORunRoot) || path.Clean(d.CRIORunRoot) != d.CRIORunRoot || d.CRIORunRoot == "/" {
+			c.errs = append(c.errs, field.Invalid(p.Child("crioRunRoot"), d.CRIORunRoot, "must be CRI-O's run root, a clean absolute path (crio.conf's runroot)"))
+		} else {
+			out.CRIORunRoot = d.CRIORunRoot
+		}
+	}
+	// The kinds of the other runtime reclaim nothing on these nodes.
+	other := crioKinds
+	if c.cfg.Manager.Runtime.Name == RuntimeCrio {
+		other = containerdKinds
+	}
+	for _, k := range out.Reclaim {
+		if slices.Contains(other, k) {
+			c.warn(p.Child("reclaim"), fmt.Sprintf("%s is not a leftover of %s nodes: it reclaims nothing there", k, c.cfg.Manager.Runtime.Name))
+		}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 func TestLeftovers(t *testing.T) {
 	cases := map[string]struct {
+		runtime  string // containerd unless set
 		doc      string
 		want     Leftovers
 		warnings []string // substrings, in order
@@ -34,10 +35,32 @@ func TestLeftovers(t *testing.T) {
 		"the kubelet's namespace":      {doc: "{reclaim: [other-namespace], namespaces: [k8s.io]}", err: []string{"manager.leftovers.namespaces[0]", "the kubelet's namespace"}},
 		"a lease age a pull outlives":  {doc: "{leaseAge: 10m}", err: []string{"manager.leftovers.leaseAge", "at least 1h0m0s"}},
 		"not a duration":               {doc: "{leaseAge: a day}", err: []string{"manager.leftovers.leaseAge"}},
+		"CRI-O's kinds and run root": {
+			runtime: "crio",
+			doc:     "{reclaim: [orphan-container, unreferenced-layer, incomplete-layer], crioRunRoot: /var/run/crio-storage}",
+			want:    Leftovers{Reclaim: []string{"orphan-container", "unreferenced-layer", "incomplete-layer"}, CRIORunRoot: "/var/run/crio-storage"},
+		},
+		"containerd's kinds on CRI-O nodes": {
+			runtime:  "crio",
+			doc:      "{reclaim: [unnamed-image, orphan-container]}",
+			want:     Leftovers{Reclaim: []string{"unnamed-image", "orphan-container"}},
+			warnings: []string{"manager.leftovers.reclaim: unnamed-image is not a leftover of crio nodes: it reclaims nothing there"},
+		},
+		"CRI-O's kinds on containerd nodes": {
+			doc:      "{reclaim: [orphan-container]}",
+			want:     Leftovers{Reclaim: []string{"orphan-container"}},
+			warnings: []string{"manager.leftovers.reclaim: orphan-container is not a leftover of containerd nodes: it reclaims nothing there"},
+		},
+		"a relative run root":  {runtime: "crio", doc: "{crioRunRoot: run/containers}", err: []string{"manager.leftovers.crioRunRoot", "absolute"}},
+		"the root as run root": {runtime: "crio", doc: "{crioRunRoot: /}", err: []string{"manager.leftovers.crioRunRoot"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, warnings, err := Parse([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: containerd}, leftovers: " + c.doc + "}"))
+			runtime := c.runtime
+			if runtime == "" {
+				runtime = "containerd"
+			}
+			cfg, warnings, err := Parse([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {runtime: {name: " + runtime + "}, leftovers: " + c.doc + "}"))
 			if len(c.err) > 0 {
 				if err == nil {
 					t.Fatalf("no error, want one with %q", c.err)
@@ -63,6 +86,24 @@ func TestLeftovers(t *testing.T) {
 			}
 			if diff := cmp.Diff(c.warnings, got); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReclaimsOnCRIO(t *testing.T) {
+	cases := map[string]struct {
+		reclaim []string
+		want    bool
+	}{
+		"none":              {},
+		"containerd's only": {reclaim: []string{"unnamed-image", "unreferenced"}},
+		"one of CRI-O's":    {reclaim: []string{"unnamed-image", "incomplete-layer"}, want: true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := (Leftovers{Reclaim: c.reclaim}).ReclaimsOnCRIO(); got != c.want {
+				t.Errorf("ReclaimsOnCRIO() = %v, want %v", got, c.want)
 			}
 		})
 	}

@@ -22,6 +22,9 @@ const (
 	VolumeScanToken = "scan-token"
 	VolumeState     = "eraser-state"
 	VolumeImageFs   = "imagefs"
+	// VolumeCRIORunRoot is CRI-O's run root, the remover's where it
+	// reclaims CRI-O's leftovers.
+	VolumeCRIORunRoot = "crio-run-root"
 	// The node's and the cluster's references (internal/wire/references).
 	VolumeNodeRefs    = "node-references"
 	VolumeClusterRefs = "cluster-references"
@@ -37,7 +40,7 @@ const ScannerTmp = "/tmp"
 
 // PodVolumes are every fixed volume name a worker pod may use.
 func PodVolumes() []string {
-	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeNodeRefs, VolumeClusterRefs}
+	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeCRIORunRoot, VolumeNodeRefs, VolumeClusterRefs}
 }
 
 // ReservedVolume says why a scanner volume may not be called name, or ""
