@@ -23,7 +23,9 @@ type LeftoverFlags struct {
 	// Reclaim and Namespaces are the policy: the kinds to reclaim, and
 	// the other namespaces whose images may go.
 	Reclaim, Namespaces string
-	LeaseAge            time.Duration
+	// LeaseAge and RecordAge keep work in progress from being taken for
+	// leftovers (reclaim.Ages).
+	LeaseAge, RecordAge time.Duration
 }
 
 // Bind registers the flags.
@@ -32,6 +34,12 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Reclaim, "reclaim", "", "comma-separated kinds of leftover to delete ("+strings.Join(kindNames(), ", ")+"); empty: report them only")
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
 	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a containerd lease older than this holds a leftover; younger, a pull or an import")
+	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
+}
+
+// Ages are the margins the flags set.
+func (f LeftoverFlags) Ages() reclaim.Ages {
+	return reclaim.Ages{Lease: f.LeaseAge, Record: f.RecordAge}
 }
 
 func kindNames() []string {
@@ -66,9 +74,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 		}
 	}
 	return func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error) {
-		ages := reclaim.DefaultAges
-		ages.Lease = f.LeaseAge
-		found, err := reclaim.Find(ctx, client, imageStore, ages, time.Now())
+		found, err := reclaim.Find(ctx, client, imageStore, f.Ages(), time.Now())
 		if err != nil {
 			return nil, err
 		}
