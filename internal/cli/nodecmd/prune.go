@@ -103,7 +103,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
 		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	}
-	opts.MeasureFreed, opts.Footprint = remover.FreedMeters(client, o.retention.ImageFsPath, o.retention.ImageStore, true)
+	remover.SetFreedMeters(&opts, client, o.retention.ImageFsPath, o.retention.ImageStore, true)
 	var err error
 	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore); err != nil {
 		return fail(err)

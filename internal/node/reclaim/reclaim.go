@@ -115,7 +115,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		if err != nil {
 			return nil, err
 		}
-		return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now}), nil
+		return InContainerd(records, ages, now), nil
 	case "cri-o":
 		if imageStore == "" {
 			return nil, fmt.Errorf("finding leftovers on CRI-O needs its image store")
@@ -136,6 +136,14 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 	default:
 		return nil, fmt.Errorf("finding leftovers on %s is not supported (containerd and CRI-O)", client.RuntimeName)
 	}
+}
+
+// InContainerd finds the leftovers in containerd's records already read:
+// a remover judges the reading it took after its removals rather than
+// read every namespace again. Reclaiming re-reads each leftover before
+// its deletion, so records a few seconds old decide nothing alone.
+func InContainerd(records ctrdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
+	return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now})
 }
 
 // liveIDs are the containers and pod sandboxes CRI-O lists.

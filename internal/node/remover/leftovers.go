@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/process/logging"
@@ -52,7 +54,7 @@ func kindNames() []string {
 
 // Leftovers builds the run's step that finds and reclaims leftovers on
 // the node of client, protected as removals are; nil when off.
-func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error), error) {
+func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
@@ -73,8 +75,10 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 			namespaces[ns] = true
 		}
 	}
-	return func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error) {
-		found, err := reclaim.Find(ctx, client, imageStore, f.Ages(), time.Now())
+	return func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error) {
+		found, err := search(read, f.Ages(), time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
+			return reclaim.Find(ctx, client, imageStore, f.Ages(), now)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -83,13 +87,23 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 	}, nil
 }
 
+// search finds the leftovers in containerd's records the run read after
+// its removals, when it did, else through a reading of its own (find).
+func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
+	if read != nil {
+		return reclaim.InContainerd(*read, ages, now), nil
+	}
+	return find(now)
+}
+
 // leftovers runs the step and logs each leftover as a result line, for the
-// node's report.
-func leftovers(ctx context.Context, opts Options, policy protect.Policy) *workerresult.Leftovers {
+// node's report; read is containerd's records as read after the removals,
+// or nil.
+func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *ctrdrecords.Records) *workerresult.Leftovers {
 	if opts.Leftovers == nil {
 		return nil
 	}
-	results, err := opts.Leftovers(ctx, policy, opts.DryRun)
+	results, err := opts.Leftovers(ctx, policy, opts.DryRun, read)
 	if err != nil {
 		opts.Log.Warn("could not look for what removals left on the runtime", "error", err)
 		return &workerresult.Leftovers{Error: err.Error()}
