@@ -55,6 +55,9 @@ type Image struct {
 	// BigDataBytes is the size of the documents stored with the image
 	// (its manifests, its config), the sum of its big-data-sizes.
 	BigDataBytes int64
+	// Created is when the record was made: when the image arrived on the
+	// node (its pull), not its build time.
+	Created time.Time
 }
 
 // Layer is a layer record.
@@ -107,18 +110,18 @@ var ErrNoStore = errors.New("no containers/storage image records")
 // containers.json); records that are there but not containers/storage's
 // are an error naming the file.
 func Read(root string) (Records, error) {
-	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	drivers, err := Drivers(root)
 	if err != nil {
-		return Records{}, fmt.Errorf("image store %s: %w", root, err)
+		return Records{}, err
 	}
-	switch len(found) {
-	case 0:
-		return Records{}, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
-	case 1:
-	default:
+	if len(drivers) > 1 {
+		var found []string
+		for _, d := range drivers {
+			found = append(found, filepath.Join(root, fileNames(d)[imagesFile]))
+		}
 		return Records{}, fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
 	}
-	driver := strings.TrimSuffix(filepath.Base(filepath.Dir(found[0])), "-images")
+	driver := drivers[0]
 	var data files
 	for i, name := range fileNames(driver) {
 		if data[i], err = readFile(filepath.Join(root, name), i != imagesFile); err != nil {
@@ -130,6 +133,39 @@ func Read(root string) (Records, error) {
 		return Records{}, fmt.Errorf("image store %s: %w", root, err)
 	}
 	return r, nil
+}
+
+// Drivers are the storage drivers whose image records are under root, at
+// least one: ErrNoStore when there are none.
+func Drivers(root string) ([]string, error) {
+	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	if err != nil {
+		return nil, fmt.Errorf("image store %s: %w", root, err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
+	}
+	out := make([]string, 0, len(found))
+	for _, f := range found {
+		out = append(out, strings.TrimSuffix(filepath.Base(filepath.Dir(f)), "-images"))
+	}
+	return out, nil
+}
+
+// Images reads the image records of driver's store under root alone, as
+// Read reads them: for who needs no layer or container (the images'
+// ages).
+func Images(root, driver string) ([]Image, error) {
+	var data files
+	var err error
+	if data[imagesFile], err = readFile(filepath.Join(root, fileNames(driver)[imagesFile]), false); err != nil {
+		return nil, err
+	}
+	r, err := parse(driver, data)
+	if err != nil {
+		return nil, fmt.Errorf("image store %s: %w", root, err)
+	}
+	return r.Images, nil
 }
 
 // The records files, in the order they are read: a record in two files is
@@ -184,7 +220,7 @@ func parse(driver string, data files) (Records, error) {
 			continue
 		}
 		seen[rec.ID] = true
-		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers}
+		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers, Created: rec.Created}
 		for _, n := range rec.BigDataSizes {
 			img.BigDataBytes = add(img.BigDataBytes, n)
 		}
@@ -236,6 +272,7 @@ type imageRecord struct {
 	TopLayer        string           `json:"layer"`
 	MappedTopLayers []string         `json:"mapped-layers"`
 	BigDataSizes    map[string]int64 `json:"big-data-sizes"`
+	Created         time.Time        `json:"created"`
 }
 
 type layerRecord struct {
