@@ -64,6 +64,10 @@ type Policy struct {
 	Protect protect.Policy
 	// LeaseAge is the age past which a lease holds a leftover.
 	LeaseAge time.Duration
+	// ImageFsUsed reads the image filesystem's used bytes, where the
+	// worker sees it, to tell what the sweep of containerd's stores frees
+	// (SweptStores); nil: not seen, and that is not known.
+	ImageFsUsed func(ctx context.Context) (uint64, error)
 }
 
 // Outcome is what became of a leftover.
@@ -85,6 +89,9 @@ type Result struct {
 	leftover.Leftover
 	Outcome Outcome
 	Detail  string
+	// BytesUnknown: what its deletion freed is not known (Bytes is 0, not
+	// a measure).
+	BytesUnknown bool
 }
 
 // Ages are the margins that keep work in progress from being taken for

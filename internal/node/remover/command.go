@@ -116,7 +116,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	}
 	SetFreedMeters(&opts, client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	c.Protection.Apply(&opts)
-	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore); err != nil {
+	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore, opts.MeasureFreed); err != nil {
 		return empty, err
 	}
 	results, err := Run(ctx, client, targets, opts)

@@ -13,6 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
+	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -54,7 +55,9 @@ func kindNames() []string {
 
 // Leftovers builds the run's step that finds and reclaims leftovers on
 // the node of client, protected as removals are; nil when off.
-func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
+// measure reads the image filesystem where the run sees it (MeasureFreed),
+// nil where not: what the sweep of containerd's stores frees is told by it.
+func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
@@ -83,6 +86,12 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 			return nil, err
 		}
 		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge}
+		if measure != nil {
+			policy.ImageFsUsed = func(ctx context.Context) (uint64, error) {
+				d, err := measure(ctx)
+				return d.Used(), err
+			}
+		}
 		return reclaim.Run(ctx, client, client, found, policy, dryRun), nil
 	}, nil
 }
@@ -108,9 +117,20 @@ func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *c
 		opts.Log.Warn("could not look for what removals left on the runtime", "error", err)
 		return &workerresult.Leftovers{Error: err.Error()}
 	}
+	return tally(ctx, opts.Log, results)
+}
+
+// tally logs each result as a result line, for the node's report, and
+// totals them.
+func tally(ctx context.Context, log *slog.Logger, results []reclaim.Result) *workerresult.Leftovers {
 	out := &workerresult.Leftovers{}
 	for _, r := range results {
-		attrs := []any{"outcome", string(r.Outcome), "target", r.Name, "leftover", string(r.Kind), "bytes", r.Bytes, "detail", strings.TrimPrefix(r.Why+"; "+r.Detail, "; ")}
+		attrs := []any{"outcome", string(r.Outcome), "target", r.Name, "leftover", string(r.Kind)}
+		if !r.BytesUnknown {
+			// Unknown is not 0: the line carries no bytes, its detail says why.
+			attrs = append(attrs, "bytes", r.Bytes)
+		}
+		attrs = append(attrs, "detail", strings.TrimPrefix(r.Why+"; "+r.Detail, "; "))
 		if r.Namespace != "" {
 			attrs = append(attrs, "namespace", r.Namespace)
 		}
@@ -118,9 +138,14 @@ func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *c
 		if r.Outcome == reclaim.Failed {
 			level = slog.LevelError
 		}
-		opts.Log.Log(ctx, level, logging.ResultMessage, attrs...)
-		switch r.Outcome {
-		case reclaim.Reclaimed, reclaim.WouldReclaim:
+		log.Log(ctx, level, logging.ResultMessage, attrs...)
+		switch {
+		case r.Name == reclaim.SweptStores && r.Outcome == reclaim.Reclaimed:
+			// Not a leftover: what the sweep freed beyond those listed.
+			out.SweptBytes += r.Bytes
+			out.ReclaimedBytes += r.Bytes
+			out.SweptUnknown = out.SweptUnknown || r.BytesUnknown
+		case r.Outcome == reclaim.Reclaimed || r.Outcome == reclaim.WouldReclaim:
 			out.Reclaimed++
 			out.ReclaimedBytes += r.Bytes
 		default:
