@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -303,8 +304,9 @@ func TestUpgradeSetsLeftoverReclaim(t *testing.T) {
 		}
 		c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values",
 			"--set-json", `runtimeConfig.manager.leftovers.reclaim=["unnamed-image","other-namespace"]`,
-			"--set-json", `runtimeConfig.manager.leftovers.namespaces=["default"]`)
-		want := config.Leftovers{Reclaim: []string{"unnamed-image", "other-namespace"}, Namespaces: []string{"default"}}
+			"--set-json", `runtimeConfig.manager.leftovers.namespaces=["default"]`,
+			"--set-json", `runtimeConfig.manager.leftovers.recordAge="30m"`)
+		want := config.Leftovers{Reclaim: []string{"unnamed-image", "other-namespace"}, Namespaces: []string{"default"}, RecordAge: 30 * time.Minute}
 		if diff := cmp.Diff(want, read()); diff != "" {
 			t.Errorf("after helm upgrade --set-json runtimeConfig.manager.leftovers... (-want +got):\n%s", diff)
 		}

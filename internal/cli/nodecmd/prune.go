@@ -103,9 +103,9 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
 		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
 	}
-	opts.MeasureFreed, opts.Footprint = remover.FreedMeters(client, o.retention.ImageFsPath, o.retention.ImageStore, true)
+	remover.SetFreedMeters(&opts, client, o.retention.ImageFsPath, o.retention.ImageStore, true)
 	var err error
-	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore); err != nil {
+	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore, opts.MeasureFreed); err != nil {
 		return fail(err)
 	}
 	o.protection.Apply(&opts)
@@ -231,6 +231,12 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		case l.Found+l.Reclaimed > 0:
 			fmt.Fprintf(out, "leftovers of removals on the runtime: %s %d (%s), %d left (%s; eraser node list --leftovers)\n",
 				verb, l.Reclaimed, bytesize.Format(l.ReclaimedBytes), l.Found, bytesize.Format(l.FoundBytes))
+		}
+		switch {
+		case l.SweptUnknown:
+			fmt.Fprintln(out, "containerd's stores swept of what no record names: what that freed is not known (the image filesystem could not be measured)")
+		case l.SweptBytes > 0:
+			fmt.Fprintf(out, "containerd's stores swept of what no record names: %s freed\n", bytesize.Format(l.SweptBytes))
 		}
 	}
 	return nil

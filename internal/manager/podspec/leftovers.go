@@ -25,6 +25,9 @@ func leftoverArgs(l config.Leftovers) []string {
 	if l.LeaseAge > 0 {
 		args = append(args, "--lease-age="+l.LeaseAge.String())
 	}
+	if l.RecordAge > 0 {
+		args = append(args, "--record-age="+l.RecordAge.String())
+	}
 	return args
 }
 

@@ -22,6 +22,14 @@ func TestLeftoverArgs(t *testing.T) {
 			in:   config.Leftovers{Reclaim: []string{"unnamed-image", "other-namespace"}, Namespaces: []string{"default"}, LeaseAge: 48 * time.Hour},
 			want: []string{"--reclaim=unnamed-image,other-namespace", "--reclaim-namespaces=default", "--lease-age=48h0m0s"},
 		},
+		"record age alone": {
+			in:   config.Leftovers{RecordAge: 30 * time.Minute},
+			want: []string{"--record-age=30m0s"},
+		},
+		"every setting": {
+			in:   config.Leftovers{Reclaim: []string{"unreferenced"}, LeaseAge: 2 * time.Hour, RecordAge: 6 * time.Hour},
+			want: []string{"--reclaim=unreferenced", "--lease-age=2h0m0s", "--record-age=6h0m0s"},
+		},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,82 +6,54 @@
 //
 // The store's records are <root>/<driver>-images/images.json (overlay-images
 // with the overlay driver), a JSON array whose entries carry the image's ID,
-// names and "created", the time the record was made: the pull.
+// names and "created", the time the record was made: the pull. They are
+// read by internal/node/storagerecords, which reads the rest of the store's
+// records for the leftovers and the bytes removals free: one parser of
+// them, bounded once.
 package imagestore
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 )
 
-// maxRecords bounds the bytes read: a node's records are a few hundred
-// bytes per image, so 64 MiB is far beyond any node's.
+// maxRecords bounds the bytes of the image and layer records the scanner
+// reads (Store): a node's records are a few hundred bytes per image, so
+// 64 MiB is far beyond any node's.
 const maxRecords = 64 << 20
 
-// record is the part of a store entry read here.
-type record struct {
-	ID      string    `json:"id"`
-	Names   []string  `json:"names"`
-	Created time.Time `json:"created"`
-}
-
 // ErrNoStore means root holds no image records (not a containers/storage
-// root, or a driver's records missing).
-var ErrNoStore = errors.New("no containers/storage image records")
+// root, or a driver's records missing). It is storagerecords' error, so
+// that either package's callers can tell it.
+var ErrNoStore = storagerecords.ErrNoStore
 
 // Times returns when each image of the store at root arrived, keyed by its
 // ID and by each of its names, as the remover looks ages up. Records
 // without a time are left out: their images count from when Eraser first
-// sees them.
+// sees them. A root with several drivers' records gives the times of all:
+// an image's time does not depend on its driver.
 func Times(root string) (map[string]time.Time, error) {
-	files, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
+	drivers, err := storagerecords.Drivers(root)
 	if err != nil {
-		return nil, fmt.Errorf("image store %s: %w", root, err)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
+		return nil, err
 	}
 	out := map[string]time.Time{}
-	for _, file := range files {
-		recs, err := read(file)
+	for _, driver := range drivers {
+		images, err := storagerecords.Images(root, driver)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range recs {
-			if r.ID == "" || r.Created.IsZero() {
+		for _, img := range images {
+			if img.Created.IsZero() {
 				continue
 			}
-			for _, key := range append([]string{r.ID}, r.Names...) {
-				if t, ok := out[key]; !ok || r.Created.After(t) {
-					out[key] = r.Created
+			for _, key := range append([]string{img.ID}, img.Names...) {
+				if t, ok := out[key]; !ok || img.Created.After(t) {
+					out[key] = img.Created
 				}
 			}
 		}
 	}
 	return out, nil
-}
-
-func read(file string) ([]record, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading the image store's records: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRecords+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
-	}
-	if len(data) > maxRecords {
-		return nil, fmt.Errorf("%s is over %d MiB: not read", file, maxRecords>>20)
-	}
-	var recs []record
-	if err := json.Unmarshal(data, &recs); err != nil {
-		return nil, fmt.Errorf("%s is not containers/storage's image records: %w", file, err)
-	}
-	return recs, nil
 }

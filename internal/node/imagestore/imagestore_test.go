@@ -3,14 +3,17 @@
 package imagestore_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/imagestore"
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
@@ -41,6 +44,32 @@ func TestTimesOnCRIO(t *testing.T) {
 	}
 }
 
+// TestTimesFromTheStoreRecords: the times are those of the store's image
+// records as storagerecords reads them, the one parser of images.json.
+func TestTimesFromTheStoreRecords(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "overlay", `[{"id":"aa","names":["a:1"],"created":"2026-11-01T00:00:00Z"},{"id":"bb","names":["b:1"]}]`)
+	images, err := storagerecords.Images(dir, "overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{}
+	for _, img := range images {
+		if !img.Created.IsZero() {
+			for _, k := range append([]string{img.ID}, img.Names...) {
+				want[k] = img.Created
+			}
+		}
+	}
+	got, err := imagestore.Times(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-storagerecords +imagestore):\n%s", diff)
+	}
+}
+
 func write(t *testing.T, dir, driver, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, driver+"-images"), 0o755); err != nil {
@@ -56,8 +85,11 @@ func TestTimes(t *testing.T) {
 	t2 := t1.Add(time.Hour)
 	for name, tc := range map[string]struct {
 		records string
+		// more are other drivers' records in the same root.
+		more    map[string]string
 		want    map[string]time.Time
 		wantErr bool
+		noStore bool
 	}{
 		"by ID and names": {
 			records: `[{"id":"aa","names":["example.com/a:1"],"created":"2026-11-01T00:00:00Z","layer":"x"}]`,
@@ -71,19 +103,51 @@ func TestTimes(t *testing.T) {
 			records: `[{"id":"aa","names":["a:1"]},{"names":["b:1"],"created":"2026-11-01T00:00:00Z"}]`,
 			want:    map[string]time.Time{},
 		},
-		"not records": {records: `{"id":"aa"}`, wantErr: true},
+		"not records":             {records: `{"id":"aa"}`, wantErr: true},
+		"a time that is not one":  {records: `[{"id":"aa","created":"yesterday"}]`, wantErr: true},
+		"an empty file: no times": {records: ``, want: map[string]time.Time{}},
+		"two drivers' records: the times of both, the newer of a name": {
+			records: `[{"id":"aa","names":["x:1"],"created":"2026-11-01T00:00:00Z"}]`,
+			more:    map[string]string{"vfs": `[{"id":"bb","names":["x:1"],"created":"2026-11-01T01:00:00Z"}]`},
+			want:    map[string]time.Time{"aa": t1, "bb": t2, "x:1": t2},
+		},
+		"another driver's records not records": {
+			records: `[]`, more: map[string]string{"vfs": `[1]`}, wantErr: true,
+		},
+		"no records": {noStore: true, wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			write(t, dir, "overlay", tc.records)
+			if !tc.noStore {
+				write(t, dir, "overlay", tc.records)
+			}
+			for driver, records := range tc.more {
+				write(t, dir, driver, records)
+			}
 			got, err := imagestore.Times(dir)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if tc.noStore && !errors.Is(err, imagestore.ErrNoStore) {
+				t.Errorf("error %v, want ErrNoStore", err)
 			}
 			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
 				t.Errorf("times (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTimesBound: records past the bound are refused, not read.
+func TestTimesBound(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "overlay", `[]`)
+	// Sparse: 64 MiB and a byte, no disk.
+	if err := os.Truncate(filepath.Join(dir, "overlay-images", "images.json"), 64<<20+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := imagestore.Times(dir); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
+		t.Errorf("records past the bound: %v, want refused", err)
 	}
 }
 

@@ -210,7 +210,12 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		return out
 	}
 	ctx = ctrdrecords.InNamespace(ctx, CRINamespace)
+	before := measureUsed(ctx, r.p.ImageFsUsed)
 	err := r.sweep(ctx)
+	var after used
+	if err == nil {
+		after = measureUsed(ctx, r.p.ImageFsUsed)
+	}
 	var still map[string]bool
 	if err == nil {
 		still, err = r.unheld(ctx)
@@ -225,9 +230,12 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		}
 		out = append(out, res)
 	}
+	if swept, ok := sweptStores(before, after, out); ok && err == nil {
+		out = append(out, swept)
+	}
 	if err != nil && len(unreferenced) == 0 {
 		// Nothing was found, but the sweep failed: said, not lost.
-		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: "containerd's stores",
+		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
 			Why: "what no record names, swept by containerd's garbage collector"}, Outcome: Failed, Detail: "running containerd's garbage collector: " + err.Error()})
 	}
 	return out

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (!cgo || exclude_graphdriver_btrfs)
 
 package reclaim_test
 

@@ -68,6 +68,10 @@ type Policy struct {
 	LeaseAge time.Duration
 	// CRIO is where CRI-O's store is, on a CRI-O node.
 	CRIO CRIOStore
+	// ImageFsUsed reads the image filesystem's used bytes, where the
+	// worker sees it, to tell what the sweep of containerd's stores frees
+	// (SweptStores); nil: not seen, and that is not known.
+	ImageFsUsed func(ctx context.Context) (uint64, error)
 }
 
 // CRIOStore is CRI-O's containers/storage store: its image store (the
@@ -103,6 +107,9 @@ type Result struct {
 	leftover.Leftover
 	Outcome Outcome
 	Detail  string
+	// BytesUnknown: what its deletion freed is not known (Bytes is 0, not
+	// a measure).
+	BytesUnknown bool
 }
 
 // Ages are the margins that keep work in progress from being taken for
@@ -133,7 +140,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		if err != nil {
 			return nil, err
 		}
-		return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now}), nil
+		return InContainerd(records, ages, now), nil
 	case "cri-o":
 		if imageStore == "" {
 			return nil, fmt.Errorf("finding leftovers on CRI-O needs its image store")
@@ -154,6 +161,14 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 	default:
 		return nil, fmt.Errorf("finding leftovers on %s is not supported (containerd and CRI-O)", client.RuntimeName)
 	}
+}
+
+// InContainerd finds the leftovers in containerd's records already read:
+// a remover judges the reading it took after its removals rather than
+// read every namespace again. Reclaiming re-reads each leftover before
+// its deletion, so records a few seconds old decide nothing alone.
+func InContainerd(records ctrdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
+	return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now})
 }
 
 // liveIDs are the containers and pod sandboxes CRI-O lists.

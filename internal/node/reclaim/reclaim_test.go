@@ -15,11 +15,11 @@ func TestParseKinds(t *testing.T) {
 		want    map[leftover.Kind]bool
 		wantErr bool
 	}{
-		"none":                    {in: "", want: map[leftover.Kind]bool{}},
-		"two, spaced":             {in: "unnamed-image, old-lease", want: map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true}},
-		"a gc.root is kept":       {in: "gc-root", wantErr: true},
-		"CRI-O's are listed only": {in: "orphan-container", wantErr: true},
-		"a typo":                  {in: "unamed-image", wantErr: true},
+		"none":              {in: "", want: map[leftover.Kind]bool{}},
+		"two, spaced":       {in: "unnamed-image, old-lease", want: map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true}},
+		"a gc.root is kept": {in: "gc-root", wantErr: true},
+		"CRI-O's":           {in: "orphan-container,unreferenced-layer", want: map[leftover.Kind]bool{leftover.OrphanContainer: true, leftover.UnreferencedLayer: true}},
+		"a typo":            {in: "unamed-image", wantErr: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

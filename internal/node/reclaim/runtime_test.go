@@ -308,10 +308,17 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 		t.Fatalf("leftovers found: %+v; the blob and the directory no record names are not listed", found)
 	}
 	before := n.used(t)
-	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
-	for _, r := range results {
-		t.Errorf("a result for no leftover found: %+v", r)
+	imageFsUsed := func(context.Context) (uint64, error) { return n.used(t), nil }
+	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}, ImageFsUsed: imageFsUsed}, false)
+	// The one result is the sweep's: what it freed, measured, though no
+	// leftover was listed.
+	if len(results) != 1 || results[0].Name != reclaim.SweptStores || results[0].Outcome != reclaim.Reclaimed || results[0].BytesUnknown {
+		t.Fatalf("results %+v, want the sweep's alone, measured", results)
 	}
+	if got := results[0].Bytes; got < 6*mib {
+		t.Errorf("the sweep freed %d bytes, as reported; want at least the 6 MiB no record names (%s)", got, results[0].Detail)
+	}
+	t.Logf("the sweep's result: %d bytes, %s", results[0].Bytes, results[0].Detail)
 
 	after := n.used(t)
 	t.Logf("image filesystem: %d bytes used before reclaiming, %d after", before, after)
@@ -331,8 +338,19 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	if err := os.WriteFile(blobPath, blob, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, true)
+	if results := reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}, ImageFsUsed: imageFsUsed}, true); len(results) != 0 {
+		t.Errorf("a dry run: results %+v, want none", results)
+	}
 	if _, err := os.Stat(blobPath); err != nil {
 		t.Errorf("a dry run swept the content store: %v", err)
+	}
+	// Where the image filesystem is not seen, what the sweep freed is
+	// unknown, not 0.
+	results = reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
+	if len(results) != 1 || results[0].Name != reclaim.SweptStores || !results[0].BytesUnknown || results[0].Bytes != 0 {
+		t.Errorf("unseen: results %+v, want the sweep's with its bytes unknown", results)
+	}
+	if _, err := os.Stat(blobPath); !os.IsNotExist(err) {
+		t.Errorf("unseen, the sweep left the blob no record names (%v)", err)
 	}
 }

@@ -109,14 +109,14 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	}
 	defer client.Close()
 	var info RunInfo
-	measureFreed, records := FreedMeters(client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	opts := Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
-		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath), MeasureFreed: measureFreed, Footprint: records,
+		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
 	}
+	SetFreedMeters(&opts, client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	c.Protection.Apply(&opts)
-	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore); err != nil {
+	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore, opts.MeasureFreed); err != nil {
 		return empty, err
 	}
 	results, err := Run(ctx, client, targets, opts)

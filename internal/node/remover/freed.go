@@ -8,6 +8,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
@@ -76,11 +77,13 @@ func probeFreed(ctx context.Context, opts Options, disk *retention.Disk) *freedP
 }
 
 // finish measures what the removals freed and explains a difference from
-// what they should have.
-func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, results []Result) *workerresult.Freed {
+// what they should have. It returns containerd's records as read after the
+// removals, when it read them, for the leftover search to judge (nil
+// otherwise: the search reads them itself).
+func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, results []Result) (*workerresult.Freed, *ctrdrecords.Records) {
 	removed := removedImages(s, results)
 	if len(removed) == 0 {
-		return nil
+		return nil, nil
 	}
 	f := &workerresult.Freed{}
 	if p.records != nil {
@@ -89,30 +92,38 @@ func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, resu
 		f.Error = "the runtime's records: " + p.recordsErr.Error()
 	}
 	if opts.DryRun {
-		return f
+		return f, nil
+	}
+	// The image filesystem first: once it has settled, the records read
+	// next show what the runtime's clean-up left, for this measure and
+	// for the leftover search that follows.
+	var disk *retention.Disk
+	if p.disk != nil && opts.MeasureFreed != nil {
+		d, err := settledDisk(ctx, opts.MeasureFreed, p.disk.Used(), f.ExpectedBytes, p.records != nil)
+		if err != nil {
+			f.Error = joinNote(f.Error, "measuring the image filesystem after the removals: "+err.Error())
+			return f, nil
+		}
+		disk = &d
 	}
 	var after footprint.Store
+	var handed *ctrdrecords.Records
 	if opts.Footprint != nil && p.records != nil {
 		var err error
-		if after, err = opts.Footprint(ctx); err != nil {
+		if after, handed, err = readAfter(ctx, opts); err != nil {
 			opts.Log.Warn("the runtime's records could not be read after the removals", "error", err)
 		}
 	}
 	switch {
-	case p.disk != nil && opts.MeasureFreed != nil:
-		d, err := settledDisk(ctx, opts.MeasureFreed, p.disk.Used(), f.ExpectedBytes, p.records != nil)
-		if err != nil {
-			f.Error = joinNote(f.Error, "measuring the image filesystem after the removals: "+err.Error())
-			return f
-		}
-		f.MeasuredBy, f.MeasuredBytes = MeasuredByImageFs, int64(p.disk.Used())-int64(d.Used())
+	case disk != nil:
+		f.MeasuredBy, f.MeasuredBytes = MeasuredByImageFs, int64(p.disk.Used())-int64(disk.Used())
 	case after != nil:
 		f.MeasuredBy, f.MeasuredBytes = MeasuredByRuntime, int64(p.records.Total())-int64(after.Total())
 	default:
 		if p.diskErr != nil {
 			f.Error = joinNote(f.Error, "measuring the image filesystem: "+p.diskErr.Error())
 		}
-		return f
+		return f, handed
 	}
 	var stillHeld uint64
 	if after != nil {
@@ -121,7 +132,22 @@ func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, resu
 	if p.records != nil {
 		f.Note = ExplainFreed(f.ExpectedBytes, f.MeasuredBytes, f.MeasuredBy, stillHeld)
 	}
-	return f
+	return f, handed
+}
+
+// readAfter reads the runtime's records after the removals: containerd's
+// through opts.ContainerdRecords when set, so that the same reading serves
+// the leftover search, which would read every namespace again.
+func readAfter(ctx context.Context, opts Options) (footprint.Store, *ctrdrecords.Records, error) {
+	if opts.ContainerdRecords == nil {
+		s, err := opts.Footprint(ctx)
+		return s, nil, err
+	}
+	r, err := opts.ContainerdRecords(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return footprint.ContainerdStore(r, reclaim.CRINamespace), &r, nil
 }
 
 func joinNote(a, b string) string {
@@ -214,23 +240,24 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 	}
 }
 
-// FreedMeters are how a run measures what it frees on the node of client.
+// SetFreedMeters sets how a run measures what it frees on the node of
+// client (MeasureFreed, Footprint, ContainerdRecords).
 // The image filesystem is measured where this process sees it: at
 // imageFsPath or imageStore (a pod's mounts of the host's directories), or
 // anywhere when sees (a Windows HostProcess pod, the node command on the
 // node itself). The runtime's records are containerd's, read through its
 // socket (the CRI socket is containerd's own), or CRI-O's image store
 // (containers/storage's records, at imageStore).
-func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) (measure func(context.Context) (retention.Disk, error), records footprint.Reader) {
-	at := cmp.Or(imageFsPath, imageStore)
-	if at != "" || sees {
-		measure = ImageFsMeter(client, at)
+func SetFreedMeters(opts *Options, client *cri.Client, imageFsPath, imageStore string, sees bool) {
+	if at := cmp.Or(imageFsPath, imageStore); at != "" || sees {
+		opts.MeasureFreed = ImageFsMeter(client, at)
 	}
 	switch {
 	case client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix:
-		records = footprint.Containerd(client.Address.Path, reclaim.CRINamespace)
+		socket := client.Address.Path
+		opts.Footprint = footprint.Containerd(socket, reclaim.CRINamespace)
+		opts.ContainerdRecords = func(ctx context.Context) (ctrdrecords.Records, error) { return ctrdrecords.Read(ctx, socket) }
 	case imageStore != "":
-		records = footprint.CRIO(imageStore)
+		opts.Footprint = footprint.CRIO(imageStore)
 	}
-	return measure, records
 }

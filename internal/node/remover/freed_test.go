@@ -2,13 +2,20 @@ package remover
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -164,6 +171,97 @@ func TestRunMeasuresFreed(t *testing.T) {
 			}
 			if !strings.Contains(note, c.note) || (c.note == "") != (note == "") {
 				t.Errorf("note %q, want one containing %q", note, c.note)
+			}
+		})
+	}
+}
+
+// TestRunReadsContainerdOnce: a run reads containerd's records once
+// before its removals and once after, and the leftover search judges the
+// reading after them (taken once the image filesystem has settled)
+// instead of reading every namespace again; where the run takes no
+// reading after (a dry run, nothing removed, the first reading failed),
+// the search takes its own.
+func TestRunReadsContainerdOnce(t *testing.T) {
+	cases := map[string]struct {
+		dryRun, seesDisk, noLeftovers, firstFails bool
+		targets                                   []string
+		want                                      []string
+	}{
+		"removals, measured by the records": {targets: []string{"a:1", "b:1"},
+			want: []string{"read 1, 0 removed", "read 2, 2 removed", "leftovers of read 2"}},
+		"removals, measured on the image filesystem": {seesDisk: true, targets: []string{"a:1", "b:1"},
+			want: []string{"read 1, 0 removed", "measure", "measure", "read 2, 2 removed", "leftovers of read 2"}},
+		"no leftover search": {noLeftovers: true, targets: []string{"a:1"},
+			want: []string{"read 1, 0 removed", "read 2, 1 removed"}},
+		"a dry run": {dryRun: true, seesDisk: true, targets: []string{"a:1"},
+			want: []string{"read 1, 0 removed", "read 2, 0 removed", "leftovers of read 2"}},
+		"nothing removed": {targets: []string{"z:1"},
+			want: []string{"read 1, 0 removed", "read 2, 0 removed", "leftovers of read 2"}},
+		"the reading before failed": {firstFails: true, targets: []string{"a:1"},
+			want: []string{"read 1 failed", "read 2, 1 removed", "leftovers of read 2"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			rt := &fakeRuntime{images: []cri.Image{{ID: id('a'), Tags: []string{"a:1"}}, {ID: id('b'), Tags: []string{"b:1"}}, {ID: id('k'), Tags: []string{"k:1"}}}}
+			var events []string
+			reads := 0
+			read := func(ctx context.Context) (ctrdrecords.Records, error) {
+				reads++
+				if reads == 1 && c.firstFails {
+					events = append(events, "read 1 failed")
+					return ctrdrecords.Records{}, errors.New("containerd is restarting")
+				}
+				rt.mu.Lock()
+				removed := len(rt.removed)
+				rt.mu.Unlock()
+				events = append(events, fmt.Sprintf("read %d, %d removed", reads, removed))
+				imgs, _ := rt.ListImages(ctx)
+				k8s := ctrdrecords.Namespace{Name: reclaim.CRINamespace}
+				for _, img := range imgs {
+					k8s.Images = append(k8s.Images, ctrdrecords.Image{Name: img.Tags[0], Target: img.ID})
+				}
+				// An image of another namespace names the reading.
+				marker := ctrdrecords.Namespace{Name: fmt.Sprintf("read-%d", reads), Images: []ctrdrecords.Image{{Name: "x:1", Target: id('x')}}}
+				return ctrdrecords.Records{Namespaces: []ctrdrecords.Namespace{k8s, marker}}, nil
+			}
+			opts := Options{DryRun: c.dryRun, ContainerdRecords: read,
+				Footprint: func(ctx context.Context) (footprint.Store, error) {
+					r, err := read(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return footprint.ContainerdStore(r, reclaim.CRINamespace), nil
+				}}
+			if c.seesDisk {
+				opts.MeasureFreed = func(context.Context) (retention.Disk, error) {
+					events = append(events, "measure")
+					return retention.Disk{Capacity: 1 << 40, Available: 1 << 39}, nil
+				}
+			}
+			if !c.noLeftovers {
+				opts.Leftovers = func(_ context.Context, _ protect.Policy, _ bool, handed *ctrdrecords.Records) ([]reclaim.Result, error) {
+					found, err := search(handed, reclaim.DefaultAges, time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
+						r, err := read(context.Background())
+						return reclaim.InContainerd(r, reclaim.DefaultAges, now), err
+					})
+					if err != nil {
+						return nil, err
+					}
+					for _, l := range found {
+						if l.Kind == leftover.OtherNamespace {
+							events = append(events, "leftovers of "+strings.ReplaceAll(l.Namespace, "-", " "))
+						}
+					}
+					return nil, nil
+				}
+			}
+			targets, _ := ParseTargets(c.targets)
+			if _, err := Run(context.Background(), rt, targets, opts); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, events); diff != "" {
+				t.Errorf("readings (-want +got):\n%s", diff)
 			}
 		})
 	}

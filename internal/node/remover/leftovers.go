@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
+	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -23,7 +26,9 @@ type LeftoverFlags struct {
 	// Reclaim and Namespaces are the policy: the kinds to reclaim, and
 	// the other namespaces whose images may go.
 	Reclaim, Namespaces string
-	LeaseAge            time.Duration
+	// LeaseAge and RecordAge keep work in progress from being taken for
+	// leftovers (reclaim.Ages).
+	LeaseAge, RecordAge time.Duration
 	// CRIORunRoot is CRI-O's run root, where containers/storage records
 	// which layers are mounted; reclaiming on CRI-O reads it.
 	CRIORunRoot string
@@ -36,6 +41,12 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
 	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a containerd lease older than this holds a leftover; younger, a pull or an import")
 	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
+	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
+}
+
+// Ages are the margins the flags set.
+func (f LeftoverFlags) Ages() reclaim.Ages {
+	return reclaim.Ages{Lease: f.LeaseAge, Record: f.RecordAge}
 }
 
 func kindNames() []string {
@@ -48,7 +59,9 @@ func kindNames() []string {
 
 // Leftovers builds the run's step that finds and reclaims leftovers on
 // the node of client, protected as removals are; nil when off.
-func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error), error) {
+// measure reads the image filesystem where the run sees it (MeasureFreed),
+// nil where not: what the sweep of containerd's stores frees is told by it.
+func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
@@ -69,33 +82,60 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 			namespaces[ns] = true
 		}
 	}
-	return func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error) {
-		ages := reclaim.DefaultAges
-		ages.Lease = f.LeaseAge
-		found, err := reclaim.Find(ctx, client, imageStore, ages, time.Now())
+	return func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error) {
+		found, err := search(read, f.Ages(), time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
+			return reclaim.Find(ctx, client, imageStore, f.Ages(), now)
+		})
 		if err != nil {
 			return nil, err
 		}
 		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge,
 			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot}}
+		if measure != nil {
+			policy.ImageFsUsed = func(ctx context.Context) (uint64, error) {
+				d, err := measure(ctx)
+				return d.Used(), err
+			}
+		}
 		return reclaim.Run(ctx, client, client, found, policy, dryRun), nil
 	}, nil
 }
 
+// search finds the leftovers in containerd's records the run read after
+// its removals, when it did, else through a reading of its own (find).
+func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
+	if read != nil {
+		return reclaim.InContainerd(*read, ages, now), nil
+	}
+	return find(now)
+}
+
 // leftovers runs the step and logs each leftover as a result line, for the
-// node's report.
-func leftovers(ctx context.Context, opts Options, policy protect.Policy) *workerresult.Leftovers {
+// node's report; read is containerd's records as read after the removals,
+// or nil.
+func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *ctrdrecords.Records) *workerresult.Leftovers {
 	if opts.Leftovers == nil {
 		return nil
 	}
-	results, err := opts.Leftovers(ctx, policy, opts.DryRun)
+	results, err := opts.Leftovers(ctx, policy, opts.DryRun, read)
 	if err != nil {
 		opts.Log.Warn("could not look for what removals left on the runtime", "error", err)
 		return &workerresult.Leftovers{Error: err.Error()}
 	}
+	return tally(ctx, opts.Log, results)
+}
+
+// tally logs each result as a result line, for the node's report, and
+// totals them.
+func tally(ctx context.Context, log *slog.Logger, results []reclaim.Result) *workerresult.Leftovers {
 	out := &workerresult.Leftovers{}
 	for _, r := range results {
-		attrs := []any{"outcome", string(r.Outcome), "target", r.Name, "leftover", string(r.Kind), "bytes", r.Bytes, "detail", strings.TrimPrefix(r.Why+"; "+r.Detail, "; ")}
+		attrs := []any{"outcome", string(r.Outcome), "target", r.Name, "leftover", string(r.Kind)}
+		if !r.BytesUnknown {
+			// Unknown is not 0: the line carries no bytes, its detail says why.
+			attrs = append(attrs, "bytes", r.Bytes)
+		}
+		attrs = append(attrs, "detail", strings.TrimPrefix(r.Why+"; "+r.Detail, "; "))
 		if r.Namespace != "" {
 			attrs = append(attrs, "namespace", r.Namespace)
 		}
@@ -103,9 +143,14 @@ func leftovers(ctx context.Context, opts Options, policy protect.Policy) *worker
 		if r.Outcome == reclaim.Failed {
 			level = slog.LevelError
 		}
-		opts.Log.Log(ctx, level, logging.ResultMessage, attrs...)
-		switch r.Outcome {
-		case reclaim.Reclaimed, reclaim.WouldReclaim:
+		log.Log(ctx, level, logging.ResultMessage, attrs...)
+		switch {
+		case r.Name == reclaim.SweptStores && r.Outcome == reclaim.Reclaimed:
+			// Not a leftover: what the sweep freed beyond those listed.
+			out.SweptBytes += r.Bytes
+			out.ReclaimedBytes += r.Bytes
+			out.SweptUnknown = out.SweptUnknown || r.BytesUnknown
+		case r.Outcome == reclaim.Reclaimed || r.Outcome == reclaim.WouldReclaim:
 			out.Reclaimed++
 			out.ReclaimedBytes += r.Bytes
 		default:

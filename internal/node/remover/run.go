@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
@@ -76,10 +77,17 @@ type Options struct {
 	// Footprint reads the runtime's records, for the bytes the removals
 	// should free; nil: not known.
 	Footprint footprint.Reader
+	// ContainerdRecords reads containerd's records, where Footprint reads
+	// containerd's: the reading after the removals is taken through it,
+	// once for both the bytes they freed and the leftover search. nil:
+	// each reads for itself.
+	ContainerdRecords func(ctx context.Context) (ctrdrecords.Records, error)
 	// Leftovers finds what removals left on the runtime once the run's
 	// removals are done, and reclaims what its policy takes, protected by
 	// the run's policy; nil: not looked for (LeftoverFlags.Leftovers).
-	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool) ([]reclaim.Result, error)
+	// read is containerd's records as read after the removals, when the
+	// run read them, or nil: it reads the runtime's records itself.
+	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error)
 	// References is the directory of the cluster's references (the pod's
 	// mounts, references.ReadDir); "" keeps no referenced images. Protection
 	// says what else keeps images from the automatic policies; its
@@ -272,11 +280,12 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
 	}
-	if info.Freed = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
+	var read *ctrdrecords.Records
+	if info.Freed, read = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
 		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
 	}
 	// The sandbox images the run found are protected as its removals were.
-	info.Leftovers = leftovers(ctx, opts, snap.policy)
+	info.Leftovers = leftovers(ctx, opts, snap.policy, read)
 	return append(results, done...), nil
 }
 

@@ -55,6 +55,9 @@ type Image struct {
 	// BigDataBytes is the size of the documents stored with the image
 	// (its manifests, its config), the sum of its big-data-sizes.
 	BigDataBytes int64
+	// Created is when the record was made: when the image arrived on the
+	// node (its pull), not its build time.
+	Created time.Time
 }
 
 // Layer is a layer record.
@@ -107,10 +110,18 @@ var ErrNoStore = errors.New("no containers/storage image records")
 // containers.json); records that are there but not containers/storage's
 // are an error naming the file.
 func Read(root string) (Records, error) {
-	driver, err := Driver(root)
+	drivers, err := Drivers(root)
 	if err != nil {
 		return Records{}, err
 	}
+	if len(drivers) > 1 {
+		var found []string
+		for _, d := range drivers {
+			found = append(found, filepath.Join(root, fileNames(d)[imagesFile]))
+		}
+		return Records{}, fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
+	}
+	driver := drivers[0]
 	var data files
 	for i, name := range fileNames(driver) {
 		if data[i], err = readFile(filepath.Join(root, name), i != imagesFile); err != nil {
@@ -124,21 +135,50 @@ func Read(root string) (Records, error) {
 	return r, nil
 }
 
-// Driver is the storage driver of the store at root: the one whose image
-// records are there.
-func Driver(root string) (string, error) {
+// Drivers are the storage drivers whose image records are under root, at
+// least one: ErrNoStore when there are none.
+func Drivers(root string) ([]string, error) {
 	found, err := filepath.Glob(filepath.Join(root, "*-images", "images.json"))
 	if err != nil {
-		return "", fmt.Errorf("image store %s: %w", root, err)
+		return nil, fmt.Errorf("image store %s: %w", root, err)
 	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
-	case 1:
-		return strings.TrimSuffix(filepath.Base(filepath.Dir(found[0])), "-images"), nil
-	default:
-		return "", fmt.Errorf("image store %s has the records of several drivers (%s): pass one root per driver", root, strings.Join(found, ", "))
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w in %s (want %s)", ErrNoStore, root, filepath.Join(root, "<driver>-images", "images.json"))
 	}
+	out := make([]string, 0, len(found))
+	for _, f := range found {
+		out = append(out, strings.TrimSuffix(filepath.Base(filepath.Dir(f)), "-images"))
+	}
+	return out, nil
+}
+
+// Driver is the storage driver of the store at root, which has the image
+// records of one.
+func Driver(root string) (string, error) {
+	drivers, err := Drivers(root)
+	if err != nil {
+		return "", err
+	}
+	if len(drivers) > 1 {
+		return "", fmt.Errorf("image store %s has the records of several drivers (%s)", root, strings.Join(drivers, ", "))
+	}
+	return drivers[0], nil
+}
+
+// Images reads the image records of driver's store under root alone, as
+// Read reads them: for who needs no layer or container (the images'
+// ages).
+func Images(root, driver string) ([]Image, error) {
+	var data files
+	var err error
+	if data[imagesFile], err = readFile(filepath.Join(root, fileNames(driver)[imagesFile]), false); err != nil {
+		return nil, err
+	}
+	r, err := parse(driver, data)
+	if err != nil {
+		return nil, fmt.Errorf("image store %s: %w", root, err)
+	}
+	return r.Images, nil
 }
 
 // The records files, in the order they are read: a record in two files is
@@ -193,7 +233,7 @@ func parse(driver string, data files) (Records, error) {
 			continue
 		}
 		seen[rec.ID] = true
-		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers}
+		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers, Created: rec.Created}
 		for _, n := range rec.BigDataSizes {
 			img.BigDataBytes = add(img.BigDataBytes, n)
 		}
@@ -245,6 +285,7 @@ type imageRecord struct {
 	TopLayer        string           `json:"layer"`
 	MappedTopLayers []string         `json:"mapped-layers"`
 	BigDataSizes    map[string]int64 `json:"big-data-sizes"`
+	Created         time.Time        `json:"created"`
 }
 
 type layerRecord struct {

@@ -62,7 +62,7 @@ func TestRead(t *testing.T) {
 	full := storagerecords.Records{
 		Driver: "overlay",
 		Images: []storagerecords.Image{
-			{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000},
+			{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
 			{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
 		},
 		Layers: []storagerecords.Layer{
@@ -142,6 +142,10 @@ func TestRead(t *testing.T) {
 			files:   map[string]string{"overlay-images/images.json": `{"id":"i"}`},
 			wantErr: "overlay-images/images.json is not containers/storage's records",
 		},
+		"an image's time not a time": {
+			files:   map[string]string{"overlay-images/images.json": `[{"id":"i","created":"yesterday"}]`},
+			wantErr: "overlay-images/images.json is not containers/storage's records",
+		},
 		"layers not records": {
 			files:   map[string]string{"overlay-images/images.json": `[]`, "overlay-layers/layers.json": `[{"id":"l","diff-size":"big"}]`},
 			wantErr: "overlay-layers/layers.json is not containers/storage's records",
@@ -180,6 +184,79 @@ func TestRead(t *testing.T) {
 func TestReadNoStore(t *testing.T) {
 	if _, err := storagerecords.Read(t.TempDir()); !errors.Is(err, storagerecords.ErrNoStore) {
 		t.Errorf("an empty directory: %v, want ErrNoStore", err)
+	}
+}
+
+// TestImages: one driver's image records alone, read and parsed as Read
+// reads them; the layers' and containers' records are not read.
+func TestImages(t *testing.T) {
+	t1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		files   map[string]string
+		driver  string
+		want    []storagerecords.Image
+		wantErr string
+	}{
+		"the images alone": {
+			files:  map[string]string{"overlay-images/images.json": imagesJSON, "overlay-layers/layers.json": "not read"},
+			driver: "overlay",
+			want: []storagerecords.Image{
+				{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
+				{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
+			},
+		},
+		"one driver of two": {
+			files:  map[string]string{"overlay-images/images.json": `[{"id":"o"}]`, "vfs-images/images.json": `[{"id":"v"}]`},
+			driver: "vfs",
+			want:   []storagerecords.Image{{ID: "v"}},
+		},
+		"an empty file": {files: map[string]string{"overlay-images/images.json": ``}, driver: "overlay"},
+		"no such driver": {
+			files: map[string]string{"overlay-images/images.json": `[]`}, driver: "vfs",
+			wantErr: "reading the image store's records",
+		},
+		"not records": {
+			files: map[string]string{"overlay-images/images.json": `{}`}, driver: "overlay",
+			wantErr: "overlay-images/images.json is not containers/storage's records",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := storagerecords.Images(store(t, tc.files), tc.driver)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDrivers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		files   map[string]string
+		want    []string
+		noStore bool
+	}{
+		"one":  {files: map[string]string{"overlay-images/images.json": `[]`}, want: []string{"overlay"}},
+		"two":  {files: map[string]string{"overlay-images/images.json": `[]`, "vfs-images/images.json": `[]`}, want: []string{"overlay", "vfs"}},
+		"none": {files: map[string]string{"overlay-layers/layers.json": `[]`}, noStore: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := storagerecords.Drivers(store(t, tc.files))
+			if tc.noStore != errors.Is(err, storagerecords.ErrNoStore) {
+				t.Fatalf("error %v, want ErrNoStore %v", err, tc.noStore)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("drivers (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

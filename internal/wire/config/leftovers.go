@@ -22,6 +22,9 @@ type Leftovers struct {
 	// LeaseAge is the age past which a containerd lease holds a leftover;
 	// 0: the workers' default (DefaultLeaseAge).
 	LeaseAge time.Duration
+	// RecordAge is the age under which CRI-O's records are not judged;
+	// 0: the workers' default (DefaultRecordAge).
+	RecordAge time.Duration
 	// CRIORunRoot is CRI-O's run root on the nodes, which the removers
 	// mount to reclaim CRI-O's kinds; empty: DefaultCRIORunRoot.
 	CRIORunRoot string
@@ -62,10 +65,21 @@ const DefaultLeaseAge = 24 * time.Hour
 // a slow link holds its lease for many minutes.
 const MinLeaseAge = time.Hour
 
+// DefaultRecordAge: a pull on CRI-O writes each layer's record as the
+// layer lands and the image's record, which holds them, only at its end.
+const DefaultRecordAge = time.Hour
+
+// MinRecordAge bounds recordAge from below: under it, the layers of a
+// pull of a large image still under way would be judged as held by
+// nothing. Ten minutes is retention.minAge's default, the age from which
+// an image is taken for settled.
+const MinRecordAge = 10 * time.Minute
+
 type leftoversDoc struct {
 	Reclaim     []string `json:"reclaim"`
 	Namespaces  []string `json:"namespaces"`
 	LeaseAge    scalar   `json:"leaseAge"`
+	RecordAge   scalar   `json:"recordAge"`
 	CRIORunRoot string   `json:"crioRunRoot"`
 }
 
@@ -100,6 +114,13 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 			c.errs = append(c.errs, field.Invalid(p.Child("leaseAge"), string(d.LeaseAge), fmt.Sprintf("must be at least %s: a pull in progress holds a lease", MinLeaseAge)))
 		} else if age > 0 {
 			out.LeaseAge = age
+		}
+	}
+	if d.RecordAge != "" {
+		if age := c.duration(p.Child("recordAge"), d.RecordAge, true); age > 0 && age < MinRecordAge {
+			c.errs = append(c.errs, field.Invalid(p.Child("recordAge"), string(d.RecordAge), fmt.Sprintf("must be at least %s: a pull in progress writes its layers before the image that holds them", MinRecordAge)))
+		} else if age > 0 {
+			out.RecordAge = age
 		}
 	}
 	if d.CRIORunRoot != "" {

@@ -18,8 +18,8 @@ func TestLeftovers(t *testing.T) {
 	}{
 		"off by default": {doc: "{}"},
 		"every key": {
-			doc:  "{reclaim: [unnamed-image, other-namespace, old-lease, unreferenced, old-lease], namespaces: [default, moby], leaseAge: 48h}",
-			want: Leftovers{Reclaim: []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}, Namespaces: []string{"default", "moby"}, LeaseAge: 48 * time.Hour},
+			doc:  "{reclaim: [unnamed-image, other-namespace, old-lease, unreferenced, old-lease], namespaces: [default, moby], leaseAge: 48h, recordAge: 2h}",
+			want: Leftovers{Reclaim: []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}, Namespaces: []string{"default", "moby"}, LeaseAge: 48 * time.Hour, RecordAge: 2 * time.Hour},
 		},
 		"namespaces without other-namespace": {
 			doc:      "{reclaim: [unnamed-image], namespaces: [default]}",
@@ -51,8 +51,14 @@ func TestLeftovers(t *testing.T) {
 			want:     Leftovers{Reclaim: []string{"orphan-container"}},
 			warnings: []string{"manager.leftovers.reclaim: orphan-container is not a leftover of containerd nodes: it reclaims nothing there"},
 		},
-		"a relative run root":  {runtime: "crio", doc: "{crioRunRoot: run/containers}", err: []string{"manager.leftovers.crioRunRoot", "absolute"}},
-		"the root as run root": {runtime: "crio", doc: "{crioRunRoot: /}", err: []string{"manager.leftovers.crioRunRoot"}},
+		"a relative run root":          {runtime: "crio", doc: "{crioRunRoot: run/containers}", err: []string{"manager.leftovers.crioRunRoot", "absolute"}},
+		"the root as run root":         {runtime: "crio", doc: "{crioRunRoot: /}", err: []string{"manager.leftovers.crioRunRoot"}},
+		"the least record age":         {doc: "{recordAge: 10m}", want: Leftovers{RecordAge: 10 * time.Minute}},
+		"a record age a pull outlives": {doc: "{recordAge: 5m}", err: []string{"manager.leftovers.recordAge", "at least 10m0s", "a pull in progress"}},
+		"a record age of zero":         {doc: "{recordAge: 0}", err: []string{"manager.leftovers.recordAge", "greater than zero"}},
+		"a negative record age":        {doc: "{recordAge: -1h}", err: []string{"manager.leftovers.recordAge", "must not be negative"}},
+		"a record age not a duration":  {doc: "{recordAge: an hour}", err: []string{"manager.leftovers.recordAge", "must be a duration"}},
+		"a misspelt record age":        {doc: "{recordsAge: 2h}", err: []string{"recordsAge"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

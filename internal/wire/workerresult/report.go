@@ -119,6 +119,13 @@ type Leftovers struct {
 	Reclaimed      int    `json:"reclaimed,omitempty"`
 	ReclaimedBytes uint64 `json:"reclaimedBytes,omitempty"`
 	Failed         int    `json:"failed,omitempty"`
+	// SweptBytes is what the sweep of containerd's stores freed beyond
+	// the leftovers listed (files no record names), measured on the image
+	// filesystem; ReclaimedBytes includes it, Reclaimed does not count it.
+	SweptBytes uint64 `json:"sweptBytes,omitempty"`
+	// SweptUnknown: the stores were swept where the image filesystem is
+	// not seen, so what that freed is not known (not none).
+	SweptUnknown bool `json:"sweptUnknown,omitempty"`
 	// Error says why they could not be looked for.
 	Error string `json:"error,omitempty"`
 }
