@@ -31,17 +31,11 @@ func leftoverArgs(l config.Leftovers) []string {
 	return args
 }
 
-// crioReclaimCapabilities let the remover delete what a layer holds: an
-// image's directories belong to its users, with modes that keep root out
-// without CAP_DAC_OVERRIDE, and sticky directories' entries to their
-// owners (CAP_FOWNER). Nothing is mounted or unmounted: no CAP_SYS_ADMIN.
-var crioReclaimCapabilities = []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}
-
 // grantCRIOReclaim gives the remover what reclaiming CRI-O's leftovers
 // takes, when the policy names one of their kinds on Linux CRI-O nodes:
 // CRI-O's store writable (the remover's mount alone; the collector's stays
 // read-only), its run root, where the store records what is mounted, and
-// the capabilities above. Otherwise the remover reads the store only.
+// podpaths.CRIOReclaimCapabilities. Otherwise the remover reads the store only.
 func grantCRIOReclaim(p Params, pod *corev1.Pod, remover *corev1.Container) {
 	l := p.Config.Manager.Leftovers
 	if p.OS != podpaths.Linux || p.Config.Manager.Runtime.Name != config.RuntimeCrio || !l.ReclaimsOnCRIO() {
@@ -58,6 +52,8 @@ func grantCRIOReclaim(p Params, pod *corev1.Pod, remover *corev1.Container) {
 	remover.VolumeMounts = append(remover.VolumeMounts, corev1.VolumeMount{Name: volCRIORunRoot, MountPath: l.RunRoot()})
 	remover.Args = append(remover.Args, "--crio-run-root="+l.RunRoot())
 	if sc := remover.SecurityContext; sc != nil && sc.Capabilities != nil {
-		sc.Capabilities.Add = append(sc.Capabilities.Add, crioReclaimCapabilities...)
+		for _, c := range podpaths.CRIOReclaimCapabilities {
+			sc.Capabilities.Add = append(sc.Capabilities.Add, corev1.Capability(c))
+		}
 	}
 }

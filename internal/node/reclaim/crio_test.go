@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,11 +23,13 @@ import (
 	storagetypes "go.podman.io/storage/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
 // crioStore opens the store of a test's CRI-O through containers/storage,
@@ -207,7 +210,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 	}
 	got := map[string]string{}
 	var freed uint64
-	for _, r := range reclaim.Run(ctx, client, client, found, policy, false) {
+	for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
 		id, _, _ := strings.Cut(r.Name, " ")
 		got[id] = string(r.Outcome)
 		// The incomplete layer went at the store's first write after the
@@ -285,10 +288,82 @@ func used(t *testing.T, root string) uint64 {
 }
 
 // TestMain lets containers/storage re-execute the test binary, which it
-// does to unpack the layers the tests put in CRI-O's store.
+// does to unpack the layers the tests put in CRI-O's store, and runs the
+// reclaiming child of runAsPod.
 func TestMain(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
+	if os.Getenv(childEnv) != "" {
+		os.Exit(reclaimChild())
+	}
 	os.Exit(m.Run())
+}
+
+const childEnv = "ERASER_RECLAIM_CHILD"
+
+// childOrder is what runAsPod hands its child.
+type childOrder struct {
+	Endpoint string
+	Found    []leftover.Leftover
+	Kinds    []leftover.Kind
+	CRIO     reclaim.CRIOStore
+}
+
+// runAsPod reclaims in a child process holding what the remover's
+// container holds where it reclaims on CRI-O: root with the pod spec's
+// capabilities alone, no new privileges.
+func runAsPod(t *testing.T, endpoint string, found []leftover.Leftover, p reclaim.Policy) []reclaim.Result {
+	t.Helper()
+	order := childOrder{Endpoint: endpoint, Found: found, CRIO: p.CRIO}
+	for k := range p.Kinds {
+		order.Kinds = append(order.Kinds, k)
+	}
+	data, err := json.Marshal(order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := "-all"
+	for _, c := range podpaths.CRIOReclaimCapabilities {
+		caps += ",+" + strings.ToLower(c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "setpriv", "--bounding-set="+caps, "--inh-caps=-all", "--no-new-privs", "--", os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"="+string(data))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the reclaiming child (setpriv --bounding-set=%s): %v\n%s", caps, err, stderr.String())
+	}
+	var results []reclaim.Result
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("the reclaiming child's results: %v\n%s\n%s", err, out, stderr.String())
+	}
+	return results
+}
+
+func reclaimChild() int {
+	var order childOrder
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &order); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx := context.Background()
+	client, err := cri.Dial(ctx, order.Endpoint, cri.DefaultTimeouts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer client.Close()
+	p := reclaim.Policy{Kinds: map[leftover.Kind]bool{}, CRIO: order.CRIO}
+	for _, k := range order.Kinds {
+		p.Kinds[k] = true
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(reclaim.Run(ctx, client, client, order.Found, p, false)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
 }
