@@ -29,6 +29,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
 // interruption is one way a run of CRI RemoveImage calls is cut short.
@@ -69,6 +71,8 @@ type interruptNode struct {
 	// store names the image store to "list --leftovers" and the remover
 	// (CRI-O's).
 	store []string
+	// reclaimArgs are the remover's where it reclaims: CRI-O's run root.
+	reclaimArgs []string
 	// records are the runtime's image records (every namespace's on
 	// containerd; the store's images, layers and containers on CRI-O).
 	records func(t *testing.T) []string
@@ -91,13 +95,17 @@ type interruptRuntime struct {
 	// ages the remover runs with, its own flags (containerd's lease age
 	// is one; CRI-O's record age is the remover's default).
 	zeroAges, removerAges []string
-	// reclaims: the remover reclaims this runtime's leftovers.
-	reclaims bool
+	// reclaim are the kinds the remover's policy names.
+	reclaim []leftover.Kind
+	// capabilities are what the remover's container holds where it
+	// reclaims (the pod spec's), beside root.
+	capabilities []string
 }
 
 var interruptRuntimes = []interruptRuntime{
 	{
-		name: "containerd", reclaims: true,
+		name:     "containerd",
+		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"}, removerAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
 			c := testcontainerd.StartSmallDisk(t, interruptDiskMiB)
@@ -107,12 +115,15 @@ var interruptRuntimes = []interruptRuntime{
 		},
 	},
 	{
-		name:     "crio",
-		zeroAges: []string{"--record-age=0s"},
+		name:         "crio",
+		reclaim:      []leftover.Kind{leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer},
+		capabilities: podpaths.CRIOReclaimCapabilities,
+		zeroAges:     []string{"--record-age=0s"}, removerAges: []string{"--record-age=0s"},
 		start: func(t *testing.T) *interruptNode {
 			c := testcrio.Start(t, testcrio.WithSmallDisk(interruptDiskMiB))
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,
-				store:      []string{"--image-store=" + c.RootDir()},
+				store:       []string{"--image-store=" + c.RootDir()},
+				reclaimArgs: []string{"--crio-run-root=" + filepath.Join(c.Dir, "run")},
 				records:    func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
 				dead:       func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
 				unrecorded: func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
@@ -133,15 +144,15 @@ var interruptRuntimes = []interruptRuntime{
 //   - a remover run with no reclaim policy touches nothing (the leftovers
 //     and the image records are the same after it) and reports as found
 //     what the listing found;
-//   - on containerd, a remover run reclaiming unnamed-image, old-lease and
-//     unreferenced leaves none of them, and the image filesystem ends
-//     within 5% of a clean store that held the same images and holds
-//     those still named, with nothing left on disk that containerd's
-//     records do not name (a kill between its collection's metadata and
-//     its sweep of the stores leaves such files, which no listing shows).
-//     CRI-O's leftovers are reported only: its filesystem is compared with
-//     a clean store when none remain, and the gap logged beside them when
-//     some do.
+//   - a remover run reclaiming the runtime's kinds (containerd:
+//     unnamed-image, old-lease, unreferenced; CRI-O: unreferenced-layer,
+//     incomplete-layer, orphan-container), holding only the capabilities
+//     its container holds, leaves none of them, and the image filesystem
+//     ends within 5% of a clean store that held the same images and holds
+//     those still named, with nothing left on disk that the runtime's
+//     records do not name (on containerd, a kill between its collection's
+//     metadata and its sweep of the stores leaves such files, which no
+//     listing shows).
 func TestInterruptedRemovals(t *testing.T) {
 	removed, kept := interruptImages()
 	for _, rt := range interruptRuntimes {
@@ -255,9 +266,14 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 		t.Errorf("image records changed under a remover without a policy (-before +after):\n%s", diff)
 	}
 
-	// 3. The policy on, where the remover reclaims.
-	if rt.reclaims {
-		reclaimed := map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true, leftover.Unreferenced: true}
+	// 3. The policy on, the remover holding what its container holds.
+	if len(rt.reclaim) > 0 {
+		reclaimed := map[leftover.Kind]bool{}
+		var names []string
+		for _, k := range rt.reclaim {
+			reclaimed[k] = true
+			names = append(names, string(k))
+		}
 		var wantN int
 		var wantBytes uint64
 		for kind, ls := range found {
@@ -268,7 +284,8 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 				}
 			}
 		}
-		on := runWorker(t, ctx, "remover", append(removerArgs, "--reclaim=unnamed-image,old-lease,unreferenced", "--lease-age=0s")...)
+		args := append(append(append(append([]string{}, removerArgs...), rt.removerAges...), n.reclaimArgs...), "--reclaim="+strings.Join(names, ","))
+		on := workertest.WorkerAs(t, ctx, rt.capabilities, filepath.Join(bin, "remover"), args...)
 		if on.Code != 0 {
 			t.Fatalf("remover reclaiming: exit %d\n%s", on.Code, on.Stderr)
 		}
@@ -706,7 +723,7 @@ func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, 
 	// has it sweep them.
 	what, unrecorded := n.unrecorded(t)
 	t.Logf("on disk beyond the runtime's records now: %s; %s in all", what, human(unrecorded))
-	if rt.reclaims && unrecorded > 64<<10 {
+	if len(rt.reclaim) > 0 && unrecorded > 64<<10 {
 		t.Errorf("after reclaiming, the image filesystem holds %s no record names: %s", human(unrecorded), what)
 	}
 	gap := float64(dirty) - float64(want)

@@ -32,12 +32,30 @@ type Run struct {
 // from any goroutine: a failure is reported with t.Errorf, not t.Fatal.
 func Worker(t *testing.T, ctx context.Context, binary string, args ...string) Run {
 	t.Helper()
+	return run(t, ctx, nil, binary, args...)
+}
+
+// WorkerAs is Worker with the worker holding what a worker pod's container
+// holds: root, the capabilities named (as the pod spec adds them, e.g.
+// "DAC_OVERRIDE") and no others, no new privileges.
+func WorkerAs(t *testing.T, ctx context.Context, capabilities []string, binary string, args ...string) Run {
+	t.Helper()
+	set := "-all"
+	for _, c := range capabilities {
+		set += ",+" + strings.ToLower(c)
+	}
+	return run(t, ctx, []string{"setpriv", "--bounding-set=" + set, "--inh-caps=-all", "--no-new-privs", "--"}, binary, args...)
+}
+
+func run(t *testing.T, ctx context.Context, wrap []string, binary string, args ...string) Run {
+	t.Helper()
 	name := filepath.Base(binary)
 	summaryFile := filepath.Join(t.TempDir(), "termination-log")
 	if name == "collector" || name == "remover" {
 		args = WithDefaults(args, "--state-dir="+t.TempDir(), "--min-age=0s")
 	}
-	cmd := exec.CommandContext(ctx, binary, append(args, "--summary-file="+summaryFile)...)
+	argv := append(append(append([]string{}, wrap...), binary), append(args, "--summary-file="+summaryFile)...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
