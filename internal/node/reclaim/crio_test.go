@@ -18,9 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.podman.io/storage"
-	"go.podman.io/storage/pkg/lockfile"
 	"go.podman.io/storage/pkg/reexec"
-	storagetypes "go.podman.io/storage/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
@@ -31,21 +29,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
-
-// crioStore opens the store of a test's CRI-O through containers/storage,
-// as Podman would beside CRI-O: what it makes there is what the store's
-// own users leave. Never shut down (it would unmount CRI-O's home).
-func crioStore(t *testing.T, c *testcrio.CRIO) storage.Store {
-	t.Helper()
-	st, err := storage.GetStore(storagetypes.StoreOptions{
-		GraphRoot: c.RootDir(), RunRoot: filepath.Join(c.Dir, "run"), GraphDriverName: "overlay",
-		GraphDriverOptions: []string{"overlay.skip_mount_home=true"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // layerTar is a layer's diff: size random bytes, and a directory only its
 // owner (not root) may enter, as images ship them: its deletion needs
@@ -87,41 +70,6 @@ func putLayer(t *testing.T, st storage.Store, parent string, size int) string {
 	return l.ID
 }
 
-// markIncomplete flags a layer incomplete under the layers' lock, as an
-// interrupted pull leaves it.
-func markIncomplete(t *testing.T, root, id string) {
-	t.Helper()
-	lock, err := lockfile.GetLockFile(filepath.Join(root, "overlay-layers", "layers.lock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock.Lock()
-	defer lock.Unlock()
-	file := filepath.Join(root, "overlay-layers", "layers.json")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layers []map[string]any
-	if err := json.Unmarshal(data, &layers); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range layers {
-		if l["id"] == id {
-			l["flags"] = map[string]any{"incomplete": true}
-		}
-	}
-	if data, err = json.Marshal(layers); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.RecordWrite(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestReclaimOnCRIO: each kind of CRI-O leftover made in a real CRI-O's
 // store through containers/storage, found and reclaimed by the policy,
 // through containers/storage too, while CRI-O runs; kept by the re-check
@@ -140,7 +88,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 	ids := c.ImageIDs(t)
 	podID, ctrID := c.RunContainer(t, "live", kept.Tags[0])
 
-	st := crioStore(t, c)
+	st := c.Store(t)
 	// An unreferenced chain: an interrupted removal's two layers.
 	lower := putLayer(t, st, "", 6*mib)
 	upper := putLayer(t, st, lower, 2*mib)
@@ -150,29 +98,15 @@ func TestReclaimOnCRIO(t *testing.T) {
 	takenByLayer := putLayer(t, st, "", 1*mib)
 	incomplete := putLayer(t, st, "", 2*mib)
 	// An orphan: storage CRI-O made for a container it no longer lists.
-	orphanMeta := fmt.Sprintf(`{"pod-name":"gone","pod-id":"%064x","name":"k8s_gone"}`, 1)
-	orphan, err := st.CreateContainer("", []string{"k8s_gone_orphan"}, strings.TrimPrefix(ids[held.Tags[0]], "sha256:"), "", orphanMeta, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orphanDir, err := storagerecords.LayerDir(c.RootDir(), "overlay", orphan.LayerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(orphanDir, "written.bin"), bytes.Repeat([]byte("w"), 3*mib), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mounted, err := st.CreateContainer("", []string{"k8s_gone_mounted"}, strings.TrimPrefix(ids[mountedImg.Tags[0]], "sha256:"), "", fmt.Sprintf(`{"pod-name":"gone","pod-id":"%064x"}`, 2), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orphan := testcrio.Orphan(t, st, c.RootDir(), "k8s_gone_orphan", strings.TrimPrefix(ids[held.Tags[0]], "sha256:"), 3*mib)
+	mounted := testcrio.Orphan(t, st, c.RootDir(), "k8s_gone_mounted", strings.TrimPrefix(ids[mountedImg.Tags[0]], "sha256:"), 0)
 	if _, err := st.Mount(mounted.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = st.Unmount(mounted.ID, true) })
 
 	// Flagged last: the store's next write deletes what is flagged.
-	markIncomplete(t, c.RootDir(), incomplete)
+	testcrio.MarkIncomplete(t, c.RootDir(), incomplete)
 	client := c.Client(t)
 	found, err := reclaim.Find(ctx, client, c.RootDir(), reclaim.Ages{}, time.Now())
 	if err != nil {
