@@ -153,7 +153,8 @@ test-deps: ## Install containerd and runc (Debian packages) if missing.
 .PHONY: build-windows
 build-windows: ## Check that the node workers build for Windows.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser ./examples/scanner
-	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner
+	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner \
+		./internal/node/ctrdrecords ./internal/node/leftover ./internal/node/reclaim ./internal/node/footprint ./internal/cli/nodecmd
 
 # The Windows tier: these packages' tests built for Windows and run under
 # Wine (a CRI server on a named pipe, the remover against it, the portable

@@ -29,6 +29,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 // interruption is one way a run of CRI RemoveImage calls is cut short.
@@ -515,7 +516,7 @@ func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := ctrdrecords.Read(ctx, socket)
+	r, err := ctrdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -219,7 +218,8 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 // imageFsPath or imageStore (a pod's mounts of the host's directories), or
 // anywhere when sees (a Windows HostProcess pod, the node command on the
 // node itself). The runtime's records are containerd's, read through its
-// socket (the CRI socket is containerd's own), or CRI-O's image store
+// CRI endpoint (containerd's own API too: its unix socket, or its named
+// pipe on Windows), or CRI-O's image store
 // (containers/storage's records, at imageStore).
 func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) (measure func(context.Context) (retention.Disk, error), records footprint.Reader) {
 	at := cmp.Or(imageFsPath, imageStore)
@@ -227,8 +227,8 @@ func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) 
 		measure = ImageFsMeter(client, at)
 	}
 	switch {
-	case client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix:
-		records = footprint.Containerd(client.Address.Path, reclaim.CRINamespace)
+	case client.RuntimeName == "containerd":
+		records = footprint.Containerd(client.Address, reclaim.CRINamespace)
 	case imageStore != "":
 		records = footprint.CRIO(imageStore)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/process/logging"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -53,10 +52,6 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string) (func(ct
 		if len(kinds) > 0 {
 			return nil, fmt.Errorf("--reclaim needs --find-leftovers")
 		}
-		return nil, nil
-	}
-	if client.Address.Scheme != endpoint.Unix {
-		// A Windows node's containerd: its records are not read.
 		return nil, nil
 	}
 	namespaces := map[string]bool{}
