@@ -103,8 +103,8 @@ var DefaultAges = Ages{Lease: 24 * time.Hour, Record: time.Hour}
 
 // Find reads the runtime's own records: containerd's through its CRI
 // endpoint (containerd's own API too: its unix socket, or its named pipe on
-// Windows), CRI-O's from its image store,
-// with the containers and sandboxes its CRI lists.
+// Windows), CRI-O's from its image store, with the containers and
+// sandboxes its CRI lists.
 func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages, now time.Time) ([]leftover.Leftover, error) {
 	switch client.RuntimeName {
 	case "containerd":

@@ -219,8 +219,8 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 // anywhere when sees (a Windows HostProcess pod, the node command on the
 // node itself). The runtime's records are containerd's, read through its
 // CRI endpoint (containerd's own API too: its unix socket, or its named
-// pipe on Windows), or CRI-O's image store
-// (containers/storage's records, at imageStore).
+// pipe on Windows), or CRI-O's image store (containers/storage's records,
+// at imageStore).
 func FreedMeters(client *cri.Client, imageFsPath, imageStore string, sees bool) (measure func(context.Context) (retention.Disk, error), records footprint.Reader) {
 	at := cmp.Or(imageFsPath, imageStore)
 	if at != "" || sees {
