@@ -153,7 +153,8 @@ test-deps: ## Install containerd and runc (Debian packages) if missing.
 .PHONY: build-windows
 build-windows: ## Check that the node workers build for Windows.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser ./examples/scanner
-	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner
+	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner \
+		./internal/node/ctrdrecords ./internal/node/leftover ./internal/node/reclaim ./internal/node/footprint ./internal/cli/nodecmd ./internal/testing/piperelay
 
 # The Windows tier: these packages' tests built for Windows and run under
 # Wine (a CRI server on a named pipe, the remover against it, the portable
@@ -161,11 +162,16 @@ build-windows: ## Check that the node workers build for Windows.
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
 WINDOWS_TEST_PACKAGES := ./internal/node/cri ./internal/node/handoff ./internal/node/remover ./internal/wire/imageref ./internal/wire/endpoint \
 	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage
+# Then, from Linux, the Windows eraser command under Wine against a real
+# containerd reached through a named pipe (test/windows): root, containerd.
+WINDOWS_HOST_TEST_PACKAGES := ./test/windows
 
 .PHONY: test-windows
-test-windows: ## Run the Windows tier under Wine (installs Wine and builds its shim once).
-	WINEPREFIX="$$(hack/install-wine.sh)" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
-		go test -exec wine -count=1 $(GO_TEST_RUN) $(WINDOWS_TEST_PACKAGES)
+test-windows: test-deps ## Run the Windows tier under Wine (installs Wine and builds its shim once).
+	prefix="$$(hack/install-wine.sh)"; \
+	WINEPREFIX="$$prefix" WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 \
+		go test -exec wine -count=1 $(GO_TEST_RUN) $(WINDOWS_TEST_PACKAGES); \
+	WINEPREFIX="$$prefix" WINEDEBUG=-all go test -count=1 -timeout 10m $(GO_TEST_RUN) $(WINDOWS_HOST_TEST_PACKAGES)
 
 # The kubelet tier: a local cluster of real kubelets (hack/kubecluster) whose
 # nodes pull from a registry on loopback that the test serves; it runs

@@ -30,6 +30,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -124,9 +125,9 @@ var interruptRuntimes = []interruptRuntime{
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,
 				store:       []string{"--image-store=" + c.RootDir()},
 				reclaimArgs: []string{"--crio-run-root=" + filepath.Join(c.Dir, "run")},
-				records:    func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
-				dead:       func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
-				unrecorded: func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
+				records:     func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
+				dead:        func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
+				unrecorded:  func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
 				logged: func() []string {
 					return logLines(filepath.Join(c.Dir, "crio.log"), "unclean shutdown", "incomplete", "repair", "wipe", "deleting")
 				}}
@@ -532,7 +533,7 @@ func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := ctrdrecords.Read(ctx, socket)
+	r, err := ctrdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,9 +142,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return prune(ctx, client, o, stdout, stderr)
 }
 
+// defaultEndpoint is containerd's: its socket on Linux, its named pipe on
+// Windows (the node's path, where the worker pod's is a mount).
 func defaultEndpoint() string {
 	if e := os.Getenv(cri.EnvRuntimeEndpoint); e != "" {
 		return e
+	}
+	if worker.NodeOS == podpaths.Windows {
+		return cri.DefaultEndpoint
 	}
 	return "unix:///run/containerd/containerd.sock"
 }

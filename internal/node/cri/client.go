@@ -91,7 +91,7 @@ func Dial(ctx context.Context, address string, timeouts Timeouts) (*Client, erro
 			return nil, fmt.Errorf("runtime socket %s: %w (is the runtime running, and its socket mounted into the pod?)", addr.Path, err)
 		}
 	}
-	dial, err := dialer(addr)
+	dial, err := Dialer(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,9 @@ import (
 // DefaultEndpoint is where the worker pod mounts the node's runtime socket.
 const DefaultEndpoint = podpaths.CRIEndpoint
 
-func dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
+// Dialer dials addr: the runtime's CRI, and containerd's own API on the
+// same socket (internal/node/ctrdrecords).
+func Dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
 	if addr.Scheme != endpoint.Unix {
 		return nil, fmt.Errorf("runtime endpoint %s: only unix:// sockets can be dialed here; named pipes exist on Windows", addr)
 	}

@@ -16,7 +16,9 @@ import (
 // pods reach it directly, without a mount.
 const DefaultEndpoint = "npipe://./pipe/containerd-containerd"
 
-func dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
+// Dialer dials addr: the runtime's CRI, and containerd's own API on the
+// same named pipe (internal/node/ctrdrecords).
+func Dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
 	switch addr.Scheme {
 	case endpoint.NamedPipe:
 		return func(ctx context.Context, _ string) (net.Conn, error) {

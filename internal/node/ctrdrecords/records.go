@@ -1,9 +1,11 @@
 // Package ctrdrecords reads what containerd keeps on a node, in every
-// namespace, through containerd's own Go client: its image records, the
-// content and snapshots they hold, the leases and containers that hold
-// more. What a removal left behind is found in these records
-// (internal/node/leftover); the CRI shows only the k8s.io namespace's
-// images, and none of the rest.
+// namespace, through the gRPC clients containerd's API module generates:
+// its image records, the content and snapshots they hold, the leases and
+// containers that hold more. containerd serves this API on the node's CRI
+// endpoint, a unix socket on Linux and a named pipe on Windows, dialled as
+// the CRI client dials it. What a removal left behind is found in these
+// records (internal/node/leftover); the CRI shows only the k8s.io
+// namespace's images, and none of the rest.
 package ctrdrecords
 
 import "time"

@@ -5,13 +5,15 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
-// Containerd reads the containerd at socket: every namespace, since a blob
-// another namespace's image holds is not freed by removing the kubelet's.
-func Containerd(socket, criNamespace string) Reader {
+// Containerd reads the containerd at addr (its unix socket, or its named
+// pipe on Windows): every namespace, since a blob another namespace's
+// image holds is not freed by removing the kubelet's.
+func Containerd(addr endpoint.Address, criNamespace string) Reader {
 	return func(ctx context.Context) (Store, error) {
-		r, err := ctrdrecords.Read(ctx, socket)
+		r, err := ctrdrecords.Read(ctx, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 // CRINamespace is containerd's namespace of the kubelet's images.
@@ -127,16 +126,14 @@ type Ages struct {
 // writes before the image that holds them.
 var DefaultAges = Ages{Lease: 24 * time.Hour, Record: time.Hour}
 
-// Find reads the runtime's own records: containerd's through its socket
-// (the CRI socket is containerd's own), CRI-O's from its image store,
-// with the containers and sandboxes its CRI lists.
+// Find reads the runtime's own records: containerd's through its CRI
+// endpoint (containerd's own API too: its unix socket, or its named pipe on
+// Windows), CRI-O's from its image store, with the containers and
+// sandboxes its CRI lists.
 func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages, now time.Time) ([]leftover.Leftover, error) {
 	switch client.RuntimeName {
 	case "containerd":
-		if client.Address.Scheme != endpoint.Unix {
-			return nil, fmt.Errorf("finding leftovers needs containerd's unix socket, not %s", client.Address)
-		}
-		records, err := ctrdrecords.Read(ctx, client.Address.Path)
+		records, err := ctrdrecords.Read(ctx, client.Address)
 		if err != nil {
 			return nil, err
 		}
@@ -238,13 +235,13 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 			store.Driver = driver
 		}
 		return append(out, reclaimCRIO(ctx, store, rt, take, dryRun)...)
-	case client.RuntimeName != "containerd" || client.Address.Scheme != endpoint.Unix:
+	case client.RuntimeName != "containerd":
 		for _, l := range take {
 			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "reclaiming is done on containerd and CRI-O"})
 		}
 		return out
 	}
-	return append(out, reclaimContainerd(ctx, client.Address.Path, rt, take, p, dryRun)...)
+	return append(out, reclaimContainerd(ctx, client.Address, rt, take, p, dryRun)...)
 }
 
 // Totals count the results by outcome, and the bytes of each.

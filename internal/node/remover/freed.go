@@ -12,7 +12,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -246,17 +245,18 @@ func ExplainFreed(expected uint64, measured int64, by string, stillHeld uint64) 
 // imageFsPath or imageStore (a pod's mounts of the host's directories), or
 // anywhere when sees (a Windows HostProcess pod, the node command on the
 // node itself). The runtime's records are containerd's, read through its
-// socket (the CRI socket is containerd's own), or CRI-O's image store
-// (containers/storage's records, at imageStore).
+// CRI endpoint (containerd's own API too: its unix socket, or its named
+// pipe on Windows), or CRI-O's image store (containers/storage's records,
+// at imageStore).
 func SetFreedMeters(opts *Options, client *cri.Client, imageFsPath, imageStore string, sees bool) {
 	if at := cmp.Or(imageFsPath, imageStore); at != "" || sees {
 		opts.MeasureFreed = ImageFsMeter(client, at)
 	}
 	switch {
-	case client.RuntimeName == "containerd" && client.Address.Scheme == endpoint.Unix:
-		socket := client.Address.Path
-		opts.Footprint = footprint.Containerd(socket, reclaim.CRINamespace)
-		opts.ContainerdRecords = func(ctx context.Context) (ctrdrecords.Records, error) { return ctrdrecords.Read(ctx, socket) }
+	case client.RuntimeName == "containerd":
+		address := client.Address
+		opts.Footprint = footprint.Containerd(address, reclaim.CRINamespace)
+		opts.ContainerdRecords = func(ctx context.Context) (ctrdrecords.Records, error) { return ctrdrecords.Read(ctx, address) }
 	case imageStore != "":
 		opts.Footprint = footprint.CRIO(imageStore)
 	}

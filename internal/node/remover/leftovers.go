@@ -15,7 +15,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -70,10 +69,6 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 		if len(kinds) > 0 {
 			return nil, fmt.Errorf("--reclaim needs --find-leftovers")
 		}
-		return nil, nil
-	}
-	if client.Address.Scheme != endpoint.Unix {
-		// A Windows node's containerd: its records are not read.
 		return nil, nil
 	}
 	namespaces := map[string]bool{}

@@ -1,5 +1,3 @@
-//go:build !windows
-
 package reclaim
 
 import (
@@ -20,15 +18,16 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 // pinnedLabel is the label containerd's CRI pins an image record with.
 const pinnedLabel = "io.cri-containerd.pinned"
 
-// reclaimContainerd deletes each leftover through containerd's own API,
-// after a re-check of it against the records and the containers as they
-// are right then.
-func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []leftover.Leftover, p Policy, dryRun bool) []Result {
+// reclaimContainerd deletes each leftover through containerd's own API at
+// addr (its unix socket, or its named pipe on Windows), after a re-check
+// of it against the records and the containers as they are right then.
+func reclaimContainerd(ctx context.Context, addr endpoint.Address, rt Runtime, take []leftover.Leftover, p Policy, dryRun bool) []Result {
 	fail := func(err error) []Result {
 		out := make([]Result, 0, len(take))
 		for _, l := range take {
@@ -36,7 +35,7 @@ func reclaimContainerd(ctx context.Context, socket string, rt Runtime, take []le
 		}
 		return out
 	}
-	c, err := ctrdrecords.Dial(socket)
+	c, err := ctrdrecords.Dial(addr)
 	if err != nil {
 		return fail(err)
 	}
@@ -254,6 +253,10 @@ const leaseHeader = "containerd-lease"
 // containerd keeps until a later collection happens to sweep that store.
 // So the lease holds a blob and an empty snapshot of every snapshotter the
 // node uses, and its deletion collects them: every such store is swept.
+// (A store is swept by its own clean-up: the content store and
+// overlayfs have one; Windows' snapshotters have none, so there the
+// collection deletes what no record holds and the content store's files,
+// and a snapshot directory no record names stays.)
 func (r reclaimer) sweep(ctx context.Context) error {
 	// Its expiry lets containerd drop it should this process die first.
 	id := fmt.Sprintf("eraser-sweep-%d", time.Now().UnixNano())
@@ -275,11 +278,18 @@ func (r reclaimer) sweep(ctx context.Context) error {
 	for _, sn := range snapshotters {
 		// A snapshotter that cannot make one (it needs its own setup) is
 		// not swept: nothing of ours is in it either.
-		_, _ = r.c.Snapshots().Prepare(held, &snapshotsapi.PrepareSnapshotRequest{Snapshotter: sn, Key: id})
+		_, _ = r.c.Snapshots().Prepare(held, &snapshotsapi.PrepareSnapshotRequest{Snapshotter: sn, Key: sweepSnapshotKey(id)})
 	}
 	_, err = r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
 	return err
 }
+
+// sweepSnapshotKey is the key of the sweep's empty snapshot. Its "extract-"
+// prefix is the one containerd gives a snapshot a layer is unpacked into:
+// Windows' snapshotters ("windows", "cimfs") then make only a directory,
+// where for any other parentless snapshot they make a base layer's or
+// refuse it; Linux's snapshotters read nothing into a key.
+func sweepSnapshotKey(id string) string { return "extract-" + id }
 
 // usedSnapshotters are the loaded snapshotters that hold a snapshot in
 // some namespace: the node's (the CRI's holds at least its sandbox

@@ -1,5 +1,3 @@
-//go:build !windows
-
 package ctrdrecords
 
 import (
@@ -22,6 +20,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
 // snapshotPlugin is the plugin type of containerd's snapshotters, the same
@@ -36,13 +37,20 @@ type Conn struct {
 	cc *grpc.ClientConn
 }
 
-// Dial connects to the containerd at socket (the node's CRI socket is
-// containerd's own).
-func Dial(socket string) (*Conn, error) {
-	cc, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+// Dial connects to the containerd at addr: the node's CRI endpoint is
+// containerd's own API too, a unix socket on Linux and the named pipe
+// npipe://./pipe/containerd-containerd on Windows, dialled as the CRI
+// client dials it.
+func Dial(addr endpoint.Address) (*Conn, error) {
+	dial, err := cri.Dialer(addr)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to containerd at %s: %w", socket, err)
+		return nil, err
+	}
+	// passthrough: the dialer knows the address; no resolver must rewrite it.
+	cc, err := grpc.NewClient("passthrough:///containerd", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dial), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to containerd at %s: %w", addr, err)
 	}
 	return &Conn{cc: cc}, nil
 }
@@ -140,9 +148,9 @@ func (c *Conn) WriteBlob(ctx context.Context, ref string, data []byte) error {
 	return stream.CloseSend()
 }
 
-// Read reads every namespace's records from the containerd at socket.
-func Read(ctx context.Context, socket string) (Records, error) {
-	c, err := Dial(socket)
+// Read reads every namespace's records from the containerd at addr.
+func Read(ctx context.Context, addr endpoint.Address) (Records, error) {
+	c, err := Dial(addr)
 	if err != nil {
 		return Records{}, err
 	}
