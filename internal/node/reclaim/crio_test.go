@@ -22,7 +22,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
@@ -210,15 +209,6 @@ func TestReclaimOnCRIO(t *testing.T) {
 		t.Error("no container runs after reclaiming")
 	}
 	c.RemovePod(t, podID)
-}
-
-func used(t *testing.T, root string) uint64 {
-	t.Helper()
-	u, err := diskusage.Stat(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Used()
 }
 
 // TestMain lets containers/storage re-execute the test binary, which it

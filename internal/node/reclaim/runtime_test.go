@@ -6,122 +6,44 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
 
 const mib = 1 << 20
 
-// node is a private containerd on a tmpfs, with its own client.
-type node struct {
-	*testcontainerd.Containerd
-	client *containerd.Client
+func startNode(t *testing.T) testleftovers.Node {
+	t.Helper()
+	return testleftovers.New(t, testcontainerd.StartSmallDisk(t, 256))
 }
 
-func startNode(t *testing.T) node {
+// used is what the filesystem at root holds.
+func used(t *testing.T, root string) uint64 {
 	t.Helper()
-	c := testcontainerd.StartSmallDisk(t, 256)
-	client, err := containerd.New(c.Socket)
+	u, err := diskusage.Stat(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	return node{c, client}
-}
-
-func k8s() context.Context {
-	return namespaces.WithNamespace(context.Background(), reclaim.CRINamespace)
+	return u.Used()
 }
 
 // image is a runnable test image of its own size.
 func image(t *testing.T, tag string, size int) testcontainerd.Image {
 	return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
-}
-
-// idOnly imports img and leaves only its ID record, as a CRI removal cut
-// short does (containerd#13875), and returns the ID.
-func (n node) idOnly(t *testing.T, img testcontainerd.Image) string {
-	t.Helper()
-	n.Import(t, img)
-	id := n.ImageIDs(t)[img.Tags[0]]
-	tagged, err := n.client.ImageService().Get(k8s(), img.Tags[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.client.ImageService().Create(k8s(), images.Image{Name: id, Target: tagged.Target, Labels: tagged.Labels}); err != nil && !errdefs.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	records, err := n.client.ImageService().List(k8s(), "target.digest=="+tagged.Target.Digest.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range records {
-		if r.Name != id {
-			if err := n.client.ImageService().Delete(k8s(), r.Name); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return id
-}
-
-// importInto imports the images into namespace ns.
-func (n node) importInto(t *testing.T, ns string, imgs ...testcontainerd.Image) {
-	t.Helper()
-	archive := t.TempDir() + "/images.tar"
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", ns, "images", "import", archive).CombinedOutput(); err != nil {
-		t.Fatalf("ctr -n %s images import: %v\n%s", ns, err, out)
-	}
-}
-
-// blob writes content under a lease of its own, labelled.
-func (n node) blob(t *testing.T, leaseID string, data []byte, labels map[string]string) {
-	t.Helper()
-	ctx := leases.WithLease(k8s(), leaseID)
-	dgst := digest.FromBytes(data)
-	desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: dgst, Size: int64(len(data))}
-	if err := content.WriteBlob(ctx, n.client.ContentStore(), dgst.String(), bytes.NewReader(data), desc, content.WithLabels(labels)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (n node) lease(t *testing.T, id string) leases.Lease {
-	t.Helper()
-	l, err := n.client.LeasesService().Create(k8s(), leases.WithID(id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func (n node) used(t *testing.T) uint64 {
-	t.Helper()
-	u, err := diskusage.Stat(n.RootDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Used()
 }
 
 // TestReclaimOnContainerd: every kind of leftover on a real containerd,
@@ -138,50 +60,46 @@ func TestReclaimOnContainerd(t *testing.T) {
 	n := startNode(t)
 	kept := image(t, "example.com/reclaim/kept:1", 6*mib)
 	n.Import(t, kept)
-	cut := n.idOnly(t, image(t, "example.com/reclaim/cut:1", 12*mib))
+	cut := n.IDOnly(t, image(t, "example.com/reclaim/cut:1", 12*mib))
 	usedBefore := image(t, "example.com/reclaim/used-before:1", 3*mib)
-	usedBeforeID := n.idOnly(t, usedBefore)
+	usedBeforeID := n.IDOnly(t, usedBefore)
 	n.RunContainer(t, "before", usedBeforeID)
 	usedAfter := image(t, "example.com/reclaim/used-after:1", 3*mib)
-	usedAfterID := n.idOnly(t, usedAfter)
+	usedAfterID := n.IDOnly(t, usedAfter)
 	excluded := image(t, "example.com/reclaim/excluded:1", 2*mib)
-	excludedID := n.idOnly(t, excluded)
+	excludedID := n.IDOnly(t, excluded)
 	pulledAgain := image(t, "example.com/reclaim/pulled-again:1", 2*mib)
-	pulledAgainID := n.idOnly(t, pulledAgain)
+	pulledAgainID := n.IDOnly(t, pulledAgain)
 	pinned := image(t, "example.com/reclaim/pinned:1", 2*mib)
-	pinnedID := n.idOnly(t, pinned)
-	pinnedRec := mustGet(t, n, pinnedID)
-	pinnedRec.Labels = map[string]string{"io.cri-containerd.pinned": "pinned"}
-	if _, err := n.client.ImageService().Update(k8s(), pinnedRec, "labels.io.cri-containerd.pinned"); err != nil {
-		t.Fatal(err)
-	}
-	n.importInto(t, "default", image(t, "example.com/reclaim/in-default:1", 8*mib))
+	pinnedID := n.IDOnly(t, pinned)
+	n.Pin(t, pinnedID)
+	n.ImportInto(t, "default", image(t, "example.com/reclaim/in-default:1", 8*mib))
 	keptNs := image(t, "example.com/reclaim/in-kept-ns:1", 2*mib)
-	n.importInto(t, "kept-ns", keptNs)
-	stuck := n.lease(t, "import-never-ended")
+	n.ImportInto(t, "kept-ns", keptNs)
+	stuck := n.Lease(t, "import-never-ended")
 	leased := bytes.Repeat([]byte("l"), 5*mib)
-	n.blob(t, stuck.ID, leased, nil)
-	rootLease := n.lease(t, "root-writer")
+	n.Blob(t, stuck.ID, leased, nil)
+	rootLease := n.Lease(t, "root-writer")
 	rooted := bytes.Repeat([]byte("r"), 1*mib)
-	n.blob(t, rootLease.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
-	if err := n.client.LeasesService().Delete(k8s(), rootLease); err != nil {
+	n.Blob(t, rootLease.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
+	if err := n.Client.LeasesService().Delete(testleftovers.K8s(), rootLease); err != nil {
 		t.Fatal(err)
 	}
 
-	client := n.Client(t)
+	client := n.Containerd.Client(t)
 	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A pull that starts now takes up the content the stale lease held.
-	pull := n.lease(t, "pull-in-progress")
-	if err := n.client.LeasesService().AddResource(k8s(), pull, leases.Resource{ID: digest.FromBytes(leased).String(), Type: "content"}); err != nil {
+	pull := n.Lease(t, "pull-in-progress")
+	if err := n.Client.LeasesService().AddResource(testleftovers.K8s(), pull, leases.Resource{ID: digest.FromBytes(leased).String(), Type: "content"}); err != nil {
 		t.Fatal(err)
 	}
 	// Between the reading and the deletions: a container starts from one
 	// leftover, a pull names another again.
 	n.RunContainer(t, "after", usedAfterID)
-	if _, err := n.client.ImageService().Create(k8s(), images.Image{Name: "example.com/reclaim/pulled-again:1", Target: mustGet(t, n, pulledAgainID).Target}); err != nil {
+	if _, err := n.Client.ImageService().Create(testleftovers.K8s(), images.Image{Name: "example.com/reclaim/pulled-again:1", Target: mustGet(t, n, pulledAgainID).Target}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -216,39 +134,39 @@ func TestReclaimOnContainerd(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], w)
 		}
 	}
-	if _, err := n.client.ImageService().Get(k8s(), cut); !errdefs.IsNotFound(err) {
+	if _, err := n.Client.ImageService().Get(testleftovers.K8s(), cut); !errdefs.IsNotFound(err) {
 		t.Errorf("the cut image's record is still there (%v)", err)
 	}
 	// The stale lease went, and the collection that followed kept what
 	// the pull holds.
-	if _, err := n.client.ContentStore().Info(k8s(), digest.FromBytes(leased)); err != nil {
+	if _, err := n.Client.ContentStore().Info(testleftovers.K8s(), digest.FromBytes(leased)); err != nil {
 		t.Errorf("content a pull holds is gone: %v", err)
 	}
-	if err := n.client.LeasesService().Delete(k8s(), pull, leases.SynchronousDelete); err != nil {
+	if err := n.Client.LeasesService().Delete(testleftovers.K8s(), pull, leases.SynchronousDelete); err != nil {
 		t.Fatal(err)
 	}
 
 	// A clean store with the same images, containers and root.
 	clean := startNode(t)
 	clean.Import(t, kept, usedBefore, usedAfter, excluded, pulledAgain, pinned)
-	clean.importInto(t, "kept-ns", keptNs)
+	clean.ImportInto(t, "kept-ns", keptNs)
 	clean.RunContainer(t, "before", usedBefore.Tags[0])
 	clean.RunContainer(t, "after", usedAfter.Tags[0])
-	l := clean.lease(t, "root-writer")
-	clean.blob(t, l.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
-	if err := clean.client.LeasesService().Delete(k8s(), l, leases.SynchronousDelete); err != nil {
+	l := clean.Lease(t, "root-writer")
+	clean.Blob(t, l.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
+	if err := clean.Client.LeasesService().Delete(testleftovers.K8s(), l, leases.SynchronousDelete); err != nil {
 		t.Fatal(err)
 	}
-	dirty, want5 := n.used(t), clean.used(t)
+	dirty, want5 := used(t, n.RootDir()), used(t, clean.RootDir())
 	t.Logf("image filesystem: %d bytes used after reclaiming, %d in a clean store", dirty, want5)
 	if d := float64(dirty) - float64(want5); d > 0.05*float64(want5) || -d > 0.05*float64(want5) {
 		t.Errorf("the image filesystem holds %d bytes after reclaiming, a clean store with the same images %d: more than 5%% apart", dirty, want5)
 	}
 }
 
-func mustGet(t *testing.T, n node, name string) images.Image {
+func mustGet(t *testing.T, n testleftovers.Node, name string) images.Image {
 	t.Helper()
-	img, err := n.client.ImageService().Get(k8s(), name)
+	img, err := n.Client.ImageService().Get(testleftovers.K8s(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +198,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 		}
 	}()
 	// Whatever the import left for the next collection goes first.
-	client := n.Client(t)
+	client := n.Containerd.Client(t)
 	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -307,8 +225,8 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	if len(found) != 0 {
 		t.Fatalf("leftovers found: %+v; the blob and the directory no record names are not listed", found)
 	}
-	before := n.used(t)
-	imageFsUsed := func(context.Context) (uint64, error) { return n.used(t), nil }
+	before := used(t, n.RootDir())
+	imageFsUsed := func(context.Context) (uint64, error) { return used(t, n.RootDir()), nil }
 	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}, ImageFsUsed: imageFsUsed}, false)
 	// The one result is the sweep's: what it freed, measured, though no
 	// leftover was listed.
@@ -320,7 +238,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	}
 	t.Logf("the sweep's result: %d bytes, %s", results[0].Bytes, results[0].Detail)
 
-	after := n.used(t)
+	after := used(t, n.RootDir())
 	t.Logf("image filesystem: %d bytes used before reclaiming, %d after", before, after)
 	if _, err := os.Stat(blobPath); !os.IsNotExist(err) {
 		t.Errorf("the blob no record names is still in the content store (%v)", err)
