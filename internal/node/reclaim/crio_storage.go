@@ -81,9 +81,11 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, rt Runtime, take []leftover.L
 	// A container's storage goes before the layers, and a layer before
 	// the one under it, which containers/storage keeps while anything
 	// stands on it.
+	// Bounded: a parent chain the records loop in ends there.
+	const maxDepth = 4096
 	depth := map[string]int{}
 	for _, l := range take {
-		for id := crioID(l); id != ""; depth[crioID(l)]++ {
+		for id := crioID(l); id != "" && depth[crioID(l)] < maxDepth; depth[crioID(l)]++ {
 			layer, err := st.Layer(id)
 			if err != nil {
 				break
