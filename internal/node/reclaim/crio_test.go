@@ -26,6 +26,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -247,19 +248,16 @@ func runAsPod(t *testing.T, endpoint string, found []leftover.Leftover, p reclai
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps := "-all"
-	for _, c := range podpaths.CRIOReclaimCapabilities {
-		caps += ",+" + strings.ToLower(c)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "setpriv", "--bounding-set="+caps, "--inh-caps=-all", "--no-new-privs", "--", os.Args[0])
+	argv := append(workertest.AsContainer(podpaths.CRIOReclaimCapabilities), os.Args[0])
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(data))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("the reclaiming child (setpriv --bounding-set=%s): %v\n%s", caps, err, stderr.String())
+		t.Fatalf("the reclaiming child (%v): %v\n%s", argv, err, stderr.String())
 	}
 	var results []reclaim.Result
 	if err := json.Unmarshal(out, &results); err != nil {

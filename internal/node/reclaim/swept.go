@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -38,7 +39,7 @@ func measureUsed(ctx context.Context, read func(context.Context) (uint64, error)
 func sweptStores(before, after used, results []Result) (Result, bool) {
 	r := Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
 		Why: "files no record names, swept by containerd's garbage collector"}, Outcome: Reclaimed}
-	if err := firstErr(before.err, after.err); err != nil {
+	if err := cmp.Or(before.err, after.err); err != nil {
 		r.BytesUnknown, r.Detail = true, fmt.Sprintf("what the sweep freed is not known: the image filesystem could not be read (%v)", err)
 		return r, true
 	}
@@ -58,11 +59,4 @@ func sweptStores(before, after used, results []Result) (Result, bool) {
 	r.Bytes = freed - min(freed, counted)
 	r.Detail = fmt.Sprintf("the image filesystem's use fell by %s over the collection, %s of it the unreferenced leftovers listed", bytesize.Format(freed), bytesize.Format(min(freed, counted)))
 	return r, r.Bytes > 0
-}
-
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

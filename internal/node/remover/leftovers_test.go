@@ -65,6 +65,9 @@ func TestLeftoverDefaultsMatchConfig(t *testing.T) {
 	if diff := cmp.Diff(want, reclaim.DefaultAges); diff != "" {
 		t.Errorf("(-config +workers):\n%s", diff)
 	}
+	if reclaim.DefaultCRIORunRoot != config.DefaultCRIORunRoot {
+		t.Errorf("CRI-O's run root: the configuration's default %q, the workers' %q", config.DefaultCRIORunRoot, reclaim.DefaultCRIORunRoot)
+	}
 }
 
 // TestTally: the leftovers' totals in the summary, and their result

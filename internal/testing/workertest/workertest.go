@@ -40,11 +40,18 @@ func Worker(t *testing.T, ctx context.Context, binary string, args ...string) Ru
 // "DAC_OVERRIDE") and no others, no new privileges.
 func WorkerAs(t *testing.T, ctx context.Context, capabilities []string, binary string, args ...string) Run {
 	t.Helper()
+	return run(t, ctx, AsContainer(capabilities), binary, args...)
+}
+
+// AsContainer is the command prefix (setpriv) that runs a program as a
+// worker pod's container holds it: root, the capabilities named and no
+// others, no new privileges.
+func AsContainer(capabilities []string) []string {
 	set := "-all"
 	for _, c := range capabilities {
 		set += ",+" + strings.ToLower(c)
 	}
-	return run(t, ctx, []string{"setpriv", "--bounding-set=" + set, "--inh-caps=-all", "--no-new-privs", "--"}, binary, args...)
+	return []string{"setpriv", "--bounding-set=" + set, "--inh-caps=-all", "--no-new-privs", "--"}
 }
 
 func run(t *testing.T, ctx context.Context, wrap []string, binary string, args ...string) Run {
