@@ -138,12 +138,12 @@ func (q *Queue) holder(job string, run types.UID, rank Rank) HolderFunc {
 }
 
 // inFlight is the worker pods of every run that are not finished: the
-// cache's, and the claims the cache does not show yet. Called held.
+// cache's, and the claims the cache does not show yet. Called held. The
+// claims are looked up before the cache is counted: a pod the cache shows
+// in between is then counted twice, never not at all, so the bound is
+// never passed.
 func (q *Queue) inFlight() (int, error) {
-	n, err := q.busy.Busy()
-	if err != nil {
-		return 0, err
-	}
+	n := 0
 	for node, job := range q.claims {
 		shown := false
 		workers, err := q.busy.BusyOn(node)
@@ -157,7 +157,11 @@ func (q *Queue) inFlight() (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	busy, err := q.busy.Busy()
+	if err != nil {
+		return 0, err
+	}
+	return n + busy, nil
 }
 
 func (q *Queue) unwait(node, job string) {
