@@ -1,40 +1,43 @@
-// Package protect decides which images on a node must never be removed:
-// images any container uses (in any state), images the runtime pins, the
-// runtime's sandbox (pause) image, and images an exclusion list protects.
-// The container runtime enforces none of this: containerd removes images
-// that running containers use, and pinned ones too.
+// Package protect holds every rule that keeps an image on a node, in the
+// order they apply (Chain): images any container uses (in any state),
+// images the runtime pins, the runtime's sandbox (pause) image, images an
+// exclusion list protects; then, from the automatic policies only, images
+// no registry can give back, images the cluster's pods and workloads
+// reference, and images too young. The remover, the retention policy's
+// planning, the collector and reclaim ask these rules; nothing else
+// decides that an image stays. The container runtime enforces none of it:
+// containerd removes images that running containers use, and pinned ones
+// too.
 package protect
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Reason says why an image is kept; Removable means it is not protected.
-type Reason string
+// Reason says why an image is kept; Removable means no rule keeps it. It
+// is the outcome the node's summary counts, its report and its logs print.
+type Reason = workerresult.Outcome
 
-// The reasons, in the order they are checked.
+// The reasons the keep rules give (Chain lists which rule gives which).
 const (
-	Removable Reason = ""
-	InUse     Reason = "in use"
-	Pinned    Reason = "pinned"
-	Excluded  Reason = "excluded"
-	// Referenced images are named by a pod or workload template the
-	// cluster has (internal/wire/references); only the automatic policies
-	// keep them, so they are judged by the remover's plan, not by Check.
-	Referenced Reason = "referenced"
-	// NotRepullable images were not pulled from a registry (imported,
-	// built, side-loaded): once removed, nothing brings them back.
-	NotRepullable Reason = "not re-pullable"
+	Removable     Reason = ""
+	InUse                = workerresult.InUse
+	Pinned               = workerresult.Pinned
+	Excluded             = workerresult.Excluded
+	NotRepullable        = workerresult.NotRepullable
+	Referenced           = workerresult.Referenced
+	TooYoung             = workerresult.TooYoung
 )
 
 // Verdict is the decision for one image.
 type Verdict struct {
 	Reason Reason
-	// Detail names the container, the sandbox image or the pattern.
+	// Detail names the container, the sandbox image, the pattern, the
+	// workload or the age.
 	Detail string
 }
 
@@ -133,43 +136,23 @@ func (p Policy) Prepare() Policy {
 	return p
 }
 
-// Check decides for one image, given its Keys.
+// Check applies the rules that keep an image from every removal (an
+// ImageList naming it too) to one image, given its Keys.
 func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
-	for _, k := range keys {
-		if c, ok := used[k]; ok {
-			return Verdict{Reason: InUse, Detail: "container " + c}
-		}
-	}
-	if img.Pinned {
-		return Verdict{Reason: Pinned, Detail: "pinned by the runtime"}
-	}
-	for _, k := range refKeys(p.SandboxImage) {
-		if slices.Contains(keys, k) {
-			return Verdict{Reason: Pinned, Detail: "the runtime's sandbox image"}
-		}
-	}
-	for _, s := range p.SandboxImages {
-		for _, k := range refKeys(s) {
-			if slices.Contains(keys, k) {
-				return Verdict{Reason: Pinned, Detail: "a pod sandbox's image"}
-			}
-		}
-	}
-	if p.GuessPause && LooksLikePause(img) {
-		return Verdict{Reason: Pinned, Detail: guessDetail}
-	}
+	return Judge(&Subject{Image: img, Keys: keys, Used: used, Policy: p}, Always)
+}
+
+// excludes is the exclusion pattern that protects the image, if any.
+func (p Policy) excludes(img cri.Image) (imageref.Pattern, bool) {
 	if len(p.Exclusions) == 0 {
-		return Verdict{}
+		return imageref.Pattern{}, false
 	}
 	excluded := p.excluded
 	if !excluded.Indexes(p.Exclusions) {
 		// Not prepared, or changed since: correct, but indexed per call.
 		excluded = imageref.NewExclusions(p.Exclusions)
 	}
-	if pat, ok := excluded.Match(imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests}); ok {
-		return Verdict{Reason: Excluded, Detail: "exclusion " + pat.String()}
-	}
-	return Verdict{}
+	return excluded.Match(imageref.Image{ID: img.ID, Tags: img.Tags, Digests: img.Digests})
 }
 
 // LooksLikePause reports whether any name of the image has a repository

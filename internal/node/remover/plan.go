@@ -14,45 +14,33 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Outcome is what happened to one target or image.
-type Outcome string
+type Outcome = workerresult.Outcome
 
-// The outcomes, as they appear in logs and in the summary.
+// The outcomes, as they appear in logs and in the summary
+// (workerresult defines them, for the manager reads them too).
 const (
-	Removed   Outcome = "removed"
-	InUse     Outcome = "in use"
-	Pinned    Outcome = "pinned"
-	Excluded  Outcome = "excluded"
-	NotOnNode Outcome = "not on node"
-	Failed    Outcome = "failed"
-	// Refused images are ones the runtime will not remove: it refused for
-	// good, or answered that it removed the image and still lists it (see
-	// judgeRemoval). Counted and named, but not a failure of the node.
-	Refused Outcome = "refused"
-	// Invalid entries are not image references; nothing is removed for them.
-	Invalid Outcome = "invalid"
-	// The retention policy's reasons to keep an image (retention.Kept).
-	TooYoung     Outcome = Outcome(retention.TooYoung)
-	RecentlyUsed Outcome = Outcome(retention.RecentlyUsed)
-	NotNeeded    Outcome = Outcome(retention.NotNeeded)
+	Removed       = workerresult.Removed
+	InUse         = workerresult.InUse
+	Pinned        = workerresult.Pinned
+	Excluded      = workerresult.Excluded
+	Referenced    = workerresult.Referenced
+	NotRepullable = workerresult.NotRepullable
+	TooYoung      = workerresult.TooYoung
+	RecentlyUsed  = workerresult.RecentlyUsed
+	NotNeeded     = workerresult.NotNeeded
+	NotOnNode     = workerresult.NotOnNode
+	// Refused: see judgeRemoval.
+	Refused = workerresult.Refused
+	Failed  = workerresult.Failed
+	Invalid = workerresult.Invalid
 )
 
 // Outcomes lists every outcome in a stable order.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
-
-func outcomeOf(r protect.Reason) Outcome {
-	switch r {
-	case protect.InUse:
-		return InUse
-	case protect.Pinned:
-		return Pinned
-	case protect.Excluded:
-		return Excluded
-	}
-	return Removed
-}
+var Outcomes = workerresult.Outcomes
 
 // Targets are what to remove.
 type Targets struct {
@@ -132,7 +120,7 @@ type Snapshot struct {
 	policy   protect.Policy
 	verdicts []protect.Verdict
 	// referenced are the images the cluster's references name (Refer).
-	referenced map[int32]referrer
+	referenced map[int32]protect.Referrer
 	// SandboxGuessed: no source named the sandbox image, so images that
 	// look like pause images were kept; SandboxNote says why.
 	SandboxGuessed bool
@@ -278,15 +266,13 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		}
 		seen[i] = true
 		img := s.Images[i]
-		if v := s.verdicts[i]; v.Reason != protect.Removable {
-			results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: outcomeOf(v.Reason), Bytes: img.Size, Detail: v.Detail})
-			return
+		v := s.verdicts[i]
+		if v.Reason == protect.Removable && !listed && (auto || vulnerable) {
+			v = protect.Judge(r.subject(s, i, vulnerable), protect.Automatic)
 		}
-		if !listed && (auto || vulnerable) {
-			if kept, detail := r.Protection.protects(s, i, vulnerable); kept != "" {
-				results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: kept, Bytes: img.Size, Detail: detail})
-				return
-			}
+		if v.Reason != protect.Removable {
+			results = append(results, Result{Target: entry, ImageID: img.ID, Names: img.Tags, Outcome: v.Reason, Bytes: img.Size, Detail: v.Detail})
+			return
 		}
 		target[i] = entry
 		at[i] = int32(len(cands))
@@ -337,12 +323,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		case d.Policy != "":
 			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
 		case d.Kept != "":
-			detail := d.Detail
-			if d.Kept == retention.TooYoung && r.AgeSource == AgeFirstSeen {
-				detail += " (counted from when Eraser first saw it: the runtime keeps no pull times)"
-			}
-			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: Outcome(d.Kept), Bytes: img.Size, Detail: detail})
-			if d.Kept != retention.TooYoung && in.Scheduled && r.Settings.DiskPressure() {
+			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: d.Kept, Bytes: img.Size, Detail: d.Detail})
+			if in.Scheduled && r.Settings.DiskPressure() {
 				spare = append(spare, cands[at[d.Index]])
 			}
 		}

@@ -5,9 +5,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/retention"
 )
 
 // refForms are the ways a container can name its image, as runtimes and
@@ -107,6 +109,59 @@ func TestNoReferencedImageIsPlanned(t *testing.T) {
 		for _, rm := range remove {
 			if ref, ok := used[rm.Image]; ok {
 				t.Fatalf("seed %d: image %v is used by a container (%s) but planned for removal", seed, images[rm.Image], ref)
+			}
+		}
+	}
+}
+
+// TestNoYoungImagePlannedAutomatically: whatever the node, the ages, the
+// settings and the kind of run, no image younger than the minimum age is
+// planned for removal unless an ImageList entry names it.
+func TestNoYoungImagePlannedAutomatically(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for seed := range uint64(2000) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		images := randomNode(r)
+		ages := make([]Age, len(images))
+		for i := range ages {
+			ages[i] = Age{Arrived: now.Add(-time.Duration(r.IntN(120)) * time.Minute)}
+			if r.IntN(2) == 0 {
+				ages[i].LastUsed = ages[i].Arrived.Add(time.Duration(r.IntN(30)) * time.Minute)
+			}
+		}
+		settings := retention.Settings{MinAge: time.Duration(r.IntN(90)) * time.Minute}
+		if r.IntN(2) == 0 {
+			settings.UnusedFor = time.Duration(1+r.IntN(60)) * time.Minute
+		}
+		if r.IntN(2) == 0 {
+			settings.HighThresholdPercent, settings.LowThresholdPercent = 50, 40
+		}
+		var targets Targets
+		listed := map[int]bool{}
+		switch r.IntN(3) {
+		case 0:
+			targets.All = true
+		case 1:
+			targets.Scheduled = true
+			for _, img := range images {
+				targets.Collected = append(targets.Collected, img.ID)
+			}
+		default:
+			targets.Scheduled, targets.Scanned = true, true
+			targets.Handed = handed(images[r.IntN(len(images))].ID, images[r.IntN(len(images))].ID)
+		}
+		if r.IntN(2) == 0 {
+			i := r.IntN(len(images))
+			listed[i] = true
+			more, _ := ParseTargets([]string{images[i].ID})
+			targets.Refs, targets.Entries = more.Refs, more.Entries
+		}
+		s := NewSnapshot(images, nil, protect.Policy{})
+		remove, _, _ := Plan(s, targets, Retention{Settings: settings, Now: now, Ages: ages,
+			Disk: &retention.Disk{Capacity: 100, Available: uint64(r.IntN(100))}})
+		for _, rm := range remove {
+			if young := now.Sub(ages[rm.Image].Arrived) < settings.MinAge; young && !listed[rm.Image] {
+				t.Fatalf("seed %d: image %d arrived %v ago, under the minimum age %v, planned by %s", seed, rm.Image, now.Sub(ages[rm.Image].Arrived), settings.MinAge, rm.Policy)
 			}
 		}
 	}

@@ -5,20 +5,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
-// The outcomes of the cluster-aware protections (docs/protection.md).
-const (
-	Referenced    Outcome = Outcome(protect.Referenced)
-	NotRepullable Outcome = Outcome(protect.NotRepullable)
-)
-
-// Protection is what keeps images from the automatic policies ("*",
-// unusedFor, disk pressure, the scanner's verdicts) beyond protect's rules:
-// an ImageList that names an image removes it all the same.
+// Protection is what the keep rules of the automatic policies ("*",
+// unusedFor, disk pressure, the scanner's verdicts) are told of the cluster
+// and its switches; the rules themselves are protect's. An ImageList that
+// names an image removes it all the same.
 type Protection struct {
 	// Referenced: the snapshot was given the cluster's references
 	// (ReadReferences) and the images they name are kept.
@@ -39,12 +33,6 @@ type Protection struct {
 	KeepNotRepullable bool
 }
 
-// referrer is the first reference that named a snapshot image.
-type referrer struct {
-	owner  string
-	onNode bool
-}
-
 // Refer marks the images one reference names, with the same keys the
 // in-use protection matches containers by. An image both sets name is the
 // node's pod's, whichever is read first: the scanner's verdict never takes
@@ -52,13 +40,13 @@ type referrer struct {
 func (s *Snapshot) Refer(r references.Ref, onNode bool) {
 	for _, k := range protect.RefKeys(r.Image) {
 		for _, i := range s.lookup(k) {
-			if had, ok := s.referenced[int32(i)]; ok && (had.onNode || !onNode) {
+			if had, ok := s.referenced[int32(i)]; ok && (had.OnNode || !onNode) {
 				continue
 			}
 			if s.referenced == nil {
-				s.referenced = map[int32]referrer{}
+				s.referenced = map[int32]protect.Referrer{}
 			}
-			s.referenced[int32(i)] = referrer{owner: strings.Clone(r.Owner), onNode: onNode}
+			s.referenced[int32(i)] = protect.Referrer{Owner: strings.Clone(r.Owner), OnNode: onNode}
 		}
 	}
 }
@@ -68,54 +56,27 @@ func ReadReferences(s *Snapshot, dir string) (references.Stats, error) {
 	return references.ReadDir(dir, s.Refer)
 }
 
-// describe is the detail of a Referenced result.
-func (r referrer) describe() string {
-	if r.onNode {
-		return strings.Replace(r.owner, "Pod ", "pod ", 1) + " on this node"
-	}
-	if strings.HasPrefix(r.owner, "Pod ") {
-		return "referenced by " + r.owner + ", not yet scheduled"
-	}
-	return "referenced by " + r.owner
-}
-
-// notRepullableDetail says what the runtime shows of an image no registry
-// can give back: on containerd no repository digest at all; on CRI-O, which
-// makes one up for every name, one under localhost/ alone.
-func notRepullableDetail(img cri.Image) string {
-	const rest = ": imported or built on the node, not pulled; only an ImageList that names it removes it"
-	if len(img.Digests) > 0 {
-		return "repository digest on localhost/ only" + rest
-	}
-	return "no repository digest" + rest
-}
-
-// clusterIncomplete is the detail of an image kept because the cluster's
-// set was written incomplete.
-const clusterIncomplete = "the cluster's references could not be written whole for this run: every image is kept from the automatic policies"
-
-// protects says why the cluster-aware protections keep image i from an
-// automatic policy, if they do; vulnerable says the scanner chose it.
-func (p Protection) protects(s *Snapshot, i int, vulnerable bool) (Outcome, string) {
-	if p.KeepNotRepullable && protect.CannotPullBack(s.Images[i]) {
-		return NotRepullable, notRepullableDetail(s.Images[i])
-	}
-	if !p.Referenced {
-		return "", ""
+// subject is what the keep rules of the automatic policies need to judge
+// image i; vulnerable says the scanner chose it.
+func (r Retention) subject(s *Snapshot, i int, vulnerable bool) *protect.Subject {
+	p := r.Protection
+	sub := &protect.Subject{
+		Image:      s.Images[i],
+		Vulnerable: vulnerable,
+		Cluster: protect.Cluster{Read: p.Referenced, NodeIncomplete: p.NodeIncomplete, ClusterIncomplete: p.ClusterIncomplete,
+			RemoveVulnerable: p.RemoveVulnerable, KeepNotRepullable: p.KeepNotRepullable},
+		Now: r.Now, MinAge: r.Settings.MinAge,
 	}
 	if ref, ok := s.referenced[int32(i)]; ok {
-		if vulnerable && p.RemoveVulnerable && !ref.onNode {
-			return "", ""
-		}
-		return Referenced, ref.describe()
+		sub.Cluster.Referrer = &ref
 	}
-	if p.NodeIncomplete {
-		return Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
+	if r.Ages != nil {
+		sub.Arrived = r.Ages[i].Arrived
 	}
-	if p.ClusterIncomplete {
-		return Referenced, clusterIncomplete
+	if r.AgeSource == AgeFirstSeen {
+		sub.AgeNote = " (counted from when Eraser first saw it: the runtime keeps no pull times)"
 	}
-	return "", ""
+	return sub
 }
 
 // protection reads what the cluster-aware protections need: the cluster's

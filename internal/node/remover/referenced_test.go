@@ -78,7 +78,7 @@ func TestProtectionDecides(t *testing.T) {
 			targets: Targets{All: true}, protection: Protection{Referenced: true, ClusterIncomplete: true},
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
-				free.ID: {"referenced", clusterIncomplete}, imported.ID: {"referenced", clusterIncomplete}, local.ID: {"referenced", clusterIncomplete}, dangling.ID: {"referenced", clusterIncomplete},
+				free.ID: {"referenced", "the cluster's references could not be written whole for this run"}, imported.ID: {"referenced", "the cluster's references could not be written whole for this run"}, local.ID: {"referenced", "the cluster's references could not be written whole for this run"}, dangling.ID: {"referenced", "the cluster's references could not be written whole for this run"},
 			},
 		},
 		"an ImageList entry still removes what a cluster set written incomplete keeps": {
@@ -103,8 +103,9 @@ func TestProtectionDecides(t *testing.T) {
 			for _, res := range results {
 				o := outcome{string(res.Outcome), res.Detail}
 				switch {
-				case res.Outcome == NotRepullable:
-					// What the runtime shows; the rest is the same for all.
+				case res.Outcome == NotRepullable, res.Outcome == Referenced && tc.protection.ClusterIncomplete:
+					// What the runtime shows, or what is missing; the
+					// rest is the same for all (protect's tests pin it).
 					o.Detail, _, _ = strings.Cut(res.Detail, ":")
 				case res.Outcome == Referenced && tc.protection.NodeIncomplete:
 					o.Detail = ""

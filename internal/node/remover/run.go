@@ -392,8 +392,8 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 	var ids []string
 	for n, rm := range batch {
 		img := s.Images[rm.Image]
-		if v := (protect.Policy{}).Check(img, protect.Keys(img), used); v.Reason == protect.InUse {
-			g.results[n].Outcome, g.results[n].Detail = InUse, v.Detail+" (started after the node was read)"
+		if v := protect.UsedNow(img, used); v.Reason != protect.Removable {
+			g.results[n].Outcome, g.results[n].Detail = v.Reason, v.Detail+" (started after the node was read)"
 			continue
 		}
 		if dryRun {

@@ -124,7 +124,7 @@ func settle(ctx context.Context, rt Runtime, results []Result, log *slog.Logger)
 		if !ok {
 			continue
 		}
-		inUse := used != nil && (protect.Policy{}).Check(images[k], protect.Keys(images[k]), used).Reason == protect.InUse
+		inUse := used != nil && protect.UsedNow(images[k], used).Reason != protect.Removable
 		for _, i := range idx {
 			judge(i, presenceListed, inUse)
 		}

@@ -110,22 +110,19 @@ func Plan(in Input, cands []Candidate) []Decision {
 		case c.Listed:
 			d.Policy = Listed
 		case !considered(in, c, diskOn, unusedForOn):
-		case in.Now.Sub(c.Arrived) < s.MinAge:
-			d.Kept = TooYoung
-			d.Detail = fmt.Sprintf("arrived %s ago, under the minimum age %s", ago(in.Now, c.Arrived), s.MinAge)
 		case in.Sweep:
 			d.Policy = Unused
 		case c.Vulnerable:
 			d.Policy = Vulnerable
 		case unusedForOn && in.Now.Sub(c.Idle()) >= s.UnusedFor:
 			d.Policy = UnusedFor
-			d.Detail = "unused for " + ago(in.Now, c.Idle())
+			d.Detail = "unused for " + Ago(in.Now, c.Idle())
 		case diskOn:
 			forDisk = append(forDisk, c)
 			continue
 		case unusedForOn:
 			d.Kept = RecentlyUsed
-			d.Detail = fmt.Sprintf("last needed %s ago, within %s", ago(in.Now, c.Idle()), s.UnusedFor)
+			d.Detail = fmt.Sprintf("last needed %s ago, within %s", Ago(in.Now, c.Idle()), s.UnusedFor)
 		}
 		if d.Policy != "" {
 			freed += c.Size
@@ -152,7 +149,7 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 		d := Decision{Index: c.Index, Kept: NotNeeded, Detail: detail}
 		if unusedForOn {
 			d.Kept = RecentlyUsed
-			d.Detail = fmt.Sprintf("last needed %s ago, within %s; %s", ago(in.Now, c.Idle()), s.UnusedFor, detail)
+			d.Detail = fmt.Sprintf("last needed %s ago, within %s; %s", Ago(in.Now, c.Idle()), s.UnusedFor, detail)
 		}
 		return d
 	}
@@ -186,14 +183,14 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 			continue
 		}
 		out = append(out, Decision{Index: c.Index, Policy: DiskPressure,
-			Detail: fmt.Sprintf("image filesystem at %.1f%%; last needed %s ago", pct, ago(in.Now, c.recency()))})
+			Detail: fmt.Sprintf("image filesystem at %.1f%%; last needed %s ago", pct, Ago(in.Now, c.recency()))})
 		used -= min(c.Size, used)
 	}
 	return out
 }
 
-// ago is a duration for people: whole seconds, or whole days past three.
-func ago(now, then time.Time) string {
+// Ago is a duration for people: whole seconds, or whole days past three.
+func Ago(now, then time.Time) string {
 	d := now.Sub(then)
 	if d >= 72*time.Hour {
 		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))

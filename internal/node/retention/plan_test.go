@@ -53,15 +53,17 @@ func TestPlan(t *testing.T) {
 			cands: []Candidate{listed(cand(0, 1, time.Second, 0)), listed(cand(1, 1, 30*day, 0))},
 			want:  []outcome{{0, Listed, ""}, {1, Listed, ""}},
 		},
-		"sweep keeps the young": {
+		// The minimum age is a keep rule, applied before the policies
+		// (internal/node/protect): a young candidate is not theirs to keep.
+		"sweep takes every candidate": {
 			in:    Input{Now: now, Settings: base, Sweep: true},
 			cands: []Candidate{cand(0, 1, 9*time.Minute, 0), cand(1, 1, 10*time.Minute, 0), listed(cand(2, 1, 0, 0))},
-			want:  []outcome{{0, "", TooYoung}, {1, Unused, ""}, {2, Listed, ""}},
+			want:  []outcome{{0, Unused, ""}, {1, Unused, ""}, {2, Listed, ""}},
 		},
 		"scanner run considers only what it handed over": {
 			in:    Input{Now: now, Settings: base, Scheduled: true},
 			cands: []Candidate{vulnerable(cand(0, 1, time.Hour, 0)), cand(1, 1, time.Hour, 0), vulnerable(cand(2, 1, time.Minute, 0))},
-			want:  []outcome{{0, Vulnerable, ""}, {1, "", ""}, {2, "", TooYoung}},
+			want:  []outcome{{0, Vulnerable, ""}, {1, "", ""}, {2, Vulnerable, ""}},
 		},
 		"unused for: last use or arrival, whichever is later": {
 			in: Input{Now: now, Settings: Settings{MinAge: time.Minute, UnusedFor: 30 * day}, Scheduled: true},
@@ -73,7 +75,7 @@ func TestPlan(t *testing.T) {
 				cand(4, 1, 30*time.Second, 0),
 				vulnerable(cand(5, 1, day, time.Hour)),
 			},
-			want: []outcome{{0, UnusedFor, ""}, {1, "", RecentlyUsed}, {2, "", RecentlyUsed}, {3, UnusedFor, ""}, {4, "", TooYoung}, {5, Vulnerable, ""}},
+			want: []outcome{{0, UnusedFor, ""}, {1, "", RecentlyUsed}, {2, "", RecentlyUsed}, {3, UnusedFor, ""}, {4, "", RecentlyUsed}, {5, Vulnerable, ""}},
 		},
 		"unused for is not applied outside scheduled runs": {
 			in:    Input{Now: now, Settings: Settings{MinAge: time.Minute, UnusedFor: day}},
@@ -96,7 +98,7 @@ func TestPlan(t *testing.T) {
 				cand(4, 4, 3*day, 2*day), // third: 2+3+4 = 9 >= 6 ... stops after it? see below
 			},
 			// After 1 (2) and 2 (3): 80 used, not below 80: 4 goes too.
-			want: []outcome{{3, "", TooYoung}, {1, DiskPressure, ""}, {2, DiskPressure, ""}, {4, DiskPressure, ""}, {0, "", NotNeeded}},
+			want: []outcome{{1, DiskPressure, ""}, {2, DiskPressure, ""}, {4, DiskPressure, ""}, {0, "", NotNeeded}, {3, "", NotNeeded}},
 		},
 		"ties in last use: larger first": {
 			in:    Input{Now: now, Settings: disk, Scheduled: true, Disk: &Disk{Capacity: 100, Available: 10}},
@@ -142,9 +144,8 @@ func TestPlan(t *testing.T) {
 func TestPlanDetails(t *testing.T) {
 	in := Input{Now: now, Settings: Settings{MinAge: 10 * time.Minute, UnusedFor: 30 * day, HighThresholdPercent: 85, LowThresholdPercent: 80},
 		Scheduled: true, Disk: &Disk{Capacity: 1000, Available: 500}}
-	got := Plan(in, []Candidate{cand(0, 1, 5*time.Minute, 0), cand(1, 1, 40*day, 31*day), cand(2, 1, 40*day, 4*day)})
+	got := Plan(in, []Candidate{cand(1, 1, 40*day, 31*day), cand(2, 1, 40*day, 4*day)})
 	want := []string{
-		"arrived 5m0s ago, under the minimum age 10m0s",
 		"unused for 31d",
 		"last needed 4d ago, within 720h0m0s; image filesystem at 50.0%, below the high threshold 85%",
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Policy is why an image was chosen. The strings are the ImageJob API's
@@ -34,15 +35,16 @@ const (
 // Policies lists every policy in that order.
 var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, DiskPressure}
 
-// Kept is why a candidate was kept; the strings are the worker summary's
-// outcome counts.
-type Kept string
+// Kept is why a policy that considered a candidate declined it: the
+// summary's outcome. The rules that keep an image whatever the policies
+// say (too young among them) are the node's keep rules, applied before a
+// candidate gets here (internal/node/protect).
+type Kept = workerresult.Outcome
 
-// The reasons a candidate is kept, in the order they are checked.
+// The policies' reasons to decline a candidate.
 const (
-	TooYoung     Kept = "too young"
-	RecentlyUsed Kept = "recently used"
-	NotNeeded    Kept = "not needed"
+	RecentlyUsed = workerresult.RecentlyUsed
+	NotNeeded    = workerresult.NotNeeded
 )
 
 // DefaultMinAge is the minimum age when none is configured: five times the
@@ -54,7 +56,8 @@ const DefaultMinAge = 10 * time.Minute
 // Settings are the retention policy of a run.
 type Settings struct {
 	// MinAge: images pulled or re-tagged on the node more recently are never
-	// removed, except when an ImageList names them.
+	// removed, except when an ImageList names them (the keep rule
+	// internal/node/protect applies; the policies here never see them).
 	MinAge time.Duration
 	// UnusedFor, when positive, removes images no container used for this long.
 	UnusedFor time.Duration

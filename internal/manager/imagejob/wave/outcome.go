@@ -57,8 +57,8 @@ func (o Outcome) counts() metrics.NodeCounts {
 	var n metrics.NodeCounts
 	if s := o.Summary; s != nil {
 		if !s.DryRun {
-			n.Removed = int64(s.Counts["removed"])
-			n.Refused = int64(s.Counts["refused"])
+			n.Removed = int64(s.Count(workerresult.Removed))
+			n.Refused = int64(s.Count(workerresult.Refused))
 			for _, p := range policyOrder {
 				if t, ok := s.RemovedBy[string(p)]; ok && t.Bytes > 0 {
 					if n.BytesFreed == nil {
@@ -205,13 +205,13 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	if s == nil {
 		return
 	}
-	total.Removed += int64(s.Counts["removed"])
-	total.InUse += int64(s.Counts["in use"])
-	total.Pinned += int64(s.Counts["pinned"])
-	total.Excluded += int64(s.Counts["excluded"])
-	total.NotOnNode += int64(s.Counts["not on node"])
-	total.Failed += int64(s.Counts["failed"] + s.Counts["invalid"])
-	total.Refused += int64(s.Counts["refused"])
+	total.Removed += int64(s.Count(workerresult.Removed))
+	total.InUse += int64(s.Count(workerresult.InUse))
+	total.Pinned += int64(s.Count(workerresult.Pinned))
+	total.Excluded += int64(s.Count(workerresult.Excluded))
+	total.NotOnNode += int64(s.Count(workerresult.NotOnNode))
+	total.Failed += int64(s.Count(workerresult.Failed) + s.Count(workerresult.Invalid))
+	total.Refused += int64(s.Count(workerresult.Refused))
 	total.BytesFreed += int64(s.BytesFreed)
 	if f := s.Freed; f != nil {
 		total.ExpectedBytesFreed += int64(f.ExpectedBytes)
@@ -220,11 +220,11 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 			total.FreedMismatches++
 		}
 	}
-	total.TooYoung += int64(s.Counts["too young"])
-	total.RecentlyUsed += int64(s.Counts["recently used"])
-	total.NotNeeded += int64(s.Counts["not needed"])
-	total.Referenced += int64(s.Counts["referenced"])
-	total.NotRepullable += int64(s.Counts["not re-pullable"])
+	total.TooYoung += int64(s.Count(workerresult.TooYoung))
+	total.RecentlyUsed += int64(s.Count(workerresult.RecentlyUsed))
+	total.NotNeeded += int64(s.Count(workerresult.NotNeeded))
+	total.Referenced += int64(s.Count(workerresult.Referenced))
+	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
 	for i, p := range policyOrder {
 		t, ok := s.RemovedBy[string(p)]

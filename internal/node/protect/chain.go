@@ -1,0 +1,254 @@
+package protect
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/retention"
+)
+
+// Scope says which removals a rule stops.
+type Scope int
+
+const (
+	// Always: every removal, an ImageList that names the image too.
+	Always Scope = iota + 1
+	// Automatic: the automatic policies ("*", scheduled runs, the
+	// scanner's verdicts, disk pressure); an ImageList that names the
+	// image still removes it: the user asked for that image.
+	Automatic
+)
+
+func (s Scope) String() string {
+	switch s {
+	case Always:
+		return "always"
+	case Automatic:
+		return "automatic policies"
+	}
+	return fmt.Sprintf("Scope(%d)", int(s))
+}
+
+// Subject is what the rules know of one image. A fact the run did not
+// gather is left zero, and the rule that needs it keeps nothing on its
+// account, except where not knowing must keep (the cluster's references
+// read incomplete).
+type Subject struct {
+	Image cri.Image
+	// Keys are Keys(Image), computed once by the caller.
+	Keys []string
+	// Used indexes the node's containers (NewContainers).
+	Used Containers
+	// Policy is the node's sandbox images and exclusions.
+	Policy Policy
+	// Cluster is what the cluster's references say of the image.
+	Cluster Cluster
+	// Vulnerable: the scanner's verdict chose the image.
+	Vulnerable bool
+	// Arrived is when the image was pulled or re-tagged on the node; Now
+	// and MinAge judge it. AgeNote says where the age came from, when that
+	// is worth saying.
+	Arrived, Now time.Time
+	MinAge       time.Duration
+	AgeNote      string
+}
+
+// Cluster is what the manager's references tell a node of one image.
+type Cluster struct {
+	// Read: the run was given the cluster's references. Without them the
+	// rules below keep nothing: the protection is switched off.
+	Read bool
+	// Referrer is the first reference that names the image; nil: none.
+	Referrer *Referrer
+	// NodeIncomplete: the node's pods referenced more images than their
+	// set could carry; ClusterIncomplete: the cluster's set was written
+	// without some of its references. Either way any image may be
+	// referenced.
+	NodeIncomplete, ClusterIncomplete bool
+	// RemoveVulnerable lets the scanner's verdict remove an image that
+	// only a workload template references (never one of the node's pods).
+	RemoveVulnerable bool
+	// KeepNotRepullable keeps images no registry can give back.
+	KeepNotRepullable bool
+}
+
+// Referrer is a reference that names an image.
+type Referrer struct {
+	// Owner is the pod or workload, "Kind namespace/name".
+	Owner string
+	// OnNode: a pod bound to this node, not a template.
+	OnNode bool
+}
+
+// Describe is the detail of a Referenced verdict.
+func (r Referrer) Describe() string {
+	if r.OnNode {
+		return strings.Replace(r.Owner, "Pod ", "pod ", 1) + " on this node"
+	}
+	if strings.HasPrefix(r.Owner, "Pod ") {
+		return "referenced by " + r.Owner + ", not yet scheduled"
+	}
+	return "referenced by " + r.Owner
+}
+
+// Rule is one rule of the chain.
+type Rule struct {
+	// Name says what keeps the image, as docs/protection.md lists it.
+	Name   string
+	Reason Reason
+	Scope  Scope
+	// keep decides for one image and says why it keeps it.
+	keep func(*Subject) (detail string, kept bool)
+}
+
+// chain is every keep rule, in the order they apply: the first that keeps
+// an image decides its reason. The rules of every removal come first, so
+// that a run may apply them once when it reads the node and the automatic
+// ones per candidate later, in the same order.
+var chain = []Rule{
+	{Name: "a container uses it", Reason: InUse, Scope: Always, keep: usedByContainer},
+	{Name: "the runtime pins it", Reason: Pinned, Scope: Always, keep: pinnedByRuntime},
+	{Name: "it is the runtime's sandbox image", Reason: Pinned, Scope: Always, keep: sandboxImage},
+	{Name: "an exclusion list protects it", Reason: Excluded, Scope: Always, keep: excludedByList},
+	{Name: "no registry can give it back", Reason: NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
+	{Name: "a pod or a workload references it", Reason: Referenced, Scope: Automatic, keep: referencedByWorkload},
+	{Name: "the cluster's references are incomplete", Reason: Referenced, Scope: Automatic, keep: referencesIncomplete},
+	{Name: "it arrived under the minimum age", Reason: TooYoung, Scope: Automatic, keep: tooYoung},
+}
+
+// Chain is the keep rules in the order they apply.
+func Chain() []Rule { return slices.Clone(chain) }
+
+// Judge applies the rules of one scope to an image, in the chain's order.
+func Judge(s *Subject, scope Scope) Verdict {
+	for _, r := range chain {
+		if r.Scope != scope {
+			continue
+		}
+		if detail, ok := r.keep(s); ok {
+			return Verdict{Reason: r.Reason, Detail: detail}
+		}
+	}
+	return Verdict{}
+}
+
+// UsedNow applies the rules that keep an image a container uses, alone:
+// the re-check right before a removal, on a fresh container listing.
+func UsedNow(img cri.Image, used Containers) Verdict {
+	s := &Subject{Image: img, Keys: Keys(img), Used: used}
+	for _, r := range chain {
+		if r.Reason != InUse {
+			continue
+		}
+		if detail, ok := r.keep(s); ok {
+			return Verdict{Reason: r.Reason, Detail: detail}
+		}
+	}
+	return Verdict{}
+}
+
+// usedByContainer: a container of any state names the image. An exited
+// container can be restarted, and a created one is about to start.
+func usedByContainer(s *Subject) (string, bool) {
+	for _, k := range s.Keys {
+		if c, ok := s.Used[k]; ok {
+			return "container " + c, true
+		}
+	}
+	return "", false
+}
+
+// pinnedByRuntime: the runtime marks the image pinned (its sandbox image,
+// or one its configuration pins); containerd would remove it all the same.
+func pinnedByRuntime(s *Subject) (string, bool) {
+	return "pinned by the runtime", s.Image.Pinned
+}
+
+// sandboxImage: removing the pause image breaks every new pod on the node.
+// The runtime's status names it; pod sandboxes name the ones in use; where
+// neither does, what looks like a pause image is kept.
+func sandboxImage(s *Subject) (string, bool) {
+	for _, k := range refKeys(s.Policy.SandboxImage) {
+		if slices.Contains(s.Keys, k) {
+			return "the runtime's sandbox image", true
+		}
+	}
+	for _, img := range s.Policy.SandboxImages {
+		for _, k := range refKeys(img) {
+			if slices.Contains(s.Keys, k) {
+				return "a pod sandbox's image", true
+			}
+		}
+	}
+	if s.Policy.GuessPause && LooksLikePause(s.Image) {
+		return guessDetail, true
+	}
+	return "", false
+}
+
+// excludedByList: the operator's exclusion lists name the image.
+func excludedByList(s *Subject) (string, bool) {
+	if pat, ok := s.Policy.excludes(s.Image); ok {
+		return "exclusion " + pat.String(), true
+	}
+	return "", false
+}
+
+// cannotBePulledBack: once removed, nothing brings the image back, and
+// the scanner's verdict cannot replace it with a fixed one either.
+func cannotBePulledBack(s *Subject) (string, bool) {
+	if !s.Cluster.KeepNotRepullable || !CannotPullBack(s.Image) {
+		return "", false
+	}
+	const rest = ": imported or built on the node, not pulled; only an ImageList that names it removes it"
+	if len(s.Image.Digests) > 0 {
+		// CRI-O makes up a repository digest for every name: one under
+		// localhost/ alone is all it shows of an image never pulled.
+		return "repository digest on localhost/ only" + rest, true
+	}
+	return "no repository digest" + rest, true
+}
+
+// referencedByWorkload: a pod or a workload template will ask for the
+// image again. The scanner's verdict may take an image only a template
+// references (its tag is pulled again, fixed once the tag is), never one
+// of the node's own pods, which are about to run it.
+func referencedByWorkload(s *Subject) (string, bool) {
+	ref := s.Cluster.Referrer
+	if !s.Cluster.Read || ref == nil {
+		return "", false
+	}
+	if s.Vulnerable && s.Cluster.RemoveVulnerable && !ref.OnNode && !s.Cluster.NodeIncomplete {
+		return "", false
+	}
+	return ref.Describe(), true
+}
+
+// referencesIncomplete: the references could not all be written, so any
+// image may be one a workload needs. An image a template is known to
+// reference was judged by the rule before: a missing part of the
+// cluster's set changes nothing for it, while the node's set missing a
+// part may hide one of the node's own pods.
+func referencesIncomplete(s *Subject) (string, bool) {
+	switch {
+	case !s.Cluster.Read:
+		return "", false
+	case s.Cluster.NodeIncomplete:
+		return "the node's pods reference more images than their set can carry: every image is kept from the automatic policies", true
+	case s.Cluster.ClusterIncomplete && s.Cluster.Referrer == nil:
+		return "the cluster's references could not be written whole for this run: every image is kept from the automatic policies", true
+	}
+	return "", false
+}
+
+// tooYoung: a pod's images are pulled one by one before its containers
+// are created, so an image that just arrived may be about to be used.
+func tooYoung(s *Subject) (string, bool) {
+	if s.MinAge <= 0 || s.Now.IsZero() || s.Now.Sub(s.Arrived) >= s.MinAge {
+		return "", false
+	}
+	return fmt.Sprintf("arrived %s ago, under the minimum age %s%s", retention.Ago(s.Now, s.Arrived), s.MinAge, s.AgeNote), true
+}
