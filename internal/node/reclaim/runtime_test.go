@@ -282,8 +282,9 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 // container), BuildKit's its cache (gc.flat, in buildkit, or in k8s.io
 // where it shares the kubelet's images). Reclaiming old-lease, however
 // old they are and whatever namespaces are named, leaves them and what
-// they hold; it takes a lease whose expiry passed, and a forgotten pull's
-// lease of a namespace only once the policy names it.
+// they hold; it takes a lease whose expiry passed, the lease of an import
+// whose client (ctr, containerd's own) was killed, and such a lease of
+// another namespace only once the policy names it.
 func TestReclaimLeavesOthersLeases(t *testing.T) {
 	n := startNode(t)
 	docker := n.DockerContainer(t, image(t, "example.com/reclaim/docker-base:1", 2*mib))
@@ -291,6 +292,8 @@ func TestReclaimLeavesOthersLeases(t *testing.T) {
 	shared := n.BuildKitCache(t, testleftovers.CRINamespace, bytes.Repeat([]byte("s"), 1*mib))
 	forgotten := n.ClientLease(t, "moby")
 	n.BlobIn(t, "moby", forgotten, bytes.Repeat([]byte("m"), 1*mib), nil)
+	// A real client's: ctr's import, killed.
+	killed, killedBlobs := n.KilledImport(t, testleftovers.CRINamespace, image(t, "example.com/reclaim/killed-import:1", 48*mib))
 	// Last: nothing is deleted after it until the reclaim, so containerd's
 	// own collection does not drop it first.
 	expiredBlob := bytes.Repeat([]byte("e"), 3*mib)
@@ -317,6 +320,7 @@ func TestReclaimLeavesOthersLeases(t *testing.T) {
 	// listed; BuildKit's in k8s.io is, as held.
 	want := map[string]string{
 		"k8s.io " + expired:      "old-lease reclaimed ",
+		"k8s.io " + killed:       "old-lease reclaimed ",
 		"k8s.io " + shared.Lease: "held-lease leftover ",
 		"moby " + forgotten:      "old-lease leftover namespace moby is not named for reclaiming",
 	}
@@ -325,6 +329,14 @@ func TestReclaimLeavesOthersLeases(t *testing.T) {
 	}
 	if n.HasLease(t, testleftovers.CRINamespace, expired) || n.HasBlob(t, testleftovers.CRINamespace, digest.FromBytes(expiredBlob).String()) {
 		t.Error("the expired lease, or the blob only it held, is still there")
+	}
+	if n.HasLease(t, testleftovers.CRINamespace, killed) {
+		t.Error("the killed import's lease is still there")
+	}
+	for _, b := range killedBlobs {
+		if n.HasBlob(t, testleftovers.CRINamespace, b) {
+			t.Errorf("blob %s, which only the killed import's lease held, is still there", b)
+		}
 	}
 	others := func(when string) {
 		t.Helper()

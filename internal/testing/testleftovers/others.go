@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
@@ -219,4 +221,67 @@ func (n Node) Image(t testing.TB, ns, name string) (containerd.Image, bool) {
 		return nil, false
 	}
 	return img, true
+}
+
+// KilledImport starts "ctr images import" of img into namespace ns and
+// kills it once its lease holds a blob: the lease containerd's own client
+// made (ctr's, whichever containerd version it is), never ended. It
+// returns the lease's ID and the blobs it holds.
+func (n Node) KilledImport(t testing.TB, ns string, img testcontainerd.Image) (string, []string) {
+	t.Helper()
+	archive := filepath.Join(t.TempDir(), "image.tar")
+	if err := testcontainerd.WriteArchive(archive, []testcontainerd.Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := In(ns)
+	before := map[string]bool{}
+	ls, err := n.Client.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		before[l.ID] = true
+	}
+	cmd := exec.Command("ctr", "--address", n.Socket, "--namespace", ns, "images", "import", archive)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		select {
+		case err := <-done:
+			t.Fatalf("ctr images import ended (%v) before its lease was seen", err)
+		default:
+		}
+		ls, err := n.Client.LeasesService().List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if before[l.ID] {
+				continue
+			}
+			held, err := n.Client.LeasesService().ListResources(ctx, l)
+			if err != nil && !errdefs.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			var blobs []string
+			for _, r := range held {
+				if r.Type == "content" {
+					blobs = append(blobs, r.ID)
+				}
+			}
+			if len(blobs) > 0 {
+				_ = cmd.Process.Kill()
+				<-done
+				return l.ID, blobs
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	t.Fatal("ctr images import's lease held no blob within a minute")
+	return "", nil
 }
