@@ -94,7 +94,9 @@ type interruptRuntime struct {
 	start func(t *testing.T) *interruptNode
 	// zeroAges list every leftover, however young; removerAges are the
 	// ages the remover runs with, its own flags (containerd's lease age
-	// is one; CRI-O's record age is the remover's default).
+	// is the remover's default: it reclaims old-lease with no less than
+	// an hour, and removals through the CRI make no lease; CRI-O's record
+	// age is zero).
 	zeroAges, removerAges []string
 	// reclaim are the kinds the remover's policy names.
 	reclaim []leftover.Kind
@@ -107,7 +109,7 @@ var interruptRuntimes = []interruptRuntime{
 	{
 		name:     "containerd",
 		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
-		zeroAges: []string{"--lease-age=0s"}, removerAges: []string{"--lease-age=0s"},
+		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
 			c := testcontainerd.StartSmallDisk(t, interruptDiskMiB)
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,

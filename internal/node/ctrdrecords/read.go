@@ -224,7 +224,7 @@ func (c *Conn) readNamespace(ctx context.Context, name string, snapshotters []st
 		if err != nil {
 			return ns, fmt.Errorf("lease %s: %w", l.GetID(), err)
 		}
-		lease := Lease{ID: l.GetID(), CreatedAt: l.GetCreatedAt().AsTime(), Labels: gcLabels(l.GetLabels())}
+		lease := Lease{ID: l.GetID(), CreatedAt: l.GetCreatedAt().AsTime(), Labels: l.GetLabels()}
 		for _, r := range res.GetResources() {
 			lease.Resources = append(lease.Resources, Resource{Type: r.GetType(), ID: r.GetID()})
 		}

@@ -11,7 +11,8 @@ package ctrdrecords
 import "time"
 
 // Records are one containerd's records, by namespace. Of the records'
-// labels only the garbage collector's are kept.
+// labels only the garbage collector's are kept, but for leases': a lease
+// has few, and they tell whose it is.
 type Records struct {
 	Namespaces []Namespace
 }
@@ -53,16 +54,17 @@ type Snapshot struct {
 // pull, an import) and for as long after as the client forgets to delete
 // it.
 type Lease struct {
-	ID        string
-	CreatedAt time.Time
-	Labels    map[string]string
-	Resources []Resource
+	ID        string            `json:"id"`
+	CreatedAt time.Time         `json:"createdAt"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Resources []Resource        `json:"resources,omitempty"`
 }
 
-// Resource is what a lease holds: Type is "content" or
+// Resource is what a lease holds: Type is "content", "ingests" or
 // "snapshots/<snapshotter>".
 type Resource struct {
-	Type, ID string
+	Type string `json:"type"`
+	ID   string `json:"id"`
 }
 
 // Container holds its snapshot.

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 )
@@ -23,11 +22,15 @@ func Containerd(r ctrdrecords.Records, o Options) []Leftover {
 	for _, ns := range r.Namespaces {
 		found = append(found, images(ns, o)...)
 		for _, l := range ns.Leases {
-			if age := o.Now.Sub(l.CreatedAt); age > o.LeaseAge {
-				found = append(found, candidate{Leftover: Leftover{Kind: OldLease, Namespace: ns.Name, Name: l.ID,
-					Why: fmt.Sprintf("a lease made %s ago; a pull or an import holds one for minutes", age.Round(time.Second))},
-					refs: []ctrdrecords.Ref{{Kind: ctrdrecords.LeaseRef, Namespace: ns.Name, ID: l.ID}}})
+			kind, why := JudgeLease(l, o.LeaseAge, o.Now)
+			// Other namespaces' held leases are their owners' (Docker's,
+			// BuildKit's, by the thousand): not listed.
+			if kind == "" || kind == HeldLease && ns.Name != o.CRINamespace {
+				continue
 			}
+			read := l
+			found = append(found, candidate{Leftover: Leftover{Kind: kind, Namespace: ns.Name, Name: l.ID, Why: why, Lease: &read},
+				refs: []ctrdrecords.Ref{{Kind: ctrdrecords.LeaseRef, Namespace: ns.Name, ID: l.ID}}})
 		}
 		for _, b := range ns.Content {
 			if _, ok := b.Labels[ctrdrecords.LabelRoot]; ok {
@@ -96,7 +99,11 @@ func images(ns ctrdrecords.Namespace, o Options) []candidate {
 		for _, n := range names {
 			refs = append(refs, ctrdrecords.Ref{Kind: ctrdrecords.ImageRef, Namespace: ns.Name, ID: n})
 		}
-		c := candidate{Leftover: Leftover{Namespace: ns.Name, Name: names[0], Records: names}, refs: refs}
+		targets := make(map[string]string, len(names))
+		for _, n := range names {
+			targets[n] = t
+		}
+		c := candidate{Leftover: Leftover{Namespace: ns.Name, Name: names[0], Records: names, Targets: targets}, refs: refs}
 		if len(names) > 1 {
 			c.Name += fmt.Sprintf(" (and %d more names)", len(names)-1)
 		}

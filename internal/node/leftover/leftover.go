@@ -6,7 +6,11 @@
 // containers are live comes from its CRI.
 package leftover
 
-import "time"
+import (
+	"time"
+
+	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+)
 
 // Kind is a kind of leftover.
 type Kind string
@@ -20,9 +24,16 @@ const (
 	// OtherNamespace: an image in a namespace other than the kubelet's,
 	// which the CRI, the kubelet and Eraser's runs never see.
 	OtherNamespace Kind = "other-namespace"
-	// OldLease: a lease older than Options.LeaseAge, which holds what a
-	// pull or import that ended long ago left.
+	// OldLease: a lease its client is done with (its expiry passed), or
+	// one of containerd's own pull and import clients older than
+	// Options.LeaseAge: what a pull or an import that ended long ago left
+	// (containerd_lease.go).
 	OldLease Kind = "old-lease"
+	// HeldLease: a lease of the kubelet's namespace older than
+	// Options.LeaseAge that its client holds on purpose (no expiry, BuildKit's
+	// gc.flat, a shape containerd's pull and import clients do not give):
+	// listed, with why, and never reclaimed.
+	HeldLease Kind = "held-lease"
 	// GCRoot: content or a snapshot labelled containerd.io/gc.root, which
 	// the garbage collector keeps whatever references it.
 	GCRoot Kind = "gc-root"
@@ -50,14 +61,21 @@ type Leftover struct {
 	// Records are every name of an image leftover (its tags, digests and
 	// ID), as one reclaim deletes them all.
 	Records []string `json:"records,omitempty"`
+	// Targets are what each of Records pointed at when read, by name: a
+	// name pointing elsewhere at its deletion (a pull, a retag) keeps the
+	// image.
+	Targets map[string]string `json:"targets,omitempty"`
+	// Lease is a lease leftover's record as read: its deletion goes ahead
+	// only while the lease is still this one.
+	Lease *ctrdrecords.Lease `json:"lease,omitempty"`
 }
 
 // Options set what counts as a leftover on containerd.
 type Options struct {
 	// CRINamespace is the kubelet's namespace, k8s.io.
 	CRINamespace string
-	// LeaseAge is the age past which a lease is a leftover: a pull's or
-	// an import's lease lives minutes.
+	// LeaseAge is the age past which a lease of containerd's own pull and
+	// import clients is a leftover: theirs live minutes.
 	LeaseAge time.Duration
 	Now      time.Time
 }

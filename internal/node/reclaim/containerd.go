@@ -1,9 +1,11 @@
 package reclaim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +14,10 @@ import (
 	imagesapi "github.com/containerd/containerd/api/services/images/v1"
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	"github.com/containerd/containerd/api/types"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
@@ -72,83 +77,135 @@ type reclaimer struct {
 func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
 	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
-	if why, err := r.imageProtected(ctx, l); err != nil {
+	why, gone, err := r.imageProtected(ctx, l)
+	switch {
+	case err != nil:
 		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
 		return res
-	} else if why != "" {
+	case gone:
+		return goneResult(res)
+	case why != "":
 		res.Outcome, res.Detail = Kept, why
 		return res
-	}
-	if r.dryRun {
+	case r.dryRun:
 		res.Outcome = WouldReclaim
 		return res
 	}
+	var deleted, repointed []string
+	synced := false
 	for i, name := range l.Records {
-		last := i == len(l.Records)-1
-		if _, err := r.c.Images().Delete(ctx, &imagesapi.DeleteImageRequest{Name: name, Sync: last}); err != nil && !ctrdrecords.IsNotFound(err) {
+		req := &imagesapi.DeleteImageRequest{Name: name, Sync: i == len(l.Records)-1}
+		// containerd 2.x deletes the record only while it still points at
+		// this target, and answers NotFound otherwise; 1.x ignores it, and
+		// the re-check just made is what keeps a re-pointed name there.
+		req.Target = &types.Descriptor{Digest: l.Targets[name]}
+		_, err := r.c.Images().Delete(ctx, req)
+		switch {
+		case err == nil:
+			deleted = append(deleted, name)
+			synced = synced || req.Sync
+		case !ctrdrecords.IsNotFound(err):
 			res.Outcome, res.Detail = Failed, fmt.Sprintf("deleting image record %s: %v", name, err)
+			return res
+		default:
+			if _, err := r.c.Images().Get(ctx, &imagesapi.GetImageRequest{Name: name}); err == nil {
+				repointed = append(repointed, name)
+			}
+		}
+	}
+	switch {
+	case len(deleted) == 0 && len(repointed) > 0:
+		res.Outcome, res.Detail = Kept, "re-pointed at another image during its deletion: "+strings.Join(repointed, ", ")
+		return res
+	case len(deleted) == 0:
+		return goneResult(res)
+	case !synced:
+		// The last record was deleted by something else: what ours held
+		// goes at a collection, made now so that it is freed on return.
+		if err := r.collectNow(ctx); err != nil {
+			res.Outcome, res.Detail = Failed, "records deleted, then running containerd's garbage collector: "+err.Error()
 			return res
 		}
 	}
 	res.Outcome = Reclaimed
+	if len(repointed) > 0 {
+		res.Detail = "kept, re-pointed at another image during the deletion: " + strings.Join(repointed, ", ")
+	}
+	return res
+}
+
+// goneResult is a leftover something else deleted since the node was
+// read: no bytes of it are the reclaim's.
+func goneResult(res Result) Result {
+	res.Outcome, res.Detail = Gone, "already gone: deleted by something else since the node was read"
+	res.Bytes = 0
 	return res
 }
 
 // imageProtected says why an image leftover must stay, read right before
-// its deletion: a record of it gained a name a pod can use (a pull of it
-// is under way), the runtime pins it, an exclusion protects it, or a
-// container of the kubelet's or of its namespace uses it.
-func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (string, error) {
-	target := ""
+// its deletion: a record of it points elsewhere than when read, or one
+// pointing at it gained a name a pull gave it, the runtime pins it, an
+// exclusion protects it, or a container of the kubelet's or of its
+// namespace uses it. gone: none of its records is there any more.
+func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (why string, gone bool, err error) {
 	img := cri.Image{}
+	var targets []string
 	for _, name := range l.Records {
 		resp, err := r.c.Images().Get(ctx, &imagesapi.GetImageRequest{Name: name})
 		if ctrdrecords.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		rec := resp.GetImage()
-		target = rec.GetTarget().GetDigest()
+		target, judged := rec.GetTarget().GetDigest(), l.Targets[name]
+		if target != judged {
+			return fmt.Sprintf("%s points at %s, not at %s as when the node was read: a pull or a retag since", name, target, cmp.Or(judged, "what was judged")), false, nil
+		}
+		if !slices.Contains(targets, target) {
+			targets = append(targets, target)
+		}
 		if rec.GetLabels()[pinnedLabel] == "pinned" {
 			img.Pinned = true
 		}
 		addName(&img, name)
 	}
-	if target == "" {
-		return "already gone", nil
+	if len(targets) == 0 {
+		return "", true, nil
 	}
-	all, err := r.c.Images().List(ctx, &imagesapi.ListImagesRequest{Filters: []string{"target.digest==" + target}})
-	if err != nil {
-		return "", err
-	}
-	for _, rec := range all.GetImages() {
-		if !slices.Contains(l.Records, rec.GetName()) {
-			return "a record named " + rec.GetName() + " appeared since the node was read", nil
+	for _, target := range targets {
+		all, err := r.c.Images().List(ctx, &imagesapi.ListImagesRequest{Filters: []string{"target.digest==" + target}})
+		if err != nil {
+			return "", false, err
+		}
+		for _, rec := range all.GetImages() {
+			if !slices.Contains(l.Records, rec.GetName()) {
+				return "a record named " + rec.GetName() + " appeared since the node was read", false, nil
+			}
 		}
 	}
 	var used protect.Containers
 	if l.Namespace == CRINamespace {
 		containers, err := r.rt.ListContainers(ctx)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		used = protect.NewContainers(containers)
 	}
 	if v := r.protect.Check(img, protect.Keys(img), used); v.Reason != protect.Removable {
-		return string(v.Reason) + ": " + v.Detail, nil
+		return string(v.Reason) + ": " + v.Detail, false, nil
 	}
 	cs, err := r.c.Containers().List(ctx, &containersapi.ListContainersRequest{})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, ct := range cs.GetContainers() {
 		if slices.Contains(l.Records, ct.GetImage()) {
-			return "in use: container " + ct.GetID() + " of namespace " + l.Namespace, nil
+			return "in use: container " + ct.GetID() + " of namespace " + l.Namespace, false, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // addName files a record's name as the CRI would show it: an ID, a
@@ -164,33 +221,103 @@ func addName(img *cri.Image, name string) {
 	}
 }
 
-// lease deletes a lease still older than the policy's age, synchronously.
+// lease re-reads a lease leftover and deletes it, synchronously, while it
+// is the very lease judged (its making, labels and what it holds as read)
+// and still an old lease by the policy's age.
 func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
 	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
-	ls, err := r.c.Leases().List(ctx, &leasesapi.ListRequest{Filters: []string{"id==" + l.Name}})
-	if err != nil {
+	now, err := r.readLease(ctx, l.Name)
+	switch {
+	case ctrdrecords.IsNotFound(err):
+		return goneResult(res)
+	case err != nil:
 		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
 		return res
 	}
-	if len(ls.GetLeases()) == 0 {
-		res.Outcome, res.Detail = Kept, "already gone"
+	if why := leaseChanged(l.Lease, now); why != "" {
+		res.Outcome, res.Detail = Kept, why
 		return res
 	}
-	if age := time.Since(ls.GetLeases()[0].GetCreatedAt().AsTime()); age < r.p.LeaseAge {
-		res.Outcome, res.Detail = Kept, fmt.Sprintf("made %s ago, under the lease age", age.Round(time.Second))
+	if kind, why := leftover.JudgeLease(now, r.p.LeaseAge, time.Now()); kind != leftover.OldLease {
+		res.Outcome, res.Detail = Kept, "no longer an old lease: "+cmp.Or(why, "made less than the lease age ago")
 		return res
 	}
 	if r.dryRun {
 		res.Outcome = WouldReclaim
 		return res
 	}
-	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); err != nil && !ctrdrecords.IsNotFound(err) {
+	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); ctrdrecords.IsNotFound(err) {
+		return goneResult(res)
+	} else if err != nil {
 		res.Outcome, res.Detail = Failed, "deleting the lease: "+err.Error()
 		return res
 	}
 	res.Outcome = Reclaimed
 	return res
+}
+
+// readLease reads the lease id of ctx's namespace as Read does; NotFound
+// when it is not there.
+func (r reclaimer) readLease(ctx context.Context, id string) (ctrdrecords.Lease, error) {
+	ls, err := r.c.Leases().List(ctx, &leasesapi.ListRequest{Filters: []string{"id==" + id}})
+	if err != nil {
+		return ctrdrecords.Lease{}, err
+	}
+	i := slices.IndexFunc(ls.GetLeases(), func(l *leasesapi.Lease) bool { return l.GetID() == id })
+	if i < 0 {
+		return ctrdrecords.Lease{}, status.Error(codes.NotFound, "lease "+id)
+	}
+	got := ls.GetLeases()[i]
+	resources, err := r.c.Leases().ListResources(ctx, &leasesapi.ListResourcesRequest{ID: id})
+	if err != nil {
+		return ctrdrecords.Lease{}, err
+	}
+	out := ctrdrecords.Lease{ID: id, CreatedAt: got.GetCreatedAt().AsTime(), Labels: got.GetLabels()}
+	for _, res := range resources.GetResources() {
+		out.Resources = append(out.Resources, ctrdrecords.Resource{Type: res.GetType(), ID: res.GetID()})
+	}
+	return out, nil
+}
+
+// leaseChanged says how a lease differs from the one judged: made anew
+// under its ID, labelled otherwise (its expiry among its labels), or
+// holding other content or snapshots; empty when it is the same.
+func leaseChanged(judged *ctrdrecords.Lease, now ctrdrecords.Lease) string {
+	switch {
+	case judged == nil:
+		return "its record was not read with it"
+	case !judged.CreatedAt.Equal(now.CreatedAt):
+		return "made anew since the node was read"
+	case !maps.Equal(judged.Labels, now.Labels):
+		return "its labels changed since the node was read"
+	}
+	key := func(r ctrdrecords.Resource) string { return r.Type + " " + r.ID }
+	was, is := sortedKeys(judged.Resources, key), sortedKeys(now.Resources, key)
+	if !slices.Equal(was, is) {
+		return fmt.Sprintf("what it holds changed since the node was read (%d resources then, %d now)", len(was), len(is))
+	}
+	return ""
+}
+
+func sortedKeys[T any](items []T, key func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, key(it))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// collectNow has containerd's garbage collector run now, and waits for
+// it: a synchronous deletion of a lease of our own, which holds nothing.
+func (r reclaimer) collectNow(ctx context.Context) error {
+	id := fmt.Sprintf("eraser-collect-%d", time.Now().UnixNano())
+	if _, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{leftover.LabelExpire: time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}); err != nil {
+		return err
+	}
+	_, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: id, Sync: true})
+	return err
 }
 
 // collect has containerd's garbage collector run and sweep its stores,
@@ -260,7 +387,7 @@ const leaseHeader = "containerd-lease"
 func (r reclaimer) sweep(ctx context.Context) error {
 	// Its expiry lets containerd drop it should this process die first.
 	id := fmt.Sprintf("eraser-sweep-%d", time.Now().UnixNano())
-	if _, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{"containerd.io/gc.expire": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}); err != nil {
+	if _, err := r.c.Leases().Create(ctx, &leasesapi.CreateRequest{ID: id, Labels: map[string]string{leftover.LabelExpire: time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}); err != nil {
 		return err
 	}
 	drop := func(err error) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/wire/leaseage"
 )
 
 // CRINamespace is containerd's namespace of the kubelet's images.
@@ -57,9 +58,10 @@ func kindList() string {
 type Policy struct {
 	// Kinds are reclaimed; others are listed.
 	Kinds map[leftover.Kind]bool
-	// Namespaces are the other namespaces whose images may be reclaimed:
-	// an image of another namespace is someone's, and only its namespace
-	// named here lets it go.
+	// Namespaces are the namespaces besides the kubelet's where images
+	// and leases may be reclaimed: another namespace is someone's (Docker's
+	// moby, BuildKit's buildkit), and only its name here lets its images
+	// and its forgotten pull and import leases go.
 	Namespaces map[string]bool
 	// Protect keeps what a removal keeps: exclusions, sandbox images.
 	Protect protect.Policy
@@ -96,8 +98,12 @@ const (
 	// WouldReclaim: a dry run's leftover the policy would reclaim.
 	WouldReclaim Outcome = "would reclaim"
 	Reclaimed    Outcome = "reclaimed"
-	// Kept: the re-check before its deletion found it protected.
-	Kept   Outcome = "kept"
+	// Kept: the re-check before its deletion found it protected, or
+	// changed since the node was read.
+	Kept Outcome = "kept"
+	// Gone: something else deleted it between the reading and its
+	// deletion; none of its bytes were freed by the reclaim.
+	Gone   Outcome = "gone"
 	Failed Outcome = "failed"
 )
 
@@ -114,17 +120,17 @@ type Result struct {
 // Ages are the margins that keep work in progress from being taken for
 // leftovers.
 type Ages struct {
-	// Lease: a containerd lease younger than this is a pull's or an
-	// import's.
+	// Lease: a lease of containerd's own pull and import clients younger
+	// than this is a pull's or an import's under way.
 	Lease time.Duration
 	// Record: CRI-O's records younger than this may be a pull's.
 	Record time.Duration
 }
 
 // DefaultAges: a pull's or an import's lease lives minutes; one a day old
-// holds what nothing finished. An hour for CRI-O's records, which a pull
-// writes before the image that holds them.
-var DefaultAges = Ages{Lease: 24 * time.Hour, Record: time.Hour}
+// holds what nothing finished (leaseage). An hour for CRI-O's records,
+// which a pull writes before the image that holds them.
+var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
 
 // Find reads the runtime's own records: containerd's through its CRI
 // endpoint (containerd's own API too: its unix socket, or its named pipe on
@@ -195,13 +201,27 @@ func Decide(found []leftover.Leftover, p Policy) (take []leftover.Leftover, list
 		switch {
 		case !p.Kinds[l.Kind]:
 			listed = append(listed, Result{Leftover: l, Outcome: Found})
-		case l.Kind == leftover.OtherNamespace && !p.Namespaces[l.Namespace]:
+		case !p.inScope(l):
 			listed = append(listed, Result{Leftover: l, Outcome: Found, Detail: "namespace " + l.Namespace + " is not named for reclaiming"})
 		default:
 			take = append(take, l)
 		}
 	}
 	return take, listed
+}
+
+// inScope tells a leftover of a namespace reclaim may act in: the
+// kubelet's, or one the policy names. Content is every namespace's and
+// CRI-O has none: their leftovers have no namespace. What containerd's
+// garbage collector removes by its own rules (unreferenced) is not the
+// policy's to scope: a collection of any namespace's makes it.
+func (p Policy) inScope(l leftover.Leftover) bool {
+	switch l.Kind {
+	case leftover.OtherNamespace, leftover.OldLease:
+		return l.Namespace == CRINamespace || p.Namespaces[l.Namespace]
+	default:
+		return true
+	}
 }
 
 // Runtime is the part of the CRI client a re-check reads.

@@ -18,6 +18,7 @@ func TestParseKinds(t *testing.T) {
 		"none":              {in: "", want: map[leftover.Kind]bool{}},
 		"two, spaced":       {in: "unnamed-image, old-lease", want: map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true}},
 		"a gc.root is kept": {in: "gc-root", wantErr: true},
+		"a held lease too":  {in: "held-lease", wantErr: true},
 		"CRI-O's":           {in: "orphan-container,unreferenced-layer", want: map[leftover.Kind]bool{leftover.OrphanContainer: true, leftover.UnreferencedLayer: true}},
 		"a typo":            {in: "unamed-image", wantErr: true},
 	}
@@ -40,7 +41,12 @@ func TestDecide(t *testing.T) {
 		{Kind: leftover.OtherNamespace, Namespace: "default", Name: "busybox:1"},
 		{Kind: leftover.OtherNamespace, Namespace: "moby", Name: "nginx:1"},
 		{Kind: leftover.OldLease, Namespace: "k8s.io", Name: "lease"},
+		{Kind: leftover.OldLease, Namespace: "moby", Name: "moby-lease"},
+		{Kind: leftover.OldLease, Namespace: "tools", Name: "tools-lease"},
+		{Kind: leftover.HeldLease, Namespace: "k8s.io", Name: "held"},
 		{Kind: leftover.GCRoot, Namespace: "k8s.io", Name: "sha256:r"},
+		{Kind: leftover.GCRoot, Namespace: "buildkit", Name: "sha256:pinned"},
+		{Kind: leftover.Unreferenced, Namespace: "buildkit", Name: "overlayfs/1"},
 	}
 	cases := map[string]struct {
 		p         Policy
@@ -48,12 +54,31 @@ func TestDecide(t *testing.T) {
 		listedWhy map[string]string
 	}{
 		"off: everything listed": {
-			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "sha256:r": ""},
+			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "moby-lease": "", "tools-lease": "", "held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
 		},
 		"other namespaces only when named": {
-			p:         Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true, leftover.UnnamedImage: true}, Namespaces: map[string]bool{"default": true}},
-			take:      []string{"sha256:a", "busybox:1"},
-			listedWhy: map[string]string{"nginx:1": "namespace moby is not named for reclaiming", "lease": "", "sha256:r": ""},
+			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true, leftover.UnnamedImage: true}, Namespaces: map[string]bool{"default": true}},
+			take: []string{"sha256:a", "busybox:1"},
+			listedWhy: map[string]string{"nginx:1": "namespace moby is not named for reclaiming", "lease": "", "moby-lease": "", "tools-lease": "", "held": "",
+				"sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
+		},
+		"old leases of the kubelet's namespace alone by default": {
+			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}},
+			take: []string{"lease"},
+			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "moby-lease": "namespace moby is not named for reclaiming",
+				"tools-lease": "namespace tools is not named for reclaiming", "held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
+		},
+		"old leases of a namespace named": {
+			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}, Namespaces: map[string]bool{"tools": true}},
+			take: []string{"lease", "tools-lease"},
+			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "moby-lease": "namespace moby is not named for reclaiming",
+				"held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
+		},
+		"unreferenced: containerd's own collection, whatever the namespace": {
+			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}},
+			take: []string{"overlayfs/1"},
+			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "moby-lease": "", "tools-lease": "", "held": "",
+				"sha256:r": "", "sha256:pinned": ""},
 		},
 	}
 	for name, c := range cases {

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/errdefs"
+	"github.com/google/go-cmp/cmp"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
@@ -46,7 +47,8 @@ func image(t *testing.T, tag string, size int) testcontainerd.Image {
 	return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
 }
 
-// TestReclaimOnContainerd: every kind of leftover on a real containerd,
+// TestReclaimOnContainerd: every kind of leftover on a real containerd
+// (a lease a killed pull's client left among them),
 // reclaimed by the policy through containerd's own API, but for what a
 // re-check right before its deletion finds protected: a container using
 // it (started before the node was read, or between the reading and the
@@ -76,9 +78,9 @@ func TestReclaimOnContainerd(t *testing.T) {
 	n.ImportInto(t, "default", image(t, "example.com/reclaim/in-default:1", 8*mib))
 	keptNs := image(t, "example.com/reclaim/in-kept-ns:1", 2*mib)
 	n.ImportInto(t, "kept-ns", keptNs)
-	stuck := n.Lease(t, "import-never-ended")
+	stuck := n.ClientLease(t, testleftovers.CRINamespace)
 	leased := bytes.Repeat([]byte("l"), 5*mib)
-	n.Blob(t, stuck.ID, leased, nil)
+	n.Blob(t, stuck, leased, nil)
 	rootLease := n.Lease(t, "root-writer")
 	rooted := bytes.Repeat([]byte("r"), 1*mib)
 	n.Blob(t, rootLease.ID, rooted, map[string]string{"containerd.io/gc.root": "kept"})
@@ -99,7 +101,7 @@ func TestReclaimOnContainerd(t *testing.T) {
 	// Between the reading and the deletions: a container starts from one
 	// leftover, a pull names another again.
 	n.RunContainer(t, "after", usedAfterID)
-	if _, err := n.Client.ImageService().Create(testleftovers.K8s(), images.Image{Name: "example.com/reclaim/pulled-again:1", Target: mustGet(t, n, pulledAgainID).Target}); err != nil {
+	if _, err := n.Client.ImageService().Create(testleftovers.K8s(), images.Image{Name: "example.com/reclaim/pulled-again:1", Target: mustGet(t, n, testleftovers.CRINamespace, pulledAgainID).Target}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -126,7 +128,7 @@ func TestReclaimOnContainerd(t *testing.T) {
 		"k8s.io " + pulledAgainID:                     reclaim.Kept,
 		"default example.com/reclaim/in-default:1":    reclaim.Reclaimed,
 		"kept-ns example.com/reclaim/in-kept-ns:1":    reclaim.Found,
-		"k8s.io import-never-ended":                   reclaim.Reclaimed,
+		"k8s.io " + stuck:                             reclaim.Reclaimed,
 		"k8s.io " + digest.FromBytes(rooted).String(): reclaim.Found,
 	}
 	for k, w := range want {
@@ -164,9 +166,9 @@ func TestReclaimOnContainerd(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, n testleftovers.Node, name string) images.Image {
+func mustGet(t *testing.T, n testleftovers.Node, ns, name string) images.Image {
 	t.Helper()
-	img, err := n.Client.ImageService().Get(testleftovers.K8s(), name)
+	img, err := n.Client.ImageService().Get(testleftovers.In(ns), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +272,172 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	}
 	if _, err := os.Stat(blobPath); !os.IsNotExist(err) {
 		t.Errorf("unseen, the sweep left the blob no record names (%v)", err)
+	}
+}
+
+// TestReclaimLeavesOthersLeases: on a node whose containerd Docker Engine
+// (its containerd image store) and BuildKit share with the kubelet, their
+// leases hold what they keep on purpose, without expiry: Docker's a
+// container's writable layer (a lease in namespace moby named after the
+// container), BuildKit's its cache (gc.flat, in buildkit, or in k8s.io
+// where it shares the kubelet's images). Reclaiming old-lease, however
+// old they are and whatever namespaces are named, leaves them and what
+// they hold; it takes a lease whose expiry passed, the lease of an import
+// whose client (ctr, containerd's own) was killed, and such a lease of
+// another namespace only once the policy names it.
+func TestReclaimLeavesOthersLeases(t *testing.T) {
+	n := startNode(t)
+	docker := n.DockerContainer(t, image(t, "example.com/reclaim/docker-base:1", 2*mib))
+	buildkit := n.BuildKitCache(t, "buildkit", bytes.Repeat([]byte("b"), 2*mib))
+	shared := n.BuildKitCache(t, testleftovers.CRINamespace, bytes.Repeat([]byte("s"), 1*mib))
+	forgotten := n.ClientLease(t, "moby")
+	n.BlobIn(t, "moby", forgotten, bytes.Repeat([]byte("m"), 1*mib), nil)
+	// A real client's: ctr's import, killed.
+	killed, killedBlobs := n.KilledImport(t, testleftovers.CRINamespace, image(t, "example.com/reclaim/killed-import:1", 48*mib))
+	// Last: nothing is deleted after it until the reclaim, so containerd's
+	// own collection does not drop it first.
+	expiredBlob := bytes.Repeat([]byte("e"), 3*mib)
+	expired := n.ExpiredLease(t, testleftovers.CRINamespace, expiredBlob)
+
+	client := n.Containerd.Client(t)
+	reclaimLeases := func(namespaces map[string]bool) map[string]string {
+		t.Helper()
+		found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}, Namespaces: namespaces}, false)
+		got := map[string]string{}
+		for _, r := range results {
+			t.Logf("%s %s %s: %s (%d bytes) %s; %s", r.Kind, r.Namespace, r.Name, r.Outcome, r.Bytes, r.Why, r.Detail)
+			if r.Kind == leftover.OldLease || r.Kind == leftover.HeldLease {
+				got[r.Namespace+" "+r.Name] = string(r.Kind) + " " + string(r.Outcome) + " " + r.Detail
+			}
+		}
+		return got
+	}
+	// Docker's and BuildKit's leases of their own namespaces are not
+	// listed; BuildKit's in k8s.io is, as held.
+	want := map[string]string{
+		"k8s.io " + expired:      "old-lease reclaimed ",
+		"k8s.io " + killed:       "old-lease reclaimed ",
+		"k8s.io " + shared.Lease: "held-lease leftover ",
+		"moby " + forgotten:      "old-lease leftover namespace moby is not named for reclaiming",
+	}
+	if diff := cmp.Diff(want, reclaimLeases(nil)); diff != "" {
+		t.Errorf("leases, by default (-want +got):\n%s", diff)
+	}
+	if n.HasLease(t, testleftovers.CRINamespace, expired) || n.HasBlob(t, testleftovers.CRINamespace, digest.FromBytes(expiredBlob).String()) {
+		t.Error("the expired lease, or the blob only it held, is still there")
+	}
+	if n.HasLease(t, testleftovers.CRINamespace, killed) {
+		t.Error("the killed import's lease is still there")
+	}
+	for _, b := range killedBlobs {
+		if n.HasBlob(t, testleftovers.CRINamespace, b) {
+			t.Errorf("blob %s, which only the killed import's lease held, is still there", b)
+		}
+	}
+	others := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			what string
+			ok   bool
+		}{
+			{"Docker's container lease", n.HasLease(t, "moby", docker.ID)},
+			{"Docker's container snapshot", n.HasSnapshot(t, "moby", docker.ID)},
+			{"BuildKit's lease", n.HasLease(t, "buildkit", buildkit.Lease)},
+			{"BuildKit's blob", n.HasBlob(t, "buildkit", buildkit.Blob)},
+			{"BuildKit's snapshot", n.HasSnapshot(t, "buildkit", buildkit.Snapshot)},
+			{"BuildKit's lease in k8s.io", n.HasLease(t, testleftovers.CRINamespace, shared.Lease)},
+			{"BuildKit's blob in k8s.io", n.HasBlob(t, testleftovers.CRINamespace, shared.Blob)},
+			{"BuildKit's snapshot in k8s.io", n.HasSnapshot(t, testleftovers.CRINamespace, shared.Snapshot)},
+		} {
+			if !c.ok {
+				t.Errorf("%s: %s is gone", when, c.what)
+			}
+		}
+		if b, err := os.ReadFile(docker.File); err != nil || string(b) != "a container's data" {
+			t.Errorf("%s: the file Docker's container wrote: %q, %v", when, b, err)
+		}
+	}
+	others("by default")
+
+	// Namespaces named: a forgotten pull's lease there goes; Docker's and
+	// BuildKit's stay.
+	want = map[string]string{
+		"k8s.io " + shared.Lease: "held-lease leftover ",
+		"moby " + forgotten:      "old-lease reclaimed ",
+	}
+	if diff := cmp.Diff(want, reclaimLeases(map[string]bool{"moby": true, "buildkit": true})); diff != "" {
+		t.Errorf("leases, moby and buildkit named (-want +got):\n%s", diff)
+	}
+	others("moby and buildkit named")
+}
+
+// TestReclaimKeepsRetaggedNames: an image of a named namespace is deleted
+// only while each of its names points where it pointed when the node was
+// read. A pull that re-points one of its names at another image in
+// between (a new version under the same tag) keeps the image, with why,
+// and the image the name now names; an image another client deleted in
+// between is reported gone, not reclaimed.
+func TestReclaimKeepsRetaggedNames(t *testing.T) {
+	n := startNode(t)
+	app := image(t, "example.com/retag/app:1", 2*mib)
+	app.Tags = append(app.Tags, "example.com/retag/app:stable")
+	newer := image(t, "example.com/retag/app:2", 2*mib)
+	n.ImportInto(t, "default", app, newer, image(t, "example.com/retag/gone:1", 1*mib))
+
+	client := n.Containerd.Client(t)
+	found, err := reclaim.Find(context.Background(), client, "", reclaim.Ages{Lease: 0}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testleftovers.In("default")
+	oldTarget := mustGet(t, n, "default", "example.com/retag/app:stable").Target.Digest
+	newTarget, err := n.Client.ImageService().Get(ctx, "example.com/retag/app:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retagged, err := n.Client.ImageService().Get(ctx, "example.com/retag/app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retagged.Target = newTarget.Target
+	if _, err := n.Client.ImageService().Update(ctx, retagged, "target"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Client.ImageService().Delete(ctx, "example.com/retag/gone:1"); err != nil {
+		t.Fatal(err)
+	}
+
+	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true}, Namespaces: map[string]bool{"default": true}}, false)
+	got := map[string]string{}
+	for _, r := range results {
+		t.Logf("%s %s %s: %s (%d bytes) %s", r.Kind, r.Namespace, r.Name, r.Outcome, r.Bytes, r.Detail)
+		if r.Namespace == "default" {
+			got[r.Name] = string(r.Outcome) + ": " + r.Detail
+		}
+	}
+	want := map[string]string{
+		"example.com/retag/app:1 (and 1 more names)": "kept: example.com/retag/app:1 points at " + newTarget.Target.Digest.String() + ", not at " + oldTarget.String() + " as when the node was read: a pull or a retag since",
+		"example.com/retag/app:2":                    "kept: a record named example.com/retag/app:1 appeared since the node was read",
+		"example.com/retag/gone:1":                   "gone: already gone: deleted by something else since the node was read",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for name, target := range map[string]string{"example.com/retag/app:1": newTarget.Target.Digest.String(), "example.com/retag/app:stable": oldTarget.String()} {
+		img, ok := n.Image(t, "default", name)
+		switch {
+		case !ok:
+			t.Errorf("%s is gone", name)
+		case img.Target().Digest.String() != target:
+			t.Errorf("%s points at %s, want %s", name, img.Target().Digest, target)
+		default:
+			if unpacked, err := img.IsUnpacked(ctx, testleftovers.Snapshotter); err != nil || !unpacked {
+				t.Errorf("%s's content or snapshot is gone (unpacked: %v, %v)", name, unpacked, err)
+			}
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/leaseage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -31,6 +32,11 @@ type LeftoverFlags struct {
 	// CRIORunRoot is CRI-O's run root, where containers/storage records
 	// which layers are mounted; reclaiming on CRI-O reads it.
 	CRIORunRoot string
+	// MinLeaseAge is the least LeaseAge with which old-lease is reclaimed:
+	// the worker's is the configuration's least leaseAge (leaseage.Min),
+	// a pull under way being older; "eraser node prune", run by hand on a
+	// node whose pulls its operator knows, takes any. Listing takes any.
+	MinLeaseAge time.Duration
 }
 
 // Bind registers the flags.
@@ -38,7 +44,7 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Find, "find-leftovers", true, "after the removals, look for what removals left on the runtime (containerd's and CRI-O's own records) and report it")
 	fs.StringVar(&f.Reclaim, "reclaim", "", "comma-separated kinds of leftover to delete ("+strings.Join(kindNames(), ", ")+"); empty: report them only")
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
-	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a containerd lease older than this holds a leftover; younger, a pull or an import")
+	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+leaseage.Min.String())
 	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
 	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
 }
@@ -64,6 +70,9 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
+	}
+	if kinds[leftover.OldLease] && f.LeaseAge < f.MinLeaseAge {
+		return nil, fmt.Errorf("--lease-age %s: reclaiming old-lease takes at least %s, as a pull under way holds its lease that long", f.LeaseAge, f.MinLeaseAge)
 	}
 	if !f.Find {
 		if len(kinds) > 0 {
@@ -145,6 +154,8 @@ func tally(ctx context.Context, log *slog.Logger, results []reclaim.Result) *wor
 			out.SweptBytes += r.Bytes
 			out.ReclaimedBytes += r.Bytes
 			out.SweptUnknown = out.SweptUnknown || r.BytesUnknown
+		case r.Outcome == reclaim.Gone:
+			// Something else deleted it: neither left nor reclaimed.
 		case r.Outcome == reclaim.Reclaimed || r.Outcome == reclaim.WouldReclaim:
 			out.Reclaimed++
 			out.ReclaimedBytes += r.Bytes

@@ -58,6 +58,35 @@ func TestLeftoverFlagsAges(t *testing.T) {
 	}
 }
 
+// TestLeftoverFlagsLeaseAgeFloor: the remover reclaims old-lease only
+// with a lease age the configuration would take; it lists with any, and
+// a prune run by hand (no floor) reclaims with any.
+func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
+	cases := map[string]struct {
+		flags   LeftoverFlags
+		wantErr bool
+	}{
+		"the default":                     {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: reclaim.DefaultAges.Lease, MinLeaseAge: config.MinLeaseAge}},
+		"the least":                       {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: config.MinLeaseAge, MinLeaseAge: config.MinLeaseAge}},
+		"under it, reclaiming old-lease":  {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image,old-lease", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}, wantErr: true},
+		"under it, old-lease not claimed": {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}},
+		"under it, by hand":               {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: 0}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.flags.Leftovers(nil, "", nil)
+			if (err != nil) != c.wantErr {
+				t.Errorf("error %v, want one: %v", err, c.wantErr)
+			}
+		})
+	}
+	var cmd Command
+	cmd.Bind(flag.NewFlagSet("remover", flag.ContinueOnError))
+	if cmd.Leftover.MinLeaseAge != config.MinLeaseAge {
+		t.Errorf("the remover's least lease age is %s, the configuration's %s", cmd.Leftover.MinLeaseAge, config.MinLeaseAge)
+	}
+}
+
 // TestLeftoverDefaultsMatchConfig: what the configuration documents as
 // the default is what a remover given no flag uses.
 func TestLeftoverDefaultsMatchConfig(t *testing.T) {
@@ -99,6 +128,11 @@ func TestTally(t *testing.T) {
 			results:   []reclaim.Result{res(leftover.Unreferenced, "sha256:c", mib, reclaim.Reclaimed), swept},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 7 * mib, SweptBytes: 6 * mib},
 			lineBytes: map[string]float64{"sha256:c": mib, reclaim.SweptStores: 6 * mib},
+		},
+		"gone before its deletion": {
+			results:   []reclaim.Result{res(leftover.OldLease, "l", 0, reclaim.Gone), res(leftover.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed)},
+			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 3 * mib},
+			lineBytes: map[string]float64{"l": 0, "sha256:a": 3 * mib},
 		},
 		"the sweep unmeasured": {
 			results:   []reclaim.Result{unknown},

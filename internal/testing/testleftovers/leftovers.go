@@ -112,8 +112,8 @@ func (n Node) ImportInto(t testing.TB, ns string, imgs ...testcontainerd.Image) 
 	}
 }
 
-// Lease makes a lease of the kubelet's namespace without an expiry, as a
-// pull or an import does.
+// Lease makes a lease of the kubelet's namespace named id, without an
+// expiry: a client's that holds what it names on purpose, not a pull's.
 func (n Node) Lease(t testing.TB, id string) leases.Lease {
 	t.Helper()
 	l, err := n.Client.LeasesService().Create(K8s(), leases.WithID(id))
@@ -123,11 +123,18 @@ func (n Node) Lease(t testing.TB, id string) leases.Lease {
 	return l
 }
 
-// Blob writes data into the content store under the lease leaseID,
-// labelled.
+// Blob writes data into the content store under the lease leaseID of the
+// kubelet's namespace, labelled.
 func (n Node) Blob(t testing.TB, leaseID string, data []byte, labels map[string]string) {
 	t.Helper()
-	ctx := leases.WithLease(K8s(), leaseID)
+	n.BlobIn(t, CRINamespace, leaseID, data, labels)
+}
+
+// BlobIn writes data into the content store under the lease leaseID of
+// namespace ns, labelled.
+func (n Node) BlobIn(t testing.TB, ns, leaseID string, data []byte, labels map[string]string) {
+	t.Helper()
+	ctx := leases.WithLease(In(ns), leaseID)
 	dgst := digest.FromBytes(data)
 	desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: dgst, Size: int64(len(data))}
 	if err := content.WriteBlob(ctx, n.Client.ContentStore(), dgst.String(), bytes.NewReader(data), desc, content.WithLabels(labels)); err != nil {
@@ -156,7 +163,8 @@ type Made struct {
 	UnnamedID string
 	// OtherNamespace is an image of namespace "default".
 	OtherNamespace string
-	// Lease is a lease no one ended.
+	// Lease is the ID of a lease of containerd's own client that no one
+	// ended: an old-lease under a lease age of zero.
 	Lease string
 	// Root is content labelled as a garbage-collection root.
 	Root string
@@ -169,19 +177,20 @@ type Made struct {
 //     it did not (containerd#13875): 3 MiB of random bytes, twice (its
 //     blob and its snapshot);
 //   - an image in namespace default, 2 MiB twice;
-//   - a lease an import never ended, holding a 1 MiB blob nothing else
-//     holds;
+//   - a lease an import never ended, made as containerd's own client
+//     makes it (a random ID, an expiry a day later), holding a 1 MiB blob
+//     nothing else holds;
 //   - a blob of 1 MiB and a byte labelled containerd.io/gc.root, whose own
 //     lease ended;
 //
 // and an image of the kubelet's with its name, which is none.
 func Make(t testing.TB, n Node) Made {
 	t.Helper()
-	m := Made{OtherNamespace: "example.com/leftover/other:1", Lease: "import-never-ended", Kept: "example.com/leftover/kept:1"}
+	m := Made{OtherNamespace: "example.com/leftover/other:1", Kept: "example.com/leftover/kept:1"}
 	n.Import(t, testcontainerd.Image{Tags: []string{m.Kept}, RandomBytes: 1 * mib})
 	m.UnnamedID = n.IDOnly(t, testcontainerd.Image{Tags: []string{"example.com/leftover/cut:1"}, RandomBytes: 3 * mib})
 	n.ImportInto(t, "default", testcontainerd.Image{Tags: []string{m.OtherNamespace}, RandomBytes: 2 * mib})
-	n.Lease(t, m.Lease)
+	m.Lease = n.ClientLease(t, CRINamespace)
 	n.Blob(t, m.Lease, bytes.Repeat([]byte("l"), 1*mib), nil)
 	// The root's own lease ends: its label alone keeps it.
 	rootLease := n.Lease(t, "root-writer")
@@ -225,6 +234,19 @@ func (m Made) Missing(found []leftover.Leftover) []string {
 		}
 	}
 	return out
+}
+
+// checkFound is whether a record was there: err nil, or containerd's
+// NotFound; any other error fails the test.
+func checkFound(t testing.TB, err error) bool {
+	t.Helper()
+	if errdefs.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
 
 // Find is the leftover of kind whose name starts with name.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/eraser-oss/eraser/internal/wire/leaseage"
 )
 
 // Leftovers is what the removers do with what removals left on the
@@ -16,8 +18,10 @@ import (
 type Leftovers struct {
 	// Reclaim are the kinds of leftover deleted; empty: none.
 	Reclaim []string
-	// Namespaces are containerd's namespaces besides k8s.io whose images
-	// other-namespace deletes.
+	// Namespaces are containerd's namespaces besides k8s.io where the
+	// containerd kinds act: other-namespace deletes their images, old-lease
+	// their forgotten pull and import leases. Any other namespace is
+	// someone else's (Docker's moby, BuildKit's buildkit) and untouched.
 	Namespaces []string
 	// LeaseAge is the age past which a containerd lease holds a leftover;
 	// 0: the workers' default (DefaultLeaseAge).
@@ -59,11 +63,12 @@ func (l Leftovers) RunRoot() string {
 
 // DefaultLeaseAge: a pull's or an import's lease lives minutes; one a day
 // old holds what nothing finished.
-const DefaultLeaseAge = 24 * time.Hour
+const DefaultLeaseAge = leaseage.Default
 
-// MinLeaseAge bounds leaseAge from below: a slow pull of a large image on
-// a slow link holds its lease for many minutes.
-const MinLeaseAge = time.Hour
+// MinLeaseAge bounds leaseAge from below, as the remover bounds its
+// --lease-age: a slow pull of a large image on a slow link holds its
+// lease for many minutes.
+const MinLeaseAge = leaseage.Min
 
 // DefaultRecordAge: a pull on CRI-O writes each layer's record as the
 // layer lands and the image's record, which holds them, only at its end.
@@ -103,8 +108,8 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 			out.Namespaces = append(out.Namespaces, ns)
 		}
 	}
-	if len(out.Namespaces) > 0 && !slices.Contains(out.Reclaim, "other-namespace") {
-		c.warn(p.Child("namespaces"), "has no effect unless reclaim lists other-namespace")
+	if len(out.Namespaces) > 0 && !slices.Contains(out.Reclaim, "other-namespace") && !slices.Contains(out.Reclaim, "old-lease") {
+		c.warn(p.Child("namespaces"), "has no effect unless reclaim lists other-namespace or old-lease")
 	}
 	if slices.Contains(out.Reclaim, "other-namespace") && len(out.Namespaces) == 0 {
 		c.warn(p.Child("reclaim"), "other-namespace reclaims nothing until namespaces names one")

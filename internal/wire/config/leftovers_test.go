@@ -24,7 +24,11 @@ func TestLeftovers(t *testing.T) {
 		"namespaces without other-namespace": {
 			doc:      "{reclaim: [unnamed-image], namespaces: [default]}",
 			want:     Leftovers{Reclaim: []string{"unnamed-image"}, Namespaces: []string{"default"}},
-			warnings: []string{"manager.leftovers.namespaces: has no effect unless reclaim lists other-namespace"},
+			warnings: []string{"manager.leftovers.namespaces: has no effect unless reclaim lists other-namespace or old-lease"},
+		},
+		"namespaces for old-lease alone": {
+			doc:  "{reclaim: [old-lease], namespaces: [tools]}",
+			want: Leftovers{Reclaim: []string{"old-lease"}, Namespaces: []string{"tools"}},
 		},
 		"other-namespace without namespaces": {
 			doc:      "{reclaim: [other-namespace]}",
