@@ -182,7 +182,8 @@ func Build(p Params) (*corev1.Pod, error) {
 		}})
 		exclusions = append(exclusions, corev1.VolumeMount{Name: volumeName(vol), MountPath: podpaths.Join(p.OS, podpaths.ExclusionDir(p.OS), vol), ReadOnly: true})
 	}
-	judges := append(append([]corev1.VolumeMount{}, socket...), exclusions...)
+	// What the collector and the remover both mount, whatever the run.
+	nodeMounts := concat(socket, exclusions)
 
 	pprof := []string{"--enable-pprof=" + strconv.FormatBool(cfg.Manager.Profile.Enabled), "--pprof-port=" + strconv.Itoa(cfg.Manager.Profile.Port)}
 	base := []string{"--log-level=" + p.LogLevel, "--exclusion-dir=" + podpaths.ExclusionDir(p.OS)}
@@ -205,7 +206,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
-		mounts := concat(judges, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts)
+		mounts := concat(nodeMounts, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[0])
 	case KindCollector:
@@ -216,7 +217,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, ret.volumes...)
 		// The scanner judges images by their content alone: the node's
 		// history and filesystem are the collector's and remover's.
-		workerMounts := concat(judges, shared, ret.mounts)
+		workerMounts := concat(nodeMounts, shared, ret.mounts)
 		// Each wait for a peer follows the scan's deadline (config.Waits):
 		// the remover waits for the scanner's list through the whole scan.
 		handoff := "--handoff-timeout=" + cfg.Waits(true).Handoff.String()
@@ -251,9 +252,9 @@ func Build(p Params) (*corev1.Pod, error) {
 			}
 			if p.OS == podpaths.Linux {
 				if !hostPathAt(cfg, ScannerCacheDir) {
-					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(ScanCacheLimit.DeepCopy())}}})
+					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(scanCacheLimit.DeepCopy())}}})
 				}
-				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(ScanTmpLimit.DeepCopy())}}})
+				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(scanTmpLimit.DeepCopy())}}})
 				if p.ScanService != "" {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
 					if pod.Annotations == nil {
@@ -304,8 +305,9 @@ func container(p Params, name string, comp config.Component, args []string, moun
 		// out because the manager depends on it.
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		// Root is needed for the runtime socket, nothing else: no privilege,
-		// no capabilities, nothing written outside the volumes.
+		// Root is needed for the runtime socket and the runtime's image
+		// store, which are root's, nothing else: no privilege, no
+		// capabilities, nothing written outside the volumes.
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			Privileged:               ptr.To(false),

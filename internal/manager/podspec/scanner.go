@@ -33,8 +33,8 @@ func scannerSocket(p Params, socket []corev1.VolumeMount) []corev1.VolumeMount {
 // unpacked, its archive; /tmp holds what Trivy copies out of one layer at
 // a time to analyse it.
 var (
-	ScanCacheLimit = resource.MustParse("4Gi")
-	ScanTmpLimit   = resource.MustParse("8Gi")
+	scanCacheLimit = resource.MustParse("4Gi")
+	scanTmpLimit   = resource.MustParse("8Gi")
 )
 
 func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {
