@@ -24,7 +24,7 @@ import (
 // CRI-O's leftovers: root, and the file writable.
 func storeFile(t *testing.T) (path string, content []byte) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "layers.json")
+	path = filepath.Join(tempDir(t), "layers.json")
 	content = []byte(`[{"id":"` + strings.Repeat("a", 64) + `","parent":"","created":"2026-12-01T00:00:00Z"}]`)
 	if err := os.WriteFile(path, content, 0o600); err != nil {
 		t.Fatal(err)
@@ -32,11 +32,30 @@ func storeFile(t *testing.T) (path string, content []byte) {
 	return path, content
 }
 
-// symlink makes a link, or skips where the platform lets no one but an
-// administrator make one.
+// tempDir is t.TempDir without its check that the directory was removed,
+// which Wine cannot remove the way Go asks it to.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ho")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// symlink makes a link, or skips where the platform makes none a program
+// can see as one: Windows lets no one but an administrator make one, and
+// Wine's are not Windows' links.
 func symlink(t *testing.T, target, link string) {
 	t.Helper()
-	if err := os.Symlink(target, link); err != nil {
+	err := os.Symlink(target, link)
+	if err == nil && runtime.GOOS == "windows" {
+		if st, lerr := os.Lstat(link); lerr != nil || st.Mode()&os.ModeSymlink == 0 {
+			t.Skipf("the link made here is not one (lstat: %v)", lerr)
+		}
+	}
+	if err != nil {
 		if runtime.GOOS == "windows" {
 			t.Skipf("no symbolic links here: %v", err)
 		}
@@ -175,7 +194,7 @@ func TestReadCollectedRefuses(t *testing.T) {
 	}{
 		"a link to another list": {
 			plant: func(t *testing.T, record string) {
-				other := filepath.Join(t.TempDir(), "wider.json")
+				other := filepath.Join(tempDir(t), "wider.json")
 				data, _ := Encode(sample)
 				if err := os.WriteFile(other, data, 0o600); err != nil {
 					t.Fatal(err)
@@ -183,6 +202,14 @@ func TestReadCollectedRefuses(t *testing.T) {
 				symlink(t, other, record)
 			},
 			want: "symbolic link",
+		},
+		"a directory": {
+			plant: func(t *testing.T, record string) {
+				if err := os.Mkdir(record, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "is a directory",
 		},
 		"a FIFO": {
 			plant: func(t *testing.T, record string) {
@@ -198,7 +225,7 @@ func TestReadCollectedRefuses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := tempDir(t)
 			tc.plant(t, filepath.Join(dir, Collected))
 			done := make(chan error, 1)
 			go func() { _, err := ReadCollected(dir); done <- err }()
