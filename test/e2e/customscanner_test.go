@@ -8,6 +8,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -110,4 +111,72 @@ func playScanner(ctx context.Context, shared string, choose func([]handoff.Image
 		return err
 	}
 	return done.Wait(ctx)
+}
+
+// TestHandoffLinkNotFollowed: a scanner that replaces its completion
+// endpoint with a link to a file the remover may write (here a stand-in
+// for CRI-O's layers.json, which a remover reclaiming CRI-O's leftovers
+// may write) gets nothing written: the remover refuses the link, says why,
+// and the file is byte for byte as it was.
+func TestHandoffLinkNotFollowed(t *testing.T) {
+	onEveryRuntime(t, func(t *testing.T, n *workerNode) {
+		before := n.present(t)
+		store := filepath.Join(t.TempDir(), "layers.json")
+		content := []byte(`[{"id":"` + strings.Repeat("a", 64) + `","created":"2026-12-01T00:00:00Z"}]`)
+		if err := os.WriteFile(store, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		shared := workertest.SharedDir(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// The scanner publishes its endpoint as the protocol says, takes the
+		// collector's list, then puts the link in its endpoint's place
+		// before it sends its own list (the remover signals only after it
+		// has that list), and leaves the link there.
+		scanErr := make(chan error, 1)
+		go func() {
+			tr := handoff.FIFO{}
+			endpoint := handoff.Path(shared, handoff.EraseCompleteScan)
+			if _, err := tr.PublishCompletion(endpoint); err != nil {
+				scanErr <- err
+				return
+			}
+			if _, err := tr.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan)); err != nil {
+				scanErr <- err
+				return
+			}
+			if err := os.Remove(endpoint); err != nil {
+				scanErr <- err
+				return
+			}
+			if err := os.Symlink(store, endpoint); err != nil {
+				scanErr <- err
+				return
+			}
+			scanErr <- tr.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), []handoff.Image{})
+		}()
+		collector, remover := pipelineRun(t, ctx, n.CRIEndpoint(), shared, "", false)
+		if err := <-scanErr; err != nil {
+			t.Fatalf("scanner: %v", err)
+		}
+		got, err := os.ReadFile(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, content) {
+			t.Errorf("the file behind the link was written: %q, was %q", got, content)
+		}
+		for _, want := range []string{"could not tell the scanner that removal finished", "symbolic link", "never followed", "not a hand-off endpoint"} {
+			if !strings.Contains(remover.Stderr, want) {
+				t.Errorf("the remover's log does not say %q\n%s", want, remover.Stderr)
+			}
+		}
+		if remover.Code != 0 || collector.Code != 0 {
+			t.Errorf("remover exit %d, collector exit %d: the scanner's list was valid (empty) and the collector's endpoint untouched\ncollector:\n%s\nremover:\n%s",
+				remover.Code, collector.Code, collector.Stderr, remover.Stderr)
+		}
+		if diff := cmp.Diff(before, n.present(t)); diff != "" {
+			t.Errorf("images changed (-before +after):\n%s", diff)
+		}
+	})
 }

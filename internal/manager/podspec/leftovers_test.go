@@ -70,7 +70,7 @@ func TestGrantCRIOReclaim(t *testing.T) {
 		"a scheduled run, run root moved": {
 			doc:  "manager: {runtime: {name: crio}, leftovers: {reclaim: [unreferenced-layer], crioRunRoot: /var/run/cs}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: false}}",
 			kind: KindCollector, os: podpaths.Linux,
-			want: grant{RunRoot: "/var/run/cs", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}, ReadsOnly: []string{CollectorContainer}},
+			want: grant{RunRoot: "/var/run/cs", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}},
 		},
 	}
 	for name, c := range cases {

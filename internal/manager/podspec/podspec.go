@@ -157,7 +157,12 @@ func Build(p Params) (*corev1.Pod, error) {
 	}
 	pod.Spec.ImagePullSecrets = pullSecrets(cfg.Manager.PullSecrets, p.PullSecrets)
 
-	var common []corev1.VolumeMount
+	// Each container gets only the mounts it uses: a scanner parses
+	// tenants' images, so what it holds is what a compromised one holds.
+	// socket is the runtime's CRI socket, which is root on the node;
+	// exclusions are read by the collector and the remover, which judge
+	// images by name (the scanner sees only what the collector let through).
+	var socket, exclusions []corev1.VolumeMount
 	if p.OS == podpaths.Linux {
 		addr, err := endpoint.Parse(cfg.Manager.Runtime.Address)
 		if err != nil || addr.Scheme != endpoint.Unix {
@@ -166,7 +171,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volRuntime, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: addr.Path, Type: ptr.To(corev1.HostPathSocket)},
 		}})
-		common = append(common, corev1.VolumeMount{Name: volRuntime, MountPath: podpaths.CRISocket})
+		socket = []corev1.VolumeMount{{Name: volRuntime, MountPath: podpaths.CRISocket}}
 	} else {
 		windowsPod(pod)
 	}
@@ -175,8 +180,10 @@ func Build(p Params) (*corev1.Pod, error) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volumeName(vol), VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
 		}})
-		common = append(common, corev1.VolumeMount{Name: volumeName(vol), MountPath: podpaths.Join(p.OS, podpaths.ExclusionDir(p.OS), vol), ReadOnly: true})
+		exclusions = append(exclusions, corev1.VolumeMount{Name: volumeName(vol), MountPath: podpaths.Join(p.OS, podpaths.ExclusionDir(p.OS), vol), ReadOnly: true})
 	}
+	// What the collector and the remover both mount, whatever the run.
+	nodeMounts := concat(socket, exclusions)
 
 	pprof := []string{"--enable-pprof=" + strconv.FormatBool(cfg.Manager.Profile.Enabled), "--pprof-port=" + strconv.Itoa(cfg.Manager.Profile.Port)}
 	base := []string{"--log-level=" + p.LogLevel, "--exclusion-dir=" + podpaths.ExclusionDir(p.OS)}
@@ -199,18 +206,18 @@ func Build(p Params) (*corev1.Pod, error) {
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
-		mounts := append(append(append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}), ret.mounts...), protMounts...)
+		mounts := concat(nodeMounts, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[0])
 	case KindCollector:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volShared, VolumeSource: corev1.VolumeSource{EmptyDir: sharedData(p.OS)}})
-		mounts := append(append([]corev1.VolumeMount{}, common...), corev1.VolumeMount{Name: volShared, MountPath: podpaths.SharedData(p.OS)})
+		shared := []corev1.VolumeMount{{Name: volShared, MountPath: podpaths.SharedData(p.OS)}}
 		scan := cfg.Components.Scanner.Enabled
 		ret := retention(p)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, ret.volumes...)
 		// The scanner judges images by their content alone: the node's
 		// history and filesystem are the collector's and remover's.
-		workerMounts := append(append([]corev1.VolumeMount{}, mounts...), ret.mounts...)
+		workerMounts := concat(nodeMounts, shared, ret.mounts)
 		// Each wait for a peer follows the scan's deadline (config.Waits):
 		// the remover waits for the scanner's list through the whole scan.
 		handoff := "--handoff-timeout=" + cfg.Waits(true).Handoff.String()
@@ -227,11 +234,11 @@ func Build(p Params) (*corev1.Pod, error) {
 		}
 		pod.Spec.Containers = []corev1.Container{
 			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
-			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, append(append([]corev1.VolumeMount{}, workerMounts...), protMounts...)),
+			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, concat(workerMounts, ret.removerMounts, protMounts)),
 		}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[1])
 		if scan {
-			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, mounts, pprof))
+			pod.Spec.Containers = append(pod.Spec.Containers, scanner(p, concat(scannerSocket(p, socket), shared), pprof))
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volConfig, VolumeSource: corev1.VolumeSource{
 				ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: p.ConfigMap},
@@ -245,9 +252,9 @@ func Build(p Params) (*corev1.Pod, error) {
 			}
 			if p.OS == podpaths.Linux {
 				if !hostPathAt(cfg, ScannerCacheDir) {
-					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+					pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanCache, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(scanCacheLimit.DeepCopy())}}})
 				}
-				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volScanTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(scanTmpLimit.DeepCopy())}}})
 				if p.ScanService != "" {
 					pod.Spec.Volumes = append(pod.Spec.Volumes, scanToken(p.JobUID))
 					if pod.Annotations == nil {
@@ -298,8 +305,9 @@ func container(p Params, name string, comp config.Component, args []string, moun
 		// out because the manager depends on it.
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		// Root is needed for the runtime socket, nothing else: no privilege,
-		// no capabilities, nothing written outside the volumes.
+		// Root is needed for the runtime socket and the runtime's image
+		// store, which are root's, nothing else: no privilege, no
+		// capabilities, nothing written outside the volumes.
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			Privileged:               ptr.To(false),
@@ -336,6 +344,16 @@ func resources(comp config.Component) corev1.ResourceRequirements {
 	// Memory only: a CPU limit would throttle removals for no gain.
 	set(&r.Limits, corev1.ResourceMemory, comp.Limit.Mem)
 	return r
+}
+
+// concat joins mount lists into a new one, so that no two containers share
+// a backing array.
+func concat(lists ...[]corev1.VolumeMount) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // volumeName makes a DNS label (no dots, 63 characters at most) of an

@@ -179,6 +179,13 @@ func checkInvariants(t *testing.T, pod *corev1.Pod, p Params) {
 	if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "ImageJob" || ref[0].Name != p.Job {
 		t.Errorf("owner %+v", ref)
 	}
+	for _, v := range s.Volumes {
+		// What a container writes to an unbounded emptyDir could fill the
+		// node's disk (or, in memory, its memory).
+		if v.EmptyDir != nil && p.OS == podpaths.Linux && v.EmptyDir.SizeLimit == nil {
+			t.Errorf("emptyDir %s has no sizeLimit", v.Name)
+		}
+	}
 	for _, c := range s.Containers {
 		sc := c.SecurityContext
 		if sc == nil || *sc.AllowPrivilegeEscalation || *sc.Privileged || !*sc.ReadOnlyRootFilesystem ||
@@ -311,5 +318,66 @@ func TestHandoffTimeoutFollowsScan(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("--handoff-timeout (-want +got):\n%s", diff)
+	}
+}
+
+// TestMountsPerContainer: each container mounts only what it uses, per
+// runtime. The scanner parses tenants' images: on CRI-O it reads the image
+// store from disk and holds no runtime socket; elsewhere it reads images
+// through the socket. Exclusion lists are the collector's and the
+// remover's; the image filesystem is the remover's.
+func TestMountsPerContainer(t *testing.T) {
+	const scan = "components: {collector: {enabled: true}, scanner: {enabled: true}}"
+	cases := map[string]struct {
+		kind Kind
+		doc  string
+	}{
+		"containerd, scanning":   {kind: KindCollector, doc: scan},
+		"CRI-O, scanning":        {kind: KindCollector, doc: "manager: {runtime: {name: crio}}\n" + scan},
+		"CRI-O, reclaiming":      {kind: KindCollector, doc: "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container]}}\n" + scan},
+		"CRI-O, an ImageList":    {kind: KindManual, doc: "manager: {runtime: {name: crio}}"},
+		"cri-dockerd, a scanner": {kind: KindCollector, doc: "manager: {runtime: {name: dockershim}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true, image: {repo: example.com/my-scanner}}}"},
+	}
+	want := map[string]map[string][]string{
+		"containerd, scanning": {
+			"collector":     {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state"},
+			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "node-references", "cluster-references"},
+			"trivy-scanner": {"runtime-sock-volume", "shared-data", "eraser-config", "scanner-cache", "scanner-tmp"},
+		},
+		"CRI-O, scanning": {
+			"collector":     {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state"},
+			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "imagefs", "node-references", "cluster-references"},
+			"trivy-scanner": {"shared-data", "eraser-config", "scanner-cache", "scanner-tmp", "imagefs"},
+		},
+		"CRI-O, reclaiming": {
+			"collector":     {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state"},
+			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "imagefs", "node-references", "cluster-references", "crio-run-root"},
+			"trivy-scanner": {"shared-data", "eraser-config", "scanner-cache", "scanner-tmp", "imagefs"},
+		},
+		"CRI-O, an ImageList": {
+			"remover": {"runtime-sock-volume", "exclude-keep", "imagelist", "eraser-state", "imagefs", "node-references", "cluster-references"},
+		},
+		"cri-dockerd, a scanner": {
+			"collector":     {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state"},
+			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "node-references", "cluster-references"},
+			"trivy-scanner": {"runtime-sock-volume", "shared-data", "eraser-config", "scanner-cache", "scanner-tmp"},
+		},
+	}
+	got := map[string]map[string][]string{}
+	for name, tc := range cases {
+		pod, err := Build(Params{References: testRefs, Job: "j", Kind: tc.kind, Node: "n", OS: podpaths.Linux, ConfigMap: "j", ConfigKey: "c.yaml",
+			Exclusions: []string{"keep"}, Config: cfg(t, tc.doc)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got[name] = map[string][]string{}
+		for _, c := range pod.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				got[name][c.Name] = append(got[name][c.Name], m.Name)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mounts per container (-want +got):\n%s", diff)
 	}
 }

@@ -11,19 +11,24 @@ import (
 )
 
 // retentionParts are what the retention policy adds to the collector and
-// remover.
+// remover: both get the args and mounts, the remover alone removerMounts.
 type retentionParts struct {
 	args    []string
 	volumes []corev1.Volume
 	mounts  []corev1.VolumeMount
+	// removerMounts are the image filesystem's: the remover measures it and
+	// reads CRI-O's store for image ages; the collector leaves ages to the
+	// remover and measures nothing.
+	removerMounts []corev1.VolumeMount
 }
 
 // retention passes the policy as the workers' flags. minAge protects every
 // job's candidates; unusedFor and the thresholds choose images on their own,
 // which only scheduled runs do: an ImageList's job removes what it lists.
 // Linux pods mount the node's state directory (writable: the workers keep
-// the node's history there) and, only when the thresholds need it, the
-// image filesystem, read-only. Windows HostProcess pods see the host's
+// the node's history there) and, into the remover, only when the
+// thresholds or CRI-O's image ages need it, the image filesystem,
+// read-only. Windows HostProcess pods see the host's
 // filesystem and read the path the runtime names.
 func retention(p Params) retentionParts {
 	r := p.Config.Manager.Retention
@@ -62,7 +67,7 @@ func retention(p Params) retentionParts {
 		out.volumes = append(out.volumes, corev1.Volume{Name: volImageFs, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: r.ImageFsPath, Type: ptr.To(corev1.HostPathDirectory)},
 		}})
-		out.mounts = append(out.mounts, corev1.VolumeMount{Name: volImageFs, MountPath: r.ImageFsPath, ReadOnly: true})
+		out.removerMounts = append(out.removerMounts, corev1.VolumeMount{Name: volImageFs, MountPath: r.ImageFsPath, ReadOnly: true})
 	}
 	return out
 }

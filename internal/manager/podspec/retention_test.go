@@ -69,7 +69,7 @@ func TestBuildRetention(t *testing.T) {
 					"remover":   {"--min-age=1h30m0s", "--unused-for=720h0m0s", "--high-threshold-percent=85", "--low-threshold-percent=80", "--imagefs-path=/var/lib/containerd"},
 				},
 				Mounts: map[string][]string{
-					"collector": {stateMount, "imagefs:/var/lib/containerd:ro"},
+					"collector": {stateMount},
 					"remover":   {stateMount, "imagefs:/var/lib/containerd:ro"},
 				},
 				Volumes: []string{state, "imagefs=/var/lib/containerd(Directory)"},
@@ -84,7 +84,7 @@ func TestBuildRetention(t *testing.T) {
 					"remover":   {"--min-age=10m0s", "--high-threshold-percent=90", "--low-threshold-percent=50", "--imagefs-path=/data/storage", "--image-store=/data/storage"},
 				},
 				Mounts: map[string][]string{
-					"collector": {stateMount, "imagefs:/data/storage:ro"},
+					"collector": {stateMount},
 					"remover":   {stateMount, "imagefs:/data/storage:ro"},
 				},
 				Volumes: []string{state, "imagefs=/data/storage(Directory)"},
@@ -99,7 +99,7 @@ func TestBuildRetention(t *testing.T) {
 					"trivy-scanner": {"--image-store=/var/lib/containers/storage"},
 				},
 				Mounts: map[string][]string{
-					"collector":     {stateMount, "imagefs:/var/lib/containers/storage:ro"},
+					"collector":     {stateMount},
 					"remover":       {stateMount, "imagefs:/var/lib/containers/storage:ro"},
 					"trivy-scanner": {"imagefs:/var/lib/containers/storage:ro"},
 				},

@@ -5,12 +5,36 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+)
+
+// scannerSocket is the runtime socket the scanner gets, of socket (the
+// pod's, nil on Windows): the scanner reads images through containerd's
+// API, served on containerd's socket, and a custom scanner on cri-dockerd
+// has no other way to them. On CRI-O, which has no call that returns an
+// image's content, it reads the image store from disk and gets none: the
+// socket would let a compromised scanner start any container on the node.
+func scannerSocket(p Params, socket []corev1.VolumeMount) []corev1.VolumeMount {
+	if p.Config.Manager.Runtime.Name == config.RuntimeCrio {
+		return nil
+	}
+	return socket
+}
+
+// The scanner's emptyDirs are bounded, so that what it writes there cannot
+// fill the node's disk: past its limit the kubelet evicts the pod. The
+// cache holds the vulnerability DB (about 1 GiB unpacked) and, while it is
+// unpacked, its archive; /tmp holds what Trivy copies out of one layer at
+// a time to analyse it.
+var (
+	scanCacheLimit = resource.MustParse("4Gi")
+	scanTmpLimit   = resource.MustParse("8Gi")
 )
 
 func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Container {

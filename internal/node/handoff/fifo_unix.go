@@ -63,11 +63,11 @@ func (FIFO) PublishCompletion(path string) (Completion, error) {
 	return &fifoCompletion{path: path}, nil
 }
 
-// SignalCompletion implements Transport.
+// SignalCompletion implements Transport. The endpoint is the waiter's,
+// in a directory the waiter can write: it is opened only as a FIFO, never
+// through a link (openEndpoint), and a missing one fails the open with
+// ENOENT.
 func (FIFO) SignalCompletion(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("completion endpoint %s: %w", path, err)
-	}
 	return writeFIFO(ctx, path, []byte(CompleteToken))
 }
 
@@ -193,12 +193,12 @@ func openWriter(ctx context.Context, path string) (*os.File, error) {
 	t := time.NewTicker(openPoll)
 	defer t.Stop()
 	for {
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		fd, err := openEndpoint(path, unix.O_WRONLY)
 		if err == nil {
 			return os.NewFile(uintptr(fd), path), nil
 		}
 		if !errors.Is(err, unix.ENXIO) {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -213,9 +213,9 @@ func openWriter(ctx context.Context, path string) (*os.File, error) {
 // that opened before any writer did, so poll(2) returns only once a writer
 // has written or come and gone; a read before that would see end-of-file.
 func openReader(ctx context.Context, path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := openEndpoint(path, unix.O_RDONLY)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
@@ -234,4 +234,34 @@ func openReader(ctx context.Context, path string) (*os.File, error) {
 			return os.NewFile(uintptr(fd), path), nil
 		}
 	}
+}
+
+// openEndpoint opens the FIFO at path, non-blocking, and refuses anything
+// else. Every container of the pod can write the shared directory, so the
+// name is the peer's to replace at any moment: a link there, followed by a
+// remover that may write the runtime's store, would have the token written
+// over a file of that store. So a link is never followed (O_NOFOLLOW: the
+// shared directory is a mount point, and its last element is the only one a
+// peer can replace) and the kind is checked on the descriptor opened, not
+// on the name, which could change between a check and the open. Errors of
+// the open itself are a *fs.PathError carrying the errno (ENXIO: a FIFO
+// with no reader yet; ENOENT: no endpoint).
+func openEndpoint(path string, mode int) (int, error) {
+	fd, err := unix.Open(path, mode|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: notEndpoint(path, "a FIFO")}
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return -1, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		_ = unix.Close(fd)
+		return -1, &fs.PathError{Op: "open", Path: path, Err: notEndpoint(path, "a FIFO")}
+	}
+	return fd, nil
 }

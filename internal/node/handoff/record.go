@@ -52,7 +52,7 @@ func ReadCollected(dir string) ([]Image, error) {
 }
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRecord(path)
 	if err != nil {
 		return nil, err
 	}

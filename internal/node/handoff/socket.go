@@ -62,6 +62,9 @@ func dialUntil(ctx context.Context, path string) (net.Conn, error) {
 	}
 	var d net.Dialer
 	for {
+		if err := checkSocket(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 		conn, err := d.DialContext(ctx, "unix", path)
 		if err == nil {
 			stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -140,12 +143,30 @@ func (s Socket) SignalCompletion(ctx context.Context, path string) error {
 	if err := checkSocketPath(path); err != nil {
 		return err
 	}
-	// Existence is decided by stat: a dial to a missing socket on Windows
+	// Existence is decided by lstat: a dial to a missing socket on Windows
 	// reports WSAECONNREFUSED, not ENOENT.
-	if _, err := os.Stat(path); err != nil {
+	if err := checkSocket(path); err != nil {
 		return fmt.Errorf("completion endpoint %s: %w", path, err)
 	}
 	return s.send(ctx, path, []byte(CompleteToken))
+}
+
+// checkSocket refuses a path that holds anything but a socket, a link to
+// one included: the name is in a directory every container of the pod can
+// write (see openEndpoint). connect(2) has no way to refuse a link, so a
+// link made between this check and the dial is still followed; what it
+// can reach is another listening socket, given a few bytes of hand-off,
+// never a file. On Windows, where this transport is the workers', every
+// container of the pod is the host's SYSTEM anyway.
+func checkSocket(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSocket == 0 {
+		return &fs.PathError{Op: "connect", Path: path, Err: notEndpoint(path, "a socket")}
+	}
+	return nil
 }
 
 type socketCompletion struct {
