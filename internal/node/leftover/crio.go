@@ -1,6 +1,7 @@
 package leftover
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -38,10 +39,36 @@ type CRIOOptions struct {
 	// MinAge: records younger than this, at Now, are not judged, nor the
 	// layers under a layer that young: a pull writes its layers before
 	// the image that holds them, and CRI-O writes a container's storage
-	// before its CRI lists the container. It should be longer than the
-	// longest pull.
+	// before its CRI lists the container. While any layer a pull could
+	// have written is this young, no layer nothing holds is judged
+	// (Pulling). It should be longer than the longest wait for one blob.
 	MinAge time.Duration
 	Now    time.Time
+}
+
+// Pulling says why a pull may be under way in the store, or "": a layer
+// that is no container's read-write layer was written less than minAge
+// before now. A pull commits its layers one by one as their blobs arrive,
+// and may take up any layer already in the store whose contents it needs
+// (containers/image reuses a layer found by its uncompressed digest, and
+// reads it before it writes the layer it makes from it), not only the
+// chain it has written: while one may be running, no layer that nothing
+// holds is judged, whichever chain it is on.
+func Pulling(r storagerecords.Records, minAge time.Duration, now time.Time) string {
+	containerLayers := map[string]bool{}
+	for _, c := range r.Containers {
+		containerLayers[c.Layer] = true
+	}
+	var newest storagerecords.Layer
+	for _, l := range r.Layers {
+		if !containerLayers[l.ID] && l.Created.After(newest.Created) {
+			newest = l
+		}
+	}
+	if newest.Created.IsZero() || now.Sub(newest.Created) >= minAge {
+		return ""
+	}
+	return fmt.Sprintf("layer %s was written %s ago, under the record age %s: a pull may be under way, and may take up any layer", newest.ID, now.Sub(newest.Created).Round(time.Second), minAge)
 }
 
 // CRIO finds the leftovers in a CRI-O store's records, largest first. A
@@ -77,6 +104,7 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 			}
 		}
 	}
+	pulling := Pulling(r, o.MinAge, o.Now)
 
 	held := storagerecords.HeldBy(r, nil, nil)
 	var out []Leftover
@@ -90,7 +118,7 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 		case l.Incomplete:
 			out = append(out, Leftover{Kind: IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "flagged incomplete: a pull or a removal of it was cut short; containers/storage deletes it when CRI-O next starts"})
-		case !held.Layers[l.ID]:
+		case !held.Layers[l.ID] && pulling == "":
 			out = append(out, Leftover{Kind: UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "no image or container stands on this layer: what a removal cut short leaves, kept until deleted by hand"})
 		}

@@ -35,10 +35,6 @@ func TestCRIO(t *testing.T) {
 			{ID: "l-cut-top", Parent: "l-cut", DiffBytes: 2 * mib, Created: old},
 			// An interrupted pull of two days ago: no size recorded.
 			{ID: "l-interrupted", Incomplete: true, Created: old},
-			// A pull in progress: its first layer done an hour and more
-			// ago, its second being written.
-			{ID: "l-pulling-1", DiffBytes: 6 * mib, Created: now.Add(-2 * time.Hour)},
-			{ID: "l-pulling-2", Parent: "l-pulling-1", Incomplete: true, Created: recent},
 			// Orphans' layers: one on an image still there, one on an image
 			// removed from under its container (whose top layer only the
 			// container holds now).
@@ -115,17 +111,94 @@ func TestCRIO(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
-	t.Run("nothing young: the pull in progress judged too", func(t *testing.T) {
+	t.Run("nothing young: the container being made judged too", func(t *testing.T) {
 		o := o
 		o.MinAge = 0
 		got := map[string]Kind{}
 		for _, l := range CRIO(r, o) {
 			got[l.Name] = l.Kind
 		}
-		for name, kind := range map[string]Kind{"l-pulling-1": UnreferencedLayer, "l-pulling-2": IncompleteLayer, "c-creating": OrphanContainer} {
+		for name, kind := range map[string]Kind{"c-creating": OrphanContainer} {
 			if got[name] != kind {
 				t.Errorf("%s: %q, want %q", name, got[name], kind)
 			}
 		}
 	})
+}
+
+// TestCRIOPullInProgress: while a layer a pull could have written is
+// younger than the record age, no layer nothing holds is judged, on any
+// chain: a slow pull's chain whose last layer landed long ago, and a layer
+// a pull may reuse by its contents. A container's read-write layer is no
+// pull's; incomplete layers and orphans are judged as before.
+func TestCRIOPullInProgress(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
+	base := storagerecords.Records{
+		Driver: "overlay",
+		Images: []storagerecords.Image{{ID: "i-app", TopLayer: "l-app"}},
+		Layers: []storagerecords.Layer{
+			{ID: "l-app", DiffBytes: 1, Created: old},
+			{ID: "rw-gone", Parent: "l-app", Created: old},
+			// A slow pull's first layers, or a removal's leftover chain:
+			// the records cannot tell them apart.
+			{ID: "l-chain", DiffBytes: 1, Created: old},
+			{ID: "l-chain-top", Parent: "l-chain", DiffBytes: 1, Created: old},
+			{ID: "l-dead", Incomplete: true, Created: old},
+		},
+		Containers: []storagerecords.Container{{ID: "c-gone", Image: "i-app", Layer: "rw-gone", PodID: "s-gone", Created: old}},
+	}
+	with := func(extra ...any) storagerecords.Records {
+		r := base
+		r.Layers = slices.Clone(base.Layers)
+		r.Containers = slices.Clone(base.Containers)
+		for _, e := range extra {
+			switch e := e.(type) {
+			case storagerecords.Layer:
+				r.Layers = append(r.Layers, e)
+			case storagerecords.Container:
+				r.Containers = append(r.Containers, e)
+			}
+		}
+		return r
+	}
+	settled := []string{"c-gone", "l-chain", "l-chain-top", "l-dead"}
+	for name, tc := range map[string]struct {
+		records     storagerecords.Records
+		wantPulling bool
+		want        []string
+	}{
+		"nothing written lately": {records: with(), want: settled},
+		"another pull's layer landed a minute ago": {
+			records:     with(storagerecords.Layer{ID: "l-new", Created: recent}),
+			wantPulling: true, want: []string{"c-gone", "l-dead"},
+		},
+		"a pull's layer being written": {
+			records:     with(storagerecords.Layer{ID: "l-writing", Parent: "l-chain-top", Incomplete: true, Created: recent}),
+			wantPulling: true, want: []string{"c-gone", "l-dead"},
+		},
+		"a container made a minute ago": {
+			records: with(storagerecords.Layer{ID: "rw-new", Parent: "l-app", Created: recent},
+				storagerecords.Container{ID: "c-new", Image: "i-app", Layer: "rw-new", PodID: "s-new", Created: recent}),
+			want: settled,
+		},
+		"a layer written just over the record age ago": {
+			records: with(storagerecords.Layer{ID: "l-hour", Created: now.Add(-time.Hour - time.Second)}),
+			want:    append(slices.Clone(settled), "l-hour"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Pulling(tc.records, time.Hour, now) != ""; got != tc.wantPulling {
+				t.Errorf("Pulling: %v, want %v", got, tc.wantPulling)
+			}
+			var got []string
+			for _, l := range CRIO(tc.records, CRIOOptions{Live: map[string]bool{}, MinAge: time.Hour, Now: now}) {
+				got = append(got, l.Name)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("judged (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
