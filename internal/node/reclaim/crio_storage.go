@@ -8,14 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.podman.io/storage"
 	storagetypes "go.podman.io/storage/types"
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 )
 
 // stores keeps each opened store for the life of the process. A store is
@@ -27,12 +32,13 @@ var stores = struct {
 }{open: map[string]storage.Store{}}
 
 // openStore opens CRI-O's containers/storage store for writing, as CRI-O
-// does, but without mounting anything: skip_mount_home keeps the overlay
-// driver from making its home a private mount, which needs CAP_SYS_ADMIN
-// and is CRI-O's to do. Every change then goes through containers/storage
-// itself, under the locks CRI-O takes, and its record of each change tells
-// CRI-O to re-read the records before its next use of them.
-func openStore(s CRIOStore) (storage.Store, error) {
+// does, with the driver options the node's configuration gives it, but
+// without mounting anything: skip_mount_home keeps the overlay driver from
+// making its home a private mount, which needs CAP_SYS_ADMIN and is
+// CRI-O's to do. Every change then goes through containers/storage itself,
+// under the locks CRI-O takes, and its record of each change tells CRI-O
+// to re-read the records before its next use of them.
+func openStore(s CRIOStore, driverOptions []string) (storage.Store, error) {
 	if s.Driver != "overlay" {
 		return nil, fmt.Errorf("reclaiming on CRI-O is done with the overlay storage driver, not %q", s.Driver)
 	}
@@ -45,11 +51,17 @@ func openStore(s CRIOStore) (storage.Store, error) {
 	if st, ok := stores.open[key]; ok {
 		return st, nil
 	}
+	var opts []string
+	for _, o := range driverOptions {
+		if !strings.HasPrefix(o, "overlay.skip_mount_home=") {
+			opts = append(opts, o)
+		}
+	}
 	st, err := storage.GetStore(storagetypes.StoreOptions{
 		GraphRoot:          s.GraphRoot,
 		RunRoot:            s.RunRoot,
 		GraphDriverName:    s.Driver,
-		GraphDriverOptions: []string{"overlay.skip_mount_home=true"},
+		GraphDriverOptions: append(opts, "overlay.skip_mount_home=true"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening CRI-O's store %s: %w", s.GraphRoot, err)
@@ -58,12 +70,140 @@ func openStore(s CRIOStore) (storage.Store, error) {
 	return st, nil
 }
 
+// knownKeys are the JSON keys of a record type of this build's
+// containers/storage: what it writes back.
+func knownKeys(t reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+		case "":
+			out[f.Name] = true
+		default:
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// recordsFiles are the store's records files containers/storage writes
+// back whole on a change, with the keys this build keeps.
+func recordsFiles(s CRIOStore) []recordsFile {
+	layer, image, ctr := knownKeys(reflect.TypeFor[storage.Layer]()), knownKeys(reflect.TypeFor[storage.Image]()), knownKeys(reflect.TypeFor[storage.Container]())
+	d := s.Driver
+	return []recordsFile{
+		{filepath.Join(s.GraphRoot, d+"-layers", "layers.json"), layer},
+		{filepath.Join(s.GraphRoot, d+"-layers", "volatile-layers.json"), layer},
+		{filepath.Join(s.GraphRoot, d+"-images", "images.json"), image},
+		{filepath.Join(s.GraphRoot, d+"-containers", "containers.json"), ctr},
+		{filepath.Join(s.GraphRoot, d+"-containers", "volatile-containers.json"), ctr},
+	}
+}
+
+// checkRunRoot: the run root holds what CRI-O's store keeps there (the
+// layers' mount records' directory), so that opening the store writes
+// nothing where CRI-O does not run.
+func checkRunRoot(s CRIOStore) error {
+	dir := filepath.Join(s.RunRoot, s.Driver+"-layers")
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return fmt.Errorf("%s is not CRI-O's run root: it has no %s directory (crio.conf's runroot; manager.leftovers.crioRunRoot)", s.RunRoot, s.Driver+"-layers")
+	}
+	return nil
+}
+
+// preflight is what is known, before the store is opened for writing,
+// that keeps it closed (refused, "" if not) or keeps the layers nothing
+// holds (hold, "" if not), and the store's incomplete layers, which
+// opening it deletes.
+type preflight struct {
+	refused, hold string
+	options       []string
+	incomplete    []string
+	pullTemp      string
+}
+
+func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight, error) {
+	var pf preflight
+	n, err := readNodeStorage(s.StorageConf, s.CRIOConf)
+	if err != nil {
+		return pf, err
+	}
+	pf.options, pf.pullTemp = n.DriverOptions, n.PullTemp
+	if pf.refused = refusal(n, s); pf.refused != "" {
+		return pf, nil
+	}
+	if err := checkRunRoot(s); err != nil {
+		return pf, err
+	}
+	if pf.refused, err = newerRecords(recordsFiles(s)); err != nil || pf.refused != "" {
+		return pf, err
+	}
+	records, err := storagerecords.Read(s.GraphRoot)
+	if err != nil {
+		return pf, err
+	}
+	for _, l := range records.Layers {
+		if l.Incomplete {
+			pf.incomplete = append(pf.incomplete, l.ID)
+		}
+	}
+	if len(pf.incomplete) > 0 && !kinds[leftover.IncompleteLayer] {
+		pf.refused = fmt.Sprintf("not opened for writing: containers/storage would delete the store's %d incomplete layers on opening it, and the policy does not reclaim incomplete-layer (CRI-O deletes them itself at its next pull or restart)", len(pf.incomplete))
+		return pf, nil
+	}
+	pf.hold = pulling(records, s, n.PullTemp, now, now)
+	return pf, nil
+}
+
+// pulling says why a pull may be under way, or "": a pull's directory of
+// blobs, or a layer written within the record age or since start.
+func pulling(records storagerecords.Records, s CRIOStore, pullTemp string, start, now time.Time) string {
+	temps, err := readPullTemps(pullTemp)
+	if err != nil {
+		return "whether a pull is under way is not known: " + err.Error()
+	}
+	if why := pullUnderWay(temps, now); why != "" {
+		return why
+	}
+	return leftover.Pulling(records, max(s.RecordAge, now.Sub(start)+time.Second), now)
+}
+
+// storeRecords are the store's layers and containers as containers/storage
+// has them now.
+func storeRecords(st storage.Store) (storagerecords.Records, error) {
+	layers, err := st.Layers()
+	if err != nil {
+		return storagerecords.Records{}, err
+	}
+	containers, err := st.Containers()
+	if err != nil {
+		return storagerecords.Records{}, err
+	}
+	var r storagerecords.Records
+	for _, l := range layers {
+		r.Layers = append(r.Layers, storagerecords.Layer{ID: l.ID, Parent: l.Parent, Created: l.Created})
+	}
+	for _, c := range containers {
+		r.Containers = append(r.Containers, storagerecords.Container{ID: c.ID, Layer: c.LayerID})
+	}
+	return r, nil
+}
+
 // reclaimCRIO deletes each leftover through containers/storage, the code
 // CRI-O deletes with, after a re-check of it as things are right then: a
 // container CRI-O lists again, a mounted layer are kept; the store itself
 // refuses, under its locks, a layer an image, a container or another
-// layer has taken up since it was found.
-func reclaimCRIO(ctx context.Context, s CRIOStore, rt Runtime, take []leftover.Leftover, dryRun bool) []Result {
+// layer has taken up since it was found. No layer nothing holds is
+// deleted while a pull may be under way, checked before each. The store
+// is not written at all when the node configures it in a way this build
+// does not honour, when its records hold fields this build would drop, or
+// when opening it would delete incomplete layers the policy does not take.
+func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool, rt Runtime, take []leftover.Leftover, dryRun bool) []Result {
 	out := make([]Result, 0, len(take))
 	if dryRun {
 		for _, l := range take {
@@ -71,12 +211,37 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, rt Runtime, take []leftover.L
 		}
 		return out
 	}
-	st, err := openStore(s)
-	if err != nil {
+	start := time.Now()
+	all := func(outcome Outcome, detail string) []Result {
 		for _, l := range take {
-			out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})
+			out = append(out, Result{Leftover: l, Outcome: outcome, Detail: detail})
 		}
 		return out
+	}
+	pf, err := check(s, kinds, start)
+	switch {
+	case err != nil:
+		return all(Failed, err.Error())
+	case pf.refused != "":
+		return all(Failed, pf.refused)
+	}
+	st, err := openStore(s, pf.options)
+	if err != nil {
+		return all(Failed, err.Error())
+	}
+	// Opening the store deleted its incomplete layers, those found and
+	// those too young to be judged: each is reported.
+	taken := map[string]bool{}
+	for _, l := range take {
+		taken[crioID(l)] = true
+	}
+	for _, id := range pf.incomplete {
+		if !taken[id] {
+			out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.IncompleteLayer, Name: id,
+				Why: "flagged incomplete: a pull or a removal of it was cut short"},
+				Outcome: Reclaimed, BytesUnknown: true,
+				Detail: "deleted by containers/storage's clean-up of incomplete layers when the store was opened; not measured"})
+		}
 	}
 	// A container's storage goes before the layers, and a layer before
 	// the one under it, which containers/storage keeps while anything
@@ -105,7 +270,22 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, rt Runtime, take []leftover.L
 		switch l.Kind {
 		case leftover.OrphanContainer:
 			out = append(out, reclaimContainer(ctx, st, rt, l))
-		case leftover.UnreferencedLayer, leftover.IncompleteLayer:
+		case leftover.UnreferencedLayer:
+			hold := pf.hold
+			if hold == "" {
+				records, err := storeRecords(st)
+				if err != nil {
+					out = append(out, Result{Leftover: l, Outcome: Failed, Detail: "re-check: " + err.Error()})
+					continue
+				}
+				hold = pulling(records, s, pf.pullTemp, start, time.Now())
+			}
+			if hold != "" {
+				out = append(out, Result{Leftover: l, Outcome: Kept, Detail: hold})
+				continue
+			}
+			out = append(out, reclaimLayer(st, l))
+		case leftover.IncompleteLayer:
 			out = append(out, reclaimLayer(st, l))
 		default:
 			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "not reclaimed on CRI-O"})

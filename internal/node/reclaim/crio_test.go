@@ -12,11 +12,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"go.podman.io/storage"
 	"go.podman.io/storage/pkg/reexec"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,6 +31,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
@@ -137,7 +144,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 
 	policy := reclaim.Policy{
 		Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true, leftover.IncompleteLayer: true, leftover.OrphanContainer: true},
-		CRIO:  reclaim.CRIOStore{GraphRoot: c.RootDir(), RunRoot: filepath.Join(c.Dir, "run")},
+		CRIO:  crioStore(c, 0),
 	}
 	if dry := reclaim.Run(ctx, client, client, found, policy, true); len(dry) != len(found) || reclaim.Sum(dry).Count[reclaim.WouldReclaim] != len(found) {
 		t.Errorf("dry run: %+v, want every leftover would be reclaimed", dry)
@@ -288,4 +295,209 @@ func reclaimChild() int {
 		return 2
 	}
 	return 0
+}
+
+// crioStore is the store of c as the remover is told of it, with c's own
+// configuration files (storageConf: a storage.conf, which CRI-O's
+// instance has none of unless a test writes it).
+func crioStore(c *testcrio.CRIO, recordAge time.Duration) reclaim.CRIOStore {
+	return reclaim.CRIOStore{GraphRoot: c.RootDir(), RunRoot: filepath.Join(c.Dir, "run"),
+		StorageConf: filepath.Join(c.Dir, "storage.conf"), CRIOConf: c.ConfigFile(), RecordAge: recordAge}
+}
+
+// TestReclaimNeverRacesAPull: two pulls held in the middle by the
+// registry, one with its first layers committed and its last blob still
+// arriving, one that will reuse an old layer nothing holds (containers/image
+// finds it by its contents) once its first blob arrives. Found with a
+// record age of a second (compressed time: every layer the pulls wrote
+// is older), the layers nothing holds are kept while the pulls are under
+// way; released, both pulls complete and a container of the first runs.
+func TestReclaimNeverRacesAPull(t *testing.T) {
+	c := testcrio.Start(t)
+	ctx := context.Background()
+	st := c.Store(t)
+
+	reusedTar := layerTar(t, 1*mib)
+	old, _, err := st.PutLayer("", "", nil, "", false, nil, bytes.NewReader(reusedTar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := image(t, "example.com/reclaim/slow-pull:1", 1*mib).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := testcontainerd.Layer(layerTar(t, 1*mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow, err = mutate.AppendLayers(slow, last); err != nil {
+		t.Fatal(err)
+	}
+	first, err := testcontainerd.Layer(layerTar(t, 1*mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reusing, err := mutate.AppendLayers(empty.Image, first, static.NewLayer(reusedTar, types.OCIUncompressedLayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := reusing.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	if reusing, err = mutate.ConfigFile(reusing, cf); err != nil {
+		t.Fatal(err)
+	}
+	refs := c.Publish(t, testcrio.Tagged{Image: slow, Tags: []string{"example.com/reclaim/slow-pull:1"}},
+		testcrio.Tagged{Image: reusing, Tags: []string{"example.com/reclaim/reusing-pull:1"}})
+	var releases []func()
+	for _, l := range []v1.Layer{last, first} {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, c.HoldBlob(t, d.String()))
+	}
+	before, err := storagerecords.Read(c.RootDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulls := make(chan error, len(refs))
+	for _, ref := range refs {
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			defer cancel()
+			_, err := c.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			pulls <- err
+		}()
+	}
+	// The slow pull commits the layers before its held one.
+	var committed []string
+	for deadline := time.Now().Add(time.Minute); len(committed) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow pull committed no layer within a minute")
+		}
+		r, err := storagerecords.Read(c.RootDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range r.Layers {
+			if !slices.ContainsFunc(before.Layers, func(b storagerecords.Layer) bool { return b.ID == l.ID }) {
+				committed = append(committed, l.ID)
+			}
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+
+	client := c.Client(t)
+	found, err := reclaim.Find(ctx, client, c.RootDir(), reclaim.Ages{Record: time.Second}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := map[string]bool{}
+	for _, l := range found {
+		judged[l.Name] = true
+	}
+	for _, id := range append([]string{old.ID}, committed...) {
+		if !judged[id] {
+			t.Fatalf("layer %s is not among the leftovers found (%+v): the test holds no pull's layer", id, found)
+		}
+	}
+	policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, time.Second)}
+	for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
+		t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
+		if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Kept || !strings.Contains(r.Detail, "pull is under way")) {
+			t.Errorf("%s: %s %q, want kept: a pull is under way", r.Name, r.Outcome, r.Detail)
+		}
+	}
+
+	for _, release := range releases {
+		release()
+	}
+	for range refs {
+		if err := <-pulls; err != nil {
+			t.Errorf("a pull held while reclaiming failed: %v", err)
+		}
+	}
+	if _, ctr := c.RunContainer(t, "pulled", refs[0]); ctr == "" {
+		t.Error("no container of the pulled image runs")
+	}
+}
+
+// TestReclaimRefusesAStoreItDoesNotKnow: a node's storage.conf with
+// transient_store, records with a field this build's containers/storage
+// does not know, and incomplete layers the policy does not take each keep
+// the store closed, the reason in the report, its records untouched.
+func TestReclaimRefusesAStoreItDoesNotKnow(t *testing.T) {
+	c := testcrio.Start(t)
+	ctx := context.Background()
+	st := c.Store(t)
+	putLayer(t, st, "", 1*mib)
+	layersJSON := filepath.Join(c.RootDir(), "overlay-layers", "layers.json")
+	for name, tc := range map[string]struct {
+		storageConf string
+		newField    bool
+		incomplete  bool
+		want        string
+	}{
+		"transient store":                 {storageConf: "[storage]\ntransient_store = true\n", want: "transient_store"},
+		"records from a newer library":    {newField: true, want: `"x-new"`},
+		"incomplete layers not reclaimed": {incomplete: true, want: "incomplete"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf := filepath.Join(c.Dir, "storage.conf")
+			if err := os.WriteFile(conf, []byte(tc.storageConf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.incomplete {
+				testcrio.MarkIncomplete(t, c.RootDir(), putLayer(t, st, "", 1*mib))
+			}
+			if tc.newField {
+				data, err := os.ReadFile(layersJSON)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var records []map[string]any
+				if err := json.Unmarshal(data, &records); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range records {
+					r["x-new"] = 1
+				}
+				if data, err = json.Marshal(records); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(layersJSON, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := os.ReadFile(layersJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found, err := reclaim.Find(ctx, c.Client(t), c.RootDir(), reclaim.Ages{}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) == 0 {
+				t.Fatal("no leftover found")
+			}
+			policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, 0)}
+			for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
+				t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
+				if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Failed || !strings.Contains(r.Detail, tc.want)) {
+					t.Errorf("%s: %s %q, want refused naming %s", r.Name, r.Outcome, r.Detail, tc.want)
+				}
+			}
+			after, err := os.ReadFile(layersJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Errorf("layers.json changed:\n%s\n%s", before, after)
+			}
+		})
+	}
 }

@@ -83,6 +83,13 @@ type CRIOStore struct {
 	// Driver is the store's storage driver; empty: the one whose records
 	// are in GraphRoot.
 	Driver string
+	// StorageConf and CRIOConf are the node's storage.conf and crio.conf
+	// as the worker sees them; empty: DefaultStorageConf (or the file
+	// containers/storage falls back to) and DefaultCRIOConf.
+	StorageConf, CRIOConf string
+	// RecordAge: while a layer a pull could have written is younger, no
+	// layer nothing holds is deleted (Ages.Record).
+	RecordAge time.Duration
 }
 
 // DefaultCRIORunRoot is CRI-O's run root unless its configuration moves
@@ -254,7 +261,7 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 			}
 			store.Driver = driver
 		}
-		return append(out, reclaimCRIO(ctx, store, rt, take, dryRun)...)
+		return append(out, reclaimCRIO(ctx, store, p.Kinds, rt, take, dryRun)...)
 	case client.RuntimeName != "containerd":
 		for _, l := range take {
 			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "reclaiming is done on containerd and CRI-O"})

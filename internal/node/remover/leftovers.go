@@ -94,7 +94,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 			return nil, err
 		}
 		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge,
-			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot}}
+			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot, RecordAge: f.RecordAge}}
 		if measure != nil {
 			policy.ImageFsUsed = func(ctx context.Context) (uint64, error) {
 				d, err := measure(ctx)

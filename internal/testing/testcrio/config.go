@@ -83,6 +83,9 @@ pause_command = "/pause"
 signature_policy = %q
 signature_policy_dir = %q
 pinned_images = [%s]
+# A pull's blobs wait here until they are committed; the host's /var/tmp
+# would mix this instance's pulls with others'.
+big_files_temporary_dir = %q
 
 [crio.network]
 network_dir = %q
@@ -99,7 +102,7 @@ enable_nri = false
 		d("run/exits"), d("run/attach"), d("run/ns"), filepath.Join(o.BinDir, "pinns"), d("hooks.d"), d("cdi"),
 		d("irqbalance"),
 		runc, d("run/runc"), conmon,
-		o.PauseImage, d("policy.json"), d("policies"), quoteList(o.PinnedImages),
+		o.PauseImage, d("policy.json"), d("policies"), quoteList(o.PinnedImages), d("tmp"),
 		or(o.CNIConfDir, d("cni/conf")), or(o.CNIPluginDir, d("cni/bin")))
 }
 
@@ -119,7 +122,7 @@ func Args(dir string) []string {
 
 // Dirs are the directories under an instance's dir that must exist before
 // it starts.
-var Dirs = []string{"conf.d", "registries.d", "hooks.d", "cni/conf", "cni/bin", "pods"}
+var Dirs = []string{"conf.d", "registries.d", "hooks.d", "cni/conf", "cni/bin", "pods", "tmp"}
 
 func (c *CRIO) config() string {
 	return Config(ConfigOptions{Dir: c.Dir, Socket: c.Socket, BinDir: c.bin, PauseImage: c.opts.pauseImage, PinnedImages: c.opts.pinnedImages})

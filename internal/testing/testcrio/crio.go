@@ -52,6 +52,7 @@ type CRIO struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	registry *httptest.Server
+	holds    *holds
 	// mirrored are the registry hosts registries.conf sends to the loopback
 	// registry; a new one needs the file rewritten and CRI-O reloaded.
 	mirrored map[string]bool
@@ -149,7 +150,8 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 			t.Fatal(err)
 		}
 	}
-	c.registry = startRegistry()
+	c.holds = &holds{}
+	c.registry = startRegistry(c.holds)
 	t.Cleanup(func() { c.stop(t) })
 	if o.rootMiB > 0 {
 		// stop unmounts it with everything else under dir.
@@ -178,6 +180,9 @@ func (c *CRIO) writeFile(t testing.TB, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// ConfigFile is this instance's crio.conf.
+func (c *CRIO) ConfigFile() string { return filepath.Join(c.Dir, "crio.conf") }
 
 // RootDir is CRI-O's storage root (the image filesystem).
 func (c *CRIO) RootDir() string { return filepath.Join(c.Dir, "root") }

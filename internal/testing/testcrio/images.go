@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,9 +31,59 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 )
 
-func startRegistry() *httptest.Server {
+func startRegistry(h *holds) *httptest.Server {
 	// Quiet: it logs every request, which buries the test's own output.
-	return httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			h.wait(r)
+		}
+		reg.ServeHTTP(w, r)
+	}))
+}
+
+// holds are the blobs the registry keeps back until released, to hold a
+// pull in the middle.
+type holds struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// wait blocks a download of a held blob until its release or the
+// request's end.
+func (h *holds) wait(r *http.Request) {
+	_, digest, ok := strings.Cut(r.URL.Path, "/blobs/")
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	ch := h.held[digest]
+	h.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-r.Context().Done():
+	}
+}
+
+// HoldBlob keeps the blob of digest from every download until release is
+// called (the test's cleanup releases it too): a pull needing it waits in
+// the middle, its other blobs served.
+func (c *CRIO) HoldBlob(t testing.TB, digest string) (release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	c.holds.mu.Lock()
+	if c.holds.held == nil {
+		c.holds.held = map[string]chan struct{}{}
+	}
+	c.holds.held[digest] = ch
+	c.holds.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	return release
 }
 
 // hostOf is the registry of a reference as containers/image names it
@@ -113,6 +164,16 @@ type Tagged struct {
 // time, say, which testcontainerd.Image leaves at zero).
 func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
 	t.Helper()
+	for _, ref := range c.Publish(t, images...) {
+		c.Pull(t, ref)
+	}
+}
+
+// Publish pushes the images to this instance's registry, where CRI-O
+// pulls them from, and returns their references as CRI-O names them; it
+// pulls nothing.
+func (c *CRIO) Publish(t testing.TB, images ...Tagged) []string {
+	t.Helper()
 	var pulls []string
 	added := false
 	for _, img := range images {
@@ -134,9 +195,7 @@ func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
 		c.writeFile(t, "registries.conf", c.registriesConf())
 		c.Reload(t)
 	}
-	for _, ref := range pulls {
-		c.Pull(t, ref)
-	}
+	return pulls
 }
 
 // Push uploads img as ref (PATH:TAG) into repository PATH of the registry at
