@@ -129,8 +129,8 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 		}
 	}
 	if d.CRIORunRoot != "" {
-		if !path.IsAbs(d.CRIORunRoot) || path.Clean(d.CRIORunRoot) != d.CRIORunRoot || d.CRIORunRoot == "/" {
-			c.errs = append(c.errs, field.Invalid(p.Child("crioRunRoot"), d.CRIORunRoot, "must be CRI-O's run root, a clean absolute path (crio.conf's runroot)"))
+		if why := runRootProblem(d.CRIORunRoot); why != "" {
+			c.errs = append(c.errs, field.Invalid(p.Child("crioRunRoot"), d.CRIORunRoot, "must be CRI-O's run root (crio.conf's runroot): "+why))
 		} else {
 			out.CRIORunRoot = d.CRIORunRoot
 		}
@@ -146,4 +146,20 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 		}
 	}
 	return out
+}
+
+// runRootParents are where a run root lies: it holds what lasts until the
+// node restarts, on the tmpfs under /run. The removers mount it writable,
+// so no other host path may be named.
+var runRootParents = []string{"/run/", "/var/run/"}
+
+// runRootProblem says why p cannot be CRI-O's run root, or "".
+func runRootProblem(p string) string {
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return "a clean absolute path"
+	}
+	if !slices.ContainsFunc(runRootParents, func(parent string) bool { return strings.HasPrefix(p, parent) }) {
+		return "a directory under /run or /var/run"
+	}
+	return ""
 }
