@@ -647,7 +647,7 @@ func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.
 		t.Fatal(err)
 	}
 	sizeOf := func(layer string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(root, r.Driver, layer)
+		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
 		return n
 	}
 	out := map[leftover.Kind][]leftover.Leftover{}

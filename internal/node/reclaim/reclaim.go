@@ -163,8 +163,12 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		if err != nil {
 			return nil, err
 		}
+		// Tenants write the layers measured: the walks share a budget, past
+		// which a layer counts what was measured of it.
+		measure, cancel := context.WithTimeout(ctx, measureBudget)
+		defer cancel()
 		sizeOf := func(layer string) int64 {
-			n, _ := storagerecords.LayerDiskBytes(imageStore, records.Driver, layer)
+			n, _ := storagerecords.LayerDiskBytes(measure, imageStore, records.Driver, layer)
 			return n
 		}
 		return leftover.CRIO(records, leftover.CRIOOptions{Live: live, SizeOf: sizeOf, MinAge: ages.Record, Now: now}), nil
@@ -172,6 +176,9 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		return nil, fmt.Errorf("finding leftovers on %s is not supported (containerd and CRI-O)", client.RuntimeName)
 	}
 }
+
+// measureBudget bounds the time Find spends measuring CRI-O's layers.
+const measureBudget = time.Minute
 
 // InContainerd finds the leftovers in containerd's records already read:
 // a remover judges the reading it took after its removals rather than

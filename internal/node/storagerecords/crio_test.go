@@ -92,7 +92,7 @@ func TestOnCRIO(t *testing.T) {
 	if recA.BigDataBytes != docsA || recB.BigDataBytes != docsB {
 		t.Errorf("documents' bytes %d and %d, want the files' %d and %d", recA.BigDataBytes, recB.BigDataBytes, docsA, docsB)
 	}
-	if n, err := storagerecords.LayerDiskBytes(c.RootDir(), r.Driver, layerA.ID); err != nil || n != 128<<10 {
+	if n, err := storagerecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, layerA.ID); err != nil || n != 128<<10 {
 		t.Errorf("disk of a's top layer: %d, %v; want its one file's %d", n, err, 128<<10)
 	}
 
@@ -134,7 +134,7 @@ func TestOnCRIO(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "written.bin"), make([]byte, 5000), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := storagerecords.LayerDiskBytes(c.RootDir(), r.Driver, ctr.Layer); err != nil || n != 5000 {
+	if n, err := storagerecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, ctr.Layer); err != nil || n != 5000 {
 		t.Errorf("disk of the container's layer: %d, %v; want the 5000 bytes written", n, err)
 	}
 	// The pod's sandbox has its storage too (CRI-O makes it without an
@@ -196,7 +196,7 @@ func layer(t *testing.T, r storagerecords.Records, id string) storagerecords.Lay
 
 func sizeOf(root, driver string) func(string) int64 {
 	return func(id string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(root, driver, id)
+		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, driver, id)
 		return n
 	}
 }

@@ -1,6 +1,7 @@
 package storagerecords
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,12 +34,36 @@ func LayerDir(root, driver, layerID string) (string, error) {
 // followed, and files removed while it walks are left out (a running
 // container writes to its layer). A layer whose directory is missing is an
 // error wrapping fs.ErrNotExist.
-func LayerDiskBytes(root, driver, layerID string) (int64, error) {
+//
+// A tenant writes these files: the walk ends at ctx's end, past
+// DefaultWalkLimits' entries or hard-linked files, with what it counted so
+// far and an error wrapping ErrWalkLimit (or ctx's error).
+func LayerDiskBytes(ctx context.Context, root, driver, layerID string) (int64, error) {
+	return layerDiskBytes(ctx, root, driver, layerID, DefaultWalkLimits)
+}
+
+// WalkLimits bound a layer's walk: the entries visited and the files with
+// several names remembered (to count each once), which the worker keeps in
+// memory under its limit.
+type WalkLimits struct {
+	Entries, Linked int
+}
+
+// DefaultWalkLimits: a million entries, far beyond an image's layer;
+// 65,536 hard-linked files, about 4 MiB remembered.
+var DefaultWalkLimits = WalkLimits{Entries: 1 << 20, Linked: 1 << 16}
+
+// ErrWalkLimit: a layer has more entries, or more hard-linked files, than
+// a walk measures.
+var ErrWalkLimit = errors.New("the layer has more files than are measured")
+
+func layerDiskBytes(ctx context.Context, root, driver, layerID string, limits WalkLimits) (int64, error) {
 	dir, err := LayerDir(root, driver, layerID)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
+	entries := 0
 	linked := map[fileID]bool{}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -46,6 +71,14 @@ func LayerDiskBytes(root, driver, layerID string) (int64, error) {
 				return nil
 			}
 			return err
+		}
+		if entries++; entries > limits.Entries {
+			return fmt.Errorf("%w: over %d entries", ErrWalkLimit, limits.Entries)
+		}
+		if entries%1024 == 1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
 		if !d.Type().IsRegular() {
 			return nil
@@ -61,13 +94,16 @@ func LayerDiskBytes(root, driver, layerID string) (int64, error) {
 			if linked[id] {
 				return nil
 			}
+			if len(linked) >= limits.Linked {
+				return fmt.Errorf("%w: over %d files with several names", ErrWalkLimit, limits.Linked)
+			}
 			linked[id] = true
 		}
 		n = add(n, info.Size())
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("measuring layer %s: %w", layerID, err)
+		return n, fmt.Errorf("measuring layer %s: %w", layerID, err)
 	}
 	return n, nil
 }

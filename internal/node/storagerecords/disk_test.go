@@ -3,7 +3,9 @@
 package storagerecords_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,7 +69,7 @@ func TestLayerDiskBytes(t *testing.T) {
 		"overlay2 (the old alias)":  {"overlay2", "rw"},
 		"an ID that is a directory": {"overlay", "."},
 	} {
-		n, err := storagerecords.LayerDiskBytes(root, tc.driver, tc.id)
+		n, err := storagerecords.LayerDiskBytes(context.Background(), root, tc.driver, tc.id)
 		r := result{Bytes: n}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -123,11 +125,54 @@ func TestLayerDiskBytesWhileWritten(t *testing.T) {
 		}
 	}()
 	for range 200 {
-		if _, err := storagerecords.LayerDiskBytes(root, "overlay", "rw"); err != nil {
+		if _, err := storagerecords.LayerDiskBytes(context.Background(), root, "overlay", "rw"); err != nil {
 			t.Errorf("while files are written and removed: %v", err)
 			break
 		}
 	}
 	close(stop)
 	<-done
+}
+
+// TestLayerDiskBytesBounded: a layer with more entries or more hard-linked
+// files than the walk measures, or a walk past its context's end, ends
+// with what it counted and an error saying why.
+func TestLayerDiskBytesBounded(t *testing.T) {
+	root := t.TempDir()
+	diff := filepath.Join(root, "overlay", "rw", "diff")
+	if err := os.MkdirAll(diff, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		f := filepath.Join(diff, fmt.Sprintf("f%d", i))
+		if err := os.WriteFile(f, []byte("12345"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(f, f+"-again"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, tc := range map[string]struct {
+		ctx     context.Context
+		limits  storagerecords.WalkLimits
+		wantErr error
+		want    int64
+	}{
+		"within the limits":      {ctx: context.Background(), limits: storagerecords.DefaultWalkLimits, want: 20},
+		"too many entries":       {ctx: context.Background(), limits: storagerecords.WalkLimits{Entries: 3, Linked: 100}, wantErr: storagerecords.ErrWalkLimit, want: 5},
+		"too many linked files":  {ctx: context.Background(), limits: storagerecords.WalkLimits{Entries: 100, Linked: 2}, wantErr: storagerecords.ErrWalkLimit, want: 10},
+		"past the context's end": {ctx: cancelled, limits: storagerecords.DefaultWalkLimits, wantErr: context.Canceled},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n, err := storagerecords.LayerDiskBytesWithin(tc.ctx, root, "overlay", "rw", tc.limits)
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if n != tc.want {
+				t.Errorf("%d bytes, want %d", n, tc.want)
+			}
+		})
+	}
 }

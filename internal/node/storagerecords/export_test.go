@@ -5,3 +5,6 @@ package storagerecords
 func Parse(driver string, images, layers, volatileLayers, containers, volatileContainers []byte) (Records, error) {
 	return parse(driver, files{images, layers, volatileLayers, containers, volatileContainers})
 }
+
+// LayerDiskBytesWithin is LayerDiskBytes within other limits.
+var LayerDiskBytesWithin = layerDiskBytes
