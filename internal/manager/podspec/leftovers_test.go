@@ -49,7 +49,9 @@ func TestGrantCRIOReclaim(t *testing.T) {
 		Writable  []string
 		Caps      []corev1.Capability
 		ReadsOnly []string // containers whose image store mount is read-only
+		HostFiles []string // the remover's read-only mounts of the node's files
 	}
+	hostFiles := []string{"/host/etc/crio", "/host/etc/containers", "/host/var/tmp"}
 	cases := map[string]struct {
 		doc  string
 		kind Kind
@@ -65,12 +67,12 @@ func TestGrantCRIOReclaim(t *testing.T) {
 		},
 		"an ImageList's run on CRI-O": {
 			doc: "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container]}}", kind: KindManual, os: podpaths.Linux,
-			want: grant{RunRoot: "/run/containers/storage", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}},
+			want: grant{RunRoot: "/run/containers/storage", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}, HostFiles: hostFiles},
 		},
 		"a scheduled run, run root moved": {
 			doc:  "manager: {runtime: {name: crio}, leftovers: {reclaim: [unreferenced-layer], crioRunRoot: /var/run/cs}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: false}}",
 			kind: KindCollector, os: podpaths.Linux,
-			want: grant{RunRoot: "/var/run/cs", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}},
+			want: grant{RunRoot: "/var/run/cs", Writable: []string{RemoverContainer}, Caps: []corev1.Capability{"DAC_OVERRIDE", "FOWNER"}, HostFiles: hostFiles},
 		},
 	}
 	for name, c := range cases {
@@ -94,6 +96,11 @@ func TestGrantCRIOReclaim(t *testing.T) {
 						got.Writable = append(got.Writable, ctr.Name)
 					case m.Name == volCRIORunRoot && (ctr.Name != RemoverContainer || m.MountPath != got.RunRoot || !slices.Contains(ctr.Args, "--crio-run-root="+got.RunRoot)):
 						t.Errorf("%s mounts the run root at %s with args %v", ctr.Name, m.MountPath, ctr.Args)
+					case slices.ContainsFunc(podpaths.CRIOHostFiles, func(d podpaths.HostDir) bool { return d.Volume == m.Name }):
+						if ctr.Name != RemoverContainer || !m.ReadOnly || !slices.Contains(ctr.Args, "--crio-host-root=/host") {
+							t.Errorf("%s mounts %s (read-only: %v) with args %v", ctr.Name, m.Name, m.ReadOnly, ctr.Args)
+						}
+						got.HostFiles = append(got.HostFiles, m.MountPath)
 					}
 				}
 				if sc := ctr.SecurityContext; sc != nil && sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {

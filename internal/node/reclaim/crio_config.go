@@ -104,8 +104,9 @@ type crioConfDoc struct {
 // readNodeStorage reads CRI-O's storage configuration from the files at
 // storageConf (empty: containers/storage's own choice of file) and
 // crioConf (empty: DefaultCRIOConf) with crioConf's drop-in directory
-// (crio.conf.d beside it). A missing file sets nothing, as for CRI-O.
-func readNodeStorage(storageConf, crioConf string) (nodeStorage, error) {
+// (crio.conf.d beside it), each under hostRoot. A missing file sets
+// nothing, as for CRI-O. PullTemp is under hostRoot too.
+func readNodeStorage(hostRoot, storageConf, crioConf string) (nodeStorage, error) {
 	var sources []string
 	var storageData []byte
 	candidates := []string{storageConf}
@@ -113,6 +114,7 @@ func readNodeStorage(storageConf, crioConf string) (nodeStorage, error) {
 		candidates = []string{DefaultStorageConf, sharedStorageConf}
 	}
 	for _, f := range candidates {
+		f = filepath.Join("/", hostRoot, f)
 		data, err := os.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -126,6 +128,7 @@ func readNodeStorage(storageConf, crioConf string) (nodeStorage, error) {
 	if crioConf == "" {
 		crioConf = DefaultCRIOConf
 	}
+	crioConf = filepath.Join("/", hostRoot, crioConf)
 	dropIns, err := filepath.Glob(filepath.Join(filepath.Dir(crioConf), "crio.conf.d", "*.conf"))
 	if err != nil {
 		return nodeStorage{}, err
@@ -147,6 +150,7 @@ func readNodeStorage(storageConf, crioConf string) (nodeStorage, error) {
 		return nodeStorage{}, fmt.Errorf("%s: %w", strings.Join(sources, ", "), err)
 	}
 	n.Sources = sources
+	n.PullTemp = filepath.Join("/", hostRoot, n.PullTemp)
 	return n, nil
 }
 

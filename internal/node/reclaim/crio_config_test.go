@@ -127,7 +127,7 @@ func TestReadNodeStorage(t *testing.T) {
 	crioConf := filepath.Join(dir, "crio", "crio.conf")
 	write("crio/crio.conf.d/20-b.conf", "[crio]\nrunroot = \"/run/b\"\n")
 	write("crio/crio.conf.d/10-a.conf", "[crio]\nrunroot = \"/run/a\"\nroot = \"/var/lib/a\"\n")
-	got, err := readNodeStorage(storageConf, crioConf)
+	got, err := readNodeStorage("", storageConf, crioConf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,32 @@ func TestReadNodeStorage(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	// The same files under a host root, at the node's own paths.
+	host := t.TempDir()
+	for name, content := range map[string]string{
+		"etc/containers/storage.conf":      "[storage]\ndriver = \"overlay\"\n",
+		"etc/crio/crio.conf.d/10-tmp.conf": "[crio.image]\nbig_files_temporary_dir = \"/var/lib/crio/tmp\"\n",
+	} {
+		p := filepath.Join(host, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = readNodeStorage(host, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = nodeStorage{Driver: "overlay", PullTemp: filepath.Join(host, "var/lib/crio/tmp"),
+		Sources: []string{filepath.Join(host, "etc/containers/storage.conf"), filepath.Join(host, "etc/crio/crio.conf.d/10-tmp.conf")}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("under a host root (-want +got):\n%s", diff)
+	}
+
 	write("crio/crio.conf", "[crio\n")
-	if _, err := readNodeStorage(storageConf, crioConf); err == nil || !strings.Contains(err.Error(), crioConf) {
+	if _, err := readNodeStorage("", storageConf, crioConf); err == nil || !strings.Contains(err.Error(), crioConf) {
 		t.Errorf("a broken crio.conf: %v, want an error naming it", err)
 	}
 }

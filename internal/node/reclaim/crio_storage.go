@@ -129,7 +129,7 @@ type preflight struct {
 
 func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight, error) {
 	var pf preflight
-	n, err := readNodeStorage(s.StorageConf, s.CRIOConf)
+	n, err := readNodeStorage(s.HostRoot, s.StorageConf, s.CRIOConf)
 	if err != nil {
 		return pf, err
 	}

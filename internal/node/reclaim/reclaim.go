@@ -83,8 +83,12 @@ type CRIOStore struct {
 	// Driver is the store's storage driver; empty: the one whose records
 	// are in GraphRoot.
 	Driver string
-	// StorageConf and CRIOConf are the node's storage.conf and crio.conf
-	// as the worker sees them; empty: DefaultStorageConf (or the file
+	// HostRoot is where the worker sees the node's files that say how
+	// CRI-O's store is set up and whether a pull is under way (its pod
+	// mounts them under it read-only); empty: at their own paths.
+	HostRoot string
+	// StorageConf and CRIOConf are the node's storage.conf and crio.conf,
+	// under HostRoot; empty: DefaultStorageConf (or the file
 	// containers/storage falls back to) and DefaultCRIOConf.
 	StorageConf, CRIOConf string
 	// RecordAge: while a layer a pull could have written is younger, no

@@ -37,6 +37,9 @@ type LeftoverFlags struct {
 	// a pull under way being older; "eraser node prune", run by hand on a
 	// node whose pulls its operator knows, takes any. Listing takes any.
 	MinLeaseAge time.Duration
+	// CRIOHostRoot is where the node's CRI-O configuration and pulls'
+	// directory are seen (reclaim.CRIOStore.HostRoot).
+	CRIOHostRoot string
 }
 
 // Bind registers the flags.
@@ -46,6 +49,7 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
 	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+leaseage.Min.String())
 	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
+	fs.StringVar(&f.CRIOHostRoot, "crio-host-root", "", "where the node's /etc/crio, /etc/containers and /var/tmp are seen (read-only), which say how CRI-O's store is set up and whether a pull is under way; empty: at their own paths. Read when reclaiming on CRI-O")
 	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
 }
 
@@ -94,7 +98,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 			return nil, err
 		}
 		policy := reclaim.Policy{Kinds: kinds, Namespaces: namespaces, Protect: p, LeaseAge: f.LeaseAge,
-			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot, RecordAge: f.RecordAge}}
+			CRIO: reclaim.CRIOStore{GraphRoot: imageStore, RunRoot: f.CRIORunRoot, HostRoot: f.CRIOHostRoot, RecordAge: f.RecordAge}}
 		if measure != nil {
 			policy.ImageFsUsed = func(ctx context.Context) (uint64, error) {
 				d, err := measure(ctx)

@@ -25,6 +25,12 @@ const (
 	// VolumeCRIORunRoot is CRI-O's run root, the remover's where it
 	// reclaims CRI-O's leftovers.
 	VolumeCRIORunRoot = "crio-run-root"
+	// The node's files that say how CRI-O's store is set up and whether a
+	// pull is under way, the remover's, read-only, under CRIOHostRoot,
+	// where it reclaims CRI-O's leftovers (CRIOHostFiles).
+	VolumeCRIOConfig       = "crio-config"
+	VolumeContainersConfig = "containers-config"
+	VolumeCRIOPullTmp      = "crio-pull-tmp"
 	// The node's and the cluster's references (internal/wire/references).
 	VolumeNodeRefs    = "node-references"
 	VolumeClusterRefs = "cluster-references"
@@ -35,12 +41,33 @@ const (
 // configuration is read, so the whole prefix is reserved.
 const ExclusionVolumePrefix = "exclude-"
 
+// CRIOHostRoot is where the remover sees the node's CRIOHostFiles.
+const CRIOHostRoot = "/host"
+
+// HostDir is a node's directory mounted read-only under CRIOHostRoot.
+type HostDir struct {
+	Volume, Path string
+	// Created: the kubelet makes it where the node has none, which sets
+	// nothing (a node without crio.conf.d); else it must be there.
+	Created bool
+}
+
+// CRIOHostFiles are the node's directories the remover reads where it
+// reclaims CRI-O's leftovers: CRI-O's and containers/storage's
+// configuration, and where containers/image keeps a pull's blobs (CRI-O's
+// default big_files_temporary_dir).
+var CRIOHostFiles = []HostDir{
+	{Volume: VolumeCRIOConfig, Path: "/etc/crio", Created: true},
+	{Volume: VolumeContainersConfig, Path: "/etc/containers", Created: true},
+	{Volume: VolumeCRIOPullTmp, Path: "/var/tmp"},
+}
+
 // ScannerTmp is where the scanner's writable /tmp is mounted.
 const ScannerTmp = "/tmp"
 
 // PodVolumes are every fixed volume name a worker pod may use.
 func PodVolumes() []string {
-	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeCRIORunRoot, VolumeNodeRefs, VolumeClusterRefs}
+	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeCRIORunRoot, VolumeCRIOConfig, VolumeContainersConfig, VolumeCRIOPullTmp, VolumeNodeRefs, VolumeClusterRefs}
 }
 
 // ReservedVolume says why a scanner volume may not be called name, or ""
