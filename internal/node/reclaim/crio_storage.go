@@ -170,7 +170,8 @@ func pulling(records storagerecords.Records, s CRIOStore, pullTemp string, start
 	if why := pullUnderWay(temps, now); why != "" {
 		return why
 	}
-	return leftover.Pulling(records, max(s.RecordAge, now.Sub(start)+time.Second), now)
+	// A layer written since start is younger than now-start.
+	return leftover.Pulling(records, max(s.RecordAge, now.Sub(start)), now)
 }
 
 // storeRecords are the store's layers and containers as containers/storage
@@ -236,7 +237,7 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool,
 		taken[crioID(l)] = true
 	}
 	for _, id := range pf.incomplete {
-		if !taken[id] {
+		if _, err := st.Layer(id); !taken[id] && gone(err) {
 			out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.IncompleteLayer, Name: id,
 				Why: "flagged incomplete: a pull or a removal of it was cut short"},
 				Outcome: Reclaimed, BytesUnknown: true,
