@@ -351,7 +351,7 @@ func TestMountsPerContainer(t *testing.T) {
 		},
 		"CRI-O, reclaiming": {
 			"collector":     {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state"},
-			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "imagefs", "node-references", "cluster-references", "crio-run-root"},
+			"remover":       {"runtime-sock-volume", "exclude-keep", "shared-data", "eraser-state", "imagefs", "node-references", "cluster-references", "crio-run-root", "crio-config", "containers-config", "crio-pull-tmp"},
 			"trivy-scanner": {"shared-data", "eraser-config", "scanner-cache", "scanner-tmp", "imagefs"},
 		},
 		"CRI-O, an ImageList": {
