@@ -3,6 +3,7 @@
 package kubelet
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,8 +40,16 @@ func crioReclaim(t *testing.T) {
 		t.Fatal("the orphan's storage is not in the store")
 	}
 
+	// crioRunRoot lies under /run, as a node's CRI-O keeps it; this node's
+	// is in its own directory, reached through a link there.
+	link := filepath.Join("/run", "eraser-e2e-crio-run-"+node.Name)
+	_ = os.Remove(link)
+	if err := os.Symlink(runRoot, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(link) })
 	config := forCRIO(strings.Replace(baseConfig, "  imageJob:\n",
-		"  leftovers:\n    reclaim: [orphan-container, unreferenced-layer]\n    crioRunRoot: "+runRoot+"\n  imageJob:\n", 1))
+		"  leftovers:\n    reclaim: [orphan-container, unreferenced-layer]\n    crioRunRoot: "+link+"\n  imageJob:\n", 1))
 	setConfig(t, config)
 	t.Cleanup(func() { setConfig(t, forCRIO(baseConfig)) })
 
