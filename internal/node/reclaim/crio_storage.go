@@ -127,6 +127,10 @@ type preflight struct {
 	pullTemp      string
 }
 
+// check reads, from the files alone and before anything is written, the
+// node's configuration of the store, its run root, its records and the
+// pulls under way, in that order: the first reason to keep the store
+// closed is the one reported.
 func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight, error) {
 	var pf preflight
 	n, err := readNodeStorage(s.HostRoot, s.StorageConf, s.CRIOConf)
