@@ -140,7 +140,7 @@ func TestImageVolumesKept(t *testing.T) {
 		}
 		r := runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, "*"), "--runtime-endpoint="+n.CRIEndpoint())
 		if r.Code != 0 {
-			t.Fatalf(`"*": exit %d\n%s`, r.Code, r.Stderr)
+			t.Fatalf("\"*\": exit %d\n%s", r.Code, r.Stderr)
 		}
 		got := verdicts(t, r.Stderr, volApp, volRunning, volExited, volCreated, volJunk)
 		// The app image is used by all three: which one the detail names
@@ -149,7 +149,7 @@ func TestImageVolumesKept(t *testing.T) {
 			got[volApp] = want[volApp]
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf(`"*" (-want +got):\n%s\n%s`, diff, r.Stderr)
+			t.Errorf("\"*\" (-want +got):\n%s\n%s", diff, r.Stderr)
 		}
 
 		r = runWorker(t, ctx, "remover", "--imagelist="+imageListFile(t, volRunning, volExited, volCreated), "--runtime-endpoint="+n.CRIEndpoint())
