@@ -44,7 +44,15 @@ func (c *Client) readMounts(ctx context.Context, containers []Container) error {
 			todo = append(todo, i)
 		}
 	}
+	// Every container known and none gone (the cache holds as many as
+	// were listed, all of them found): the cache stays as it is. The
+	// re-checks list hundreds of containers many times a run; under the
+	// remover's memory limit they must not make a new index each time.
+	unchanged := len(todo) == 0 && len(c.mounts.byID) == len(containers)
 	c.mounts.mu.Unlock()
+	if unchanged {
+		return nil
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
