@@ -60,7 +60,6 @@ func verdicts(t *testing.T, stderr string, names ...string) map[string][2]string
 		var l struct {
 			Outcome, Detail string
 			Names           []string
-			Image           string
 		}
 		if json.Unmarshal([]byte(line), &l) != nil || l.Outcome == "" {
 			continue
