@@ -1,6 +1,8 @@
 package workloadindex
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,20 @@ func (b *podBuilder) ephemeral(images ...string) *podBuilder {
 
 func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.p.Status.Phase = p; return b }
 
+// volumes adds volumes: image volumes of the references, an emptyDir for "".
+func (b *podBuilder) volumes(refs ...string) *podBuilder {
+	b.p.Spec.Volumes = append(b.p.Spec.Volumes, volumes(refs)...)
+	return b
+}
+
+// mountStatus adds a container status whose one volume mount shows the
+// image it mounts, as the kubelet reports an image volume.
+func (b *podBuilder) mountStatus(imageRef string) *podBuilder {
+	b.p.Status.ContainerStatuses = append(b.p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "m",
+		VolumeMounts: []corev1.VolumeMountStatus{{Name: "data", MountPath: "/data", VolumeStatus: &corev1.VolumeStatus{Image: &corev1.ImageVolumeStatus{ImageRef: imageRef}}}}})
+	return b
+}
+
 // status adds a container status (image, imageID) to the list of that kind.
 func (b *podBuilder) status(kind, image, imageID string) *podBuilder {
 	s := corev1.ContainerStatus{Name: kind, Image: image, ImageID: imageID}
@@ -78,6 +94,44 @@ func template(app string, init []string, images ...string) corev1.PodTemplateSpe
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
 		Spec:       corev1.PodSpec{InitContainers: containers("init", init), Containers: containers("c", images)},
 	}
+}
+
+// volumes are image volumes of the references, and an emptyDir for "".
+func volumes(refs []string) []corev1.Volume {
+	var out []corev1.Volume
+	for i, ref := range refs {
+		v := corev1.Volume{Name: fmt.Sprint("v", i)}
+		if ref == "" {
+			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		} else {
+			v.Image = &corev1.ImageVolumeSource{Reference: ref, PullPolicy: corev1.PullIfNotPresent}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// withVolumes adds volumes (see volumes) to a workload's pod template.
+func withVolumes[T any](obj T, refs ...string) T {
+	var spec *corev1.PodSpec
+	switch o := any(obj).(type) {
+	case *appsv1.Deployment:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.DaemonSet:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.ReplicaSet:
+		spec = &o.Spec.Template.Spec
+	case *batchv1.Job:
+		spec = &o.Spec.Template.Spec
+	case *batchv1.CronJob:
+		spec = &o.Spec.JobTemplate.Spec.Template.Spec
+	default:
+		panic(fmt.Sprintf("withVolumes: %T has no pod template", obj))
+	}
+	spec.Volumes = append(spec.Volumes, volumes(refs)...)
+	return obj
 }
 
 func objMeta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }

@@ -22,8 +22,9 @@ func podCounts(p *corev1.Pod) bool {
 }
 
 // podImages is every image a pod names: the spec's images of every
-// container kind, and the status's image and imageID, which pins the exact
-// image the node runs after a tag has moved on.
+// container kind and of its image volumes, and the status's image and
+// imageID of each container and the image each image volume mounts, which
+// pin the exact image the node runs after a tag has moved on.
 func podImages(p *corev1.Pod) []string {
 	var out []string
 	for _, c := range p.Spec.InitContainers {
@@ -35,16 +36,23 @@ func podImages(p *corev1.Pod) []string {
 	for _, c := range p.Spec.EphemeralContainers {
 		out = append(out, c.Image)
 	}
+	out = appendVolumeImages(out, p.Spec.Volumes)
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
 		for _, s := range list {
 			out = append(out, s.Image, s.ImageID)
+			for _, m := range s.VolumeMounts {
+				if v := m.VolumeStatus; v != nil && v.Image != nil {
+					out = append(out, v.Image.ImageRef)
+				}
+			}
 		}
 	}
 	return out
 }
 
 // templateImages are the images a pod template starts: its init and
-// regular containers (a template has no ephemeral containers).
+// regular containers (a template has no ephemeral containers) and its
+// image volumes.
 func templateImages(spec *corev1.PodSpec) []string {
 	var out []string
 	for _, c := range spec.InitContainers {
@@ -52,6 +60,17 @@ func templateImages(spec *corev1.PodSpec) []string {
 	}
 	for _, c := range spec.Containers {
 		out = append(out, c.Image)
+	}
+	return appendVolumeImages(out, spec.Volumes)
+}
+
+// appendVolumeImages adds the images the volumes mount (volumes[].image):
+// a pod needs them as much as its containers' images.
+func appendVolumeImages(out []string, volumes []corev1.Volume) []string {
+	for _, v := range volumes {
+		if v.Image != nil {
+			out = append(out, v.Image.Reference)
+		}
 	}
 	return out
 }

@@ -71,6 +71,23 @@ func TestToEntry(t *testing.T) {
 		}(), flat{"ns/j", "", []string{"batch:1"}}},
 		{"cronjob", makeCronJob("ns", "backup", false, "backup:1"), flat{"ns/backup", "", []string{"backup:1"}}},
 		{"suspended cronjob", makeCronJob("ns", "backup", true, "backup:1"), flat{"ns/backup", "", []string{"backup:1"}}},
+		{"pod's image volumes beside its containers, other volumes ignored", makePod("ns", "p").node("n1").containers("app:1").volumes("example.com/data:1", "", "example.com/model@sha256:0000000000000000000000000000000000000000000000000000000000000002").obj(),
+			flat{"ns/p", "n1", []string{"app:1", "example.com/data:1", "example.com/model@sha256:0000000000000000000000000000000000000000000000000000000000000002"}}},
+		{"image volume without a reference", makePod("ns", "p").node("n1").containers("app:1").volumes("").obj(), flat{"ns/p", "n1", []string{"app:1"}}},
+		{"running pod: the image each image volume mounts", makePod("ns", "p").node("n1").containers("app:1").volumes("example.com/data:1").phase(corev1.PodRunning).
+			mountStatus("example.com/data@sha256:0000000000000000000000000000000000000000000000000000000000000003").obj(),
+			flat{"ns/p", "n1", []string{"app:1", "example.com/data:1", "example.com/data@sha256:0000000000000000000000000000000000000000000000000000000000000003"}}},
+		{"finished pod's image volume does not count", makePod("ns", "done").node("n1").containers("app").volumes("example.com/data:1").phase(corev1.PodSucceeded).obj(), flat{"ns/done", "n1", nil}},
+		{"deployment's image volume", withVolumes(makeDeployment("ns", "d", 0, []string{"migrate:1"}, "app:1"), "example.com/data:1"),
+			flat{"ns/d", "", []string{"app:1", "example.com/data:1", "migrate:1"}}},
+		{"statefulset's image volume", withVolumes(makeStatefulSet("ns", "s", 1, "db:5"), "example.com/data:1", ""), flat{"ns/s", "", []string{"db:5", "example.com/data:1"}}},
+		{"daemonset's image volume", withVolumes(makeDaemonSet("ns", "ds", "agent:3"), "example.com/data:1"), flat{"ns/ds", "", []string{"agent:3", "example.com/data:1"}}},
+		{"replicaset's image volume", withVolumes(makeReplicaSet("ns", "rs", 2, "app:2"), "example.com/data:1"), flat{"ns/rs", "", []string{"app:2", "example.com/data:1"}}},
+		{"replicaset at zero: its image volume is history too", withVolumes(makeReplicaSet("ns", "rs", 0, "app:2"), "example.com/data:1"), flat{"ns/rs", "", nil}},
+		{"job's image volume", withVolumes(makeJob("ns", "j", "batch:1"), "example.com/data:1"), flat{"ns/j", "", []string{"batch:1", "example.com/data:1"}}},
+		{"complete job's image volume does not count", finished(withVolumes(makeJob("ns", "j", "batch:1"), "example.com/data:1"), batchv1.JobComplete), flat{"ns/j", "", nil}},
+		{"cronjob's image volume", withVolumes(makeCronJob("ns", "c", true, "backup:1"), "example.com/data:1"), flat{"ns/c", "", []string{"backup:1", "example.com/data:1"}}},
+		{"an image volume only", withVolumes(makeDeployment("ns", "d", 1, nil), "example.com/data:1"), flat{"ns/d", "", []string{"example.com/data:1"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,6 +157,8 @@ func TestImagesOverTheBoundDropped(t *testing.T) {
 			want: got{Entry: flat{"ns/c", "", nil}, TooLong: 1, Longest: len(atBound) + 1}},
 		"a pod's spec and status": {obj: makePod("ns", "p").node("n1").containers(huge, "app:1").phase(corev1.PodRunning).status("c", huge, "sha256:1").obj(),
 			want: got{Entry: flat{"ns/p", "n1", []string{"app:1", "sha256:1"}}, TooLong: 2, Longest: len(huge)}},
+		"an image volume's reference": {obj: withVolumes(makeDaemonSet("tenant-a", "ds", "agent:3"), huge),
+			want: got{Entry: flat{"tenant-a/ds", "", []string{"agent:3"}}, TooLong: 1, Longest: len(huge)}},
 		"a newline": {obj: makeStatefulSet("ns", "s", 1, "db:5\nevil"),
 			want: got{Entry: flat{"ns/s", "", nil}, Malformed: 1}},
 		"a finished pod counts nothing, drops nothing": {obj: makePod("ns", "done").node("n1").containers(huge).phase(corev1.PodSucceeded).obj(),

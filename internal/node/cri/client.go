@@ -65,6 +65,10 @@ type Container struct {
 	// from; a runtime fills one or both.
 	ImageRef string
 	ImageID  string
+	// MountedImages are the images the container mounts as image volumes,
+	// as its status names them: each needs its image as much as the
+	// container's own image.
+	MountedImages []string
 }
 
 // Client talks CRI v1 to one runtime endpoint.
@@ -73,6 +77,7 @@ type Client struct {
 	runtime  runtimeapi.RuntimeServiceClient
 	images   runtimeapi.ImageServiceClient
 	timeouts Timeouts
+	mounts   mountCache
 	// Address is the endpoint dialed.
 	Address endpoint.Address
 	// RuntimeName and RuntimeVersion are what the runtime reported.
@@ -151,7 +156,8 @@ func (c *Client) ListImages(ctx context.Context) ([]Image, error) {
 }
 
 // ListContainers lists every container in every state: an exited container
-// can be restarted and still needs its image.
+// can be restarted and still needs its image, and the images it mounts
+// (read from each container's status the first time it is listed).
 func (c *Client) ListContainers(ctx context.Context) ([]Container, error) {
 	ctx, cancel := c.listCtx(ctx)
 	defer cancel()
@@ -165,6 +171,9 @@ func (c *Client) ListContainers(ctx context.Context) ([]Container, error) {
 			ID: ctr.GetId(), Name: ctr.GetMetadata().GetName(), State: ctr.GetState().String(),
 			Image: ctr.GetImage().GetImage(), ImageRef: ctr.GetImageRef(), ImageID: ctr.GetImageId(),
 		})
+	}
+	if err := c.readMounts(ctx, out); err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
 	}
 	return out, nil
 }

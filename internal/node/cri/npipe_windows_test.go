@@ -51,6 +51,19 @@ func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ListContainers
 	return &runtimeapi.ListContainersResponse{Containers: f.containers}, nil
 }
 
+// ContainerStatus answers as a Windows node's containerd does: no image
+// volumes there.
+func (f *fakeRuntime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.containers {
+		if c.GetId() == req.GetContainerId() {
+			return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: c.GetId(), Metadata: c.GetMetadata(), Image: c.GetImage(), ImageRef: c.GetImageRef()}}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "no container %s", req.GetContainerId())
+}
+
 func (f *fakeRuntime) ListImages(context.Context, *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

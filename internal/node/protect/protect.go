@@ -1,13 +1,13 @@
 // Package protect holds every rule that keeps an image on a node, in the
-// order they apply (Chain): images any container uses (in any state),
-// images the runtime pins, the runtime's sandbox (pause) image, images an
-// exclusion list protects; then, from the automatic policies only, images
-// no registry can give back, images the cluster's pods and workloads
-// reference, and images too young. The remover, the retention policy's
-// planning, the collector and reclaim ask these rules; nothing else
-// decides that an image stays. The container runtime enforces none of it:
-// containerd removes images that running containers use, and pinned ones
-// too.
+// order they apply (Chain): images any container uses or mounts as an
+// image volume (in any state), images the runtime pins, the runtime's
+// sandbox (pause) image, images an exclusion list protects; then, from the
+// automatic policies only, images no registry can give back, images the
+// cluster's pods and workloads reference, and images too young. The
+// remover, the retention policy's planning, the collector and reclaim ask
+// these rules; nothing else decides that an image stays. The container
+// runtime enforces none of it: containerd removes images that running
+// containers use, and pinned ones too.
 package protect
 
 import (
@@ -74,19 +74,28 @@ func refKeys(s string) []string {
 	return keys
 }
 
-// Containers maps every key of every image a container refers to, to that
-// container's name. A container names its image three ways (the spec's
+// Containers maps every key of every image a container refers to, to the
+// container that does and how: its name, for its own image, or that it
+// mounts the image. A container names its image three ways (the spec's
 // image, ImageRef, ImageID); all are indexed, so a container started from
 // an image ID still protects the image after its tag moved.
 type Containers map[string]string
 
-// NewContainers indexes the images of all containers, whatever their state.
+// NewContainers indexes the images of all containers, whatever their state:
+// their own images and the images they mount as image volumes, which the
+// container needs as much (a removed one breaks the pod's restart, and a
+// runtime may drop content under the mount).
 func NewContainers(containers []cri.Container) Containers {
 	used := Containers{}
 	for _, c := range containers {
 		name := c.Name
 		if name == "" {
 			name = c.ID
+		}
+		for _, s := range c.MountedImages {
+			for _, k := range refKeys(s) {
+				used[k] = name + " mounts it as an image volume"
+			}
 		}
 		for _, s := range []string{c.ImageID, c.ImageRef, c.Image} {
 			for _, k := range refKeys(s) {

@@ -49,6 +49,16 @@ func TestCheck(t *testing.T) {
 		"not a pause":            {img: img, policy: Policy{GuessPause: true}},
 		"excluded":               {img: img, policy: Policy{Exclusions: excl("alpine:*")}, want: Verdict{Excluded, "exclusion alpine:*"}},
 		"in use beats excluded":  {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, policy: Policy{Exclusions: excl("*")}, want: Verdict{InUse, "container c"}},
+		"mounted by image id":    {img: img, containers: []cri.Container{{Name: "c", Image: "nginx:1", MountedImages: []string{id}}}, want: Verdict{InUse, "container c mounts it as an image volume"}},
+		"mounted by tag":         {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"alpine:3.19"}}}, want: Verdict{InUse, "container c mounts it as an image volume"}},
+		"mounted by repo digest": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}}, want: Verdict{InUse, "container c mounts it as an image volume"}},
+		"mounted by an exited container": {img: img, containers: []cri.Container{{ID: "abc", State: "CONTAINER_EXITED", MountedImages: []string{id}}},
+			want: Verdict{InUse, "container abc mounts it as an image volume"}},
+		"mounted by bare hex id": {img: cri.Image{ID: strings.Repeat("a", 64), Tags: []string{"example.com/data:1"}}, containers: []cri.Container{{Name: "c", MountedImages: []string{strings.Repeat("a", 64)}}},
+			want: Verdict{InUse, "container c mounts it as an image volume"}},
+		"another image mounted":  {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"alpine:3.18", "sha256:" + strings.Repeat("c", 64)}}}},
+		"mounted and run":        {img: img, containers: []cri.Container{{Name: "c", ImageRef: id, MountedImages: []string{id}}}, want: Verdict{InUse, "container c"}},
+		"mounted beats excluded": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{id}}}, policy: Policy{Exclusions: excl("*")}, want: Verdict{InUse, "container c mounts it as an image volume"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

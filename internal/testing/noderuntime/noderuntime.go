@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
@@ -38,6 +40,14 @@ type Node interface {
 	SideLoad(testing.TB, ...testcontainerd.Image)
 	RunContainer(t testing.TB, name, image string) (podID, containerID string)
 	CreateContainer(t testing.TB, name, image string) (podID, containerID string)
+	// RunContainerMounting, CreateContainerMounting and
+	// TryCreateContainerMounting start containers that mount images as
+	// volumes, as a pod's volumes[].image; ContainerMounts is what the
+	// runtime's status shows of a container's mounts.
+	RunContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) (podID, containerID string)
+	CreateContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) (podID, containerID string)
+	TryCreateContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) error
+	ContainerMounts(t testing.TB, containerID string) []*runtimeapi.Mount
 	StopPod(t testing.TB, podID string)
 	RemovePod(t testing.TB, podID string)
 	// ImageIDs maps each image's tags and ID (CRI-O's repo digests too)

@@ -113,12 +113,28 @@ func (c *CRI) RunContainer(t testing.TB, name, image string) (podID, containerID
 // created, as one whose pod is still starting.
 func (c *CRI) CreateContainer(t testing.TB, name, image string) (podID, containerID string) {
 	t.Helper()
+	return c.createContainer(t, name, image, nil)
+}
+
+// createContainer is CreateContainer with the container's mounts.
+func (c *CRI) createContainer(t testing.TB, name, image string, mounts []*runtimeapi.Mount) (podID, containerID string) {
+	t.Helper()
+	podID, containerID, err := c.tryCreateContainer(name, image, mounts)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, c.logTail())
+	}
+	return podID, containerID
+}
+
+// tryCreateContainer is createContainer returning its error; a pod whose
+// container the runtime refused is removed again.
+func (c *CRI) tryCreateContainer(name, image string, mounts []*runtimeapi.Mount) (podID, containerID string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sandboxCfg, linux := c.o.Pod(name)
 	sb, err := c.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxCfg})
 	if err != nil {
-		t.Fatalf("RunPodSandbox: %v\n%s", err, c.logTail())
+		return "", "", fmt.Errorf("RunPodSandbox: %w", err)
 	}
 	ctr, err := c.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sb.GetPodSandboxId(), SandboxConfig: sandboxCfg,
@@ -130,12 +146,15 @@ func (c *CRI) CreateContainer(t testing.TB, name, image string) (podID, containe
 			Image:   &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image},
 			LogPath: name + ".log",
 			Linux:   linux,
+			Mounts:  mounts,
 		},
 	})
 	if err != nil {
-		t.Fatalf("CreateContainer %s: %v\n%s", image, err, c.logTail())
+		_, _ = c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetPodSandboxId()})
+		_, _ = c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetPodSandboxId()})
+		return "", "", fmt.Errorf("CreateContainer %s: %w", image, err)
 	}
-	return sb.GetPodSandboxId(), ctr.GetContainerId()
+	return sb.GetPodSandboxId(), ctr.GetContainerId(), nil
 }
 
 // StopPod stops a pod's containers (they stay listed, exited).

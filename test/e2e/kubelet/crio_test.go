@@ -165,6 +165,7 @@ func TestCRIONode(t *testing.T) {
 	}
 
 	t.Run("ImageListRemovesAnImageKeepsOneInUse", crioImageList)
+	t.Run("ImageListKeepsAMountedImageVolume", crioImageVolume)
 	t.Run("ScheduledRunWithTrivyScanner", crioScheduledScan)
 	t.Run("ImageListReclaimsOrphanedStorage", crioReclaim)
 	t.Run("UninstallLeavesNothingBehind", func(t *testing.T) { uninstall(t, objects) })

@@ -104,8 +104,12 @@ func expectJobsCleanedUp(t *testing.T) {
 // runPod runs a container from image on the node until the test ends.
 func runPod(t *testing.T, node, name, image string) {
 	t.Helper()
-	ctx := testCtx(t)
-	pod := &corev1.Pod{
+	startPod(t, podOn(node, name, image))
+}
+
+// podOn is the pod runPod runs.
+func podOn(node, name, image string) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
@@ -118,6 +122,14 @@ func runPod(t *testing.T, node, name, image string) {
 			}},
 		},
 	}
+}
+
+// startPod creates the pod and waits until it runs; it is deleted when the
+// test ends.
+func startPod(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	ctx := testCtx(t)
+	name := pod.Name
 	if err := kube.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
