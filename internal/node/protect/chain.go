@@ -110,6 +110,7 @@ type Rule struct {
 // ones per candidate later, in the same order.
 var chain = []Rule{
 	{Name: "a container uses it", Reason: InUse, Scope: Always, keep: usedByContainer},
+	{Name: "a container mounts it as an image volume", Reason: InUse, Scope: Always, keep: mountedByContainer},
 	{Name: "the runtime pins it", Reason: Pinned, Scope: Always, keep: pinnedByRuntime},
 	{Name: "it is the runtime's sandbox image", Reason: Pinned, Scope: Always, keep: sandboxImage},
 	{Name: "an exclusion list protects it", Reason: Excluded, Scope: Always, keep: excludedByList},
@@ -154,8 +155,20 @@ func UsedNow(img cri.Image, used Containers) Verdict {
 // container can be restarted, and a created one is about to start.
 func usedByContainer(s *Subject) (string, bool) {
 	for _, k := range s.Keys {
-		if c, ok := s.Used[k]; ok {
+		if c, ok := s.Used.images[k]; ok {
 			return "container " + c, true
+		}
+	}
+	return "", false
+}
+
+// mountedByContainer: a container of any state mounts the image as an
+// image volume (a pod's volumes[].image): its restart needs the image as
+// much as its own, and the runtime may drop content under the mount.
+func mountedByContainer(s *Subject) (string, bool) {
+	for _, k := range s.Keys {
+		if c, ok := s.Used.mounts[k]; ok {
+			return "container " + c + " mounts it as an image volume", true
 		}
 	}
 	return "", false

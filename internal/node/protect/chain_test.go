@@ -128,7 +128,7 @@ func TestJudgeOrder(t *testing.T) {
 	}
 	everything.Keys = Keys(everything.Image)
 	drop := map[string]func(*Subject){
-		"in use":          func(s *Subject) { s.Used = nil },
+		"in use":          func(s *Subject) { s.Used = Containers{} },
 		"pinned":          func(s *Subject) { s.Image.Pinned = false },
 		"not re-pullable": func(s *Subject) { s.Cluster.KeepNotRepullable = false },
 		"referenced":      func(s *Subject) { s.Cluster.Referrer = nil },

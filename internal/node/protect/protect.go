@@ -74,42 +74,54 @@ func refKeys(s string) []string {
 	return keys
 }
 
-// Containers maps every key of every image a container refers to, to the
-// container that does and how: its name, for its own image, or that it
-// mounts the image. A container names its image three ways (the spec's
-// image, ImageRef, ImageID); all are indexed, so a container started from
-// an image ID still protects the image after its tag moved.
-type Containers map[string]string
+// Containers indexes what the node's containers need, by every key of
+// each image, to the container's name. A container names its own image
+// three ways (the spec's image, ImageRef, ImageID); all are indexed, so a
+// container started from an image ID still protects the image after its
+// tag moved. The zero value knows no container.
+type Containers struct {
+	// images are the containers' own images.
+	images map[string]string
+	// mounts are the images containers mount as image volumes.
+	mounts map[string]string
+}
 
 // NewContainers indexes the images of all containers, whatever their state:
 // their own images and the images they mount as image volumes, which the
 // container needs as much (a removed one breaks the pod's restart, and a
 // runtime may drop content under the mount).
 func NewContainers(containers []cri.Container) Containers {
-	used := Containers{}
+	used := Containers{images: map[string]string{}, mounts: map[string]string{}}
 	for _, c := range containers {
 		name := c.Name
 		if name == "" {
 			name = c.ID
 		}
-		for _, s := range c.MountedImages {
-			for _, k := range refKeys(s) {
-				used[k] = name + " mounts it as an image volume"
-			}
-		}
 		for _, s := range []string{c.ImageID, c.ImageRef, c.Image} {
 			for _, k := range refKeys(s) {
-				used[k] = name
+				used.images[k] = name
+			}
+		}
+		for _, s := range c.MountedImages {
+			for _, k := range refKeys(s) {
+				used.mounts[k] = name
 			}
 		}
 	}
 	return used
 }
 
-// UseAny reports whether a container uses an image with any of these keys.
+// Listed reports whether the index was made from a container listing.
+func (c Containers) Listed() bool { return c.images != nil }
+
+// UseAny reports whether a container uses or mounts an image with any of
+// these keys.
 func (c Containers) UseAny(keys []string) bool {
 	for _, k := range keys {
-		if _, ok := c[k]; ok {
+		if _, ok := c.images[k]; ok {
+			return true
+		}
+		if _, ok := c.mounts[k]; ok {
 			return true
 		}
 	}

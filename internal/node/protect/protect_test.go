@@ -95,7 +95,7 @@ func TestCheckExclusions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := map[string]Verdict{}
 			for _, img := range []cri.Image{alpine, quay, {ID: "sha256:" + strings.Repeat("d", 64), Tags: []string{"docker.io/team/x:1"}}} {
-				got[img.ID[7:8]] = policy.Check(img, Keys(img), nil)
+				got[img.ID[7:8]] = policy.Check(img, Keys(img), Containers{})
 			}
 			want := map[string]Verdict{"a": {Excluded, "exclusion library/*"}, "c": {Excluded, "exclusion quay.io/*"}, "d": {}}
 			if diff := cmp.Diff(want, got); diff != "" {

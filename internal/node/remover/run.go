@@ -419,13 +419,13 @@ func recheck(ctx context.Context, rt Runtime, info *RunInfo) (protect.Containers
 		containers, err := rt.ListContainers(ctx)
 		info.Rechecks++
 		if err != nil {
-			return nil, started, err
+			return protect.Containers{}, started, err
 		}
 		if took := time.Since(started); took > MaxRecheckAge {
 			if attempt == 0 {
 				continue
 			}
-			return nil, started, fmt.Errorf("listing containers took %v, over the %v a re-check may be old", took.Round(time.Millisecond), MaxRecheckAge)
+			return protect.Containers{}, started, fmt.Errorf("listing containers took %v, over the %v a re-check may be old", took.Round(time.Millisecond), MaxRecheckAge)
 		}
 		return protect.NewContainers(containers), started, nil
 	}

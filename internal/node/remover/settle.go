@@ -124,7 +124,7 @@ func settle(ctx context.Context, rt Runtime, results []Result, log *slog.Logger)
 		if !ok {
 			continue
 		}
-		inUse := used != nil && protect.UsedNow(images[k], used).Reason != protect.Removable
+		inUse := used.Listed() && protect.UsedNow(images[k], used).Reason != protect.Removable
 		for _, i := range idx {
 			judge(i, presenceListed, inUse)
 		}
