@@ -211,3 +211,22 @@ func verdictOf(keep func(*Subject) (string, bool), reason Reason, s *Subject) Ve
 	}
 	return Verdict{}
 }
+
+// TestChainAlwaysFirst: a run applies the rules of every removal when it
+// reads the node and the automatic ones per candidate later; that is the
+// chain's order only while no automatic rule stands before an always one.
+func TestChainAlwaysFirst(t *testing.T) {
+	seenAutomatic := false
+	for _, r := range Chain() {
+		switch r.Scope {
+		case Automatic:
+			seenAutomatic = true
+		case Always:
+			if seenAutomatic {
+				t.Errorf("rule %q applies always but stands after an automatic rule", r.Name)
+			}
+		default:
+			t.Errorf("rule %q has no scope", r.Name)
+		}
+	}
+}
