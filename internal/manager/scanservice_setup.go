@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,40 @@ const (
 	scanClaimLease    = 10 * time.Minute
 	scanClaimGrant    = 4
 	scanRetryAfter    = 2 * time.Second
-	scanTokenRemember = 5 * time.Minute
 	scanAnnounceRetry = 5 * time.Second
+)
+
+// What the scan service's requests may cost, sized so that a real run
+// never meets a bound and anything else is cheap (docs/security.md):
+//
+//   - A scanner's token is reviewed once, and its answer reused until the
+//     token expires (an hour; the kubelet renews it at 48 minutes), the
+//     pod being checked in the cache on each request. A refusal is reused
+//     for 30 s.
+//   - TokenReviews: 10 a second, 100 at once. A run's scanners start in
+//     waves of at most maxConcurrentNodes and each needs one review, then
+//     one per renewed token: 10 a second renews 28,000 scanners' tokens,
+//     and a scanner told to wait (503) fetches the DB again 1 to 10 s
+//     later. Only tokens whose own claims name a running scanner of the
+//     run get this far, so the bound is what forged ones can cost the API
+//     server, in the flow of the manager's own calls and lease renewals.
+//   - One source address: 20 requests a second, 200 at once; one scanner
+//     pod: 10 a second, 200 at once. A scanner claims at most a few keys
+//     per request and scans them before it asks again (a request every
+//     few seconds), waits in a held claim that returns only with an answer
+//     for one of its own images, and downloads the DB once: only a node
+//     whose images are all answered one by one, in a burst, comes near
+//     the burst, and a request past it costs the node only scanning those
+//     images itself.
+const (
+	scanTokenRemember   = time.Hour
+	scanRefusalRemember = 30 * time.Second
+	scanReviewRate      = 10
+	scanReviewBurst     = 100
+	scanPerSourceRate   = 20
+	scanPerSourceBurst  = 200
+	scanPerPodRate      = 10
+	scanPerPodBurst     = 200
 )
 
 // The DB copy: Trivy's DB is rebuilt every 6 hours, so its repository is
@@ -125,17 +158,29 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 			pod := &corev1.Pod{}
 			return pod, c.Get(ctx, client.ObjectKey{Namespace: opts.Namespace, Name: name}, pod)
 		},
-		IsScanner:      runningScanner,
-		Namespace:      opts.Namespace,
-		ServiceAccount: podspec.ServiceAccount,
-		Remember:       scanTokenRemember,
+		IsScanner:       runningScanner,
+		Namespace:       opts.Namespace,
+		ServiceAccount:  podspec.ServiceAccount,
+		Remember:        scanTokenRemember,
+		RememberRefusal: scanRefusalRemember,
+		Reviews:         rate.NewLimiter(scanReviewRate, scanReviewBurst),
 	}
 	served := prometheus.NewCounter(prometheus.CounterOpts{Name: "eraser_scan_db_served_bytes_total", Help: "Bytes of vulnerability DB the scan service sent to scanners."})
-	if err := ctrlmetrics.Registry.Register(served); err != nil {
-		return fmt.Errorf("registering the scan service's metrics: %w", err)
+	reviews := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eraser_scan_token_reviews_total",
+		Help: "TokenReviews the scan service sent to the API server, by result: authenticated, refused, failed (no answer)."}, []string{"result"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eraser_scan_requests_refused_total",
+		Help: "Requests the scan service refused before serving them, by reason: no-token, not-scanner, rate-limited, busy (no TokenReview allowed now), unavailable."}, []string{"reason"})
+	for _, c := range []prometheus.Collector{served, reviews, refused} {
+		if err := ctrlmetrics.Registry.Register(c); err != nil {
+			return fmt.Errorf("registering the scan service's metrics: %w", err)
+		}
 	}
+	auth.Reviewed = func(result string) { reviews.WithLabelValues(result).Inc() }
 	srv := &scanservice.Server{Verdicts: s.verdicts, Auth: auth, RetryAfter: scanRetryAfter, Log: mgr.GetLogger().WithName("scan-service"),
-		Served: func(n int64) { served.Add(float64(n)) }}
+		PerSource: scanservice.Limit{Rate: scanPerSourceRate, Burst: scanPerSourceBurst},
+		PerPod:    scanservice.Limit{Rate: scanPerPodRate, Burst: scanPerPodBurst},
+		Refused:   func(reason string) { refused.WithLabelValues(reason).Inc() },
+		Served:    func(n int64) { served.Add(float64(n)) }}
 	if s.mirror != nil {
 		srv.DBs = s.mirror
 	}

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
@@ -44,11 +48,28 @@ type Server struct {
 	// RetryAfter tells a scanner waiting for another's verdict when to ask
 	// again.
 	RetryAfter time.Duration
-	Log        logr.Logger
+	// PerSource bounds the requests from one address, before their token
+	// is looked at; PerPod those of one scanner pod, once authenticated.
+	// Past either, a request is answered 429 with Retry-After. The zero
+	// Limit bounds nothing.
+	PerSource, PerPod Limit
+	// Refused, when set, is told of each request refused before it is
+	// served, by reason: "no-token", "not-scanner", "rate-limited",
+	// "busy" (no TokenReview allowed now) or "unavailable".
+	Refused func(reason string)
+	Log     logr.Logger
+
+	sources, pods *limitTable
+	// logged bounds the refusals logged, one by one: a flood of forged
+	// requests must not become a flood of log lines.
+	logged   *rate.Limiter
+	unlogged atomic.Int64
 }
 
 // Handler serves the claim and share paths.
 func (s *Server) Handler() http.Handler {
+	s.sources, s.pods = newLimitTable(s.PerSource), newLimitTable(s.PerPod)
+	s.logged = rate.NewLimiter(1, 10)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+scanshare.ClaimPath+"{job}", s.claim)
 	mux.HandleFunc("POST "+scanshare.SharePath+"{job}", s.share)
@@ -156,28 +177,64 @@ func (s *Server) share(w http.ResponseWriter, r *http.Request) {
 	reply(w, out)
 }
 
-// authenticate answers 401, 403 or 503 itself when the request does not
-// come from a scanner of the run its path names.
+// authenticate answers 401, 403, 429 or 503 itself when the request does
+// not come from a scanner of the run its path names, or comes too often.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Scanner, bool) {
+	now := time.Now()
+	source := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(source); err == nil {
+		source = host
+	}
+	if ok, wait := s.sources.allow(source, now); !ok {
+		s.refuse(w, r, "rate-limited", http.StatusTooManyRequests, wait, "too many requests from "+source)
+		return Scanner{}, false
+	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
-		http.Error(w, "a scanner's ServiceAccount token is required", http.StatusUnauthorized)
+		s.refuse(w, r, "no-token", http.StatusUnauthorized, 0, "a scanner's ServiceAccount token is required")
 		return Scanner{}, false
 	}
 	job := r.PathValue("job")
 	who, err := s.Auth.Scanner(r.Context(), token, job)
+	var busy *BusyError
 	switch {
 	case err == nil:
+		if ok, wait := s.pods.allow(who.PodUID, now); !ok {
+			s.refuse(w, r, "rate-limited", http.StatusTooManyRequests, wait, "too many requests from pod "+who.Pod)
+			return Scanner{}, false
+		}
 		return who, true
 	case errors.Is(err, ErrNotScanner):
-		s.Log.Info("refused a request that is not from a scanner of the run", "job", job, "remote", r.RemoteAddr, "reason", err.Error())
-		http.Error(w, err.Error(), http.StatusForbidden)
+		s.refuse(w, r, "not-scanner", http.StatusForbidden, 0, err.Error())
+	case errors.As(err, &busy):
+		s.refuse(w, r, "busy", http.StatusServiceUnavailable, busy.RetryAfter, err.Error())
 	default:
 		// The API server could not say: the scanner scans itself.
 		s.Log.Error(err, "could not authenticate a scanner", "job", job)
-		http.Error(w, "authentication is unavailable", http.StatusServiceUnavailable)
+		s.refuse(w, r, "unavailable", http.StatusServiceUnavailable, 0, "authentication is unavailable")
 	}
 	return Scanner{}, false
+}
+
+// refuse answers a request refused before it is served, with Retry-After
+// when retry is set, and logs it unless refusals come faster than a log
+// can be read (the next line logged counts those left out).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, reason string, code int, retry time.Duration, msg string) {
+	if s.Refused != nil {
+		s.Refused(reason)
+	}
+	if reason != "unavailable" { // logged as an error already
+		if s.logged == nil || s.logged.Allow() {
+			s.Log.Info("refused a request", "job", r.PathValue("job"), "remote", r.RemoteAddr, "status", code, "reason", msg,
+				"refusedUnlogged", s.unlogged.Swap(0))
+		} else {
+			s.unlogged.Add(1)
+		}
+	}
+	if retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int(math.Ceil(retry.Seconds())), 1)))
+	}
+	http.Error(w, msg, code)
 }
 
 // tooMany answers 413 to a request of more than MaxKeys items.

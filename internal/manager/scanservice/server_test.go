@@ -347,3 +347,68 @@ func TestClaimHeldUntilSomethingComes(t *testing.T) {
 		})
 	}
 }
+
+// busyAuth is an Authenticator whose TokenReviews are spent.
+type busyAuth struct{}
+
+func (busyAuth) Scanner(context.Context, string, string) (Scanner, error) {
+	return Scanner{}, &BusyError{RetryAfter: 1500 * time.Millisecond}
+}
+
+// TestRequestRateBounds: past the bound of its source address, or of its
+// pod once authenticated, or when no TokenReview may be sent now, a
+// request is answered at once with when to ask again, and the refusal is
+// counted.
+func TestRequestRateBounds(t *testing.T) {
+	for name, tc := range map[string]struct {
+		srv    Server
+		tokens []string
+		want   []int
+		reason string
+	}{
+		"one source address": {srv: Server{PerSource: Limit{Rate: 0.01, Burst: 2}}, tokens: []string{"pod1", "pod2", "pod3"},
+			want: []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}, reason: "rate-limited"},
+		"one pod": {srv: Server{PerPod: Limit{Rate: 0.01, Burst: 2}}, tokens: []string{"pod1", "pod1", "pod2", "pod1"},
+			want: []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusTooManyRequests}, reason: "rate-limited"},
+		"no review allowed now": {srv: Server{Auth: busyAuth{}}, tokens: []string{"pod1"},
+			want: []int{http.StatusServiceUnavailable}, reason: "busy"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			refused := map[string]int{}
+			var mu sync.Mutex
+			srv := tc.srv
+			srv.Verdicts = NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+			if srv.Auth == nil {
+				srv.Auth = tokens{}
+			}
+			srv.RetryAfter, srv.Log = time.Second, logr.Discard()
+			srv.Refused = func(reason string) { mu.Lock(); refused[reason]++; mu.Unlock() }
+			hs := httptest.NewServer(srv.Handler())
+			defer hs.Close()
+			var got []int
+			var retry string
+			for _, pod := range tc.tokens {
+				req, _ := http.NewRequest(http.MethodPost, hs.URL+scanshare.ClaimPath+runUID, strings.NewReader(`{"keys":[]}`))
+				req.Header.Set("Authorization", "Bearer "+pod+"@"+runUID)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				got = append(got, resp.StatusCode)
+				if resp.StatusCode != http.StatusOK {
+					retry = resp.Header.Get("Retry-After")
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if retry == "" || retry == "0" {
+				t.Errorf("Retry-After %q, want a number of seconds", retry)
+			}
+			if refused[tc.reason] != 1 {
+				t.Errorf("refusals counted %v, want one %s", refused, tc.reason)
+			}
+		})
+	}
+}
