@@ -41,6 +41,15 @@ type Options struct {
 	// tries. A longer renew deadline rides out a longer API server outage;
 	// a longer lease makes a dead leader's successor wait longer.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// KubeAPIQPS and KubeAPIBurst bound each of the manager's API clients
+	// (--kube-api-qps, --kube-api-burst): without them controller-runtime
+	// sets none, and a manager that floods the API server (with a bug, or
+	// made to) would queue its own lease renewals behind its flood in the
+	// API server's fair queuing, where they share its ServiceAccount's
+	// flow. Leader election builds its own clients from the same settings,
+	// so its renewals never wait on another client's bucket.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 
 	// Namespace holds the manager's pods, PodTemplates and ConfigMaps
 	// (POD_NAMESPACE, as upstream).
@@ -92,6 +101,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ScanServiceAddr, "scan-service-bind-address", ":8890", "address of the scan service, through which the scanners of a run share one verdict per image; 0 disables it")
 	fs.StringVar(&o.ScanDBDir, "scan-db-dir", "/var/cache/eraser/scan-db", "directory of the leader's copy of the vulnerability DB, which it hands to the scanners (a writable volume)")
 	fs.StringVar(&o.ScanDBProxy, "scan-db-proxy", "", "URL of the HTTP(S) proxy through which the leader downloads the vulnerability DB (that download only); empty: HTTPS_PROXY and NO_PROXY of the environment")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests a second each of the manager's API clients (one per resource) may send on average (the 1,000-node benchmark's busiest, pods, sends about 60); 0 bounds none")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests each of the manager's API clients may send at once")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
@@ -107,6 +118,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := o.ScanDBProxyURL(); err != nil {
 		return err
+	}
+	if o.KubeAPIQPS < 0 || o.KubeAPIBurst < 0 || (o.KubeAPIQPS > 0 && o.KubeAPIBurst == 0) {
+		return fmt.Errorf("--kube-api-qps (%v) and --kube-api-burst (%d): want a rate and a burst of at least 1, or a rate of 0 for no bound", o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	return nil
 }

@@ -86,3 +86,20 @@ func TestScanDBProxyURL(t *testing.T) {
 		t.Errorf("ScanDBProxyURL (-want +got):\n%s", diff)
 	}
 }
+
+func TestValidateKubeAPIBounds(t *testing.T) {
+	got := map[string]bool{}
+	for name, o := range map[string]Options{
+		"the defaults":         {KubeAPIQPS: 100, KubeAPIBurst: 200},
+		"no bound":             {KubeAPIQPS: 0, KubeAPIBurst: 0},
+		"a negative rate":      {KubeAPIQPS: -1, KubeAPIBurst: 10},
+		"a negative burst":     {KubeAPIQPS: 10, KubeAPIBurst: -1},
+		"a rate with no burst": {KubeAPIQPS: 10},
+	} {
+		got[name] = o.Validate() == nil
+	}
+	want := map[string]bool{"the defaults": true, "no bound": true, "a negative rate": false, "a negative burst": false, "a rate with no burst": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("valid (-want +got):\n%s", diff)
+	}
+}

@@ -196,9 +196,11 @@ func TestTokenReviewer(t *testing.T) {
 func TestTokenReviewerRechecksThePod(t *testing.T) {
 	token := jwt(scannerClaims())
 	for name, change := range map[string]func(f *fakeCluster){
-		"finished":             func(f *fakeCluster) { f.ofRun = false },
-		"deleted":              func(f *fakeCluster) { f.pod = nil },
-		"recreated, same name": func(f *fakeCluster) { f.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", UID: "pod-uid-b"}} },
+		"finished": func(f *fakeCluster) { f.ofRun = false },
+		"deleted":  func(f *fakeCluster) { f.pod = nil },
+		"recreated, same name": func(f *fakeCluster) {
+			f.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", UID: "pod-uid-b"}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeCluster{status: authenticated, pod: workerA(), ofRun: true}
