@@ -47,6 +47,13 @@ func (p *process) exited() bool {
 // flags come last, so that they override the defaults here.
 func (s *scenario) startManager(doc string, extra ...string) *process {
 	s.t.Helper()
+	return s.startManagerEnv(doc, nil, extra...)
+}
+
+// startManagerEnv is startManager with more environment (VAR=value), as
+// the Deployment's downward API gives it.
+func (s *scenario) startManagerEnv(doc string, environ []string, extra ...string) *process {
+	s.t.Helper()
 	t := s.t
 	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
@@ -55,7 +62,7 @@ func (s *scenario) startManager(doc string, extra ...string) *process {
 	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + cfg,
 		"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
 	cmd := exec.Command(managerBin.Path(t), args...)
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
+	cmd.Env = append(append(os.Environ(), "POD_NAMESPACE="+s.ns), environ...)
 	p := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {

@@ -1,6 +1,7 @@
 package helmtier
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,10 +9,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
@@ -141,4 +149,37 @@ func upstreamShapedChart() string {
 // the reference data beside the repository, where it exists.
 func upstreamChartDir() string {
 	return filepath.Join(repo.Root(), "..", "shared", "reference", "upstream-data", "helm", "chart-v1.4.1")
+}
+
+// scanServicePolicyInstalled checks, in the cluster, the NetworkPolicy
+// that `helm install` created: it selects the manager's pods as the
+// Deployment does, and admits to the scan service's port only the pods
+// with the worker pods' job label in the release's namespace.
+func (c *cluster) scanServicePolicyInstalled() {
+	c.t.Helper()
+	np := &networkingv1.NetworkPolicy{}
+	if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "eraser-scan-service"}, np); err != nil {
+		c.t.Fatalf("the scan service's NetworkPolicy: %v", err)
+	}
+	dep := &appsv1.Deployment{}
+	if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "eraser-controller-manager"}, dep); err != nil {
+		c.t.Fatal(err)
+	}
+	if diff := cmp.Diff(dep.Spec.Selector.MatchLabels, np.Spec.PodSelector.MatchLabels); diff != "" || len(np.Spec.PodSelector.MatchExpressions) > 0 {
+		c.t.Errorf("the policy selects other pods than the manager's (-Deployment +policy):\n%s", diff)
+	}
+	workers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: podspec.LabelJob, Operator: metav1.LabelSelectorOpExists}}}}}
+	tcp := corev1.ProtocolTCP
+	port := func(n int) networkingv1.NetworkPolicyPort {
+		p := intstr.FromInt32(int32(n))
+		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &p}
+	}
+	want := []networkingv1.NetworkPolicyIngressRule{
+		{From: workers, Ports: []networkingv1.NetworkPolicyPort{port(8890)}},
+		{Ports: []networkingv1.NetworkPolicyPort{port(8889), port(8081)}},
+	}
+	if diff := cmp.Diff(want, np.Spec.Ingress); diff != "" {
+		c.t.Errorf("the policy's ingress (-want +got):\n%s", diff)
+	}
 }

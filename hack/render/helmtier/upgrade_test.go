@@ -148,6 +148,7 @@ func installOverExisting(t *testing.T, c *cluster, apply func(*cluster)) {
 		t.Errorf("a reused CRD was taken over without crds.adopt: labels %v", labels)
 	}
 	c.userObjectsKept("after helm install")
+	c.scanServicePolicyInstalled()
 
 	c.helm("upgrade", release, ourChart(), "-n", namespace, "--reuse-values", "--set", "crds.adopt=true", "--take-ownership", "--force-conflicts")
 	if a := c.crd(imageListsCRD).Annotations; a["meta.helm.sh/release-name"] != release {
