@@ -168,6 +168,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Scanner, 
 	who, err := s.Auth.Scanner(r.Context(), token, job)
 	switch {
 	case err == nil:
+		who.Job = job
 		return who, true
 	case errors.Is(err, ErrNotScanner):
 		s.Log.Info("refused a request that is not from a scanner of the run", "job", job, "remote", r.RemoteAddr, "reason", err.Error())

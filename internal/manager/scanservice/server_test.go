@@ -81,8 +81,9 @@ func sharing(svc scan.Service) scan.Sharing {
 }
 
 // TestFleetScansEachImageOnce: nodes holding the same images, each with
-// one of its own, scan every distinct image once between them, and each
-// node judges all of its images.
+// one of its own, scan every distinct image once between them (a
+// vulnerable one twice: a second node confirms it before the rest remove
+// it), and each node judges all of its images.
 func TestFleetScansEachImageOnce(t *testing.T) {
 	v, base := serve(t)
 	const nodes, common = 8, 12
@@ -104,9 +105,10 @@ func TestFleetScansEachImageOnce(t *testing.T) {
 	if len(e.scanned) != common+nodes {
 		t.Errorf("%d distinct images scanned, want %d", len(e.scanned), common+nodes)
 	}
+	vulnerableID := fmt.Sprintf("sha256:%064x", 1)
 	for id, n := range e.scanned {
-		if n != 1 {
-			t.Errorf("%s scanned %d times, want once", id, n)
+		if want := map[bool]int{true: 2, false: 1}[id == vulnerableID]; n != want {
+			t.Errorf("%s scanned %d times, want %d", id, n, want)
 		}
 	}
 	shared := 0
@@ -123,11 +125,11 @@ func TestFleetScansEachImageOnce(t *testing.T) {
 			}
 		}
 	}
-	if want := nodes*common - common; shared != want {
+	if want := nodes*common - common - 1; shared != want {
 		t.Errorf("%d verdicts taken from other nodes, want %d", shared, want)
 	}
-	if c, n, _, _ := v.Stats(); n != common+nodes || c.Refused != 0 {
-		t.Errorf("store holds %d verdicts (refused %d), want %d", n, c.Refused, common+nodes)
+	if st := v.Stats(); st.Verdicts != common+nodes || st.Refused != 0 || st.Confirmed != 1 {
+		t.Errorf("store %+v, want %d verdicts, 1 confirmed", st, common+nodes)
 	}
 }
 
@@ -155,7 +157,7 @@ func TestForgedVerdictsRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, n, _, _ := v.Stats(); n != 0 {
+	if n := v.Stats().Verdicts; n != 0 {
 		t.Fatalf("the store holds %d verdicts from refused requests", n)
 	}
 }
