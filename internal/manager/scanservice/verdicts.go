@@ -47,9 +47,9 @@ type Verdicts struct {
 	// settled are the confirmed verdicts of ended runs, least recently
 	// used at the back: the only ones the budget evicts, so that no flood
 	// of a live run's scanners pushes a verdict out.
-	settled *list.List // of *record
-	claims  map[scanshare.Key]claim
-	runs    map[string]*run
+	settled  *list.List // of *record
+	claims   map[scanshare.Key]claim
+	runs     map[string]*run
 	lease    time.Duration
 	grant    int
 	now      func() time.Time
