@@ -31,8 +31,9 @@ type Scanner struct {
 //     scan decides between them: one compromised scanner costs the cluster
 //     two scans of each image it lies about, and no node removes on its
 //     word. When all three differ, every node scans the image itself;
-//   - it holds at most MaxClaims claims and PerScanner bytes of verdicts,
-//     and its claims are never renewed: only a share or the lease ends one;
+//   - it holds at most MaxClaims claims and PerScanner bytes of verdicts;
+//     its claims are never renewed (only a share or the lease ends one),
+//     and a key whose claim it let lapse is not handed to it again;
 //   - the verdicts of a run that no second node confirmed are forgotten
 //     when the run ends; only confirmed ones serve later runs, and only
 //     those of the DB and policy the newest run used, least recently used
@@ -93,7 +94,14 @@ type usage struct {
 	bytes  int64
 	// partitions are the DBs and policies the scanner asked about.
 	partitions map[partition]bool
+	// lapsed are the keys whose claim it let lapse: never handed to it
+	// again in the run, so that it cannot hold a key lease after lease.
+	lapsed map[scanshare.Key]bool
 }
+
+// maxLapsed bounds the lapsed keys remembered per scanner: an honest one
+// lets a claim lapse only when its scan outlasts the lease.
+const maxLapsed = 1024
 
 type partition struct{ db, policy string }
 
@@ -201,7 +209,7 @@ func (s *Verdicts) usage(who Scanner) *usage {
 	}
 	u := r.pods[who.PodUID]
 	if u == nil {
-		u = &usage{partitions: map[partition]bool{}}
+		u = &usage{partitions: map[partition]bool{}, lapsed: map[scanshare.Key]bool{}}
 		r.pods[who.PodUID] = u
 	}
 	return u
@@ -223,7 +231,7 @@ func (s *Verdicts) Claim(who Scanner, keys []scanshare.Key, retryAfter time.Dura
 	var out scanshare.ClaimResponse
 	granted, answer := 0, 0
 	take := func(k scanshare.Key, confirm bool) bool {
-		if granted >= s.grant || u.claims >= s.maxClaims {
+		if granted >= s.grant || u.claims >= s.maxClaims || u.lapsed[k] {
 			return false
 		}
 		s.claims[k] = claim{holder: who.PodUID, job: who.Job, until: now.Add(s.lease), confirm: confirm}
@@ -265,7 +273,7 @@ func (s *Verdicts) Claim(who Scanner, keys []scanshare.Key, retryAfter time.Dura
 		case held && now.Before(c.until):
 			out.Wait = append(out.Wait, k)
 		case held:
-			s.drop(k, c)
+			s.lapse(k, c)
 			fallthrough
 		default:
 			if take(k, rec != nil) {
@@ -287,6 +295,17 @@ func (s *Verdicts) drop(k scanshare.Key, c claim) {
 	if r := s.runs[c.job]; r != nil {
 		if u := r.pods[c.holder]; u != nil && u.claims > 0 {
 			u.claims--
+		}
+	}
+}
+
+// lapse drops a claim whose lease ran out, and remembers that its holder
+// let it lapse.
+func (s *Verdicts) lapse(k scanshare.Key, c claim) {
+	s.drop(k, c)
+	if r := s.runs[c.job]; r != nil {
+		if u := r.pods[c.holder]; u != nil && len(u.lapsed) < maxLapsed {
+			u.lapsed[k] = true
 		}
 	}
 }
@@ -464,7 +483,7 @@ func (s *Verdicts) Expire() {
 	expired := false
 	for k, c := range s.claims {
 		if !now.Before(c.until) {
-			s.drop(k, c)
+			s.lapse(k, c)
 			expired = true
 		}
 	}

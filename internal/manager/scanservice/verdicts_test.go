@@ -312,7 +312,8 @@ func TestRemovalNeedsSecondNode(t *testing.T) {
 }
 
 // TestClaimsBounded: a scanner holds at most MaxClaims keys however often
-// it asks, and asking again never renews a claim past its lease.
+// it asks; asking again never renews a claim past its lease, and a key
+// whose claim it let lapse is never its again.
 func TestClaimsBounded(t *testing.T) {
 	c := &clock{t: time.Unix(1e9, 0)}
 	s := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2, MaxClaims: 3, Now: c.now})
@@ -328,6 +329,10 @@ func TestClaimsBounded(t *testing.T) {
 		t.Fatalf("its own claim asked again: %+v", got)
 	}
 	c.t = c.t.Add(11 * time.Second) // past the first lease, not a renewed one
+	s.Expire()
+	if got := summarize(s.Claim(nodeA, keys(0, 1), time.Second)); !cmp.Equal(got, answer{Wait: []int{0, 1}}) {
+		t.Fatalf("node A answered %+v for the keys it let lapse, want wait", got)
+	}
 	if got := summarize(s.Claim(nodeB, keys(0), time.Second)); !cmp.Equal(got, answer{Scan: []int{0}}) {
 		t.Fatalf("node B answered %+v, want the lapsed claim", got)
 	}
