@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
@@ -97,7 +98,8 @@ func newScanService(log logr.Logger, opts Options) (*scanService, error) {
 	if opts.ScanServiceURL() == "" {
 		return nil, nil
 	}
-	s := &scanService{verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant})}
+	s := &scanService{verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant,
+		Log: log.WithName("scan-service")})}
 	collectors := scanservice.Collectors(s.verdicts)
 	if err := writable(opts.ScanDBDir); err != nil {
 		log.Info("the scanners fetch their own vulnerability DB: the manager cannot keep one (mount a writable volume there, as the chart does)", "dir", opts.ScanDBDir, "error", err.Error())
@@ -184,7 +186,8 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 	if s.mirror != nil {
 		srv.DBs = s.mirror
 	}
-	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv}); err != nil {
+	live := func(ctx context.Context, job string) bool { return runLive(ctx, c, types.UID(job)) }
+	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv, Live: live}); err != nil {
 		return err
 	}
 	a := &announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry}
@@ -192,6 +195,22 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 		a.fetch = func(repository, digest string) { s.mirror.Archive(repository, digest) }
 	}
 	return mgr.Add(a)
+}
+
+// runLive says whether the ImageJob with this UID exists and has not
+// finished. When the cache cannot say, the run is taken as live: its
+// verdicts are forgotten at the next tick instead.
+func runLive(ctx context.Context, c client.Reader, job types.UID) bool {
+	var jobs eraserv1.ImageJobList
+	if err := c.List(ctx, &jobs); err != nil {
+		return true
+	}
+	for _, j := range jobs.Items {
+		if j.UID == job {
+			return j.Status.Phase != eraserv1.PhaseCompleted && j.Status.Phase != eraserv1.PhaseFailed
+		}
+	}
+	return false
 }
 
 // runningScanner says whether pod is an unfinished worker pod of the job

@@ -18,6 +18,10 @@ import (
 type Runnable struct {
 	Addr   string
 	Server *Server
+	// Live says whether the run with this job UID is still running: the
+	// verdicts of an ended run that no second node confirmed are then
+	// forgotten. Nil, runs are never ended.
+	Live func(ctx context.Context, job string) bool
 }
 
 // NeedLeaderElection implements controller-runtime's LeaderElectionRunnable.
@@ -42,6 +46,9 @@ func (r *Runnable) Start(ctx context.Context) error {
 				return
 			case <-t.C:
 				r.Server.Verdicts.Expire()
+				if r.Live != nil {
+					r.Server.Verdicts.EndRuns(func(job string) bool { return r.Live(ctx, job) })
+				}
 			}
 		}
 	}()
@@ -56,8 +63,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 func Collectors(v *Verdicts) []prometheus.Collector {
 	count := func(name, help string, f func(Counters) int) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
-			c, _, _, _ := v.Stats()
-			return float64(f(c))
+			return float64(f(v.Stats().Counters))
 		})
 	}
 	return []prometheus.Collector{
@@ -65,17 +71,25 @@ func Collectors(v *Verdicts) []prometheus.Collector {
 			func(c Counters) int { return c.Served }),
 		count("eraser_scan_verdicts_stored_total", "Verdicts the scanners shared with the scan service: the scans made for the cluster.",
 			func(c Counters) int { return c.Stored }),
-		count("eraser_scan_verdicts_refused_total", "Verdicts the scan service refused (invalid, or for a key another scanner holds).",
+		count("eraser_scan_verdicts_refused_total", "Verdicts the scan service refused: invalid, for a key the scanner was not handed, beyond the scanner's share of the store, or disputing another node's.",
 			func(c Counters) int { return c.Refused }),
-		count("eraser_scan_verdicts_evicted_total", "Verdicts the scan service dropped, least recently used first, to stay within its memory budget.",
+		count("eraser_scan_verdicts_confirmed_total", "Verdicts that remove an image which a second node's own scan confirmed: only these reach a third node.",
+			func(c Counters) int { return c.Confirmed }),
+		count("eraser_scan_verdicts_contradicted_total", "Verdicts that remove an image which a second node's own scan contradicted: a third node's scan then decides.",
+			func(c Counters) int { return c.Contradicted }),
+		count("eraser_scan_verdicts_overruled_total", "Verdicts two other nodes' scans overturned: a sign of a compromised or broken scanner, which the service's log names.",
+			func(c Counters) int { return c.Overruled }),
+		count("eraser_scan_verdicts_disputed_total", "Images on which three nodes' scans reached three verdicts: each node then scans the image itself.",
+			func(c Counters) int { return c.Disputed }),
+		count("eraser_scan_verdicts_forgotten_total", "Verdicts dropped when their run ended unconfirmed, or when the vulnerability DB moved on.",
+			func(c Counters) int { return c.Forgotten }),
+		count("eraser_scan_verdicts_evicted_total", "Confirmed verdicts of ended runs the scan service dropped, least recently used first, to stay within its memory budget.",
 			func(c Counters) int { return c.Evicted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eraser_scan_verdicts", Help: "Verdicts the scan service holds."}, func() float64 {
-			_, n, _, _ := v.Stats()
-			return float64(n)
+			return float64(v.Stats().Verdicts)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eraser_scan_verdicts_bytes", Help: "The estimated memory of the verdicts the scan service holds."}, func() float64 {
-			_, _, b, _ := v.Stats()
-			return float64(b)
+			return float64(v.Stats().Bytes)
 		}),
 	}
 }

@@ -203,6 +203,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (Scanner, 
 			s.refuse(w, r, "rate-limited", http.StatusTooManyRequests, wait, "too many requests from pod "+who.Pod)
 			return Scanner{}, false
 		}
+		who.Job = job
 		return who, true
 	case errors.Is(err, ErrNotScanner):
 		s.refuse(w, r, "not-scanner", http.StatusForbidden, 0, err.Error())

@@ -81,8 +81,9 @@ func sharing(svc scan.Service) scan.Sharing {
 }
 
 // TestFleetScansEachImageOnce: nodes holding the same images, each with
-// one of its own, scan every distinct image once between them, and each
-// node judges all of its images.
+// one of its own, scan every distinct image once between them (a
+// vulnerable one twice: a second node confirms it before the rest remove
+// it), and each node judges all of its images.
 func TestFleetScansEachImageOnce(t *testing.T) {
 	v, base := serve(t)
 	const nodes, common = 8, 12
@@ -104,9 +105,10 @@ func TestFleetScansEachImageOnce(t *testing.T) {
 	if len(e.scanned) != common+nodes {
 		t.Errorf("%d distinct images scanned, want %d", len(e.scanned), common+nodes)
 	}
+	vulnerableID := fmt.Sprintf("sha256:%064x", 1)
 	for id, n := range e.scanned {
-		if n != 1 {
-			t.Errorf("%s scanned %d times, want once", id, n)
+		if want := map[bool]int{true: 2, false: 1}[id == vulnerableID]; n != want {
+			t.Errorf("%s scanned %d times, want %d", id, n, want)
 		}
 	}
 	shared := 0
@@ -123,11 +125,11 @@ func TestFleetScansEachImageOnce(t *testing.T) {
 			}
 		}
 	}
-	if want := nodes*common - common; shared != want {
+	if want := nodes*common - common - 1; shared != want {
 		t.Errorf("%d verdicts taken from other nodes, want %d", shared, want)
 	}
-	if c, n, _, _ := v.Stats(); n != common+nodes || c.Refused != 0 {
-		t.Errorf("store holds %d verdicts (refused %d), want %d", n, c.Refused, common+nodes)
+	if st := v.Stats(); st.Verdicts != common+nodes || st.Refused != 0 || st.Confirmed != 1 {
+		t.Errorf("store %+v, want %d verdicts, 1 confirmed", st, common+nodes)
 	}
 }
 
@@ -155,7 +157,7 @@ func TestForgedVerdictsRefused(t *testing.T) {
 			}
 		})
 	}
-	if _, n, _, _ := v.Stats(); n != 0 {
+	if n := v.Stats().Verdicts; n != 0 {
 		t.Fatalf("the store holds %d verdicts from refused requests", n)
 	}
 }
@@ -361,28 +363,28 @@ func (busyAuth) Scanner(context.Context, string, string) (Scanner, error) {
 // counted.
 func TestRequestRateBounds(t *testing.T) {
 	for name, tc := range map[string]struct {
-		srv    Server
-		tokens []string
-		want   []int
-		reason string
+		perSource, perPod Limit
+		auth              Authenticator
+		tokens            []string
+		want              []int
+		reason            string
 	}{
-		"one source address": {srv: Server{PerSource: Limit{Rate: 0.01, Burst: 2}}, tokens: []string{"pod1", "pod2", "pod3"},
+		"one source address": {perSource: Limit{Rate: 0.01, Burst: 2}, tokens: []string{"pod1", "pod2", "pod3"},
 			want: []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}, reason: "rate-limited"},
-		"one pod": {srv: Server{PerPod: Limit{Rate: 0.01, Burst: 2}}, tokens: []string{"pod1", "pod1", "pod2", "pod1"},
+		"one pod": {perPod: Limit{Rate: 0.01, Burst: 2}, tokens: []string{"pod1", "pod1", "pod2", "pod1"},
 			want: []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusTooManyRequests}, reason: "rate-limited"},
-		"no review allowed now": {srv: Server{Auth: busyAuth{}}, tokens: []string{"pod1"},
+		"no review allowed now": {auth: busyAuth{}, tokens: []string{"pod1"},
 			want: []int{http.StatusServiceUnavailable}, reason: "busy"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			refused := map[string]int{}
 			var mu sync.Mutex
-			srv := tc.srv
-			srv.Verdicts = NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
+			srv := &Server{Verdicts: NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2}), Auth: tc.auth,
+				PerSource: tc.perSource, PerPod: tc.perPod, RetryAfter: time.Second, Log: logr.Discard(),
+				Refused: func(reason string) { mu.Lock(); refused[reason]++; mu.Unlock() }}
 			if srv.Auth == nil {
 				srv.Auth = tokens{}
 			}
-			srv.RetryAfter, srv.Log = time.Second, logr.Discard()
-			srv.Refused = func(reason string) { mu.Lock(); refused[reason]++; mu.Unlock() }
 			hs := httptest.NewServer(srv.Handler())
 			defer hs.Close()
 			var got []int

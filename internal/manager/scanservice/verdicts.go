@@ -5,60 +5,145 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Scanner is who asks: a scanner pod of a run, as its token proved it.
 type Scanner struct {
 	Node, Pod, PodUID string
+	// Job is the UID of the run whose audience the token carried.
+	Job string
 }
 
-// Verdicts holds the cluster's shared verdicts, least recently used first
-// out once they pass their byte budget, and the claims on the keys being
-// scanned. It locks itself.
+// Verdicts holds the cluster's shared verdicts and the claims on the keys
+// being scanned. It locks itself.
+//
+// A scanner is assumed compromisable (it parses tenants' images as root),
+// so what one scanner may do to the others is bounded:
+//   - it shares a verdict only for a key it claimed and was handed, and a
+//     claim is handed only for a key it asked about and nobody holds;
+//   - a verdict that removes (vulnerable, end of life) is served to another
+//     node only once a scanner of a second node, handed the key to confirm
+//     it, reached the same verdict. When the two disagree, a third node's
+//     scan decides between them: one compromised scanner costs the cluster
+//     two scans of each image it lies about, and no node removes on its
+//     word. When all three differ, every node scans the image itself;
+//   - it holds at most MaxClaims claims and PerScanner bytes of verdicts;
+//     its claims are never renewed (only a share or the lease ends one),
+//     and a key whose claim it let lapse is not handed to it again;
+//   - the verdicts of a run that no second node confirmed are forgotten
+//     when the run ends; only confirmed ones serve later runs, and only
+//     those of the DB and policy the newest run used, least recently used
+//     first out beyond the budget.
 type Verdicts struct {
-	mu       sync.Mutex
-	budget   int64
-	used     int64
-	byKey    map[scanshare.Key]*list.Element // of *entry
-	lru      *list.List                      // front: most recently used
+	mu         sync.Mutex
+	budget     int64
+	perScanner int64
+	maxClaims  int
+	used       int64
+	byKey      map[scanshare.Key]*record
+	// settled are the confirmed verdicts of ended runs, least recently
+	// used at the back: the only ones the budget evicts, so that no flood
+	// of a live run's scanners pushes a verdict out.
+	settled  *list.List // of *record
 	claims   map[scanshare.Key]claim
+	runs     map[string]*run
 	lease    time.Duration
 	grant    int
 	now      func() time.Time
+	log      logr.Logger
 	counters Counters
-	// changed is closed, and replaced, when a verdict is stored or a
-	// claim released: what a waiting claim waits for.
+	// changed is closed, and replaced, when a verdict is stored or
+	// confirmed, or a claim released: what a waiting claim waits for.
 	changed chan struct{}
 }
 
-type entry struct {
-	v    scanshare.Verdict
-	size int64
+// record is a stored verdict and what the service knows of it.
+type record struct {
+	v scanshare.Verdict
+	// job and podUID made it; confirmedBy is the node whose scanner
+	// reached the same verdict. rival is a second node's contrary verdict,
+	// which a third node's decides against v; disputed, all three differed.
+	job, podUID string
+	confirmedBy string
+	rival       *scanshare.Verdict
+	disputed    bool
+	size        int64
+	// settledAt is its place in settled once its run ended; nil before.
+	settledAt *list.Element
 }
 
 type claim struct {
-	holder string // pod UID
-	until  time.Time
+	holder, job string // pod UID, run
+	until       time.Time
+	// confirm: the key has a verdict that removes, which this claim's
+	// holder scans again to confirm or dispute.
+	confirm bool
 }
+
+// run is what one live run's scanners hold.
+type run struct {
+	pods map[string]*usage // by pod UID
+}
+
+type usage struct {
+	claims int
+	bytes  int64
+	// partitions are the DBs and policies the scanner asked about.
+	partitions map[partition]bool
+	// lapsed are the keys whose claim it let lapse: never handed to it
+	// again in the run, so that it cannot hold a key lease after lease.
+	lapsed map[scanshare.Key]bool
+}
+
+// maxLapsed bounds the lapsed keys remembered per scanner: an honest one
+// lets a claim lapse only when its scan outlasts the lease.
+const maxLapsed = 1024
+
+type partition struct{ db, policy string }
+
+func partitionOf(k scanshare.Key) partition { return partition{k.DB, k.Policy} }
+
+// maxPartitions bounds the DBs and policies one scanner may name: a run
+// has one of each; a forged key names another, which stays unremembered.
+const maxPartitions = 2
 
 // Counters are what the service did since it started.
 type Counters struct {
 	Served, Stored, Duplicates, Refused, Evicted int
+	// Confirmed counts verdicts another node's scan agreed with;
+	// Contradicted those a second node's scan did not; Overruled those a
+	// third node's then found wrong; Disputed those where all three
+	// differed; Forgotten the unconfirmed verdicts dropped when their run
+	// ended.
+	Confirmed, Contradicted, Overruled, Disputed, Forgotten int
 }
 
 // VerdictOptions bound the store.
 type VerdictOptions struct {
 	// Budget is the bytes the verdicts may take (an estimate of their
-	// size in memory); the least recently used go first beyond it.
+	// size in memory). Beyond it, settled verdicts go, least recently used
+	// first; with none left, new verdicts are refused (their images are
+	// scanned on each node).
 	Budget int64
+	// PerScanner is the bytes of verdicts one scanner pod may have stored
+	// in its run; zero means Budget/16.
+	PerScanner int64
 	// Lease is how long a claim holds without its verdict: then another
 	// scanner may take the key (the holder died or hangs).
 	Lease time.Duration
 	// Grant is how many keys one request may claim: small, so that the
 	// scans of images every node holds spread over the nodes.
 	Grant int
-	Now   func() time.Time
+	// MaxClaims is how many claims one scanner may hold at once; zero
+	// means twice Grant.
+	MaxClaims int
+	Now       func() time.Time
+	// Log is told of verdicts other nodes' scans contradicted.
+	Log logr.Logger
 }
 
 // NewVerdicts returns an empty store.
@@ -66,15 +151,21 @@ func NewVerdicts(o VerdictOptions) *Verdicts {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	grant := max(o.Grant, 1)
+	if o.MaxClaims <= 0 {
+		o.MaxClaims = 2 * grant
+	}
+	if o.PerScanner <= 0 {
+		o.PerScanner = o.Budget / 16
+	}
 	return &Verdicts{
-		budget: o.Budget, lease: o.Lease, grant: max(o.Grant, 1), now: o.Now,
-		byKey: map[scanshare.Key]*list.Element{}, lru: list.New(), claims: map[scanshare.Key]claim{},
+		budget: o.Budget, perScanner: o.PerScanner, maxClaims: o.MaxClaims, lease: o.Lease, grant: grant, now: o.Now, log: o.Log,
+		byKey: map[scanshare.Key]*record{}, settled: list.New(), claims: map[scanshare.Key]claim{}, runs: map[string]*run{},
 		changed: make(chan struct{}),
 	}
 }
 
-// Changed is closed at the next change a waiting claim may take: a verdict
-// stored or a claim released.
+// Changed is closed at the next change a waiting claim may take.
 func (s *Verdicts) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,35 +178,109 @@ func (s *Verdicts) notify() {
 	s.changed = make(chan struct{})
 }
 
+// removes says whether a verdict makes a node remove the image: such a
+// verdict needs a second node's before it reaches a third.
+func removes(verdict string) bool { return verdict == "vulnerable" || verdict == "end-of-life" }
+
+// servable says whether rec may be handed to who instead of a scan.
+func (rec *record) servable(who Scanner) bool {
+	switch {
+	case rec.disputed, rec.rival != nil:
+		return false
+	case !removes(rec.v.Scan.Verdict) || rec.confirmedBy != "":
+		return true
+	default:
+		// Its own node's word is enough for a node.
+		return rec.v.Node == who.Node
+	}
+}
+
+// madeOn says whether one of rec's verdicts was made on node.
+func (rec *record) madeOn(node string) bool {
+	return rec.v.Node == node || rec.rival != nil && rec.rival.Node == node
+}
+
+// usage is who's account in its run, made on first use.
+func (s *Verdicts) usage(who Scanner) *usage {
+	r := s.runs[who.Job]
+	if r == nil {
+		r = &run{pods: map[string]*usage{}}
+		s.runs[who.Job] = r
+	}
+	u := r.pods[who.PodUID]
+	if u == nil {
+		u = &usage{partitions: map[partition]bool{}, lapsed: map[scanshare.Key]bool{}}
+		r.pods[who.PodUID] = u
+	}
+	return u
+}
+
+// saw remembers the DB and policy a scanner asked about.
+func (u *usage) saw(k scanshare.Key) {
+	if len(u.partitions) < maxPartitions {
+		u.partitions[partitionOf(k)] = true
+	}
+}
+
 // Claim answers a scanner's claim request.
 func (s *Verdicts) Claim(who Scanner, keys []scanshare.Key, retryAfter time.Duration) scanshare.ClaimResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	u := s.usage(who)
 	var out scanshare.ClaimResponse
-	granted := 0
+	granted, answer := 0, 0
+	take := func(k scanshare.Key, confirm bool) bool {
+		if granted >= s.grant || u.claims >= s.maxClaims || u.lapsed[k] {
+			return false
+		}
+		s.claims[k] = claim{holder: who.PodUID, job: who.Job, until: now.Add(s.lease), confirm: confirm}
+		u.claims++
+		granted++
+		return true
+	}
 	for _, k := range keys {
-		if el, ok := s.byKey[k]; ok {
-			s.lru.MoveToFront(el)
-			out.Verdicts = append(out.Verdicts, el.Value.(*entry).v)
+		u.saw(k)
+		rec := s.byKey[k]
+		if rec != nil && rec.servable(who) {
+			size := int(rec.size)
+			if answer+size > scanshare.MaxBody-scanshare.MaxBody/8 {
+				// Kept for the next answer, which the scanner asks at
+				// once: no answer outgrows what a scanner reads.
+				out.Wait = append(out.Wait, k)
+				continue
+			}
+			answer += size
+			if rec.settledAt != nil {
+				s.settled.MoveToFront(rec.settledAt)
+			}
+			out.Verdicts = append(out.Verdicts, rec.v)
 			s.counters.Served++
+			continue
+		}
+		if rec != nil && (rec.disputed || rec.confirmedBy != "" || rec.madeOn(who.Node)) {
+			// Disputed, or this node's own verdict is in question: it
+			// judges the image itself. (Confirmed but not servable cannot
+			// be.)
 			continue
 		}
 		c, held := s.claims[k]
 		switch {
 		case held && c.holder == who.PodUID:
-			// Asked again while scanning it: still its own.
-			c.until = now.Add(s.lease)
-			s.claims[k] = c
+			// Asked again while scanning it: still its own, but the lease
+			// is not renewed, so no scanner holds a key for ever.
 			out.Scan = append(out.Scan, k)
 		case held && now.Before(c.until):
 			out.Wait = append(out.Wait, k)
-		case granted < s.grant:
-			s.claims[k] = claim{holder: who.PodUID, until: now.Add(s.lease)}
-			out.Scan = append(out.Scan, k)
-			granted++
+		case held:
+			s.lapse(k, c)
+			fallthrough
 		default:
-			out.Wait = append(out.Wait, k)
+			if take(k, rec != nil) {
+				out.Scan = append(out.Scan, k)
+			} else {
+				out.Wait = append(out.Wait, k)
+			}
 		}
 	}
 	if len(out.Wait) > 0 {
@@ -124,13 +289,35 @@ func (s *Verdicts) Claim(who Scanner, keys []scanshare.Key, retryAfter time.Dura
 	return out
 }
 
-// Share keeps a scanner's verdicts. The first verdict on a key stays: a
-// second one is counted, not stored, so a scanner can neither replace
-// another's verdict nor take over a key another holds a claim on.
+// drop forgets a claim and its holder's count of it.
+func (s *Verdicts) drop(k scanshare.Key, c claim) {
+	delete(s.claims, k)
+	if r := s.runs[c.job]; r != nil {
+		if u := r.pods[c.holder]; u != nil && u.claims > 0 {
+			u.claims--
+		}
+	}
+}
+
+// lapse drops a claim whose lease ran out, and remembers that its holder
+// let it lapse.
+func (s *Verdicts) lapse(k scanshare.Key, c claim) {
+	s.drop(k, c)
+	if r := s.runs[c.job]; r != nil {
+		if u := r.pods[c.holder]; u != nil && len(u.lapsed) < maxLapsed {
+			u.lapsed[k] = true
+		}
+	}
+}
+
+// Share keeps a scanner's verdicts on the keys it was handed. The first
+// verdict on a key stays; a second node's, on a key handed to it to
+// confirm, confirms or disputes it.
 func (s *Verdicts) Share(who Scanner, req scanshare.ShareRequest) scanshare.ShareResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	u := s.usage(who)
 	var out scanshare.ShareResponse
 	refuse := func(k scanshare.Key, why string) {
 		out.Refused = append(out.Refused, scanshare.Refused{Key: k, Reason: why})
@@ -144,54 +331,147 @@ func (s *Verdicts) Share(who Scanner, req scanshare.ShareRequest) scanshare.Shar
 	}()
 	for _, k := range req.Released {
 		if c, ok := s.claims[k]; ok && c.holder == who.PodUID {
-			delete(s.claims, k)
+			s.drop(k, c)
 			changed = true
 		}
 	}
 	for _, v := range req.Verdicts {
-		if err := v.Key.Validate(); err != nil {
-			refuse(v.Key, err.Error())
+		if why := invalid(v); why != "" {
+			refuse(v.Key, why)
 			continue
 		}
-		if !scanshare.Shareable(v.Scan.Verdict) {
-			refuse(v.Key, "verdict "+v.Scan.Verdict+" is not shared")
+		c, held := s.claims[v.Key]
+		if !held || c.holder != who.PodUID {
+			if rec := s.byKey[v.Key]; rec != nil && rec.podUID == who.PodUID {
+				s.counters.Duplicates++
+				continue
+			}
+			refuse(v.Key, "this scanner was not handed this key to scan")
 			continue
 		}
-		if err := scanshare.ValidateScan(v.Scan); err != nil {
-			refuse(v.Key, err.Error())
+		s.drop(v.Key, c)
+		changed = true
+		if rec := s.byKey[v.Key]; rec != nil {
+			s.second(rec, who, v, c.confirm, refuse)
 			continue
 		}
-		if _, ok := s.byKey[v.Key]; ok {
-			s.counters.Duplicates++
+		rec := &record{v: scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: now}, job: who.Job, podUID: who.PodUID}
+		rec.size = sizeOf(rec.v)
+		if u.bytes+rec.size > s.perScanner {
+			refuse(v.Key, "this scanner's share of the store is full")
 			continue
 		}
-		if c, ok := s.claims[v.Key]; ok && c.holder != who.PodUID && now.Before(c.until) {
-			refuse(v.Key, "another scanner holds the claim on this key")
+		s.evict(rec.size)
+		if s.used+rec.size > s.budget {
+			refuse(v.Key, "the store is full")
 			continue
 		}
-		delete(s.claims, v.Key)
-		e := &entry{v: scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: now}}
-		e.size = sizeOf(e.v)
-		s.byKey[v.Key] = s.lru.PushFront(e)
-		s.used += e.size
+		s.byKey[v.Key] = rec
+		s.used += rec.size
+		u.bytes += rec.size
 		s.counters.Stored++
 		out.Stored++
-		changed = true
 	}
-	s.evict()
 	return out
 }
 
-// evict drops the least recently used verdicts beyond the budget.
-func (s *Verdicts) evict() {
-	for s.used > s.budget && s.lru.Len() > 0 {
-		el := s.lru.Back()
-		e := el.Value.(*entry)
-		s.lru.Remove(el)
-		delete(s.byKey, e.v.Key)
-		s.used -= e.size
+// invalid says why a shared verdict cannot be stored, or "".
+func invalid(v scanshare.Shared) string {
+	if err := v.Key.Validate(); err != nil {
+		return err.Error()
+	}
+	if !scanshare.Shareable(v.Scan.Verdict) {
+		return "verdict " + v.Scan.Verdict + " is not shared"
+	}
+	if err := scanshare.ValidateScan(v.Scan); err != nil {
+		return err.Error()
+	}
+	if v.Scan.From != nil {
+		// The origin is the service's to say, from the token.
+		return "a shared verdict names no origin: the service records who sent it"
+	}
+	return ""
+}
+
+// second takes the verdict of a scanner that was handed rec's key again:
+// to confirm it or to decide between it and a rival, or because the first
+// holder's claim had lapsed (counted, not stored).
+func (s *Verdicts) second(rec *record, who Scanner, v scanshare.Shared, confirm bool, refuse func(scanshare.Key, string)) {
+	if !confirm || rec.confirmedBy != "" || rec.disputed || rec.madeOn(who.Node) {
+		s.counters.Duplicates++
+		return
+	}
+	defer s.resize(rec)
+	switch {
+	case agree(rec.v.Scan, v.Scan):
+		rec.confirmedBy, rec.v.ConfirmedBy, rec.rival = who.Node, who.Node, nil
+		s.counters.Confirmed++
+	case rec.rival == nil:
+		rec.rival = &scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: s.now()}
+		s.counters.Contradicted++
+		s.log.Info("a second node's scan contradicts a shared verdict: a third node's decides", "image", v.Key.Digest,
+			"node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "secondNode", who.Node, "secondVerdict", v.Scan.Verdict)
+	case agree(rec.rival.Scan, v.Scan):
+		s.counters.Overruled++
+		s.log.Info("two nodes' scans overruled a node's verdict: its scanner may be compromised or broken", "image", v.Key.Digest,
+			"node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "overruledBy", []string{rec.rival.Node, who.Node}, "verdictOfBoth", v.Scan.Verdict)
+		rec.v, rec.rival = *rec.rival, nil
+		rec.confirmedBy, rec.v.ConfirmedBy = who.Node, who.Node
+	default:
+		rec.disputed, rec.rival = true, nil
+		s.counters.Disputed++
+		refuse(v.Key, "three nodes' verdicts differ (node "+rec.v.Node+"'s "+rec.v.Scan.Verdict+", this one's "+v.Scan.Verdict+"): every node scans this image itself")
+	}
+}
+
+// resize counts rec's verdicts, its rival's too, in the store's bytes.
+func (s *Verdicts) resize(rec *record) {
+	s.used -= rec.size
+	rec.size = sizeOf(rec.v)
+	if rec.rival != nil {
+		rec.size += sizeOf(*rec.rival)
+	}
+	s.used += rec.size
+}
+
+// agree says whether two scans of the same content with the same DB and
+// policy reached the same verdict: the same word, the same end of life,
+// and, for vulnerable, a finding in common (a scanner keeps only its
+// first findings, in its own order).
+func agree(a, b workerresult.Scan) bool {
+	if a.Verdict != b.Verdict || a.EndOfLife != b.EndOfLife {
+		return false
+	}
+	if a.Verdict != "vulnerable" {
+		return true
+	}
+	for _, f := range a.Findings {
+		for _, g := range b.Findings {
+			if f.ID == g.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evict makes room for need bytes by dropping settled verdicts, least
+// recently used first. Called with s.mu held.
+func (s *Verdicts) evict(need int64) {
+	for s.used+need > s.budget && s.settled.Len() > 0 {
+		rec := s.settled.Back().Value.(*record)
+		s.forget(rec)
 		s.counters.Evicted++
 	}
+}
+
+// forget drops a stored verdict. Called with s.mu held.
+func (s *Verdicts) forget(rec *record) {
+	if rec.settledAt != nil {
+		s.settled.Remove(rec.settledAt)
+	}
+	delete(s.byKey, rec.v.Key)
+	s.used -= rec.size
 }
 
 // Expire forgets the claims whose lease ran out, so that the claim table
@@ -203,7 +483,7 @@ func (s *Verdicts) Expire() {
 	expired := false
 	for k, c := range s.claims {
 		if !now.Before(c.until) {
-			delete(s.claims, k)
+			s.lapse(k, c)
 			expired = true
 		}
 	}
@@ -212,18 +492,75 @@ func (s *Verdicts) Expire() {
 	}
 }
 
-// Stats are the store's counters, its size and how many keys are claimed.
-func (s *Verdicts) Stats() (c Counters, verdicts int, bytes int64, claims int) {
+// EndRuns closes the runs live no longer names: their claims go, their
+// unconfirmed or disputed verdicts are forgotten, and their confirmed ones
+// serve later runs (evictable). Settled verdicts of a DB or policy that
+// neither a live run nor an ending one asked about are dropped then: the
+// DB moved on.
+func (s *Verdicts) EndRuns(live func(job string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.counters, len(s.byKey), s.used, len(s.claims)
+	var ended []string
+	for job := range s.runs {
+		if !live(job) {
+			ended = append(ended, job)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	gone, asked := map[string]bool{}, map[partition]bool{}
+	for _, r := range s.runs {
+		for _, u := range r.pods {
+			for p := range u.partitions {
+				asked[p] = true
+			}
+		}
+	}
+	for _, job := range ended {
+		gone[job] = true
+		delete(s.runs, job)
+	}
+	for k, c := range s.claims {
+		if gone[c.job] {
+			delete(s.claims, k)
+		}
+	}
+	for _, rec := range s.byKey {
+		switch {
+		case !asked[partitionOf(rec.v.Key)]:
+			s.forget(rec)
+			s.counters.Forgotten++
+		case !gone[rec.job] || rec.settledAt != nil:
+		case rec.confirmedBy == "" || rec.disputed:
+			s.forget(rec)
+			s.counters.Forgotten++
+		default:
+			rec.settledAt = s.settled.PushFront(rec)
+		}
+	}
+	s.notify()
+}
+
+// Stats is what the store holds now and did since it started.
+type Stats struct {
+	Counters
+	Verdicts, Claims, Runs int
+	Bytes                  int64
+}
+
+// Stats reads the store's counters and sizes.
+func (s *Verdicts) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Counters: s.counters, Verdicts: len(s.byKey), Claims: len(s.claims), Runs: len(s.runs), Bytes: s.used}
 }
 
 // sizeOf estimates a verdict's memory: its strings and a fixed overhead
-// for the map, the list element and the structs.
+// for the map, the record and the structs.
 func sizeOf(v scanshare.Verdict) int64 {
-	n := 256 + len(v.Key.Digest) + len(v.Key.Platform) + len(v.Key.DB) + len(v.Key.Policy) +
-		len(v.Node) + len(v.Pod) + len(v.Scan.Verdict)
+	n := 320 + len(v.Key.Digest) + len(v.Key.Platform) + len(v.Key.DB) + len(v.Key.Policy) +
+		len(v.Node) + len(v.Pod) + len(v.ConfirmedBy) + len(v.Scan.Verdict)
 	for _, f := range v.Scan.Findings {
 		n += 64 + len(f.ID) + len(f.Severity) + len(f.Package) + len(f.FixedVersion)
 	}

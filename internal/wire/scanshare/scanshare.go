@@ -92,8 +92,9 @@ const (
 // unbounded body. A node with more images than MaxKeys asks in batches.
 const (
 	MaxKeys = 1000
-	// MaxBody bounds a request body: MaxKeys keys or verdicts with their
-	// findings (workerresult.MaxFindings each) fit in it.
+	// MaxBody bounds a request body, and an answer: MaxKeys keys or
+	// verdicts with their findings (workerresult.MaxFindings each) fit in
+	// a request; the service answers no more verdicts at once than fit.
 	MaxBody = 4 << 20
 )
 
@@ -218,6 +219,9 @@ type Verdict struct {
 	Node string    `json:"node"`
 	Pod  string    `json:"pod"`
 	At   time.Time `json:"at"`
+	// ConfirmedBy is the node whose own scan reached the same verdict: a
+	// verdict that removes reaches a third node only with one.
+	ConfirmedBy string `json:"confirmedBy,omitempty"`
 }
 
 // ClaimRequest asks for the verdicts of a node's images. With Wait, when

@@ -23,6 +23,7 @@ import (
 
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
@@ -54,6 +55,18 @@ type fleetResult struct {
 	// process's before the fleet started.
 	ServiceCPUSeconds float64 `json:"serviceCpuSeconds,omitempty"`
 	ServiceHeapMiB    float64 `json:"serviceHeapMiB,omitempty"`
+	// AbuseRequests are the requests the lying scanner sent (abusive
+	// mode: N-1 honest nodes and one that floods and forges); Refused the
+	// verdicts the service refused, Overruled those of the liar's that
+	// two honest nodes' scans overturned.
+	AbuseRequests int `json:"abuseRequests,omitempty"`
+	Refused       int `json:"refused,omitempty"`
+	Overruled     int `json:"overruled,omitempty"`
+
+	// keys are the keys the nodes asked about; counts each node's
+	// verdict counts.
+	keys   []scanshare.Key
+	counts []map[string]int
 }
 
 // fleetNodes are the fleet sizes, BENCH_FLEET="1 10" for fewer.
@@ -87,17 +100,31 @@ func TestScannerFleetBench(t *testing.T) {
 
 	var results []fleetResult
 	for _, n := range fleetNodes() {
-		for _, mode := range []string{"shared", "alone"} {
-			r := runFleet(t, bin, c, n, mode == "shared")
+		var clean fleetResult
+		for _, mode := range []string{"shared", "abusive", "alone"} {
+			if mode == "abusive" && n < 3 {
+				continue // a liar needs two honest nodes to be overruled
+			}
+			r := runFleet(t, bin, c, n, mode != "alone", mode == "abusive", clean.keys)
 			r.Mode = mode
+			if mode == "shared" {
+				clean = r
+			}
+			if mode == "abusive" {
+				for i, counts := range r.counts {
+					if diff := cmp.Diff(clean.counts[0], counts); diff != "" {
+						t.Errorf("with a lying scanner, node %d judged otherwise than without (-clean +abused):\n%s", i, diff)
+					}
+				}
+			}
 			results = append(results, r)
 			fmt.Printf("%-7s nodes %4d: DB fetches %4d, DB copies served %4d, scans %5d, shared %5d, wall %7.1f s, scan phase %6.2f s, service CPU %5.2f s, service heap +%5.1f MiB\n",
 				r.Mode, r.Nodes, r.DBFetches, r.DBServed, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
 		}
 	}
-	fmt.Printf("\n%-7s %6s %10s %10s %8s %8s %9s %12s %12s %12s\n", "mode", "nodes", "DB fetch", "DB served", "scans", "shared", "wall s", "scan phase", "service CPU", "service +MiB")
+	fmt.Printf("\n%-7s %6s %10s %10s %8s %8s %9s %12s %12s %12s %10s %10s\n", "mode", "nodes", "DB fetch", "DB served", "scans", "shared", "wall s", "scan phase", "service CPU", "service +MiB", "abuse req", "refused")
 	for _, r := range results {
-		fmt.Printf("%-7s %6d %10d %10d %8d %8d %9.1f %12.2f %12.2f %12.1f\n", r.Mode, r.Nodes, r.DBFetches, r.DBServed, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB)
+		fmt.Printf("%-7s %6d %10d %10d %8d %8d %9.1f %12.2f %12.2f %12.1f %10d %10d\n", r.Mode, r.Nodes, r.DBFetches, r.DBServed, r.ScansMade, r.Shared, r.WallSeconds, r.ScanPhaseSeconds, r.ServiceCPUSeconds, r.ServiceHeapMiB, r.AbuseRequests, r.Refused)
 	}
 	out := map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "images": images, "cores": runtime.NumCPU(), "results": results}
 	data, _ := json.MarshalIndent(out, "", "  ")
@@ -111,7 +138,9 @@ func TestScannerFleetBench(t *testing.T) {
 }
 
 // runFleet runs n nodes at once and waits for them all.
-func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, shared bool) fleetResult {
+// With abusive, node 0 is a liar (lie) that knows the keys the honest nodes
+// will ask about.
+func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, shared, abusive bool, known []scanshare.Key) fleetResult {
 	t.Helper()
 	reg, err := fixture.ServeDB([]fixture.Advisory{
 		{Release: "3.22", Package: "musl", ID: "CVE-2099-0001", Fixed: "1.2.5-r0", Severity: dbtypes.SeverityCritical},
@@ -123,6 +152,8 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 	var env []string
 	var verdicts *scanservice.Verdicts
 	var served atomic.Int32
+	var asked keySet
+	var serviceURL string
 	if shared {
 		mirror := scandb.New(scandb.Options{Dir: t.TempDir(), Refresh: time.Hour, MaxAge: time.Hour, Backoff: time.Second, MaxBackoff: time.Second, Timeout: time.Minute})
 		var db *scanshare.DB
@@ -133,9 +164,11 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 			db = mirror.Get(reg.Repo).DB
 		}
 		verdicts = scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 64 << 20, Lease: 10 * time.Minute, Grant: 4})
-		srv := httptest.NewServer((&scanservice.Server{Verdicts: verdicts, Auth: anyNode{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard(),
-			Served: func(int64) { served.Add(1) }}).Handler())
+		handler := (&scanservice.Server{Verdicts: verdicts, Auth: anyNode{}, DBs: mirror, RetryAfter: time.Second, Log: logr.Discard(),
+			Served: func(int64) { served.Add(1) }}).Handler()
+		srv := httptest.NewServer(recordKeys(handler, &asked))
 		defer srv.Close()
+		serviceURL = srv.URL
 		env = []string{scanshare.EnvService + "=" + srv.URL, scanshare.EnvJobUID + "=bench", scanshare.EnvDB + "=" + db.Digest}
 	}
 
@@ -164,8 +197,22 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 	phases := make([]float64, n)
 	var wg sync.WaitGroup
 	collect := make(chan struct{})
-	for i := range n {
+	first := 0
+	if abusive {
+		first = 1
+	}
+	for i := first; i < n; i++ {
 		wg.Go(func() { summaries[i], phases[i] = runNode(t, bin, c, reg.Repo, i, env, collect) })
+	}
+	liarDone := make(chan struct{})
+	var lies liar
+	if abusive {
+		go func() {
+			defer close(liarDone)
+			lies.run(t, serviceURL, known, collect, stop)
+		}()
+	} else {
+		close(liarDone)
 	}
 	// Every node's scanner and remover start first and settle; then the
 	// collectors all begin. On 2 cores, 100 nodes' processes starting at
@@ -178,11 +225,18 @@ func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, sha
 	wall := time.Since(start)
 	close(stop)
 	<-sampled
+	<-liarDone
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 
-	r := fleetResult{Nodes: n, DBFetches: int(reg.Archives.Load()), DBServed: int(served.Load()), WallSeconds: wall.Seconds(), ScanPhaseSeconds: slices.Max(phases)}
-	for _, s := range summaries {
+	r := fleetResult{Nodes: n, DBFetches: int(reg.Archives.Load()), DBServed: int(served.Load()), WallSeconds: wall.Seconds(), ScanPhaseSeconds: slices.Max(phases),
+		keys: asked.list(), AbuseRequests: int(lies.requests.Load())}
+	if verdicts != nil {
+		st := verdicts.Stats()
+		r.Refused, r.Overruled = st.Refused, st.Overruled
+	}
+	for _, s := range summaries[first:] {
+		r.counts = append(r.counts, s.Counts)
 		r.ScansMade += s.ScansMade
 		r.Shared += s.VerdictsShared
 		if s.ScansMade+s.VerdictsShared != images {
