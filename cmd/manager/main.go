@@ -59,10 +59,7 @@ func run(log logr.Logger, opts manager.Options) error {
 	if cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	if opts.KubeAPIQPS > 0 {
-		// controller-runtime leaves its clients unbounded (Options.KubeAPIQPS).
-		restConfig.QPS, restConfig.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
-	}
+	opts.BoundClients(restConfig)
 	if err != nil {
 		// Refused by hot reload earlier, perhaps: the last good one may be
 		// on record.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/eraser-oss/eraser/internal/process/logging"
 )
 
@@ -101,8 +103,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.ScanServiceAddr, "scan-service-bind-address", ":8890", "address of the scan service, through which the scanners of a run share one verdict per image; 0 disables it")
 	fs.StringVar(&o.ScanDBDir, "scan-db-dir", "/var/cache/eraser/scan-db", "directory of the leader's copy of the vulnerability DB, which it hands to the scanners (a writable volume)")
 	fs.StringVar(&o.ScanDBProxy, "scan-db-proxy", "", "URL of the HTTP(S) proxy through which the leader downloads the vulnerability DB (that download only); empty: HTTPS_PROXY and NO_PROXY of the environment")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 100, "requests a second each of the manager's API clients (one per resource) may send on average (the 1,000-node benchmark's busiest, pods, sends about 60); 0 bounds none")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "requests each of the manager's API clients may send at once")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "requests a second each of the manager's API clients (one per kind of object) may send on average (the 10,000-node benchmark creates pods at up to 80 a second); 0 bounds none")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "requests each of the manager's API clients may send at once")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
@@ -123,6 +125,14 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--kube-api-qps (%v) and --kube-api-burst (%d): want a rate and a burst of at least 1, or a rate of 0 for no bound", o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	return nil
+}
+
+// BoundClients sets the client-side bound of the API clients made from
+// cfg, which controller-runtime's GetConfig leaves unbounded (QPS -1).
+func (o *Options) BoundClients(cfg *rest.Config) {
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
+	}
 }
 
 // ScanDBProxyURL is --scan-db-proxy parsed: nil when unset.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 )
 
 // TestPullSecretNamesFromEnv: ERASER_PULL_SECRET_NAMES is read as upstream
@@ -101,5 +102,27 @@ func TestValidateKubeAPIBounds(t *testing.T) {
 	want := map[string]bool{"the defaults": true, "no bound": true, "a negative rate": false, "a negative burst": false, "a rate with no burst": false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("valid (-want +got):\n%s", diff)
+	}
+}
+
+// TestBoundClients: the flags replace GetConfig's unbounded clients; a
+// rate of 0 leaves them so.
+func TestBoundClients(t *testing.T) {
+	type bound struct {
+		QPS   float32
+		Burst int
+	}
+	got := map[string]bound{}
+	for name, o := range map[string]Options{
+		"the defaults": {KubeAPIQPS: 200, KubeAPIBurst: 400},
+		"no bound":     {},
+	} {
+		cfg := &rest.Config{QPS: -1}
+		o.BoundClients(cfg)
+		got[name] = bound{cfg.QPS, cfg.Burst}
+	}
+	want := map[string]bound{"the defaults": {200, 400}, "no bound": {-1, 0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("client bounds (-want +got):\n%s", diff)
 	}
 }
