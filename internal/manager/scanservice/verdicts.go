@@ -27,10 +27,12 @@ type Scanner struct {
 //     claim is handed only for a key it asked about and nobody holds;
 //   - a verdict that removes (vulnerable, end of life) is served to another
 //     node only once a scanner of a second node, handed the key to confirm
-//     it, reached the same verdict. When the two disagree, a third node's
-//     scan decides between them: one compromised scanner costs the cluster
-//     two scans of each image it lies about, and no node removes on its
-//     word. When all three differ, every node scans the image itself;
+//     it, reached the same verdict. A verdict that keeps the image is taken
+//     on one node's word, first or second: it can only keep. When the second
+//     removes for other reasons (other findings), a third node's scan
+//     decides between the two; when all three differ, every node scans the
+//     image itself. So no node removes on one scanner's word, and a lie
+//     costs the cluster no scan it would not have made;
 //   - it holds at most MaxClaims claims and PerScanner bytes of verdicts;
 //     its claims are never renewed (only a share or the lease ends one),
 //     and a key whose claim it let lapse is not handed to it again;
@@ -402,15 +404,24 @@ func (s *Verdicts) second(rec *record, who Scanner, v scanshare.Shared, confirm 
 		return
 	}
 	defer s.resize(rec)
+	mine := scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: s.now()}
 	switch {
 	case agree(rec.v.Scan, v.Scan):
 		rec.confirmedBy, rec.v.ConfirmedBy, rec.rival = who.Node, who.Node, nil
 		s.counters.Confirmed++
-	case rec.rival == nil:
-		rec.rival = &scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: s.now()}
+	case !removes(v.Scan.Verdict):
+		// A verdict that keeps the image is taken on one node's word, as
+		// it is when it comes first: it replaces the removing verdict it
+		// contradicts, which no other node then acts on.
 		s.counters.Contradicted++
-		s.log.Info("a second node's scan contradicts a shared verdict: a third node's decides", "image", v.Key.Digest,
-			"node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "secondNode", who.Node, "secondVerdict", v.Scan.Verdict)
+		s.log.Info("a node's scan contradicts another node's shared verdict, which no other node acts on: one of the two scanners may be compromised or broken",
+			"image", v.Key.Digest, "node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "contradictedBy", who.Node, "verdictOfIt", v.Scan.Verdict)
+		rec.v, rec.rival = mine, nil
+	case rec.rival == nil:
+		s.counters.Contradicted++
+		s.log.Info("a node's scan contradicts another node's shared verdict: a third node's decides; one of the two scanners may be compromised or broken",
+			"image", v.Key.Digest, "node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "contradictedBy", who.Node, "verdictOfIt", v.Scan.Verdict)
+		rec.rival = &mine
 	case agree(rec.rival.Scan, v.Scan):
 		s.counters.Overruled++
 		s.log.Info("two nodes' scans overruled a node's verdict: its scanner may be compromised or broken", "image", v.Key.Digest,

@@ -224,8 +224,9 @@ func TestFirstVerdictStays(t *testing.T) {
 }
 
 // TestRemovalNeedsSecondNode: a verdict that removes reaches another node
-// only once a second node's own scan agreed; when the second disagrees, a
-// third node's scan decides; when all three differ, nobody is served.
+// only once a second node's own scan agreed. A second that keeps the image
+// is taken at its word; one that removes for other reasons has a third
+// node's scan decide; when all three differ, nobody is served.
 func TestRemovalNeedsSecondNode(t *testing.T) {
 	nodeC, nodeD := nodeC(), Scanner{Node: "node-d", Pod: "pod-d", PodUID: "uid-d"}
 	sameNodeOtherRun := Scanner{Node: "node-a", Pod: "pod-a2", PodUID: "uid-a2", Job: "run-2"}
@@ -244,18 +245,28 @@ func TestRemovalNeedsSecondNode(t *testing.T) {
 			wantD:  answer{Verdicts: []int{1}}, wantFrom: "node-a", wantConfBy: "node-b",
 			want: Counters{Served: 2, Stored: 1, Confirmed: 1},
 		},
-		"a second node finds it clean, a third agrees: node A is overruled": {
-			second: clean(key(1)), third: clean(key(1)),
+		"a second node finds it clean: its verdict keeps the image everywhere": {
+			second: clean(key(1)),
+			wantD:  answer{Verdicts: []int{1}}, wantFrom: "node-b",
+			want: Counters{Served: 2, Stored: 1, Contradicted: 1},
+		},
+		"a second node finds other vulnerabilities, a third agrees with it: node A is overruled": {
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-9"),
 			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-b", wantConfBy: "node-c",
 			want: Counters{Served: 2, Stored: 1, Contradicted: 1, Overruled: 1},
 		},
-		"a second node finds it clean, a third vulnerable: node A is confirmed": {
-			second: clean(key(1)), third: vulnerable(key(1), "CVE-1"),
+		"a second node finds other vulnerabilities, a third agrees with node A: confirmed": {
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-1"),
 			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-a", wantConfBy: "node-c",
 			want: Counters{Served: 2, Stored: 1, Contradicted: 1, Confirmed: 1},
 		},
+		"a second node finds other vulnerabilities, a third finds it clean: kept": {
+			second: vulnerable(key(1), "CVE-9"), third: clean(key(1)),
+			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-c",
+			want: Counters{Served: 2, Stored: 1, Contradicted: 2},
+		},
 		"three verdicts differ: disputed, nobody is served": {
-			second: clean(key(1)), third: vulnerable(key(1), "CVE-9"),
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-7"),
 			wantD:       answer{},
 			wantRefused: []string{"three nodes' verdicts differ (node node-a's vulnerable, this one's vulnerable): every node scans this image itself"},
 			want:        Counters{Served: 1, Stored: 1, Refused: 1, Contradicted: 1, Disputed: 1},
