@@ -57,6 +57,7 @@ type Verdicts struct {
 	grant    int
 	now      func() time.Time
 	log      logr.Logger
+	live     func(job string) bool
 	counters Counters
 	// changed is closed, and replaced, when a verdict is stored or
 	// confirmed, or a claim released: what a waiting claim waits for.
@@ -146,6 +147,10 @@ type VerdictOptions struct {
 	Now       func() time.Time
 	// Log is told of verdicts other nodes' scans contradicted.
 	Log logr.Logger
+	// Live says whether the run with this job UID is still running; nil,
+	// every run is. Asked when a run's first request comes and by EndRuns,
+	// so that a new run never takes an ended one's unconfirmed verdicts.
+	Live func(job string) bool
 }
 
 // NewVerdicts returns an empty store.
@@ -161,10 +166,18 @@ func NewVerdicts(o VerdictOptions) *Verdicts {
 		o.PerScanner = o.Budget / 16
 	}
 	return &Verdicts{
-		budget: o.Budget, perScanner: o.PerScanner, maxClaims: o.MaxClaims, lease: o.Lease, grant: grant, now: o.Now, log: o.Log,
+		budget: o.Budget, perScanner: o.PerScanner, maxClaims: o.MaxClaims, lease: o.Lease, grant: grant, now: o.Now, log: o.Log, live: o.Live,
 		byKey: map[scanshare.Key]*record{}, settled: list.New(), claims: map[scanshare.Key]claim{}, runs: map[string]*run{},
 		changed: make(chan struct{}),
 	}
+}
+
+// SetLive sets VerdictOptions.Live, for a store made before the client
+// that answers it.
+func (s *Verdicts) SetLive(live func(job string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live = live
 }
 
 // Changed is closed at the next change a waiting claim may take.
@@ -206,6 +219,9 @@ func (rec *record) madeOn(node string) bool {
 func (s *Verdicts) usage(who Scanner) *usage {
 	r := s.runs[who.Job]
 	if r == nil {
+		// A new run: the runs that ended meanwhile end now, before it
+		// is answered.
+		s.endRuns()
 		r = &run{pods: map[string]*usage{}}
 		s.runs[who.Job] = r
 	}
@@ -503,17 +519,25 @@ func (s *Verdicts) Expire() {
 	}
 }
 
-// EndRuns closes the runs live no longer names: their claims go, their
+// EndRuns closes the runs Live no longer names: their claims go, their
 // unconfirmed or disputed verdicts are forgotten, and their confirmed ones
 // serve later runs (evictable). Settled verdicts of a DB or policy that
 // neither a live run nor an ending one asked about are dropped then: the
 // DB moved on.
-func (s *Verdicts) EndRuns(live func(job string) bool) {
+func (s *Verdicts) EndRuns() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endRuns()
+}
+
+// endRuns is EndRuns with s.mu held.
+func (s *Verdicts) endRuns() {
+	if s.live == nil {
+		return
+	}
 	var ended []string
 	for job := range s.runs {
-		if !live(job) {
+		if !s.live(job) {
 			ended = append(ended, job)
 		}
 	}

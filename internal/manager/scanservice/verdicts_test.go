@@ -377,7 +377,8 @@ func nodeC() Scanner { return Scanner{Node: "node-c", Pod: "pod-c", PodUID: "uid
 // TestEndRuns: when a run ends its unconfirmed verdicts go and its
 // confirmed ones serve the next run, until a run of another DB ends.
 func TestEndRuns(t *testing.T) {
-	s := newStore(&clock{t: time.Unix(1e9, 0)})
+	live := map[string]bool{"run-1": true, "run-2": true, "run-3": true}
+	s := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2, Live: func(job string) bool { return live[job] }})
 	a, b := nodeA, nodeB
 	a.Job, b.Job = "run-1", "run-1"
 	scanned(s, a, clean(key(1)))
@@ -386,7 +387,7 @@ func TestEndRuns(t *testing.T) {
 	scanned(s, a, vulnerable(key(3), "CVE-1")) // nobody confirms
 	s.Claim(b, keys(4), time.Second)           // a claim left behind
 
-	s.EndRuns(func(job string) bool { return job != "run-1" })
+	live["run-1"] = false // a new run's first request ends it
 	next := Scanner{Node: "node-c", Pod: "pod-c2", PodUID: "uid-c2", Job: "run-2"}
 	if got := summarize(s.Claim(next, keys(1, 2, 3, 4), time.Second)); !cmp.Equal(got, answer{Verdicts: []int{2}, Scan: []int{1, 3}, Wait: []int{4}}) {
 		t.Errorf("the next run was answered %+v, want only the confirmed verdict served and run 1's claim gone", got)
@@ -399,11 +400,13 @@ func TestEndRuns(t *testing.T) {
 	newDB.DB = "sha256:" + strings.Repeat("e", 64)
 	third := Scanner{Node: "node-c", Pod: "pod-c3", PodUID: "uid-c3", Job: "run-3"}
 	s.Claim(third, []scanshare.Key{newDB}, time.Second)
-	s.EndRuns(func(job string) bool { return job == "run-3" }) // run 2 asked about the old DB
+	live["run-2"] = false
+	s.EndRuns() // run 2 asked about the old DB
 	if st := s.Stats(); st.Verdicts != 1 {
 		t.Errorf("a verdict of the DB an ending run used was dropped: %+v", st)
 	}
-	s.EndRuns(func(string) bool { return false })
+	live["run-3"] = false
+	s.EndRuns()
 	if st := s.Stats(); st.Verdicts != 0 {
 		t.Errorf("a verdict of a DB no run uses any more was kept: %+v", st)
 	}
@@ -413,7 +416,8 @@ func TestEndRuns(t *testing.T) {
 // least recently, never a live run's: those beyond it are refused.
 func TestBudget(t *testing.T) {
 	one := sizeOf(scanshare.Verdict{Key: key(1), Scan: workerresult.Scan{Verdict: "clean"}, Node: "node-b", Pod: "pod-b", ConfirmedBy: "node-a"})
-	s := NewVerdicts(VerdictOptions{Budget: 3 * one, PerScanner: 10 * one, Lease: time.Minute, Grant: 1})
+	ended := false
+	s := NewVerdicts(VerdictOptions{Budget: 3 * one, PerScanner: 10 * one, Lease: time.Minute, Grant: 1, Live: func(job string) bool { return !ended || job != "run-1" }})
 	b := nodeB
 	b.Job = "run-1"
 	for i := range 3 {
@@ -426,7 +430,7 @@ func TestBudget(t *testing.T) {
 	for i := range 3 {
 		s.byKey[key(i)].confirmedBy = "node-a"
 	}
-	s.EndRuns(func(string) bool { return false })
+	ended = true
 	next := nodeA
 	next.Job = "run-2"
 	s.Claim(next, keys(0), time.Second) // 0 is now the most recently used
