@@ -337,3 +337,34 @@ func TestRetryAfter(t *testing.T) {
 		t.Errorf("retryAfter (-want +got):\n%s", diff)
 	}
 }
+
+// TestFetchDBWaitsRetryAfter: a DB request limited by the service (429) is
+// asked again no sooner than its Retry-After, though FetchDB's own wait is
+// shorter.
+func TestFetchDBWaitsRetryAfter(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if asked.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		_, _ = io.WriteString(w, archive)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, strings.TrimPrefix(srv.URL, "http://"))
+	dst, err := os.CreateTemp(t.TempDir(), "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	var waits []time.Duration
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.FetchDB(ctx, archiveDigest(), dst, func(_ error, wait time.Duration) { waits = append(waits, wait) }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Duration{time.Second}, waits); diff != "" || asked.Load() != 2 {
+		t.Errorf("asked %d times, waits (-want +got):\n%s", asked.Load(), diff)
+	}
+}
