@@ -55,6 +55,9 @@ func (j Judgement) explain() (workerresult.Scan, string) {
 	case Unsupported:
 		return s, "the scanner cannot judge this image (a Windows image, or no OS and no packages it knows); kept"
 	case NotScanned:
+		if j.Error != "" {
+			return s, j.Error + "; kept"
+		}
 		return s, "the scan's total timeout ran out before this image; kept"
 	case Failed:
 		if j.Remove {
