@@ -15,7 +15,11 @@ import (
 func (j Judgement) Explain() (workerresult.Scan, string) {
 	s, why := j.explain()
 	if j.From != nil {
-		why += " (verdict shared by node " + j.From.Node + ")"
+		why += " (verdict shared by node " + j.From.Node
+		if j.From.ConfirmedBy != "" {
+			why += ", confirmed by node " + j.From.ConfirmedBy
+		}
+		why += ")"
 	}
 	return s, why
 }

@@ -206,7 +206,7 @@ func (r *sharedRun) share() {
 // sharedJudgement judges img by a verdict another node made.
 func sharedJudgement(img handoff.Image, v scanshare.Verdict, p Policy) Judgement {
 	j := Judgement{Image: img, Verdict: Verdict(v.Scan.Verdict), EndOfLife: v.Scan.EndOfLife, More: v.Scan.MoreFindings,
-		From: &workerresult.Origin{Node: v.Node, Pod: v.Pod}}
+		From: &workerresult.Origin{Node: v.Node, Pod: v.Pod, ConfirmedBy: v.ConfirmedBy}}
 	for _, f := range v.Scan.Findings {
 		j.Findings = append(j.Findings, Finding{ID: f.ID, Severity: f.Severity, Package: f.Package, FixedVersion: f.FixedVersion})
 	}

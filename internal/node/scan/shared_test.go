@@ -277,18 +277,23 @@ func TestSharedJudgement(t *testing.T) {
 }
 
 // TestSharedVerdictExplained: a shared verdict keeps its findings' count
-// and says where it was made, in the report's terms.
+// and says where it was made, and which node confirmed it, in the report's
+// terms.
 func TestSharedVerdictExplained(t *testing.T) {
+	origin := &workerresult.Origin{Node: "node-b", Pod: "eraser-node-b-x", ConfirmedBy: "node-c"}
 	j := Judgement{Verdict: Vulnerable, Remove: true, Findings: []Finding{{ID: "CVE-9", Severity: "CRITICAL", Package: "openssl"}}, More: 7,
-		From: &workerresult.Origin{Node: "node-b", Pod: "eraser-node-b-x"}}
+		From: origin}
 	s, why := j.Explain()
 	want := workerresult.Scan{Verdict: "vulnerable", Remove: true, Findings: []workerresult.Finding{{ID: "CVE-9", Severity: "CRITICAL", Package: "openssl"}},
-		MoreFindings: 7, From: &workerresult.Origin{Node: "node-b", Pod: "eraser-node-b-x"}}
+		MoreFindings: 7, From: origin}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if why != "CVE-9 CRITICAL openssl (+7 more) (verdict shared by node node-b)" {
+	if why != "CVE-9 CRITICAL openssl (+7 more) (verdict shared by node node-b, confirmed by node node-c)" {
 		t.Errorf("why = %q", why)
+	}
+	if got := sharedJudgement(handoff.Image{ImageID: "x"}, scanshare.Verdict{Node: "node-b", Pod: "eraser-node-b-x", ConfirmedBy: "node-c", Scan: s}, Policy{}); !cmp.Equal(got.From, origin) {
+		t.Errorf("a shared verdict's origin: %+v, want %+v", got.From, origin)
 	}
 }
 
