@@ -432,7 +432,7 @@ func (s *Verdicts) second(rec *record, who Scanner, v scanshare.Shared, confirm 
 		s.counters.Contradicted++
 		s.log.Info("a node's scan contradicts another node's shared verdict, which no other node acts on: one of the two scanners may be compromised or broken",
 			"image", v.Key.Digest, "node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "contradictedBy", who.Node, "verdictOfIt", v.Scan.Verdict)
-		rec.v, rec.rival = mine, nil
+		rec.v, rec.rival, rec.job, rec.podUID = mine, nil, who.Job, who.PodUID
 	case rec.rival == nil:
 		s.counters.Contradicted++
 		s.log.Info("a node's scan contradicts another node's shared verdict: a third node's decides; one of the two scanners may be compromised or broken",
