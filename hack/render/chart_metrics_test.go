@@ -197,6 +197,7 @@ var servedMetrics = map[string]bool{
 	"eraser_bytes_expected_freed_run_total":        true,
 	"eraser_bytes_reclaimed_run_total":             true,
 	"eraser_imagefs_capacity_bytes":                true,
+	"eraser_scan_verdicts_contradicted_total":      true,
 	"eraser_imagefs_used_before_bytes":             true,
 	"eraser_imagefs_used_after_bytes":              true,
 	"eraser_last_successful_run_timestamp_seconds": true,

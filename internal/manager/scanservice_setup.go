@@ -186,8 +186,9 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 	if s.mirror != nil {
 		srv.DBs = s.mirror
 	}
-	live := func(ctx context.Context, job string) bool { return runLive(ctx, c, types.UID(job)) }
-	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv, Live: live}); err != nil {
+	// The cache answers at once: a context of its own is enough.
+	s.verdicts.SetLive(func(job string) bool { return runLive(context.Background(), c, types.UID(job)) })
+	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv}); err != nil {
 		return err
 	}
 	a := &announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry}

@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
@@ -136,4 +140,28 @@ func TestScanServiceAuthenticates(t *testing.T) {
 		_, err := reviewer().Scanner(ctx, scannerToken, runUID)
 		return errors.Is(err, scanservice.ErrNotScanner)
 	})
+}
+
+// TestRunLive: a run is live while its ImageJob exists unfinished; its
+// verdicts are forgotten once it completed, failed or was deleted.
+func TestRunLive(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := eraserv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	job := func(uid string, phase eraserv1.JobPhase) *eraserv1.ImageJob {
+		j := builder.MakeImageJob("job-" + uid).Phase(phase).Obj()
+		j.UID = types.UID(uid)
+		return j
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		job("running", eraserv1.PhaseRunning), job("completed", eraserv1.PhaseCompleted), job("failed", eraserv1.PhaseFailed), job("new", "")).Build()
+	got := map[string]bool{}
+	for _, uid := range []string{"running", "completed", "failed", "new", "deleted"} {
+		got[uid] = runLive(context.Background(), c, types.UID(uid))
+	}
+	want := map[string]bool{"running": true, "completed": false, "failed": false, "new": true, "deleted": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("live (-want +got):\n%s", diff)
+	}
 }

@@ -78,6 +78,9 @@ func scanner(p Params, mounts []corev1.VolumeMount, pprof []string) corev1.Conta
 		switch {
 		case p.ScanDB != nil:
 			c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDB, Value: p.ScanDB.Digest})
+			if p.ScanDB.Size > 0 {
+				c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBSize, Value: strconv.FormatInt(p.ScanDB.Size, 10)})
+			}
 			if p.ScanDB.Schema > 0 {
 				c.Env = append(c.Env, corev1.EnvVar{Name: scanshare.EnvDBSchema, Value: strconv.Itoa(p.ScanDB.Schema)})
 			}

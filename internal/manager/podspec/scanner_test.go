@@ -76,7 +76,7 @@ func TestScannerSharesThroughService(t *testing.T) {
 		// NodeRefs: the pod keeps its node's references annotation.
 		NodeRefs bool
 	}
-	db := &scanshare.DB{Digest: "sha256:" + strings.Repeat("d", 64), Schema: 2, Built: time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)}
+	db := &scanshare.DB{Digest: "sha256:" + strings.Repeat("d", 64), Size: 73 << 20, Schema: 2, Built: time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)}
 	cases := map[string]struct {
 		service string
 		os      podpaths.OS
@@ -96,6 +96,7 @@ func TestScannerSharesThroughService(t *testing.T) {
 				"ERASER_SCAN_SERVICE": "http://10.0.0.5:8890", "ERASER_JOB_UID": "uid-1", "ERASER_SCAN_TOKEN": "/run/eraser.sh/scan-token/token",
 				"ERASER_SCAN_SERVICE_FILE": "/run/eraser.sh/scan-token/service",
 				"ERASER_SCAN_DB":           db.Digest, "ERASER_SCAN_DB_SCHEMA": "2", "ERASER_SCAN_DB_BUILT": "2026-12-05T06:00:00Z",
+				"ERASER_SCAN_DB_SIZE": "76546048",
 			},
 			Mounted: []string{ScannerContainer}, Audience: "scan.eraser.sh/uid-1",
 			Annotation: "http://10.0.0.5:8890", AddressFrom: "metadata.annotations['eraser.sh/scan-service']", NodeRefs: true,

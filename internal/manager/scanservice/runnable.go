@@ -18,10 +18,6 @@ import (
 type Runnable struct {
 	Addr   string
 	Server *Server
-	// Live says whether the run with this job UID is still running: the
-	// verdicts of an ended run that no second node confirmed are then
-	// forgotten. Nil, runs are never ended.
-	Live func(ctx context.Context, job string) bool
 }
 
 // NeedLeaderElection implements controller-runtime's LeaderElectionRunnable.
@@ -46,9 +42,7 @@ func (r *Runnable) Start(ctx context.Context) error {
 				return
 			case <-t.C:
 				r.Server.Verdicts.Expire()
-				if r.Live != nil {
-					r.Server.Verdicts.EndRuns(func(job string) bool { return r.Live(ctx, job) })
-				}
+				r.Server.Verdicts.EndRuns()
 			}
 		}
 	}()

@@ -52,10 +52,12 @@ func (e *engine) Scan(_ context.Context, img handoff.Image) (scan.Report, error)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.scanned[img.ImageID]++
+	// The engine names the content it judged: a shared verdict is that
+	// content's.
 	if strings.HasSuffix(img.ImageID, "1") {
-		return scan.Report{Findings: []scan.Finding{{ID: "CVE-1", Severity: "HIGH", Package: "musl"}}}, nil
+		return scan.Report{Content: img.ImageID, Findings: []scan.Finding{{ID: "CVE-1", Severity: "HIGH", Package: "musl"}}}, nil
 	}
-	return scan.Report{}, nil
+	return scan.Report{Content: img.ImageID}, nil
 }
 
 func serve(t *testing.T) (*Verdicts, string) {

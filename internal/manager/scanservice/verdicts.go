@@ -27,10 +27,12 @@ type Scanner struct {
 //     claim is handed only for a key it asked about and nobody holds;
 //   - a verdict that removes (vulnerable, end of life) is served to another
 //     node only once a scanner of a second node, handed the key to confirm
-//     it, reached the same verdict. When the two disagree, a third node's
-//     scan decides between them: one compromised scanner costs the cluster
-//     two scans of each image it lies about, and no node removes on its
-//     word. When all three differ, every node scans the image itself;
+//     it, reached the same verdict. A verdict that keeps the image is taken
+//     on one node's word, first or second: it can only keep. When the second
+//     removes for other reasons (other findings), a third node's scan
+//     decides between the two; when all three differ, every node scans the
+//     image itself. So no node removes on one scanner's word, and a lie
+//     costs the cluster no scan it would not have made;
 //   - it holds at most MaxClaims claims and PerScanner bytes of verdicts;
 //     its claims are never renewed (only a share or the lease ends one),
 //     and a key whose claim it let lapse is not handed to it again;
@@ -55,6 +57,7 @@ type Verdicts struct {
 	grant    int
 	now      func() time.Time
 	log      logr.Logger
+	live     func(job string) bool
 	counters Counters
 	// changed is closed, and replaced, when a verdict is stored or
 	// confirmed, or a claim released: what a waiting claim waits for.
@@ -144,6 +147,10 @@ type VerdictOptions struct {
 	Now       func() time.Time
 	// Log is told of verdicts other nodes' scans contradicted.
 	Log logr.Logger
+	// Live says whether the run with this job UID is still running; nil,
+	// every run is. Asked when a run's first request comes and by EndRuns,
+	// so that a new run never takes an ended one's unconfirmed verdicts.
+	Live func(job string) bool
 }
 
 // NewVerdicts returns an empty store.
@@ -159,10 +166,18 @@ func NewVerdicts(o VerdictOptions) *Verdicts {
 		o.PerScanner = o.Budget / 16
 	}
 	return &Verdicts{
-		budget: o.Budget, perScanner: o.PerScanner, maxClaims: o.MaxClaims, lease: o.Lease, grant: grant, now: o.Now, log: o.Log,
+		budget: o.Budget, perScanner: o.PerScanner, maxClaims: o.MaxClaims, lease: o.Lease, grant: grant, now: o.Now, log: o.Log, live: o.Live,
 		byKey: map[scanshare.Key]*record{}, settled: list.New(), claims: map[scanshare.Key]claim{}, runs: map[string]*run{},
 		changed: make(chan struct{}),
 	}
+}
+
+// SetLive sets VerdictOptions.Live, for a store made before the client
+// that answers it.
+func (s *Verdicts) SetLive(live func(job string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live = live
 }
 
 // Changed is closed at the next change a waiting claim may take.
@@ -204,6 +219,9 @@ func (rec *record) madeOn(node string) bool {
 func (s *Verdicts) usage(who Scanner) *usage {
 	r := s.runs[who.Job]
 	if r == nil {
+		// A new run: the runs that ended meanwhile end now, before it
+		// is answered.
+		s.endRuns()
 		r = &run{pods: map[string]*usage{}}
 		s.runs[who.Job] = r
 	}
@@ -402,15 +420,24 @@ func (s *Verdicts) second(rec *record, who Scanner, v scanshare.Shared, confirm 
 		return
 	}
 	defer s.resize(rec)
+	mine := scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: s.now()}
 	switch {
 	case agree(rec.v.Scan, v.Scan):
 		rec.confirmedBy, rec.v.ConfirmedBy, rec.rival = who.Node, who.Node, nil
 		s.counters.Confirmed++
-	case rec.rival == nil:
-		rec.rival = &scanshare.Verdict{Key: v.Key, Scan: v.Scan, Node: who.Node, Pod: who.Pod, At: s.now()}
+	case !removes(v.Scan.Verdict):
+		// A verdict that keeps the image is taken on one node's word, as
+		// it is when it comes first: it replaces the removing verdict it
+		// contradicts, which no other node then acts on.
 		s.counters.Contradicted++
-		s.log.Info("a second node's scan contradicts a shared verdict: a third node's decides", "image", v.Key.Digest,
-			"node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "secondNode", who.Node, "secondVerdict", v.Scan.Verdict)
+		s.log.Info("a node's scan contradicts another node's shared verdict, which no other node acts on: one of the two scanners may be compromised or broken",
+			"image", v.Key.Digest, "node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "contradictedBy", who.Node, "verdictOfIt", v.Scan.Verdict)
+		rec.v, rec.rival, rec.job, rec.podUID = mine, nil, who.Job, who.PodUID
+	case rec.rival == nil:
+		s.counters.Contradicted++
+		s.log.Info("a node's scan contradicts another node's shared verdict: a third node's decides; one of the two scanners may be compromised or broken",
+			"image", v.Key.Digest, "node", rec.v.Node, "verdict", rec.v.Scan.Verdict, "contradictedBy", who.Node, "verdictOfIt", v.Scan.Verdict)
+		rec.rival = &mine
 	case agree(rec.rival.Scan, v.Scan):
 		s.counters.Overruled++
 		s.log.Info("two nodes' scans overruled a node's verdict: its scanner may be compromised or broken", "image", v.Key.Digest,
@@ -492,17 +519,25 @@ func (s *Verdicts) Expire() {
 	}
 }
 
-// EndRuns closes the runs live no longer names: their claims go, their
+// EndRuns closes the runs Live no longer names: their claims go, their
 // unconfirmed or disputed verdicts are forgotten, and their confirmed ones
 // serve later runs (evictable). Settled verdicts of a DB or policy that
 // neither a live run nor an ending one asked about are dropped then: the
 // DB moved on.
-func (s *Verdicts) EndRuns(live func(job string) bool) {
+func (s *Verdicts) EndRuns() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endRuns()
+}
+
+// endRuns is EndRuns with s.mu held.
+func (s *Verdicts) endRuns() {
+	if s.live == nil {
+		return
+	}
 	var ended []string
 	for job := range s.runs {
-		if !live(job) {
+		if !s.live(job) {
 			ended = append(ended, job)
 		}
 	}

@@ -224,8 +224,9 @@ func TestFirstVerdictStays(t *testing.T) {
 }
 
 // TestRemovalNeedsSecondNode: a verdict that removes reaches another node
-// only once a second node's own scan agreed; when the second disagrees, a
-// third node's scan decides; when all three differ, nobody is served.
+// only once a second node's own scan agreed. A second that keeps the image
+// is taken at its word; one that removes for other reasons has a third
+// node's scan decide; when all three differ, nobody is served.
 func TestRemovalNeedsSecondNode(t *testing.T) {
 	nodeC, nodeD := nodeC(), Scanner{Node: "node-d", Pod: "pod-d", PodUID: "uid-d"}
 	sameNodeOtherRun := Scanner{Node: "node-a", Pod: "pod-a2", PodUID: "uid-a2", Job: "run-2"}
@@ -244,18 +245,28 @@ func TestRemovalNeedsSecondNode(t *testing.T) {
 			wantD:  answer{Verdicts: []int{1}}, wantFrom: "node-a", wantConfBy: "node-b",
 			want: Counters{Served: 2, Stored: 1, Confirmed: 1},
 		},
-		"a second node finds it clean, a third agrees: node A is overruled": {
-			second: clean(key(1)), third: clean(key(1)),
+		"a second node finds it clean: its verdict keeps the image everywhere": {
+			second: clean(key(1)),
+			wantD:  answer{Verdicts: []int{1}}, wantFrom: "node-b",
+			want: Counters{Served: 2, Stored: 1, Contradicted: 1},
+		},
+		"a second node finds other vulnerabilities, a third agrees with it: node A is overruled": {
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-9"),
 			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-b", wantConfBy: "node-c",
 			want: Counters{Served: 2, Stored: 1, Contradicted: 1, Overruled: 1},
 		},
-		"a second node finds it clean, a third vulnerable: node A is confirmed": {
-			second: clean(key(1)), third: vulnerable(key(1), "CVE-1"),
+		"a second node finds other vulnerabilities, a third agrees with node A: confirmed": {
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-1"),
 			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-a", wantConfBy: "node-c",
 			want: Counters{Served: 2, Stored: 1, Contradicted: 1, Confirmed: 1},
 		},
+		"a second node finds other vulnerabilities, a third finds it clean: kept": {
+			second: vulnerable(key(1), "CVE-9"), third: clean(key(1)),
+			wantD: answer{Verdicts: []int{1}}, wantFrom: "node-c",
+			want: Counters{Served: 2, Stored: 1, Contradicted: 2},
+		},
 		"three verdicts differ: disputed, nobody is served": {
-			second: clean(key(1)), third: vulnerable(key(1), "CVE-9"),
+			second: vulnerable(key(1), "CVE-9"), third: vulnerable(key(1), "CVE-7"),
 			wantD:       answer{},
 			wantRefused: []string{"three nodes' verdicts differ (node node-a's vulnerable, this one's vulnerable): every node scans this image itself"},
 			want:        Counters{Served: 1, Stored: 1, Refused: 1, Contradicted: 1, Disputed: 1},
@@ -366,7 +377,8 @@ func nodeC() Scanner { return Scanner{Node: "node-c", Pod: "pod-c", PodUID: "uid
 // TestEndRuns: when a run ends its unconfirmed verdicts go and its
 // confirmed ones serve the next run, until a run of another DB ends.
 func TestEndRuns(t *testing.T) {
-	s := newStore(&clock{t: time.Unix(1e9, 0)})
+	live := map[string]bool{"run-1": true, "run-2": true, "run-3": true}
+	s := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2, Live: func(job string) bool { return live[job] }})
 	a, b := nodeA, nodeB
 	a.Job, b.Job = "run-1", "run-1"
 	scanned(s, a, clean(key(1)))
@@ -375,7 +387,7 @@ func TestEndRuns(t *testing.T) {
 	scanned(s, a, vulnerable(key(3), "CVE-1")) // nobody confirms
 	s.Claim(b, keys(4), time.Second)           // a claim left behind
 
-	s.EndRuns(func(job string) bool { return job != "run-1" })
+	live["run-1"] = false // a new run's first request ends it
 	next := Scanner{Node: "node-c", Pod: "pod-c2", PodUID: "uid-c2", Job: "run-2"}
 	if got := summarize(s.Claim(next, keys(1, 2, 3, 4), time.Second)); !cmp.Equal(got, answer{Verdicts: []int{2}, Scan: []int{1, 3}, Wait: []int{4}}) {
 		t.Errorf("the next run was answered %+v, want only the confirmed verdict served and run 1's claim gone", got)
@@ -388,11 +400,13 @@ func TestEndRuns(t *testing.T) {
 	newDB.DB = "sha256:" + strings.Repeat("e", 64)
 	third := Scanner{Node: "node-c", Pod: "pod-c3", PodUID: "uid-c3", Job: "run-3"}
 	s.Claim(third, []scanshare.Key{newDB}, time.Second)
-	s.EndRuns(func(job string) bool { return job == "run-3" }) // run 2 asked about the old DB
+	live["run-2"] = false
+	s.EndRuns() // run 2 asked about the old DB
 	if st := s.Stats(); st.Verdicts != 1 {
 		t.Errorf("a verdict of the DB an ending run used was dropped: %+v", st)
 	}
-	s.EndRuns(func(string) bool { return false })
+	live["run-3"] = false
+	s.EndRuns()
 	if st := s.Stats(); st.Verdicts != 0 {
 		t.Errorf("a verdict of a DB no run uses any more was kept: %+v", st)
 	}
@@ -402,7 +416,8 @@ func TestEndRuns(t *testing.T) {
 // least recently, never a live run's: those beyond it are refused.
 func TestBudget(t *testing.T) {
 	one := sizeOf(scanshare.Verdict{Key: key(1), Scan: workerresult.Scan{Verdict: "clean"}, Node: "node-b", Pod: "pod-b", ConfirmedBy: "node-a"})
-	s := NewVerdicts(VerdictOptions{Budget: 3 * one, PerScanner: 10 * one, Lease: time.Minute, Grant: 1})
+	ended := false
+	s := NewVerdicts(VerdictOptions{Budget: 3 * one, PerScanner: 10 * one, Lease: time.Minute, Grant: 1, Live: func(job string) bool { return !ended || job != "run-1" }})
 	b := nodeB
 	b.Job = "run-1"
 	for i := range 3 {
@@ -415,7 +430,7 @@ func TestBudget(t *testing.T) {
 	for i := range 3 {
 		s.byKey[key(i)].confirmedBy = "node-a"
 	}
-	s.EndRuns(func(string) bool { return false })
+	ended = true
 	next := nodeA
 	next.Job = "run-2"
 	s.Claim(next, keys(0), time.Second) // 0 is now the most recently used

@@ -15,7 +15,11 @@ import (
 func (j Judgement) Explain() (workerresult.Scan, string) {
 	s, why := j.explain()
 	if j.From != nil {
-		why += " (verdict shared by node " + j.From.Node + ")"
+		why += " (verdict shared by node " + j.From.Node
+		if j.From.ConfirmedBy != "" {
+			why += ", confirmed by node " + j.From.ConfirmedBy
+		}
+		why += ")"
 	}
 	return s, why
 }
@@ -55,6 +59,9 @@ func (j Judgement) explain() (workerresult.Scan, string) {
 	case Unsupported:
 		return s, "the scanner cannot judge this image (a Windows image, or no OS and no packages it knows); kept"
 	case NotScanned:
+		if j.Error != "" {
+			return s, j.Error + "; kept"
+		}
 		return s, "the scan's total timeout ran out before this image; kept"
 	case Failed:
 		if j.Remove {

@@ -44,6 +44,8 @@ func TestExplain(t *testing.T) {
 		},
 		"clean":       {j: Judgement{Verdict: Clean}, want: workerresult.Scan{Verdict: "clean"}, wantWhy: "no finding matched the policy"},
 		"not scanned": {j: Judgement{Verdict: NotScanned}, want: workerresult.Scan{Verdict: "not scanned"}, wantWhy: "the scan's total timeout ran out before this image; kept"},
+		"not scanned, and why": {j: Judgement{Verdict: NotScanned, Error: "this scanner cannot judge: no DB"}, want: workerresult.Scan{Verdict: "not scanned"},
+			wantWhy: "this scanner cannot judge: no DB; kept"},
 		"unsupported": {j: Judgement{Verdict: Unsupported}, want: workerresult.Scan{Verdict: "unsupported"},
 			wantWhy: "the scanner cannot judge this image (a Windows image, or no OS and no packages it knows); kept"},
 		"failed, kept": {j: Judgement{Verdict: Failed, Error: "reading the image config: EOF"}, want: workerresult.Scan{Verdict: "failed"},

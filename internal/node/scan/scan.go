@@ -9,11 +9,13 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -50,6 +52,12 @@ type Report struct {
 	// Unsupported: the engine cannot scan this kind of image (a Windows
 	// image for Trivy, say).
 	Unsupported bool
+	// Content is the config digest (sha256:<hex>) of the image the engine
+	// opened and judged, "" when the engine does not say. A runtime finds
+	// an image by name when it has no record of its ID, and a name may
+	// have moved to other content since the image was listed: the verdict
+	// is then about that content, not about the image.
+	Content string
 }
 
 // Engine scans one image. An error means the scan failed.
@@ -83,6 +91,8 @@ type Judgement struct {
 	// From is the node and pod whose scan made a shared verdict; nil when
 	// this node scanned the image.
 	From *workerresult.Origin
+	// Content is Report.Content: what this node's engine judged.
+	Content string
 }
 
 // ErrCannotJudge marks an engine's failure that is the scanner's, not the
@@ -91,15 +101,25 @@ type Judgement struct {
 // judging anything.
 var ErrCannotJudge = errors.New("this scanner cannot judge")
 
+// ErrOtherContent marks an engine's refusal to scan an image because the
+// names it could find the image by lead to other content than the image's
+// ID: a verdict would be about that content. The image is not scanned and
+// kept, whatever deleteFailedImages says.
+var ErrOtherContent = errors.New("the image's names lead to other content than its ID")
+
 // Judge applies the policy to one image's report (or scan error).
 func (p Policy) Judge(img handoff.Image, r Report, err error) Judgement {
-	j := Judgement{Image: img, EndOfLife: err == nil && r.EndOfLife}
+	j := Judgement{Image: img, EndOfLife: err == nil && r.EndOfLife, Content: r.Content}
 	switch {
-	case errors.Is(err, ErrCannotJudge):
+	case errors.Is(err, ErrCannotJudge), errors.Is(err, ErrOtherContent):
 		j.Verdict, j.Error = NotScanned, err.Error()
 		return j
 	case err != nil:
 		j.Verdict, j.Error, j.Remove = Failed, err.Error(), p.DeleteFailed
+		return j
+	case otherContent(img, r.Content):
+		j.Verdict, j.EndOfLife = NotScanned, false
+		j.Error = fmt.Sprintf("the scanner judged content %s, not the image's", r.Content)
 		return j
 	case r.Unsupported:
 		j.Verdict = Unsupported
@@ -119,6 +139,14 @@ func (p Policy) Judge(img handoff.Image, r Report, err error) Judgement {
 		j.Verdict = Clean
 	}
 	return j
+}
+
+// otherContent says whether an engine reported judging other content than
+// the image's ID names. An ID that is no digest (no runtime's) cannot be
+// compared, and is judged as the engine reports.
+func otherContent(img handoff.Image, content string) bool {
+	want, ok := scanshare.Digest(img.ImageID)
+	return ok && content != "" && content != want
 }
 
 func (p Policy) counts(f Finding) bool {

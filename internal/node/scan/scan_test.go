@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ func TestJudge(t *testing.T) {
 	lib := Finding{ID: "GHSA-3", Package: "lodash", Severity: "HIGH", FixedVersion: "4.17.21", Status: "fixed", Type: "library"}
 	wontFix := Finding{ID: "CVE-4", Package: "bash", Severity: "HIGH", Status: "will_not_fix", Type: "os"}
 	all := Policy{Severities: []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"}, Types: []string{"os", "library"}}
+	byDigest := handoff.Image{ImageID: "sha256:" + strings.Repeat("c", 64), Names: []string{"example.com/app:dev"}}
+	other := "sha256:" + strings.Repeat("d", 64)
 	cases := map[string]struct {
+		img        handoff.Image
 		policy     Policy
 		report     Report
 		err        error
@@ -43,10 +47,21 @@ func TestJudge(t *testing.T) {
 		"failed kept":               {policy: all, err: errors.New("db missing"), wantV: Failed},
 		"failed removed opt-in":     {policy: Policy{DeleteFailed: true}, err: errors.New("db missing"), wantV: Failed, wantRemove: true},
 		"no DB kept despite opt-in": {policy: Policy{DeleteFailed: true}, err: fmt.Errorf("%w: the run's DB did not arrive", ErrCannotJudge), wantV: NotScanned},
+		"the image's own content":   {img: byDigest, policy: all, report: Report{Content: byDigest.ImageID, Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"content not said":          {img: byDigest, policy: all, report: Report{Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"other content not judged":  {img: byDigest, policy: Policy{DeleteFailed: true, DeleteEOL: true}, report: Report{Content: other, EndOfLife: true, Findings: []Finding{crit}}, wantV: NotScanned},
+		"other content, CRI-O's ID": {img: handoff.Image{ImageID: strings.Repeat("c", 64)}, policy: all, report: Report{Content: other, Findings: []Finding{crit}}, wantV: NotScanned},
+		"same content, CRI-O's ID":  {img: handoff.Image{ImageID: strings.Repeat("c", 64)}, policy: all, report: Report{Content: byDigest.ImageID, Findings: []Finding{crit}}, wantV: Vulnerable, wantRemove: true, wantIDs: []string{"CVE-1"}},
+		"source refused other content kept despite opt-in": {img: byDigest, policy: Policy{DeleteFailed: true},
+			err: fmt.Errorf("example.com/app:dev: %w", ErrOtherContent), wantV: NotScanned},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			j := tc.policy.Judge(img, tc.report, tc.err)
+			image := img
+			if tc.img.ImageID != "" {
+				image = tc.img
+			}
+			j := tc.policy.Judge(image, tc.report, tc.err)
 			var ids []string
 			for _, f := range j.Findings {
 				ids = append(ids, f.ID)

@@ -133,8 +133,15 @@ func (r *sharedRun) share() {
 				continue
 			}
 			answered[v.Key] = true
+			// A verdict no scan makes (one that removes on no evidence) is
+			// not asked for again, which would bring it back, nor taken:
+			// the image is scanned here.
+			if err := scanshare.ValidateScan(v.Scan); err != nil {
+				r.sh.Log.Warn("the scan service handed over a verdict no scan makes: this node scans the image itself", "digest", v.Key.Digest, "error", err)
+				continue
+			}
 			for _, i := range r.byKey[v.Key] {
-				r.judgeShared(i, v)
+				r.out[i], r.done[i] = sharedJudgement(r.images[i], v, r.policy), true
 			}
 		}
 		var req scanshare.ShareRequest
@@ -148,7 +155,9 @@ func (r *sharedRun) share() {
 				r.out[i], r.done[i] = j, true
 				r.out[i].Image = r.images[i]
 			}
-			if verdict, _ := j.Explain(); scanshare.Shareable(verdict.Verdict) {
+			// Only a verdict on the key's content is shared; scan made
+			// every other one not scanned.
+			if verdict, _ := j.Explain(); scanshare.Shareable(verdict.Verdict) && j.Content == k.Digest {
 				req.Verdicts = append(req.Verdicts, scanshare.Shared{Key: k, Scan: verdict})
 			} else {
 				req.Released = append(req.Released, k)
@@ -194,22 +203,23 @@ func (r *sharedRun) share() {
 	}
 }
 
-// judgeShared judges image i by a verdict another node made.
-func (r *sharedRun) judgeShared(i int, v scanshare.Verdict) {
-	j := Judgement{Image: r.images[i], Verdict: Verdict(v.Scan.Verdict), EndOfLife: v.Scan.EndOfLife, More: v.Scan.MoreFindings,
-		From: &workerresult.Origin{Node: v.Node, Pod: v.Pod}}
+// sharedJudgement judges img by a verdict another node made.
+func sharedJudgement(img handoff.Image, v scanshare.Verdict, p Policy) Judgement {
+	j := Judgement{Image: img, Verdict: Verdict(v.Scan.Verdict), EndOfLife: v.Scan.EndOfLife, More: v.Scan.MoreFindings,
+		From: &workerresult.Origin{Node: v.Node, Pod: v.Pod, ConfirmedBy: v.ConfirmedBy}}
 	for _, f := range v.Scan.Findings {
 		j.Findings = append(j.Findings, Finding{ID: f.ID, Severity: f.Severity, Package: f.Package, FixedVersion: f.FixedVersion})
 	}
 	// Whether the verdict removes is this node's policy's call: the same
-	// policy, since it is in the key, but decided here all the same.
+	// policy, since it is in the key, but decided here all the same. A
+	// vulnerable verdict that names no finding removes nothing.
 	switch j.Verdict {
 	case Vulnerable:
-		j.Remove = true
+		j.Remove = len(j.Findings) > 0
 	case EndOfLife:
-		j.Remove = r.policy.DeleteEOL
+		j.Remove = p.DeleteEOL
 	}
-	r.out[i], r.done[i] = j, true
+	return j
 }
 
 // scan scans image i here, within the run's and the image's deadlines.
@@ -226,12 +236,31 @@ func (r *sharedRun) scan(i int) Judgement {
 	rep, err := r.engine.Scan(ictx, img)
 	cancel()
 	j := r.policy.Judge(img, rep, err)
-	if errors.Is(err, ErrCannotJudge) {
+	if d, ok := scanshare.Digest(img.ImageID); ok {
+		j = ownContent(j, d)
+	}
+	if errors.Is(err, ErrCannotJudge) && !r.cannot {
 		r.cannot = true
+		r.sh.Log.Warn("this node cannot judge with the run's vulnerability DB: every image it does not have another node's verdict for is kept", "error", err)
 	}
 	if err != nil && r.ctx.Err() != nil {
 		j = Judgement{Image: img, Verdict: NotScanned}
 	}
 	r.out[i], r.done[i] = j, true
 	return j
+}
+
+// ownContent keeps a verdict on an image with a digest only if the engine
+// said it judged that very content: a verdict on other content (the
+// image's name moved) or on content it does not name would be shared
+// under this image's key and judge this image by another's content.
+func ownContent(j Judgement, digest string) Judgement {
+	if !scanshare.Shareable(string(j.Verdict)) || j.Content == digest {
+		return j
+	}
+	why := "the scanner did not say which content it judged"
+	if j.Content != "" {
+		why = "the scanner judged content " + j.Content + ", not the image's"
+	}
+	return Judgement{Image: j.Image, Verdict: NotScanned, Error: why, Content: j.Content}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,30 @@ type Client struct {
 	// FirstWait is FetchDB's first wait before asking again, doubled up to
 	// ten times it; 0 is a second.
 	FirstWait time.Duration
+	// DBSize is the run's archive's size (scanshare.EnvDBSize): the DB's
+	// download reads no more than that. 0 (not given) reads at most
+	// MaxDBArchive.
+	DBSize int64
 }
+
+// MaxDBArchive bounds the DB archive a scanner downloads when the pod spec
+// does not give its size: many times Trivy's (some tens of MB), and far
+// below the scanner's cache volume's limit.
+const MaxDBArchive = 1 << 30
+
+// dbDownloadTimeout bounds the DB's download when the caller gives no
+// deadline: a service that trickles the archive must not hold the scanner
+// until the run ends.
+const dbDownloadTimeout = 10 * time.Minute
+
+// Retry-After of a 429 answer is honoured between minRetryAfter (no
+// scanner asks again at once, whatever the answer says) and maxRetryAfter;
+// when the answer gives none, the request is made again after a second.
+const (
+	minRetryAfter     = 100 * time.Millisecond
+	maxRetryAfter     = 10 * time.Second
+	defaultRetryAfter = time.Second
+)
 
 // answerTimeout bounds each request (and, for the DB's download, the wait
 // for the answer to begin): a service that stops answering (a frozen or
@@ -68,12 +92,23 @@ func (c *Client) Share(ctx context.Context, req scanshare.ShareRequest) (scansha
 
 // DB downloads the run's DB archive into dst and checks it against its
 // digest, which the scanner's pod spec names: what the service sends is
-// used only if it is that archive. Once the answer begins, the download has
-// no deadline of its own beyond ctx (tens of megabytes over the cluster's
-// network).
+// used only if it is that archive. It reads at most the archive's size
+// (DBSize, or MaxDBArchive), so that no service or man in the middle can
+// fill the node's disk; the digest is checked only at the end. Once the
+// answer begins, the download is bounded by ctx's deadline, or by
+// dbDownloadTimeout when ctx has none.
 func (c *Client) DB(ctx context.Context, digest string, dst io.Writer) (int64, error) {
 	if err := scanshare.ValidateDigest(digest); err != nil {
 		return 0, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dbDownloadTimeout)
+		defer cancel()
+	}
+	limit := c.DBSize
+	if limit <= 0 {
+		limit = MaxDBArchive
 	}
 	req, err := c.request(ctx, http.MethodGet, scanshare.DBPath+c.JobUID+"/"+digest, nil)
 	if err != nil {
@@ -87,10 +122,16 @@ func (c *Client) DB(ctx context.Context, digest string, dst io.Writer) (int64, e
 	if err := status(resp, scanshare.DBPath); err != nil {
 		return 0, err
 	}
+	if resp.ContentLength > limit {
+		return 0, fmt.Errorf("%w: the scan service announced %d bytes, more than the run's archive's %d", ErrWrongArchive, resp.ContentLength, limit)
+	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(dst, h), resp.Body)
+	n, err := io.Copy(io.MultiWriter(dst, h), io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return n, fmt.Errorf("downloading the DB from the scan service: %w", err)
+	}
+	if n > limit {
+		return n, fmt.Errorf("%w: the scan service sent more than the run's archive's %d bytes", ErrWrongArchive, limit)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != digest {
 		return n, fmt.Errorf("%w: the scan service sent a DB archive of digest %s, not the run's %s", ErrWrongArchive, got, digest)
@@ -123,13 +164,18 @@ func (c *Client) FetchDB(ctx context.Context, digest string, dst *os.File, retry
 		if err == nil || !Transient(err) {
 			return n, err
 		}
+		next := wait
+		var se *StatusError
+		if errors.As(err, &se) && se.RetryAfter > next {
+			next = se.RetryAfter
+		}
 		if retrying != nil {
-			retrying(err, wait)
+			retrying(err, next)
 		}
 		select {
 		case <-ctx.Done():
 			return n, fmt.Errorf("%w (asked until %w)", err, ctx.Err())
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
 		wait = min(2*wait, 10*first)
 	}
@@ -141,6 +187,9 @@ type StatusError struct {
 	Code    int
 	Status  string
 	Message string
+	// RetryAfter is a 429 answer's Retry-After, bounded by maxRetryAfter
+	// (defaultRetryAfter when it gives none); 0 for any other answer.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
@@ -198,14 +247,54 @@ func status(resp *http.Response, path string) error {
 		return nil
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return &StatusError{Path: path, Code: resp.StatusCode, Status: resp.Status, Message: strings.TrimSpace(string(msg))}
+	e := &StatusError{Path: path, Code: resp.StatusCode, Status: resp.Status, Message: strings.TrimSpace(string(msg))}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
 }
 
+// retryAfter reads a Retry-After header (seconds, or an HTTP date), bounded:
+// a service must not park its scanners for long, whose runs have deadlines
+// of their own.
+func retryAfter(v string, now time.Time) time.Duration {
+	d := defaultRetryAfter
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, minRetryAfter), maxRetryAfter)
+}
+
+// post makes a request and decodes its answer. A service that answers 429
+// (it limits how often each scanner asks) is asked again after its
+// Retry-After while the request's deadline allows: answerTimeout from the
+// first attempt, or ctx's, whichever comes first.
 func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(answerTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	for {
+		err := c.postOnce(ctx, path, body, out)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != http.StatusTooManyRequests || time.Now().Add(se.RetryAfter).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (asked until %w)", err, ctx.Err())
+		case <-time.After(se.RetryAfter):
+		}
+	}
+}
+
+func (c *Client) postOnce(ctx context.Context, path string, body []byte, out any) error {
 	req, err := c.request(ctx, http.MethodPost, path+c.JobUID, bytes.NewReader(body))
 	if err != nil {
 		return err

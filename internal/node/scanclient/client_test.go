@@ -4,18 +4,24 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 const archive = "the run's DB archive"
@@ -185,5 +191,180 @@ func TestTransient(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Transient (-want +got):\n%s", diff)
+	}
+}
+
+// TestDBSizeBound: the download reads no more than the run's archive's
+// size (or MaxDBArchive when the pod spec gives none), whatever the
+// service sends or announces, and fails, not asked again, when it is
+// longer.
+func TestDBSizeBound(t *testing.T) {
+	type result struct {
+		Written int64
+		Err     bool
+		Wrong   bool
+	}
+	endless := func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, archive)
+		chunk := make([]byte, 32<<10)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	for name, tc := range map[string]struct {
+		size    int64
+		handler http.HandlerFunc
+		want    result
+	}{
+		"the archive, of its size": {size: int64(len(archive)), handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, archive) },
+			want: result{Written: int64(len(archive))}},
+		"the archive, no size given": {handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, archive) },
+			want: result{Written: int64(len(archive))}},
+		"the archive and more, unannounced": {size: int64(len(archive)), handler: func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, archive)
+			w.(http.Flusher).Flush() // no Content-Length
+			_, _ = io.WriteString(w, "and more")
+		}, want: result{Written: int64(len(archive)) + 1, Err: true, Wrong: true}},
+		"an endless stream": {size: int64(len(archive)), handler: endless,
+			want: result{Written: int64(len(archive)) + 1, Err: true, Wrong: true}},
+		"more announced than the archive's size": {size: int64(len(archive)), handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "1048576")
+			_, _ = io.WriteString(w, archive)
+		}, want: result{Err: true, Wrong: true}},
+		"more announced than any archive": {handler: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(MaxDBArchive+1))
+			_, _ = io.WriteString(w, archive)
+		}, want: result{Err: true, Wrong: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			t.Cleanup(srv.Close)
+			c := newClient(t, strings.TrimPrefix(srv.URL, "http://"))
+			c.DBSize = tc.size
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var dst countingWriter
+			_, err := c.DB(ctx, archiveDigest(), &dst)
+			got := result{Written: int64(dst), Err: err != nil, Wrong: errors.Is(err, ErrWrongArchive)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
+}
+
+// TestTooManyRequests: a service that limits how often a scanner asks
+// (429) is asked again after its Retry-After, bounded, while the request's
+// deadline allows; past it, the 429 is the answer, which is transient.
+func TestTooManyRequests(t *testing.T) {
+	type result struct {
+		Asked int
+		Err   bool
+	}
+	for name, tc := range map[string]struct {
+		limited    int // answers 429 this many times, then the claim's answer
+		retryAfter string
+		deadline   time.Duration
+		want       result
+	}{
+		"limited once, asked again after a second": {limited: 1, retryAfter: "1", deadline: time.Minute, want: result{Asked: 2}},
+		"limited twice, no Retry-After":            {limited: 2, deadline: time.Minute, want: result{Asked: 3}},
+		"Retry-After past the deadline":            {limited: 1, retryAfter: "5", deadline: 2 * time.Second, want: result{Asked: 1, Err: true}},
+		"always limited: given up by the deadline": {limited: 1 << 20, retryAfter: "1", deadline: 2500 * time.Millisecond, want: result{Asked: 3, Err: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var asked atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if int(asked.Add(1)) <= tc.limited {
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					http.Error(w, "slow down", http.StatusTooManyRequests)
+					return
+				}
+				_ = json.NewEncoder(w).Encode(scanshare.ClaimResponse{RetryAfter: 1})
+			}))
+			t.Cleanup(srv.Close)
+			c := newClient(t, strings.TrimPrefix(srv.URL, "http://"))
+			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
+			defer cancel()
+			start := time.Now()
+			resp, err := c.Claim(ctx, scanshare.ClaimRequest{})
+			took := time.Since(start)
+			got := result{Asked: int(asked.Load()), Err: err != nil}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err != nil && !Transient(err) {
+				t.Errorf("a 429 given up on is not transient: %v", err)
+			}
+			if err == nil && resp.RetryAfter != 1 {
+				t.Errorf("the claim's answer: %+v", resp)
+			}
+			if took > tc.deadline {
+				t.Errorf("took %v, past the deadline %v", took, tc.deadline)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)
+	got, want := map[string]time.Duration{}, map[string]time.Duration{}
+	for v, d := range map[string]time.Duration{
+		"":                              defaultRetryAfter,
+		"2":                             2 * time.Second,
+		"0":                             minRetryAfter,
+		"-5":                            minRetryAfter,
+		"3600":                          maxRetryAfter,
+		"soon":                          defaultRetryAfter,
+		"Mon, 07 Dec 2026 15:00:03 GMT": 3 * time.Second,
+		"Mon, 07 Dec 2026 14:00:00 GMT": minRetryAfter,
+		"Tue, 08 Dec 2026 15:00:00 GMT": maxRetryAfter,
+	} {
+		got[v], want[v] = retryAfter(v, now), d
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("retryAfter (-want +got):\n%s", diff)
+	}
+}
+
+// TestFetchDBWaitsRetryAfter: a DB request limited by the service (429) is
+// asked again no sooner than its Retry-After, though FetchDB's own wait is
+// shorter.
+func TestFetchDBWaitsRetryAfter(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if asked.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		_, _ = io.WriteString(w, archive)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, strings.TrimPrefix(srv.URL, "http://"))
+	dst, err := os.CreateTemp(t.TempDir(), "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	var waits []time.Duration
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.FetchDB(ctx, archiveDigest(), dst, func(_ error, wait time.Duration) { waits = append(waits, wait) }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Duration{time.Second}, waits); diff != "" || asked.Load() != 2 {
+		t.Errorf("asked %d times, waits (-want +got):\n%s", asked.Load(), diff)
 	}
 }

@@ -70,6 +70,9 @@ const (
 	// nothing.
 	EnvDB            = "ERASER_SCAN_DB"
 	EnvDBUnavailable = "ERASER_SCAN_DB_UNAVAILABLE"
+	// EnvDBSize is the archive's size in bytes (DB.Size): the scanner
+	// reads no more than that from the service, whatever it sends.
+	EnvDBSize = "ERASER_SCAN_DB_SIZE"
 	// EnvDBSchema and EnvDBBuilt (RFC 3339) are what the run's archive
 	// says of itself, which a scanner reports even when it never opens
 	// the DB (every verdict it needs came from other nodes).
@@ -194,8 +197,13 @@ const maxField = 256
 
 // ValidateScan refuses a verdict larger than a scanner makes: more
 // findings than it keeps (workerresult.MaxFindings), or texts too long to
-// be IDs, packages or versions.
+// be IDs, packages or versions; and a vulnerable verdict that lists no
+// finding, which no scan makes and which would remove an image on no
+// evidence.
 func ValidateScan(s workerresult.Scan) error {
+	if s.Verdict == "vulnerable" && len(s.Findings) == 0 {
+		return errors.New("a vulnerable verdict lists no finding")
+	}
 	if len(s.Findings) > workerresult.MaxFindings {
 		return fmt.Errorf("%d findings: a verdict carries at most %d", len(s.Findings), workerresult.MaxFindings)
 	}

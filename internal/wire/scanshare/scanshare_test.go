@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 func TestKeyValidate(t *testing.T) {
@@ -73,5 +75,38 @@ func TestParseDBAnnotation(t *testing.T) {
 		if diff := cmp.Diff(tc.want, parsed{repo, d, ok}); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+func TestValidateScan(t *testing.T) {
+	finding := workerresult.Finding{ID: "CVE-2099-0001", Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"}
+	many := make([]workerresult.Finding, workerresult.MaxFindings+1)
+	for i := range many {
+		many[i] = finding
+	}
+	for name, tc := range map[string]struct {
+		scan    workerresult.Scan
+		wantErr string
+	}{
+		"vulnerable with its finding":       {scan: workerresult.Scan{Verdict: "vulnerable", Findings: []workerresult.Finding{finding}}},
+		"vulnerable with more than listed":  {scan: workerresult.Scan{Verdict: "vulnerable", Findings: []workerresult.Finding{finding}, MoreFindings: 40}},
+		"clean":                             {scan: workerresult.Scan{Verdict: "clean"}},
+		"end of life":                       {scan: workerresult.Scan{Verdict: "end-of-life", EndOfLife: true}},
+		"unsupported":                       {scan: workerresult.Scan{Verdict: "unsupported"}},
+		"vulnerable without findings":       {scan: workerresult.Scan{Verdict: "vulnerable"}, wantErr: "a vulnerable verdict lists no finding"},
+		"vulnerable counting unlisted only": {scan: workerresult.Scan{Verdict: "vulnerable", MoreFindings: 3}, wantErr: "a vulnerable verdict lists no finding"},
+		"too many findings":                 {scan: workerresult.Scan{Verdict: "vulnerable", Findings: many}, wantErr: "6 findings"},
+		"negative count":                    {scan: workerresult.Scan{Verdict: "vulnerable", Findings: []workerresult.Finding{finding}, MoreFindings: -1}, wantErr: "moreFindings is negative"},
+		"a text too long":                   {scan: workerresult.Scan{Verdict: "vulnerable", Findings: []workerresult.Finding{{ID: strings.Repeat("x", maxField+1)}}}, wantErr: "finding"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := ValidateScan(tc.scan)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one starting %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -23,10 +23,13 @@ type Scan struct {
 	From *Origin `json:"from,omitempty"`
 }
 
-// Origin is the scanner pod that made a shared verdict.
+// Origin is the scanner pod that made a shared verdict, and the node whose
+// own scan confirmed it (a verdict that removes reaches other nodes only
+// confirmed).
 type Origin struct {
-	Node string `json:"node"`
-	Pod  string `json:"pod"`
+	Node        string `json:"node"`
+	Pod         string `json:"pod"`
+	ConfirmedBy string `json:"confirmedBy,omitempty"`
 }
 
 // MaxFindings bounds the findings a verdict carries: enough to say why,

@@ -453,7 +453,12 @@ func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Optio
 	retrying := func(err error, wait time.Duration) {
 		log.Warn("the scan service did not hand over the run's vulnerability DB; asking again", "archive", digest, "in", wait.String(), "error", err.Error())
 	}
-	n, err := newClient(service, job, token).FetchDB(dctx, digest, tmp, retrying)
+	client := newClient(service, job, token)
+	// The archive's size bounds the download; without it, the client's cap.
+	if size, err := strconv.ParseInt(os.Getenv(scanshare.EnvDBSize), 10, 64); err == nil && size > 0 {
+		client.DBSize = size
+	}
+	n, err := client.FetchDB(dctx, digest, tmp, retrying)
 	if err != nil {
 		return fmt.Errorf("getting the run's vulnerability DB from the scan service: %w", err)
 	}

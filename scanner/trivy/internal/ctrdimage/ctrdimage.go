@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
@@ -24,6 +25,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
 // Namespace is where the CRI plugin keeps Kubernetes' images.
@@ -54,30 +57,38 @@ func (s *Store) Close() error { return s.client.Close() }
 
 // Open finds the image under its ID, then its names, then its digests (the
 // CRI plugin records all three) and returns it as a go-containerregistry
-// image whose blobs are read from the content store on demand.
+// image whose blobs are read from the content store on demand. Only the
+// image's own content is opened: an image imported with ctr has no record
+// of its ID, and a name found instead may have moved to other content since
+// the image was listed (a new import of the same tag); such a name is
+// passed over, and when no name leads to the image's content, Open fails
+// with scan.ErrOtherContent.
 func (s *Store) Open(ctx context.Context, img handoff.Image) (*Image, error) {
-	var rec images.Image
-	var err error
-	found := false
+	want, check := scanshare.Digest(img.ImageID)
+	cs := s.client.ContentStore()
+	var moved []string
 	for _, name := range candidates(img) {
-		rec, err = s.client.ImageService().Get(ctx, name)
-		if err == nil {
-			found = true
-			break
+		rec, err := s.client.ImageService().Get(ctx, name)
+		if errdefs.IsNotFound(err) {
+			continue
 		}
-		if !errdefs.IsNotFound(err) {
+		if err != nil {
 			return nil, fmt.Errorf("looking up %s: %w", name, err)
 		}
+		manifest, raw, err := resolve(ctx, cs, rec.Target, s.platform)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", rec.Name, err)
+		}
+		if got := manifest.Config.Digest.String(); check && got != want {
+			moved = append(moved, name+" is "+got)
+			continue
+		}
+		return newImage(ctx, cs, manifest, raw, img)
 	}
-	if !found {
-		return nil, fmt.Errorf("%s: %w", img.ImageID, ErrNotFound)
+	if len(moved) > 0 {
+		return nil, fmt.Errorf("%s: %w: %s", img.ImageID, scan.ErrOtherContent, strings.Join(moved, ", "))
 	}
-	cs := s.client.ContentStore()
-	manifest, raw, err := resolve(ctx, cs, rec.Target, s.platform)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", rec.Name, err)
-	}
-	return newImage(ctx, cs, manifest, raw, img)
+	return nil, fmt.Errorf("%s: %w", img.ImageID, ErrNotFound)
 }
 
 func candidates(img handoff.Image) []string {

@@ -83,8 +83,13 @@ func (e *Engine) Scan(ctx context.Context, img handoff.Image) (scan.Report, erro
 	return e.ScanImage(ctx, ti)
 }
 
-// ScanImage scans an opened image.
+// ScanImage scans an opened image. The report names the content scanned:
+// the digest of the config the image was read with.
 func (e *Engine) ScanImage(ctx context.Context, img ftypes.Image) (scan.Report, error) {
+	content, err := img.ConfigName()
+	if err != nil {
+		return scan.Report{}, fmt.Errorf("digesting the image config: %w", err)
+	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return scan.Report{}, fmt.Errorf("reading the image config: %w", err)
@@ -92,7 +97,7 @@ func (e *Engine) ScanImage(ctx context.Context, img ftypes.Image) (scan.Report, 
 	// Trivy has no advisories for Windows images: say so rather than call
 	// them clean.
 	if cfg.OS == "windows" {
-		return scan.Report{Unsupported: true}, nil
+		return scan.Report{Unsupported: true, Content: content.String()}, nil
 	}
 	// A fresh in-memory cache per image: nothing grows across a run of
 	// thousands of images, and nothing is written to the node's disk.
@@ -122,7 +127,9 @@ func (e *Engine) ScanImage(ctx context.Context, img ftypes.Image) (scan.Report, 
 		}
 		return scan.Report{}, fmt.Errorf("scan: %w", err)
 	}
-	return convert(rep), nil
+	out := convert(rep)
+	out.Content = content.String()
+	return out, nil
 }
 
 // convert keeps what the policy needs. An image with neither an OS nor any

@@ -113,6 +113,9 @@ func TestScanImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The report names the content it judged: the config's digest.
+			content, _ := img.ConfigName()
+			tc.want.Content = content.String()
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

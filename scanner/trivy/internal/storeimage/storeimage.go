@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/imagestore"
+	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 )
 
@@ -47,15 +50,18 @@ func (s *Store) Close() error { return nil }
 
 // Open finds the image by its ID (CRI-O's IDs are the config digest's hex),
 // then by its names, and returns it as a go-containerregistry image whose
-// layers are rebuilt from the store when read.
+// layers are rebuilt from the store when read. A name that leads to another
+// image than the ID names (the image was removed and the name pulled again
+// as other content since it was listed) is passed over; when no name leads
+// to the image, Open fails with scan.ErrOtherContent.
 func (s *Store) Open(_ context.Context, ref handoff.Image) (*ctrdimage.Image, error) {
 	recs, err := s.store.Images()
 	if err != nil {
 		return nil, err
 	}
-	rec, ok := find(recs, ref)
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", ref.ImageID, ctrdimage.ErrNotFound)
+	rec, err := find(recs, ref)
+	if err != nil {
+		return nil, err
 	}
 	layers, err := s.store.Layers()
 	if err != nil {
@@ -68,23 +74,31 @@ func (s *Store) Open(_ context.Context, ref handoff.Image) (*ctrdimage.Image, er
 	return ctrdimage.Wrap(img, ref), nil
 }
 
-func find(recs []imagestore.Image, ref handoff.Image) (imagestore.Image, bool) {
+func find(recs []imagestore.Image, ref handoff.Image) (imagestore.Image, error) {
+	want, check := scanshare.Digest(ref.ImageID)
 	id := strings.TrimPrefix(ref.ImageID, "sha256:")
 	for _, r := range recs {
 		if id != "" && r.ID == id {
-			return r, true
+			return r, nil
 		}
 	}
+	var moved []string
 	for _, name := range ref.Names {
 		for _, r := range recs {
-			for _, n := range r.Names {
-				if n == name {
-					return r, true
-				}
+			if !slices.Contains(r.Names, name) {
+				continue
 			}
+			if check && "sha256:"+r.ID != want {
+				moved = append(moved, name+" is sha256:"+r.ID)
+				continue
+			}
+			return r, nil
 		}
 	}
-	return imagestore.Image{}, false
+	if len(moved) > 0 {
+		return imagestore.Image{}, fmt.Errorf("%s: %w: %s", ref.ImageID, scan.ErrOtherContent, strings.Join(moved, ", "))
+	}
+	return imagestore.Image{}, fmt.Errorf("%s: %w", ref.ImageID, ctrdimage.ErrNotFound)
 }
 
 func (s *Store) image(rec imagestore.Image, records map[string]imagestore.Layer) (*image, error) {

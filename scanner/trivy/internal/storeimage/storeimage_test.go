@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
@@ -63,6 +65,22 @@ func TestOpenOnCRIO(t *testing.T) {
 	}
 	if _, err := s.Open(context.Background(), handoff.Image{ImageID: "feedface", Names: []string{"example.com/absent:1"}}); !errors.Is(err, ctrdimage.ErrNotFound) {
 		t.Errorf("an image not in the store: %v, want ErrNotFound", err)
+	}
+	// The image listed was removed and its name pulled again as this
+	// other content: the name leads to another image than the ID names,
+	// whose content is not opened in its stead.
+	removed := strings.Repeat("e", 64)
+	for lookup, ref := range map[string]handoff.Image{
+		"bare ID":    {ImageID: removed, Names: []string{name}},
+		"sha256: ID": {ImageID: "sha256:" + removed, Names: []string{"example.com/absent:1", name}},
+	} {
+		if img, err := s.Open(context.Background(), ref); !errors.Is(err, scan.ErrOtherContent) {
+			var got v1.Hash
+			if img != nil {
+				got, _ = img.ConfigName()
+			}
+			t.Errorf("%s: a name that moved to other content: opened %v (%v), want ErrOtherContent", lookup, got, err)
+		}
 	}
 }
 

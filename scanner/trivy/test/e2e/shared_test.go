@@ -264,3 +264,54 @@ func verdictsOf(scanner run) map[string]string {
 	}
 	return out
 }
+
+// TestScannerWithoutTheServiceKeepsEveryImage: a scanner that cannot reach
+// the scan service has neither another node's verdict nor the run's DB to
+// judge with: it removes nothing, and its report says why of each image.
+func TestScannerWithoutTheServiceKeepsEveryImage(t *testing.T) {
+	n := seedOn(t, onRuntime(t, noderuntime.Runtimes[0]))
+	before := present(t, n)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("node-0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(scanshare.EnvService, "http://"+addr)
+	t.Setenv(scanshare.EnvJobUID, "run-1")
+	t.Setenv(scanshare.EnvToken, token)
+	t.Setenv(scanshare.EnvDB, "sha256:"+strings.Repeat("d", 64))
+	t.Setenv(scanshare.EnvDBSize, "1048576")
+	cfg := eraserConfig(t, fmt.Sprintf("cacheDir: %s\ndbDownloadTimeout: 3s", t.TempDir()))
+	collector, scanner, remover := pod(t, n, cfg, workertest.ExclusionDir(t))
+	if collector.Code != 0 || scanner.Code != 1 || remover.Code != 0 {
+		t.Fatalf("exit codes collector %d scanner %d remover %d, want the scanner's 1 (it could not judge)\nscanner:\n%s", collector.Code, scanner.Code, remover.Code, scanner.Stderr)
+	}
+	if diff := cmp.Diff(before, present(t, n)); diff != "" {
+		t.Errorf("images on the node (-before +after):\n%s", diff)
+	}
+	entries, _, err := nodereport.ParseLog(strings.NewReader(scanner.Stderr), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := 0
+	for _, e := range entries {
+		if e.Scan == nil {
+			continue
+		}
+		judged++
+		if e.Scan.Verdict != "not scanned" || e.Scan.Remove || !strings.Contains(e.Detail, "cannot judge") || !strings.Contains(e.Detail, "scan service") {
+			t.Errorf("%s: %s, remove %v, %q; want not scanned and kept, saying the run's DB did not come from the scan service", e.Image, e.Scan.Verdict, e.Scan.Remove, e.Detail)
+		}
+	}
+	if judged == 0 {
+		t.Errorf("no verdict in the scanner's log:\n%s", scanner.Stderr)
+	}
+	if !strings.Contains(scanner.Stderr, "this node cannot judge with the run's vulnerability DB") {
+		t.Errorf("the scanner's log does not say it cannot judge:\n%s", scanner.Stderr)
+	}
+}
