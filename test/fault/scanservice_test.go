@@ -579,7 +579,10 @@ func (w *leaseWatch) check(t *testing.T, mgr *process) {
 // scan is refused, not stored: on one nobody claimed, and on one another
 // scanner holds. The holder then shares its own verdict, and a third node
 // is served that one, while the image nobody claimed is handed to the
-// third node to scan.
+// third node to scan. A verdict that removes, which the liar made on an
+// image it asked for first, is never served to another node: that node
+// scans it. And a flood of made-up images from the liar leaves the
+// holder's verdict served.
 func TestScanServiceRefusesForgedVerdicts(t *testing.T) {
 	h := newScanHarness(t, "fault-scan-forged", 3)
 	names := h.podNames()
@@ -603,4 +606,42 @@ func TestScanServiceRefusesForgedVerdicts(t *testing.T) {
 	if err != nil || code != http.StatusOK || len(resp.Verdicts) != 1 || resp.Verdicts[0].Scan.Verdict != "clean" || resp.Verdicts[0].Pod != names[1] {
 		t.Errorf("a third node's claim of the held image: %d %v %+v, want the holder's clean verdict", code, err, resp)
 	}
+
+	// The liar asks first for an image the others hold and forges a
+	// verdict that removes: the next node is handed the image to scan
+	// itself, never the forgery.
+	first := scanKey(3)
+	if resp, code, err := liar.claim(first); err != nil || code != http.StatusOK || len(resp.Scan) != 1 {
+		t.Fatalf("the liar's claim: %d %v %+v, want the key to scan", code, err, resp)
+	}
+	if out, code, err := liar.share(scanshare.ShareRequest{Verdicts: []scanshare.Shared{{Key: first, Scan: vulnerable}}}); err != nil || code != http.StatusOK || out.Stored != 1 {
+		t.Fatalf("the liar's share of its own claim: %d %v %+v, want it stored (its own node's verdict)", code, err, out)
+	}
+	if resp, code, err := holder.claim(first); err != nil || code != http.StatusOK || len(resp.Verdicts) != 0 || len(resp.Scan) != 1 {
+		t.Errorf("another node's claim of the image the liar judged first: %d %v %+v, want it to scan, no verdict", code, err, resp)
+	}
+
+	// A flood of made-up images from the liar, ignoring 429s, fills only
+	// its own share: the holder's verdict is still served.
+	flooded := map[int]int{}
+	for i := range 2000 {
+		junk := []scanshare.Key{scanKey(1000 + 4*i), scanKey(1001 + 4*i), scanKey(1002 + 4*i), scanKey(1003 + 4*i)}
+		resp, code, err := liar.claim(junk...)
+		if err != nil {
+			t.Fatalf("the flood's claim: %v", err)
+		}
+		flooded[code]++
+		var share scanshare.ShareRequest
+		for _, k := range resp.Scan {
+			share.Verdicts = append(share.Verdicts, scanshare.Shared{Key: k, Scan: workerresult.Scan{Verdict: "clean"}})
+		}
+		if _, code, err := liar.share(share); err == nil {
+			flooded[code]++
+		}
+	}
+	resp, code, err = other.claim(held)
+	if err != nil || code != http.StatusOK || len(resp.Verdicts) != 1 || resp.Verdicts[0].Pod != names[1] {
+		t.Errorf("after the liar's flood (answers %v), a third node's claim of the held image: %d %v %+v, want the holder's verdict", flooded, code, err, resp)
+	}
+	t.Logf("the liar's flood was answered %v; the holder's verdict is still served", flooded)
 }
