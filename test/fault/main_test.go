@@ -337,8 +337,15 @@ func describeEvents(evs []corev1.Event) string {
 }
 
 // podCreates is how many pod creations the API server answered with the
-// code ("403", "201"...) since it started (apiserver_request_total).
+// code ("403", "201"...) since it started.
 func podCreates(t *testing.T, code string) int {
+	t.Helper()
+	return apiserverRequests(t, `resource="pods"`, `verb="POST"`, `subresource=""`, `code="`+code+`"`)
+}
+
+// apiserverRequests sums the API server's apiserver_request_total series
+// whose labels hold every one of labels, since it started.
+func apiserverRequests(t *testing.T, labels ...string) int {
 	t.Helper()
 	hc, err := rest.HTTPClientFor(env.Config)
 	if err != nil {
@@ -354,15 +361,24 @@ func podCreates(t *testing.T, code string) int {
 		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
 	}
 	n := 0
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
-			!strings.Contains(line, `verb="POST"`) || !strings.Contains(line, `subresource=""`) || !strings.Contains(line, `code="`+code+`"`) {
+	for line := range strings.Lines(string(body)) {
+		series, value, ok := strings.Cut(strings.TrimSpace(line), "} ")
+		if !ok || !strings.HasPrefix(series, "apiserver_request_total{") || !containsAll(series, labels) {
 			continue
 		}
 		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+		if _, err := fmt.Sscan(value, &v); err == nil {
 			n += int(v)
 		}
 	}
 	return n
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -22,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -471,33 +470,10 @@ func unsignedJWT(claims map[string]any) string {
 }
 
 // tokenReviews is how many TokenReviews the API server answered since it
-// started (apiserver_request_total).
+// started.
 func tokenReviews(t *testing.T) int {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Get(strings.TrimSuffix(env.Config.Host, "/") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
-			n += int(v)
-		}
-	}
-	return n
+	return apiserverRequests(t, `resource="tokenreviews"`)
 }
 
 // leaseWatch follows the leader's Lease while a test runs.
