@@ -3,6 +3,7 @@ package imagejob
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,12 +96,12 @@ func TestRunDB(t *testing.T) {
 	}{
 		"the copy is there": {
 			states:  []scandb.State{{DB: db}},
-			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+			wantEnv: map[string]string{scanshare.EnvDB: db.Digest, scanshare.EnvDBSize: strconv.FormatInt(db.Size, 10)},
 			wantDB:  "True/Fetched",
 		},
 		"the first fetch is waited for": {
 			states:  []scandb.State{{Fetching: true}, {DB: db}},
-			wantEnv: map[string]string{scanshare.EnvDB: db.Digest},
+			wantEnv: map[string]string{scanshare.EnvDB: db.Digest, scanshare.EnvDBSize: strconv.FormatInt(db.Size, 10)},
 			wantDB:  "True/Fetched",
 		},
 		"rate limited": {
@@ -155,7 +156,7 @@ func TestRunDB(t *testing.T) {
 				t.Fatalf("%d pods, want 2; job status %+v", len(pods), f.get("scan").Status)
 			}
 			for _, p := range pods {
-				if got := scannerEnv(p); len(got) != 1 || got[scanshare.EnvDB] != tc.wantEnv[scanshare.EnvDB] || got[scanshare.EnvDBUnavailable] != tc.wantEnv[scanshare.EnvDBUnavailable] {
+				if got := scannerEnv(p); !cmp.Equal(got, tc.wantEnv) {
 					t.Errorf("pod %s: scanner's DB env %v, want %v", p.Name, got, tc.wantEnv)
 				}
 			}
