@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -73,6 +74,15 @@ type Policy struct {
 	IgnoredStatuses []string
 	DeleteEOL       bool
 	DeleteFailed    bool
+}
+
+// PolicyOf is the judgement part of a scanner configuration.
+func PolicyOf(c scanconfig.Config) Policy {
+	return Policy{
+		Severities: c.Vulnerabilities.Severities, IgnoreUnfixed: c.Vulnerabilities.IgnoreUnfixed,
+		Types: c.Vulnerabilities.Types, IgnoredStatuses: c.Vulnerabilities.IgnoredStatuses,
+		DeleteEOL: c.DeleteEOLImages, DeleteFailed: c.DeleteFailedImages,
+	}
 }
 
 // Judgement is the verdict on one image, with the findings that decided it.

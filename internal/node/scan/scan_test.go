@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 var img = handoff.Image{ImageID: "sha256:1", Names: []string{"alpine:3.7"}}
@@ -133,5 +134,13 @@ func TestRunTimeouts(t *testing.T) {
 	_, failed = Split(js)
 	if len(failed) != 1 {
 		t.Errorf("failed images to remove: %v", failed)
+	}
+}
+
+// TestDefaultPolicy: by default failed scans are kept and end-of-life
+// images removed, as upstream.
+func TestDefaultPolicy(t *testing.T) {
+	if p := PolicyOf(scanconfig.DefaultConfig()); p.DeleteFailed || !p.DeleteEOL {
+		t.Errorf("default policy %+v: failed scans must be kept, EOL removed as upstream", p)
 	}
 }

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/wire/images"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // IsTrivyScanner tells whether the scanner image is the Trivy scanner, whose
@@ -52,7 +52,7 @@ func (c *converter) scannerConfig(p *field.Path, comps Components) {
 	if !IsTrivyScanner(comps.Scanner) {
 		return
 	}
-	_, warnings, err := scan.Parse(comps.Scanner.Config)
+	_, warnings, err := scanconfig.Parse(comps.Scanner.Config)
 	for _, w := range warnings {
 		c.warn(p, w)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // The compatibility tests run on the project's own upstream-shaped fixtures
@@ -70,19 +70,19 @@ func TestUpstreamShapedConfigs(t *testing.T) {
 	cases := map[string]struct {
 		want     *Config
 		warnings []string
-		scanner  func(*scan.Config)
+		scanner  func(*scanconfig.Config)
 	}{
 		"v1alpha1.yaml": {
 			want:     shippedWant(VersionV1alpha1, "ERASER"),
 			warnings: []string{"components.eraser.limit.cpu: ignored: worker containers get no CPU limit"},
-			scanner: func(s *scan.Config) {
+			scanner: func(s *scanconfig.Config) {
 				s.DeleteFailedImages = true
 				s.Vulnerabilities.IgnoreUnfixed = true
 				s.Vulnerabilities.Severities = []string{"CRITICAL"}
 			},
 		},
-		"v1alpha2.yaml": {want: shippedWant(VersionV1alpha2, "REMOVER"), scanner: func(s *scan.Config) { s.DeleteFailedImages = true }},
-		"v1alpha3.yaml": {want: shippedWant(VersionV1alpha3, "REMOVER"), scanner: func(s *scan.Config) { s.DeleteFailedImages = true }},
+		"v1alpha2.yaml": {want: shippedWant(VersionV1alpha2, "REMOVER"), scanner: func(s *scanconfig.Config) { s.DeleteFailedImages = true }},
+		"v1alpha3.yaml": {want: shippedWant(VersionV1alpha3, "REMOVER"), scanner: func(s *scanconfig.Config) { s.DeleteFailedImages = true }},
 	}
 	for file, tc := range cases {
 		t.Run(file, func(t *testing.T) {
@@ -99,11 +99,11 @@ func TestUpstreamShapedConfigs(t *testing.T) {
 			if diff := cmp.Diff(tc.want, cfg, cmpQuantity, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
-			got, err := scan.ParseConfig(blob)
+			got, err := scanconfig.ParseConfig(blob)
 			if err != nil {
 				t.Fatalf("the scanner refuses the shipped scanner config: %v", err)
 			}
-			want := scan.DefaultConfig()
+			want := scanconfig.DefaultConfig()
 			tc.scanner(&want)
 			// Its durations are unexported; they are compared all the same.
 			if diff := cmp.Diff(want, got, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
@@ -208,7 +208,7 @@ func TestUpstreamConfigs(t *testing.T) {
 				}
 			}
 			checkShipped(t, cfg)
-			if _, err := scan.ParseConfig(cfg.Components.Scanner.Config); err != nil || cfg.Components.Scanner.Config == "" {
+			if _, err := scanconfig.ParseConfig(cfg.Components.Scanner.Config); err != nil || cfg.Components.Scanner.Config == "" {
 				t.Errorf("the scanner's config blob was lost or refused: %v", err)
 			}
 			if got := cfg.Components.Remover.Limit.Mem; got == nil || got.String() != "30Mi" {

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // PeerWait bounds a worker's wait for a peer in a pod that does not scan:
@@ -52,7 +52,7 @@ type Waits struct {
 // the scanner's own deadline is upstream's setting for how long a scan may
 // take (timeout.total, 23h by default), and an upstream configuration with
 // a longer one must keep working; upstream had no run timeout at all.
-func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scan.Config) Waits {
+func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scanconfig.Config) Waits {
 	w := Waits{Handoff: PeerWait, PodRun: podRunTimeout}
 	if !scheduled || !scanning {
 		return w
@@ -77,7 +77,7 @@ func (c *Config) Waits(scheduled bool) Waits {
 
 // trivyScan is the Trivy scanner's configuration, nil for a custom
 // scanner's or one that does not parse (which the load refuses).
-func (c *Config) trivyScan() *scan.Config {
+func (c *Config) trivyScan() *scanconfig.Config {
 	if !IsTrivyScanner(c.Components.Scanner) {
 		return nil
 	}
@@ -87,8 +87,8 @@ func (c *Config) trivyScan() *scan.Config {
 	if last := lastScan.Load(); last != nil && last.doc == doc {
 		return last.sc
 	}
-	var out *scan.Config
-	if sc, err := scan.ParseConfig(doc); err == nil {
+	var out *scanconfig.Config
+	if sc, err := scanconfig.ParseConfig(doc); err == nil {
 		out = &sc
 	}
 	lastScan.Store(&parsedScan{doc: doc, sc: out})
@@ -97,7 +97,7 @@ func (c *Config) trivyScan() *scan.Config {
 
 type parsedScan struct {
 	doc string
-	sc  *scan.Config
+	sc  *scanconfig.Config
 }
 
 var lastScan atomic.Pointer[parsedScan]

@@ -7,24 +7,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // TestWaitsFor: a scanning run's waits follow the scanner's deadline (the
 // DB download plus timeout.total) however long it is, where they were
 // capped at an hour; the pod's run timeout is raised to fit it.
 func TestWaitsFor(t *testing.T) {
-	trivy := func(total, db time.Duration) *scan.Config {
-		sc := scan.DefaultConfig()
+	trivy := func(total, db time.Duration) *scanconfig.Config {
+		sc := scanconfig.DefaultConfig()
 		sc.Timeout.Total.Duration, sc.DBDownloadTimeout.Duration = total, db
 		return &sc
 	}
-	def := scan.DefaultConfig()
+	def := scanconfig.DefaultConfig()
 	cases := map[string]struct {
 		podRun    time.Duration
 		scheduled bool
 		scanning  bool
-		sc        *scan.Config
+		sc        *scanconfig.Config
 		want      Waits
 	}{
 		"an ImageList's job": {podRun: 24 * time.Hour, sc: &def,

@@ -30,6 +30,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/scanclient"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/pkg/scanner"
@@ -121,21 +122,21 @@ func (c *Command) Run(ctx context.Context) int {
 // no effect, which upstream's scanner dropped silently) are logged, never
 // fatal: the manager has already warned about them where it loaded the
 // document.
-func (c *Command) scanConfig(log *slog.Logger) (scan.Config, error) {
+func (c *Command) scanConfig(log *slog.Logger) (scanconfig.Config, error) {
 	if c.Config == "" {
-		return scan.DefaultConfig(), nil
+		return scanconfig.DefaultConfig(), nil
 	}
 	data, err := os.ReadFile(c.Config)
 	if err != nil {
-		return scan.Config{}, fmt.Errorf("reading the configuration: %w", err)
+		return scanconfig.Config{}, fmt.Errorf("reading the configuration: %w", err)
 	}
 	full, _, err := config.Parse(data)
 	if err != nil {
-		return scan.Config{}, fmt.Errorf("configuration %s: %w", c.Config, err)
+		return scanconfig.Config{}, fmt.Errorf("configuration %s: %w", c.Config, err)
 	}
-	cfg, warnings, err := scan.Parse(full.Components.Scanner.Config)
+	cfg, warnings, err := scanconfig.Parse(full.Components.Scanner.Config)
 	if err != nil {
-		return scan.Config{}, fmt.Errorf("components.scanner.config: %w", err)
+		return scanconfig.Config{}, fmt.Errorf("components.scanner.config: %w", err)
 	}
 	for _, w := range warnings {
 		log.Warn("components.scanner.config: "+w, "key", "components.scanner.config")
@@ -147,7 +148,7 @@ func (c *Command) scanConfig(log *slog.Logger) (scan.Config, error) {
 // fetches itself is got at once; the run's DB, which the manager hands out,
 // only when the scan service hands this node an image to scan: a node whose
 // images other nodes judged never downloads it.
-func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config) (judger, error) {
+func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scanconfig.Config) (judger, error) {
 	tlog.InitLogger(false, true)
 	for _, c := range cfg.Vulnerabilities.SecurityChecks {
 		if c != "vuln" {
@@ -181,7 +182,7 @@ func (c *Command) prepare(ctx context.Context, log *slog.Logger, cfg scan.Config
 
 // openDB installs the run's archive when there is one, or gets the DB as
 // configured, and opens the engine on it.
-func (c *Command) openDB(ctx context.Context, log *slog.Logger, cfg scan.Config, opts vulndb.Options, src engine.Source, archive string) (*engine.Engine, error) {
+func (c *Command) openDB(ctx context.Context, log *slog.Logger, cfg scanconfig.Config, opts vulndb.Options, src engine.Source, archive string) (*engine.Engine, error) {
 	start := time.Now()
 	if archive != "" {
 		if err := c.runDB(ctx, log, opts, archive); err != nil {
@@ -283,7 +284,7 @@ func socketPath(endpoint string) (string, error) {
 	return u.Path, nil
 }
 
-func (c *Command) judge(ctx context.Context, log *slog.Logger, eng scan.Engine, cfg scan.Config, images []handoff.Image, s *workerresult.Summary) []handoff.Image {
+func (c *Command) judge(ctx context.Context, log *slog.Logger, eng scan.Engine, cfg scanconfig.Config, images []handoff.Image, s *workerresult.Summary) []handoff.Image {
 	if c.Now != "" {
 		if t, err := time.Parse(time.RFC3339, c.Now); err == nil {
 			ctx = clock.With(ctx, t)
@@ -291,7 +292,7 @@ func (c *Command) judge(ctx context.Context, log *slog.Logger, eng scan.Engine, 
 			log.Warn("ignoring --now", "error", err)
 		}
 	}
-	policy := cfg.Policy()
+	policy := scan.PolicyOf(cfg)
 	start := time.Now()
 	var js []scan.Judgement
 	if sh, ok := c.sharing(log, policy); ok {
@@ -446,7 +447,7 @@ func (c *Command) runDB(ctx context.Context, log *slog.Logger, opts vulndb.Optio
 	defer tmp.Close()
 	timeout := opts.DownloadTimeout
 	if timeout <= 0 {
-		timeout = scan.DefaultDBDownloadTimeout
+		timeout = scanconfig.DefaultDBDownloadTimeout
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -24,7 +24,7 @@ import (
 	xhttp "github.com/aquasecurity/trivy/pkg/x/http"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -38,7 +38,7 @@ type Options struct {
 	// SkipUpdate never downloads.
 	SkipUpdate bool
 	// DownloadTimeout bounds the download (dbDownloadTimeout); zero or
-	// less means scan.DefaultDBDownloadTimeout, never no deadline.
+	// less means scanconfig.DefaultDBDownloadTimeout, never no deadline.
 	DownloadTimeout time.Duration
 }
 
@@ -48,7 +48,7 @@ var ErrDownloadTimeout = errors.New("timed out")
 
 func (o Options) downloadTimeout() time.Duration {
 	if o.DownloadTimeout <= 0 {
-		return scan.DefaultDBDownloadTimeout
+		return scanconfig.DefaultDBDownloadTimeout
 	}
 	return o.DownloadTimeout
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/scan"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // stallingRegistry accepts connections on loopback and never answers: a
@@ -107,8 +107,8 @@ func TestDownloadTimeoutDefault(t *testing.T) {
 		set  time.Duration
 		want time.Duration
 	}{
-		"unset":    {set: 0, want: scan.DefaultDBDownloadTimeout},
-		"negative": {set: -time.Second, want: scan.DefaultDBDownloadTimeout},
+		"unset":    {set: 0, want: scanconfig.DefaultDBDownloadTimeout},
+		"negative": {set: -time.Second, want: scanconfig.DefaultDBDownloadTimeout},
 		"set":      {set: 2 * time.Minute, want: 2 * time.Minute},
 	}
 	for name, tc := range cases {

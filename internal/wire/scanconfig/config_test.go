@@ -1,4 +1,4 @@
-package scan
+package scanconfig
 
 import (
 	"strings"
@@ -118,8 +118,5 @@ func TestParseConfig(t *testing.T) {
 	}
 	if d := DefaultConfig().DBDownloadTimeout.Duration; d != 10*time.Minute {
 		t.Errorf("default DB download timeout %v, want 10m", d)
-	}
-	if p := DefaultConfig().Policy(); p.DeleteFailed || !p.DeleteEOL {
-		t.Errorf("default policy %+v: failed scans must be kept, EOL removed as upstream", p)
 	}
 }

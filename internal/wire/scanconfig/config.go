@@ -1,4 +1,7 @@
-package scan
+// Package scanconfig reads the Trivy scanner's configuration (the
+// components.scanner.config string of the EraserConfig): the manager checks
+// it and picks the run's DB from it, the scanner runs by it.
+package scanconfig
 
 import (
 	"encoding/json"
@@ -152,13 +155,4 @@ func (cfg *Config) validate() error {
 		}
 	}
 	return nil
-}
-
-// Policy is the judgement part of the configuration.
-func (c Config) Policy() Policy {
-	return Policy{
-		Severities: c.Vulnerabilities.Severities, IgnoreUnfixed: c.Vulnerabilities.IgnoreUnfixed,
-		Types: c.Vulnerabilities.Types, IgnoredStatuses: c.Vulnerabilities.IgnoredStatuses,
-		DeleteEOL: c.DeleteEOLImages, DeleteFailed: c.DeleteFailedImages,
-	}
 }
