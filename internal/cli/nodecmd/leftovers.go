@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 )
 
 // DefaultImageStore is CRI-O's image store (containers/storage's root).

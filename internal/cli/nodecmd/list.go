@@ -10,10 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 )
 
 func list(ctx context.Context, client *cri.Client, policy protect.Policy, asJSON bool, out io.Writer) error {

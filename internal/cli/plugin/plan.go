@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 

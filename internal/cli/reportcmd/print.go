@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 

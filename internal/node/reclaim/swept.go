@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 )
 
 // SweptStores names the result of the sweep of containerd's stores. The

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/cli/bytesize"
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 

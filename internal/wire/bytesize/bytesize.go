@@ -1,5 +1,5 @@
 // Package bytesize formats byte counts for people, in binary units, as the
-// command-line tools print them.
+// command-line tools and the workers' logs print them.
 package bytesize
 
 import "fmt"
