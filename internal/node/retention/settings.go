@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
+	"github.com/eraser-oss/eraser/internal/wire/minage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -47,11 +48,8 @@ const (
 	NotNeeded    = workerresult.NotNeeded
 )
 
-// DefaultMinAge is the minimum age when none is configured: five times the
-// kubelet's imageMinimumGCAge (2m), because a pod's images are pulled one
-// by one before its containers are created, and a slow pull of a large
-// image can leave an earlier one waiting for minutes.
-const DefaultMinAge = 10 * time.Minute
+// DefaultMinAge is the minimum age when none is configured.
+const DefaultMinAge = minage.Default
 
 // Settings are the retention policy of a run.
 type Settings struct {

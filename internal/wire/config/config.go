@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/minage"
 )
 
 // Config is the manager's configuration, whichever version it was written in.
@@ -46,7 +46,7 @@ type Manager struct {
 
 // DefaultMinAge is the retention policy's minAge when the document sets
 // none: the workers' own default, so a pod without the flag judges alike.
-const DefaultMinAge = retention.DefaultMinAge
+const DefaultMinAge = minage.Default
 
 // Retention is the workers' retention policy (docs/retention.md): which of
 // the images no container uses they remove.
