@@ -22,7 +22,10 @@ case "$major" in
 *) echo "build-helm: HELM_MAJOR is 3 or 4, not $major" >&2; exit 2 ;;
 esac
 module="helm.sh/helm/v${major}"
-dir="${ERASER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/eraser}/helm-${HELM_VERSION}"
+# The directory names the build recipe too ("-k8s": Helm 3 stamped with the
+# Kubernetes version it was built against), so that a binary cached by an
+# older recipe is rebuilt rather than reused.
+dir="${ERASER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/eraser}/helm-${HELM_VERSION}-k8s"
 bin="$dir/helm"
 if [[ -x $bin ]]; then
 	echo "$bin"
@@ -41,9 +44,24 @@ echo "building the Helm CLI ${HELM_VERSION} from the module proxy into $dir (abo
 start=$SECONDS
 rm -rf "$dir.tmp"
 # helm version reports what the ldflags stamp; unstamped it says v${major}-dev.
+ldflags="-s -w -X ${module}/internal/version.version=${HELM_VERSION}"
+if [[ $major == 3 ]]; then
+	# Helm 3's default capabilities (helm template, helm lint, --dry-run=client)
+	# are the Kubernetes version its release Makefile stamps, from the
+	# k8s.io/client-go it builds with (v0.N is Kubernetes 1.N); unstamped
+	# they say v1.20.0, under every chart's kubeVersion. Helm 4 reads the
+	# version from the binary's build info, which go install records.
+	gomod=$(GOTOOLCHAIN=local go mod download -json "${module}@${HELM_VERSION}" |
+		awk -F'"' '$2 == "GoMod" {print $4; exit}')
+	clientgo=$(awk '$1 == "k8s.io/client-go" {print $2; exit}' "$gomod")
+	[[ $clientgo =~ ^v0\.([0-9]+)\. ]] || { echo "build-helm: no k8s.io/client-go v0.N in $gomod" >&2; exit 1; }
+	minor=${BASH_REMATCH[1]}
+	for pkg in pkg/chartutil pkg/lint/rules; do
+		ldflags+=" -X ${module}/${pkg}.k8sVersionMajor=1 -X ${module}/${pkg}.k8sVersionMinor=${minor}"
+	done
+fi
 GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOBIN="$dir.tmp" \
-	go install -trimpath -ldflags "-s -w -X ${module}/internal/version.version=${HELM_VERSION}" \
-	"${module}/cmd/helm@${HELM_VERSION}" >&2
+	go install -trimpath -ldflags "$ldflags" "${module}/cmd/helm@${HELM_VERSION}" >&2
 mv "$dir.tmp/helm" "$bin"
 rmdir "$dir.tmp"
 echo "built the Helm CLI in $((SECONDS - start)) s" >&2
