@@ -47,55 +47,115 @@ shape tells the version apart).
 {{- if not $cfg.kind -}}
 {{- $_ := set $cfg "kind" "EraserConfig" -}}
 {{- end -}}
-{{- if $v.imageRegistry -}}
-{{- /* The worker images at their default location are pulled from
-imageRegistry: an image left out gets its default repository written here
-(the tag stays the manager's default), one set under ghcr.io/eraser-oss/ is
-rewritten. The remover is components.eraser before v1alpha2. */ -}}
+{{- /* The worker images: a repository set is resolved as the manager's
+is (eraser.repo); with imageRegistry, one left out gets its default
+repository under imageRegistry written here. A tag left out stays the
+manager's default, its own version, so the workers follow the manager. The
+remover is components.eraser before v1alpha2. */ -}}
 {{- $components := $cfg.components | default dict -}}
 {{- $names := dict "collector" "collector" "scanner" "eraser-trivy-scanner" -}}
 {{- $_ := set $names (eq $cfg.apiVersion "eraser.sh/v1alpha1" | ternary "eraser" "remover") "remover" -}}
 {{- range $key, $name := $names -}}
-{{- $component := get $components $key | default dict -}}
+{{- $component := get $components $key -}}
+{{- $path := printf "runtimeConfig.components.%s.image.repo" $key -}}
+{{- $repo := dig "image" "repo" "" ($component | default dict) | toString -}}
+{{- if or $repo $v.imageRegistry -}}
+{{- $component = $component | default dict -}}
 {{- $image := $component.image | default dict -}}
-{{- $repo := $image.repo | default (printf "%s/%s" (include "eraser.defaultRepo" $) $name) -}}
-{{- $_ := set $image "repo" (include "eraser.mirror" (list $ $repo)) -}}
+{{- $_ := set $image "repo" (include "eraser.repo" (list $ ($repo | default (printf "%s/%s" (include "eraser.defaultRepo" $) $name)) $path)) -}}
 {{- $_ := set $component "image" $image -}}
-{{- $windows := $component.windows -}}
-{{- if and (kindIs "map" $windows) (kindIs "map" $windows.image) -}}
-{{- if $windows.image.repo -}}
-{{- $_ := set $windows.image "repo" (include "eraser.mirror" (list $ $windows.image.repo)) -}}
-{{- end -}}
-{{- end -}}
 {{- $_ := set $components $key $component -}}
 {{- end -}}
+{{- $windows := dig "windows" "image" "repo" "" ($component | default dict) | toString -}}
+{{- if $windows -}}
+{{- $_ := set $component.windows.image "repo" (include "eraser.repo" (list $ $windows (printf "runtimeConfig.components.%s.windows.image.repo" $key))) -}}
+{{- end -}}
+{{- end -}}
+{{- if $components -}}
 {{- $_ := set $cfg "components" $components -}}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
-{{/* Where the project's images live by default (internal/process/version.DefaultRepo). */}}
+{{/*
+The registry path this chart's images are under by default: the one `make
+release REGISTRY=...` packaged the chart for (files/release.yaml, which only
+a released chart has), else where the project publishes them
+(internal/process/version.DefaultRepo).
+*/}}
 {{- define "eraser.defaultRepo" -}}
+{{- (include "eraser.release" . | fromYaml).registry | default (include "eraser.publishedRepo" .) -}}
+{{- end -}}
+
+{{- define "eraser.publishedRepo" -}}
 ghcr.io/eraser-oss
 {{- end -}}
 
+{{/* files/release.yaml as YAML: what `make release` packaged the chart for; empty in a checkout. */}}
+{{- define "eraser.release" -}}
+{{- .Files.Get "files/release.yaml" -}}
+{{- end -}}
+
 {{/*
-An image repository, pulled from imageRegistry when that is set and the
-repository is at the default location: ghcr.io/eraser-oss/remover becomes
-<imageRegistry>/remover, as `make release REGISTRY=<imageRegistry>` pushes
-it (a mirror of ghcr.io is then imageRegistry=<mirror>/eraser-oss). Any
-other repository is kept as given. Takes (list $root $repo).
+The version every image of this release runs: a released chart's
+appVersion, which a deploy.image.tag set to anything else contradicts (NOTES
+say so and helm test fails); in a checkout, whose chart carries a
+development appVersion, the images are the user's build: deploy.image.tag
+when set.
 */}}
-{{- define "eraser.mirror" -}}
+{{- define "eraser.version" -}}
+{{- $v := include "eraser.values" . | fromYaml -}}
+{{- if (include "eraser.release" . | fromYaml).registry -}}
+{{- .Chart.AppVersion -}}
+{{- else -}}
+{{- dig "deploy" "image" "tag" "" $v | toString | default .Chart.AppVersion -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+An image repository as the chart pulls it. One at the default location
+(ghcr.io/eraser-oss/<name>, or the registry path the release was packaged
+for) is pulled from imageRegistry when that is set, else from the release's
+registry path: <imageRegistry>/<name>, as `make release
+REGISTRY=<imageRegistry>` pushes it (a mirror of ghcr.io is then
+imageRegistry=<mirror>/eraser-oss). With imageRegistry set, any other
+repository outside it fails the render, naming the value (index . 2): a
+mirror switch that moved some images and not others would pull the rest
+from where the cluster may not reach. Takes (list $root $repo $valuePath).
+*/}}
+{{- define "eraser.repo" -}}
 {{- $root := index . 0 -}}
 {{- $repo := index . 1 | toString -}}
 {{- $registry := trimSuffix "/" ($root.Values.imageRegistry | default "" | toString) -}}
-{{- $default := include "eraser.defaultRepo" $root -}}
-{{- if and $registry (hasPrefix (printf "%s/" $default) $repo) -}}
-{{- printf "%s/%s" $registry (trimPrefix (printf "%s/" $default) $repo) -}}
+{{- $target := $registry | default (include "eraser.defaultRepo" $root) -}}
+{{- $moved := "" -}}
+{{- range $from := list (include "eraser.publishedRepo" $root) (include "eraser.defaultRepo" $root) -}}
+{{- if and (not $moved) (hasPrefix (printf "%s/" $from) $repo) -}}
+{{- $moved = printf "%s/%s" $target (trimPrefix (printf "%s/" $from) $repo) -}}
+{{- end -}}
+{{- end -}}
+{{- if $moved -}}
+{{- $moved -}}
+{{- else if and $registry (not (hasPrefix (printf "%s/" $registry) $repo)) -}}
+{{- fail (printf "imageRegistry=%s cannot move %s (%s): it is not under %s, where this chart's images are. Unset %s to pull this project's image from imageRegistry, or give a repository under %s" $registry $repo (index . 2) (include "eraser.defaultRepo" $root) (index . 2) $registry) -}}
 {{- else -}}
 {{- $repo -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The manager's image as the Deployment runs it: repository (eraser.repo),
+tag (deploy.image.tag, else the chart's appVersion), and a digest when one
+is given.
+*/}}
+{{- define "eraser.managerImage" -}}
+{{- $v := include "eraser.values" . | fromYaml -}}
+{{- $img := $v.deploy.image | default dict -}}
+{{- $ref := printf "%s:%s" (include "eraser.repo" (list . $img.repo "deploy.image.repo")) (toString ($img.tag | default .Chart.AppVersion)) -}}
+{{- with $img.digest -}}
+{{- $ref = printf "%s@%s" $ref . -}}
+{{- end -}}
+{{- $ref -}}
 {{- end -}}
 
 {{/* Labels of the metrics Service, which the ServiceMonitor selects by. */}}
@@ -180,7 +240,7 @@ Any other memory limit under 128Mi is refused, with the fix.
 {{- if regexMatch $upstreamRepo (toString ($img.repo | default "")) -}}
 {{- $tag := toString ($img.tag | default "") -}}
 {{- $notes = append $notes (printf "deploy.image %s:%s is upstream's manager: this release's runs instead" $img.repo ($tag | default "latest")) -}}
-{{- $_ := set $img "repo" (printf "%s/eraser-manager" (include "eraser.defaultRepo" $root)) -}}
+{{- $_ := set $img "repo" (printf "%s/eraser-manager" (include "eraser.publishedRepo" $root)) -}}
 {{- if and (regexMatch $upstreamTag $tag) (ne $tag $root.Chart.AppVersion) -}}
 {{- $_ := set $img "tag" "" -}}
 {{- end -}}

@@ -9,14 +9,10 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/errdef"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
-
-	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // ImageRef is the reference a release gives an image of Images.
@@ -31,13 +27,14 @@ func ChartRef(registry, version string) string {
 
 // Package loads the chart in dir and returns it as Helm packages it
 // (helm package), stamped for the release: version and appVersion are
-// o.Version, the manager's and the collector's and scanner's images are
-// the release's, every timestamp is o.Epoch.
+// o.Version, files/release.yaml names the registry path the images were
+// pushed to, every timestamp is o.Epoch.
 //
-// The remover's image is left to the manager's default, which a manager
-// built for this registry ("make images REGISTRY=...") names: a
-// components.remover key in the chart's defaults would break values files
-// written for EraserConfig v1alpha1, which call it components.eraser.
+// values.yaml is left as it is: its images name no tag (the chart's
+// appVersion is the default) and the default repository, which the chart
+// reads as under the release's registry path. A value written there would
+// outlive the release: `helm upgrade --reuse-values` keeps the previous
+// release's values.yaml, and with them its images.
 func Package(dir string, o Options) ([]byte, error) {
 	ch, err := loader.Load(dir)
 	if err != nil {
@@ -45,9 +42,7 @@ func Package(dir string, o Options) ([]byte, error) {
 	}
 	ch.Metadata.Version = o.Version
 	ch.Metadata.AppVersion = o.Version
-	if err := stampValues(ch, o.Registry, o.Version); err != nil {
-		return nil, err
-	}
+	ch.Files = append(ch.Files, &common.File{Name: ReleaseFile, ModTime: o.Epoch, Data: releaseFile(o)})
 	ch.StampModTimes(o.Epoch)
 	tmp, err := os.MkdirTemp("", "eraser-chart")
 	if err != nil {
@@ -61,63 +56,14 @@ func Package(dir string, o Options) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// valueImages are the chart values that name an image, and its repository
-// under the registry.
-var valueImages = []struct {
-	path []string
-	repo string
-}{
-	{[]string{"deploy", "image"}, images.Manager.Repo},
-	{[]string{"runtimeConfig", "components", "collector", "image"}, images.Collector.Repo},
-	{[]string{"runtimeConfig", "components", "scanner", "image"}, images.Scanner.Repo},
-}
+// ReleaseFile is where a released chart says what it was packaged for
+// (the chart's eraser.release reads it); a chart in a checkout has none.
+const ReleaseFile = "files/release.yaml"
 
-// stampValues rewrites the chart's values.yaml in place, keeping its
-// comments, so that the packaged chart's defaults name the release's
-// images.
-func stampValues(ch *chart.Chart, registry, version string) error {
-	var raw *common.File
-	for _, f := range ch.Raw {
-		if f.Name == chartutil.ValuesfileName {
-			raw = f
-		}
-	}
-	if raw == nil {
-		return errors.New("the chart has no values.yaml")
-	}
-	doc, err := yaml.Parse(string(raw.Data))
-	if err != nil {
-		return fmt.Errorf("chart values.yaml: %w", err)
-	}
-	str := func(s string) *yaml.RNode {
-		n := yaml.NewStringRNode(s)
-		n.YNode().Style = yaml.DoubleQuotedStyle
-		return n
-	}
-	for _, vi := range valueImages {
-		img, err := doc.Pipe(yaml.LookupCreate(yaml.MappingNode, vi.path...))
-		if err != nil {
-			return fmt.Errorf("chart values.yaml %v: %w", vi.path, err)
-		}
-		if err := img.PipeE(yaml.SetField("repo", str(registry+"/"+vi.repo))); err != nil {
-			return err
-		}
-		if err := img.PipeE(yaml.SetField("tag", str(version))); err != nil {
-			return err
-		}
-	}
-	out, err := doc.String()
-	if err != nil {
-		return err
-	}
-	head := fmt.Sprintf("# Release %s: images from %s (the remover's too: the manager defaults to it).\n", version, registry)
-	raw.Data = []byte(head + out)
-	vals, err := common.ReadValues(raw.Data)
-	if err != nil {
-		return fmt.Errorf("stamped values.yaml: %w", err)
-	}
-	ch.Values = vals
-	return nil
+// releaseFile is ReleaseFile's content: the registry path of the release's
+// images, which the manager was built to default its workers to.
+func releaseFile(o Options) []byte {
+	return []byte(fmt.Sprintf("# Release %s: its images are under this registry path, at tag %s.\nregistry: %q\n", o.Version, o.Version, o.Registry))
 }
 
 // helmClient is Helm's registry client with the release's credentials

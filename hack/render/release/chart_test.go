@@ -28,7 +28,7 @@ func chartDir(t *testing.T) string {
 }
 
 // checkRendered renders the chart at path with no values, as helm install
-// would, and checks that the manifests name the release's images.
+// would, and checks that the manifests run the release's images.
 func checkRendered(t *testing.T, path, reg string) {
 	t.Helper()
 	checkRenderedWith(t, path, reg, render.Options{})
@@ -43,6 +43,9 @@ func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The workers the EraserConfig leaves out are the defaults of the
+	// release's manager, built for reg at testVersion.
+	builtFor(t, reg, testVersion)
 	var managerImage string
 	var cfg *config.Config
 	for doc := range strings.SplitSeq(out, "\n---\n") {

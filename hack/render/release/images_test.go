@@ -304,7 +304,7 @@ func TestImageNamesAgree(t *testing.T) {
 	}
 
 	helpers := readRepoFile(t, "charts", "eraser", "templates", "_helpers.tpl")
-	if m := regexp.MustCompile(`(?s)define "eraser.defaultRepo" -}}\s*(\S+)\s*{{-`).FindStringSubmatch(helpers); m == nil || m[1] != version.DefaultRepo {
-		t.Errorf("the chart's eraser.defaultRepo is %v, want internal/process/version.DefaultRepo %s", m, version.DefaultRepo)
+	if m := regexp.MustCompile(`(?s)define "eraser.publishedRepo" -}}\s*(\S+)\s*{{-`).FindStringSubmatch(helpers); m == nil || m[1] != version.DefaultRepo {
+		t.Errorf("the chart's eraser.publishedRepo is %v, want internal/process/version.DefaultRepo %s", m, version.DefaultRepo)
 	}
 }

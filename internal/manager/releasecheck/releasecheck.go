@@ -137,13 +137,15 @@ func answered(ctx context.Context, c client.Client, within time.Duration) Step {
 	}
 }
 
-// Main runs `manager check [--namespace NS] [--within D]` and returns the
+// Main runs `manager check [--namespace NS] [--within D] [--release-image
+// REPO:TAG]` and returns the
 // exit code: 0 when every check passed.
 func Main(ctx context.Context, args []string, out io.Writer) int {
 	fs := flag.NewFlagSet("manager check", flag.ContinueOnError)
 	fs.SetOutput(out)
 	namespace := fs.String("namespace", "eraser-system", "the namespace Eraser runs in")
 	within := fs.Duration("within", 2*time.Minute, "how long the manager has to answer the dry-run ImageList")
+	releaseImage := fs.String("release-image", "", "the manager's image of the release, repository:tag; set, the manager's pods and the workers' images are checked against it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -166,7 +168,11 @@ func Main(ctx context.Context, args []string, out io.Writer) int {
 		return 1
 	}
 	code := 0
-	for _, s := range Run(ctx, c, *namespace, *within) {
+	steps := Run(ctx, c, *namespace, *within)
+	if *releaseImage != "" {
+		steps = append(steps, Images(ctx, c, *namespace, *releaseImage))
+	}
+	for _, s := range steps {
 		if s.Err != nil {
 			fmt.Fprintf(out, "FAILED %s: %v\n", s.Name, s.Err)
 			code = 1
