@@ -1,6 +1,8 @@
 package render
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +104,65 @@ func TestStaticManifestScanServicePolicy(t *testing.T) {
 	want := &scanServicePolicy{WorkersOnly: []int32{8890}, OpenToAll: []int32{8889, 8081}}
 	if diff := cmp.Diff(want, checkScanServicePolicy(t, staticManifest(t), DefaultNamespace)); diff != "" {
 		t.Errorf("the policy's ports (-want +got):\n%s", diff)
+	}
+}
+
+// egressOpen says whether a NetworkPolicy of objs lets a pod labelled
+// podLabels connect anywhere, as a namespace whose policies deny egress by
+// default needs for the manager (API server, DB repository) and the
+// workers (the leader's scan service).
+func egressOpen(t *testing.T, objs objects, podLabels map[string]string) bool {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		np := get[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", u.GetName())
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(podLabels)) {
+			continue
+		}
+		for _, rule := range np.Spec.Egress {
+			if len(rule.To) == 0 && len(rule.Ports) == 0 && slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestEgressPolicies: the chart and the static manifest let the manager,
+// the worker pods and the chart's helm test pod connect out in a
+// namespace that denies egress by default; the chart's value turns the
+// policies off.
+func TestEgressPolicies(t *testing.T) {
+	worker := map[string]string{podspec.LabelJob: "imagejob-x", podspec.LabelType: "collector"}
+	for name, tc := range map[string]struct {
+		objs func(t *testing.T) objects
+		want bool
+	}{
+		"chart defaults":  {objs: func(t *testing.T) objects { return render(t, Options{Namespace: "ops"}) }, want: true},
+		"static manifest": {objs: staticManifest, want: true},
+		"chart, policies off": {objs: func(t *testing.T) objects {
+			return render(t, Options{Namespace: "ops", Set: []string{"deploy.scanService.networkPolicy=false"}})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := tc.objs(t)
+			dep := get[appsv1.Deployment](t, objs, "Deployment", "eraser-controller-manager")
+			pods := map[string]map[string]string{"manager": dep.Spec.Template.Labels, "worker": worker}
+			if name != "static manifest" {
+				// The helm test pod carries the chart's labels, the
+				// Deployment's but control-plane.
+				check := maps.Clone(dep.Labels)
+				delete(check, "control-plane")
+				pods["helm test"] = check
+			}
+			for pod, l := range pods {
+				if got := egressOpen(t, objs, l); got != tc.want {
+					t.Errorf("%s pod (labels %v) may connect out: %v, want %v", pod, l, got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -1,11 +1,14 @@
 package helmtier
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -44,6 +47,11 @@ func TestStaticManifestOverUpstream(t *testing.T) {
 			c.userObjectsKept("after kubectl delete of all but the CRDs")
 			if _, err := c.run(c.kubectl, "", "get", "deployment", "-n", namespace, "eraser-controller-manager"); err == nil {
 				t.Error("the manager's Deployment is still there after kubectl delete")
+			}
+			// The namespace holds the exclusion lists: it stays with the API.
+			ns := &corev1.Namespace{}
+			if err := c.env.Client.Get(context.Background(), client.ObjectKey{Name: namespace}, ns); err != nil || ns.DeletionTimestamp != nil {
+				t.Errorf("namespace %s after kubectl delete of all but the API: %v, deleting since %v", namespace, err, ns.DeletionTimestamp)
 			}
 		})
 	}
