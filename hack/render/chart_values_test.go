@@ -278,8 +278,15 @@ func TestChartSchema(t *testing.T) {
 }
 
 // imageRegistry moves every image at the default location to the mirror,
-// the tags unchanged, and leaves any other repository alone.
+// the tags unchanged, keeps one already under it, and refuses to render
+// with one anywhere else, naming the value.
 func TestChartImageRegistry(t *testing.T) {
+	for _, value := range []string{"deploy.image.repo", "runtimeConfig.components.remover.image.repo", "runtimeConfig.components.collector.windows.image.repo"} {
+		_, err := Chart(chartDir(), Options{KubeVersion: kubeVersion, Set: []string{"imageRegistry=registry.example:5000/mirror", value + "=other.example/image"}})
+		if err == nil || !strings.Contains(err.Error(), "cannot move other.example/image ("+value+")") {
+			t.Errorf("%s outside the default location, with imageRegistry: error %v, want one naming it", value, err)
+		}
+	}
 	const mirror = "registry.example:5000/mirror"
 	mirrored := func(name, tag string) string { return mirror + "/" + name + ":" + tag }
 	cases := map[string]struct {
@@ -292,19 +299,26 @@ func TestChartImageRegistry(t *testing.T) {
 			manager: mirrored("eraser-manager", version.Version),
 			workers: []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), mirrored("remover", version.Version)},
 		},
-		"repositories set elsewhere are kept, default ones under windows moved": {
+		"repositories set at the default location moved, under windows too, tags kept": {
 			o: Options{Set: []string{
 				"imageRegistry=" + mirror,
-				"deploy.image.repo=other.example/eraser-manager",
-				"runtimeConfig.components.remover.image.repo=other.example/remover",
 				"runtimeConfig.components.remover.image.tag=v2",
 				"runtimeConfig.components.scanner.image.repo=" + version.DefaultRepo + "/eraser-trivy-scanner",
 				"runtimeConfig.components.collector.windows.image.repo=" + version.DefaultRepo + "/collector",
 				"runtimeConfig.components.collector.windows.image.tag=win",
 			}},
-			manager:     "other.example/eraser-manager:" + version.Version,
-			workers:     []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), "other.example/remover:v2"},
+			manager:     mirrored("eraser-manager", version.Version),
+			workers:     []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), mirrored("remover", "v2")},
 			windowsRepo: mirror + "/collector",
+		},
+		"repositories set under imageRegistry kept": {
+			o: Options{Set: []string{
+				"imageRegistry=" + mirror,
+				"deploy.image.repo=" + mirror + "/eraser-manager",
+				"runtimeConfig.components.remover.image.repo=" + mirror + "/remover",
+			}},
+			manager: mirrored("eraser-manager", version.Version),
+			workers: []string{mirrored("collector", version.Version), mirrored("eraser-trivy-scanner", version.Version), mirrored("remover", version.Version)},
 		},
 		// v1.0.0's values: components.eraser is the remover; upstream's
 		// images and release tags become this release's, from the mirror.
