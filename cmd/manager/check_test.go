@@ -19,11 +19,11 @@ import (
 )
 
 // runCheck runs `manager check`, as the chart's helm test pod does.
-func runCheck(t *testing.T, ns string) (string, int) {
+func runCheck(t *testing.T, ns string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, managerBin.Path(t), "check", "--namespace="+ns, "--within=1m")
+	cmd := exec.CommandContext(ctx, managerBin.Path(t), append([]string{"check", "--namespace=" + ns, "--within=1m"}, args...)...)
 	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+env.KubeconfigPath)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -102,5 +102,39 @@ func TestReleaseCheck(t *testing.T) {
 	}
 	if !strings.Contains(out, "ok     the manager answers a dry-run ImageList") {
 		t.Errorf("no answer to the dry-run ImageList:\n%s", out)
+	}
+}
+
+// TestReleaseCheckImages: with the release's image given (as the chart's
+// helm test pod gives it), `manager check` fails on a manager and workers
+// that a previous release's values hold at another version, naming each.
+func TestReleaseCheckImages(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	const ns = "eraser-check-images"
+	ensureNamespace(t, ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
+		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\ncomponents: {collector: {enabled: true, image: {repo: registry.example/eraser/collector, tag: 1.2.3}}}\n"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: releasecheck.DeploymentName},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "eraser"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "eraser"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: releasecheck.ManagerContainer, Image: "registry.example/eraser/eraser-manager:1.2.3"}}}},
+		},
+	}
+	if err := env.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCheck(t, ns, "--release-image=registry.example/eraser/eraser-manager:1.2.4")
+	for _, want := range []string{"FAILED the manager and its workers run the release's images",
+		"Deployment eraser-controller-manager runs registry.example/eraser/eraser-manager:1.2.3, not the release's registry.example/eraser/eraser-manager:1.2.4",
+		"the collector's image is registry.example/eraser/collector:1.2.3, not at the release's tag 1.2.4"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 with %q", code, want)
+		}
 	}
 }
