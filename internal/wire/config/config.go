@@ -217,7 +217,9 @@ const (
 	FilterInclude NodeFilterType = "include"
 )
 
-// CleanupFilterLabel excludes a node from every run, whatever the filter type.
+// CleanupFilterLabel is a selector every node filter has, listed or not: it
+// leaves a node out of an exclude filter's runs and takes it into an include
+// filter's, as upstream does.
 const CleanupFilterLabel = "eraser.sh/cleanup.filter"
 
 // NodeFilter selects the nodes a job runs on. Selectors are label-selector
