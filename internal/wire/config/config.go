@@ -134,6 +134,11 @@ type Scheduling struct {
 	// for others to join it: nodes that come back from one upgrade or
 	// outage come back within minutes of each other.
 	CatchUpBatch time.Duration
+	// CatchUp gives the eligible nodes the last scheduled run missed a run
+	// of their own before the next one. Off, a node that was down, failed
+	// or joined waits for the next scheduled run: on clusters that scale
+	// by the hour, every new node would otherwise get its own run.
+	CatchUp bool
 }
 
 // Profile enables pprof in the manager and the workers.

@@ -28,7 +28,7 @@ func fullConfig(apiVersion string) *Config {
 			Runtime:      Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock", WindowsAddress: DefaultWindowsAddress},
 			OTLPEndpoint: "otel-collector.monitoring:4318",
 			LogLevel:     "debug",
-			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour, CatchUpBatch: time.Minute},
+			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour, CatchUpBatch: time.Minute, CatchUp: true},
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
 				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour,
@@ -85,7 +85,7 @@ func defaults(apiVersion string) *Config {
 		Manager: Manager{
 			Runtime:    Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock", WindowsAddress: DefaultWindowsAddress},
 			LogLevel:   "info",
-			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true, CatchUpBatch: time.Minute},
+			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true, CatchUpBatch: time.Minute, CatchUp: true},
 			Profile:    Profile{Port: 6060},
 			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour},
 				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},

@@ -115,6 +115,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.Scheduling.Cron = m.Scheduling.Cron
 	out.Scheduling.DryRun = m.Scheduling.DryRun
 	out.Scheduling.CatchUpBatch = c.duration(sched.Child("catchUpBatch"), m.Scheduling.CatchUpBatch, false)
+	out.Scheduling.CatchUp = m.Scheduling.CatchUp
 
 	out.Profile = Profile{Enabled: m.Profile.Enabled, Port: m.Profile.Port}
 	if port := m.Profile.Port; port < 0 || port > 65535 || (m.Profile.Enabled && port == 0) {

@@ -107,6 +107,9 @@ type schedulingDoc struct {
 	DryRun bool `json:"dryRun"`
 	// CatchUpBatch is our addition: how long a catch-up waits for others.
 	CatchUpBatch scalar `json:"catchUpBatch"`
+	// CatchUp is our addition: whether nodes a scheduled run missed get
+	// catch-up runs.
+	CatchUp bool `json:"catchUp"`
 }
 
 type profileDoc struct {
@@ -225,7 +228,7 @@ func (s *scalar) UnmarshalJSON(b []byte) error {
 func defaultManagerCommon() managerCommon {
 	return managerCommon{
 		LogLevel:   "info",
-		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true, CatchUpBatch: "1m"},
+		Scheduling: schedulingDoc{RepeatInterval: "24h", BeginImmediately: true, CatchUpBatch: "1m", CatchUp: true},
 		Profile:    profileDoc{Port: 6060},
 		ImageJob: imageJobDoc{
 			SuccessRatio:    1.0,
