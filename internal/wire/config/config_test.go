@@ -100,14 +100,14 @@ func defaults(apiVersion string) *Config {
 			},
 			Scanner: Component{
 				Image:   Image{Repo: version.DefaultRepo + "/eraser-trivy-scanner", Tag: version.Version},
-				Request: Resources{Mem: q("500Mi"), CPU: q("1")},
+				Request: Resources{Mem: q("256Mi"), CPU: q("100m")},
 				Limit:   Resources{Mem: q("2Gi")},
 			},
 			Remover: Component{
 				Enabled: true,
 				Image:   Image{Repo: version.DefaultRepo + "/remover", Tag: version.Version},
 				Request: Resources{Mem: q("25Mi"), CPU: q("7m")},
-				Limit:   Resources{Mem: q("30Mi")},
+				Limit:   Resources{Mem: q("64Mi")},
 			},
 		},
 	}
