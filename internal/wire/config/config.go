@@ -210,7 +210,17 @@ type Cleanup struct {
 	// KeepReportFor keeps the finished job and its per-node report after
 	// the pods are gone; 0 deletes them with the pods, as upstream does.
 	KeepReportFor time.Duration
+	// MaxReportSize bounds the bytes that the kept reports of all jobs
+	// together take in etcd: past it, the oldest finished jobs go with
+	// their reports before keepReportFor, so that frequent runs on a large
+	// cluster cannot keep gigabytes. 0 is no bound.
+	MaxReportSize int64
 }
+
+// DefaultMaxReportSize keeps every report of a day of hourly runs on a
+// 1,000-node cluster (about 4.5 MiB each), or the last five runs' on 5,000
+// nodes (22.5 MiB each): 6% of etcd's default 2 GiB quota.
+const DefaultMaxReportSize = "128Mi"
 
 // NodeFilterType says whether node selectors include or exclude nodes.
 type NodeFilterType string

@@ -131,6 +131,9 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.Cleanup.DelayOnSuccess = c.duration(job.Child("cleanup", "delayOnSuccess"), m.ImageJob.Cleanup.DelayOnSuccess, false)
 	out.ImageJob.Cleanup.DelayOnFailure = c.duration(job.Child("cleanup", "delayOnFailure"), m.ImageJob.Cleanup.DelayOnFailure, false)
 	out.ImageJob.Cleanup.KeepReportFor = c.duration(job.Child("cleanup", "keepReportFor"), m.ImageJob.Cleanup.KeepReportFor, false)
+	if q := c.quantity(job.Child("cleanup", "maxReportSize"), m.ImageJob.Cleanup.MaxReportSize); q != nil {
+		out.ImageJob.Cleanup.MaxReportSize = q.Value()
+	}
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.NodeWaitTimeout = c.duration(job.Child("nodeWaitTimeout"), m.ImageJob.NodeWaitTimeout, true)

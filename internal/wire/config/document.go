@@ -140,6 +140,9 @@ type cleanupDoc struct {
 	// KeepReportFor is ours: how long a finished job and its per-node
 	// report stay after it ends (at least as long as its pods).
 	KeepReportFor scalar `json:"keepReportFor"`
+	// MaxReportSize is ours: the most bytes the kept reports of all jobs
+	// together take in the API server.
+	MaxReportSize scalar `json:"maxReportSize"`
 }
 
 // retentionDoc keeps every value as written, so that unset can be told from
@@ -232,7 +235,7 @@ func defaultManagerCommon() managerCommon {
 		Profile:    profileDoc{Port: 6060},
 		ImageJob: imageJobDoc{
 			SuccessRatio:    1.0,
-			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h", KeepReportFor: "24h"},
+			Cleanup:         cleanupDoc{DelayOnSuccess: "0s", DelayOnFailure: "24h", KeepReportFor: "24h", MaxReportSize: scalar(DefaultMaxReportSize)},
 			PodStartTimeout: "10m",
 			PodRunTimeout:   "24h",
 			NodeWaitTimeout: "10m",
