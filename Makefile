@@ -187,7 +187,7 @@ test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loo
 
 # The tiers of make test, each a target of its own; RUN=<regexp> passes -run
 # to every go test of a tier (RUN=TestPlan, RUN='TestEraser/ReportOutlivesThePods').
-# docs/testing.md says what each tier proves and how to run one test.
+# docs/dev/testing.md says what each tier proves and how to run one test.
 RUN ?=
 GO_TEST_RUN = $(if $(RUN),-run '$(RUN)')
 

@@ -9,7 +9,7 @@
 #   CHECK_ONLY=1 hack/build-crio.sh   # print the directory if built, else exit 1
 #
 # Environment: ERASER_CACHE (default ~/.cache/eraser), CRIO_VERSION.
-# Cold: about 5 min on 2 cores shared with other builds; warm: instant. See docs/crio.md.
+# Cold: about 5 min on 2 cores shared with other builds; warm: instant. See docs/dev/crio.md.
 set -euo pipefail
 
 CRIO_VERSION=${CRIO_VERSION:-v1.34.0}

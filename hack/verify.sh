@@ -3,7 +3,7 @@
 # deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
 # a file over 1 MiB or a compiled executable, or a relative markdown link is
-# broken, or the README's layout misses a package, or two of the modules build
+# broken, or the map of the packages (docs/dev/packages.md) misses one, or two of the modules build
 # a module they share at two versions. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
@@ -72,9 +72,9 @@ if [ "${#binaries[@]}" -gt 0 ]; then
   fail=1
 fi
 
-# The README's map of the code lists every package under internal/.
+# The contributors' map of the code lists every package under internal/.
 if ! go run ./hack/layoutmap; then
-  echo "verify: README.md's layout is out of date (above)" >&2
+  echo "verify: docs/dev/packages.md's map of the packages is out of date (above)" >&2
   fail=1
 fi
 
@@ -87,12 +87,8 @@ fi
 
 # The pages for the people who run Eraser speak of the product: no internal
 # packages or Go identifiers, no commit hashes (the pages for contributors,
-# testing, benchmarks, images, release, custom scanners and the CRI-O recipe,
-# may).
-# The README's map of the code and runtimes.md's tests are for contributors.
-user_pages=(charts/eraser/README.md docs/install.md docs/migrating.md docs/configuration.md docs/metrics.md
-  docs/troubleshooting.md docs/protection.md docs/report.md docs/retention.md docs/run-now.md docs/runs.md
-  docs/windows.md docs/scanner.md docs/cli.md docs/kubectl-plugin.md docs/reclaim.md)
+# under docs/dev/, may).
+user_pages=(README.md charts/eraser/README.md docs/*.md)
 internal_words=$(grep -n -E '`internal/|`[a-z]+\.[A-Z][A-Za-z]+`|`[0-9a-f]{7,40}`' "${user_pages[@]}" || true)
 if [ -n "$internal_words" ]; then
   echo "verify: user pages name internal packages, Go identifiers or commits:" >&2

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
@@ -83,5 +84,54 @@ func TestShortNamesAndCategory(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("short names and categories (-want +got):\n%s", diff)
+	}
+}
+
+// TestFreedColumn: kubectl get imagelists -o wide shows the space freed as
+// the manager states it for people, the figure the per-node report gives,
+// not the runtime's raw byte count, in both served versions.
+func TestFreedColumn(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	list := builder.MakeImageList("freed-column").Images("*").Obj()
+	if err := env.Client.Create(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, list) })
+	list.Status.Results = &eraserv1.ImageResults{Removed: 3, BytesFreed: 1764346, ExpectedBytesFreed: 4 << 20, MeasuredBytesFreed: 4 << 20, Freed: "4.0MiB"}
+	if err := env.Client.Status().Update(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{"v1", "v1alpha1"} {
+		t.Run(version, func(t *testing.T) {
+			body, err := dc.RESTClient().Get().AbsPath("/apis/eraser.sh/"+version+"/imagelists/freed-column").
+				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table metav1.Table
+			if err := json.Unmarshal(body, &table); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			col := -1
+			for i, c := range table.ColumnDefinitions {
+				if c.Name == "Freed" {
+					col = i
+					if c.Type != "string" {
+						t.Errorf("the Freed column is of type %s", c.Type)
+					}
+				}
+			}
+			if col < 0 || len(table.Rows) != 1 {
+				t.Fatalf("no Freed column or not one row: %s", body)
+			}
+			if got := table.Rows[0].Cells[col]; got != "4.0MiB" {
+				t.Errorf("Freed cell = %v, want 4.0MiB", got)
+			}
+		})
 	}
 }

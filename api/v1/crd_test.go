@@ -118,7 +118,7 @@ func TestRoundTrip(t *testing.T) {
 		"ImageList v1alpha1 -> v1": {
 			resource: imageLists, write: "v1alpha1", read: "v1",
 			obj: builder.MakeImageList("rt-list-a").Images("docker.io/library/nginx:latest", "nginx", "*").DryRun(true).
-				Counts(3, 1, 2).Timestamp(ts).Results(eraserv1.ImageResults{Removed: 4, BytesFreed: 1 << 20}).
+				Counts(3, 1, 2).Timestamp(ts).Results(eraserv1.ImageResults{Removed: 4, BytesFreed: 1 << 20, Freed: "1.0MiB"}).
 				Condition(metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionTrue, Reason: eraserv1.ReasonSucceeded, Message: "ok"}).Obj(),
 		},
 		"ImageList v1 -> v1alpha1": {

@@ -229,6 +229,14 @@ type ImageResults struct {
 	// set on a dry run.
 	// +optional
 	MeasuredBytesFreed int64 `json:"measuredBytesFreed,omitempty"`
+	// Freed is the space the removals freed (would free, on a dry run), for
+	// people, as "4.0MiB": each node's measured gain where it measured one,
+	// else what only its removed images held, else their size as the
+	// runtime reported it, summed over the nodes. The per-node report
+	// (kubectl eraser report) gives the same figure.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Freed string `json:"freed,omitempty"`
 	// FreedMismatches counts the nodes where the two differ by more than
 	// the tolerance (5%, at least 4 MiB); each node's report says why.
 	// +optional

@@ -101,7 +101,7 @@ type ImageListStatus struct {
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skipped`
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.results.removed`
-// +kubebuilder:printcolumn:name="Freed",type=integer,JSONPath=`.status.results.bytesFreed`,priority=1
+// +kubebuilder:printcolumn:name="Freed",type=string,JSONPath=`.status.results.freed`,priority=1
 // +kubebuilder:printcolumn:name="Dry-Run",type=boolean,JSONPath=`.spec.dryRun`,priority=1
 // +kubebuilder:printcolumn:name="Last-Run",type=date,JSONPath=`.status.timestamp`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

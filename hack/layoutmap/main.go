@@ -1,6 +1,7 @@
-// Command layoutmap fails when the README's map of the code misses a Go
-// package under internal/, or names one that no longer exists, so that the
-// map a newcomer reads stays the tree they clone. Run by hack/verify.sh.
+// Command layoutmap fails when the contributors' map of the code
+// (docs/dev/packages.md) misses a Go package under internal/, or names one
+// that no longer exists, so that the map a newcomer reads stays the tree they
+// clone. Run by hack/verify.sh.
 package main
 
 import (
@@ -13,13 +14,16 @@ import (
 	"strings"
 )
 
+// mapFile is the page that holds the map, from the repository's root.
+const mapFile = "docs/dev/packages.md"
+
 func main() {
-	readme, err := os.ReadFile("README.md")
+	page, err := os.ReadFile(mapFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "layoutmap:", err)
 		os.Exit(2)
 	}
-	problems := check(string(readme), packages("internal"))
+	problems := check(string(page), packages("internal"))
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "layoutmap:", p)
 	}
@@ -49,20 +53,20 @@ func packages(root string) map[string]bool {
 // A map row names a package in its first cell, in backquotes.
 var row = regexp.MustCompile("(?m)^\\| `(internal/[^`]*/)` \\|")
 
-func check(readme string, pkgs map[string]bool) []string {
+func check(page string, pkgs map[string]bool) []string {
 	listed := map[string]bool{}
-	for _, m := range row.FindAllStringSubmatch(readme, -1) {
+	for _, m := range row.FindAllStringSubmatch(page, -1) {
 		listed[m[1]] = true
 	}
 	var problems []string
 	for p := range pkgs {
 		if !listed[p] {
-			problems = append(problems, fmt.Sprintf("README.md's layout does not list %s", p))
+			problems = append(problems, fmt.Sprintf("%s does not list %s", mapFile, p))
 		}
 	}
 	for p := range listed {
 		if !pkgs[p] && !holdsPackages(p, pkgs) {
-			problems = append(problems, fmt.Sprintf("README.md's layout lists %s, which holds no Go package", p))
+			problems = append(problems, fmt.Sprintf("%s lists %s, which holds no Go package", mapFile, p))
 		}
 	}
 	sort.Strings(problems)

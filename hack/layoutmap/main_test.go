@@ -7,7 +7,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	readme := "| package | what |\n|---|---|\n| `internal/node/` | node |\n| `internal/node/cri/` | CRI |\n| `internal/wire/gone/` | old |\n"
+	page := "| package | what |\n|---|---|\n| `internal/node/` | node |\n| `internal/node/cri/` | CRI |\n| `internal/wire/gone/` | old |\n"
 	tests := map[string]struct {
 		pkgs map[string]bool
 		want []string
@@ -21,14 +21,14 @@ func TestCheck(t *testing.T) {
 		"a package missing from the map, a row without a package": {
 			pkgs: map[string]bool{"internal/node/cri/": true, "internal/node/new/": true},
 			want: []string{
-				"README.md's layout does not list internal/node/new/",
-				"README.md's layout lists internal/wire/gone/, which holds no Go package",
+				"docs/dev/packages.md does not list internal/node/new/",
+				"docs/dev/packages.md lists internal/wire/gone/, which holds no Go package",
 			},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, check(readme, tc.pkgs)); diff != "" {
+			if diff := cmp.Diff(tc.want, check(page, tc.pkgs)); diff != "" {
 				t.Errorf("check (-want +got):\n%s", diff)
 			}
 		})

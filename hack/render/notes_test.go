@@ -118,7 +118,7 @@ func TestChartNotesPaste(t *testing.T) {
 	namespace(t, ns, nil)
 	always := []string{
 		"namespace/" + ns + " labeled (server dry run)",
-		"imagelist.eraser.sh/imagelist created (server dry run)",
+		"imagelist.eraser.sh/cleanup created (server dry run)",
 	}
 	// The user names the chart they installed, as the NOTES ask.
 	const chart = "oci://registry.example.com/eraser/charts/eraser --version 1.2.3"

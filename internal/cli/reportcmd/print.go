@@ -12,6 +12,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/wire/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Print writes the report as a table, a line per image, and a line per node
@@ -103,16 +104,24 @@ func scanDBs(nodes []nodereport.Node) []string {
 	return out
 }
 
-// freedLines say what the removals should have freed and what they did:
-// the nodes' totals, then each node whose two differ beyond the tolerance,
-// with the likely cause.
+// freedLines say what the removals freed, as one figure (the same the
+// ImageList's and ImageJob's status.results.freed give), then what they
+// should have freed and what was measured, then each node whose two
+// differ beyond the tolerance, with the likely cause.
 func freedLines(nodes []nodereport.Node) []string {
 	var expected uint64
-	var measured int64
-	var known, measuredOn int
+	var measured, freed int64
+	var known, measuredOn, reported int
+	dryRun := false
 	var out []string
 	for _, n := range nodes {
 		f := n.Freed
+		if f == nil && n.BytesFreed == 0 {
+			continue
+		}
+		reported++
+		dryRun = dryRun || n.DryRun
+		freed += workerresult.FreedBytes(n.BytesFreed, f)
 		if f == nil {
 			continue
 		}
@@ -129,12 +138,23 @@ func freedLines(nodes []nodereport.Node) []string {
 			out = append(out, fmt.Sprintf("  %s: not measured: %s", n.Name, oneLine(f.Error)))
 		}
 	}
-	if known == 0 {
+	if reported == 0 {
 		return nil
 	}
-	head := fmt.Sprintf("space: %s expected to be freed on %d nodes (the removed images' own content)", bytesize.Format(expected), known)
-	if measuredOn > 0 {
-		head += fmt.Sprintf(", %s measured on %d nodes", bytesize.FormatSigned(measured), measuredOn)
+	verb := "space freed"
+	if dryRun {
+		verb = "space a removal would free"
+	}
+	head := fmt.Sprintf("%s: %s", verb, bytesize.FormatSigned(freed))
+	switch {
+	case measuredOn == reported:
+		head += fmt.Sprintf(" (measured on %d nodes); %s expected (the removed images' own content)", measuredOn, bytesize.Format(expected))
+	case measuredOn > 0:
+		head += fmt.Sprintf(" (measured on %d of %d nodes, estimated on the others); %s expected on %d nodes (the removed images' own content)", measuredOn, reported, bytesize.Format(expected), known)
+	case known == reported:
+		head += fmt.Sprintf(" (expected on %d nodes: the removed images' own content)", known)
+	default:
+		head += fmt.Sprintf(" (expected on %d of %d nodes, the others' as the runtime reported the images' sizes)", known, reported)
 	}
 	return append([]string{head}, out...)
 }

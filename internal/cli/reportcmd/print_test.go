@@ -43,8 +43,27 @@ a     (not started)         NotStarted        the run ended before it reached th
 				{Name: "b", Freed: &workerresult.Freed{ExpectedBytes: 50 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "runtime", Note: "freed 2.0MiB of the 50.0MiB expected: the runtime still holds 48.0MiB of the removed images"}},
 			}},
 			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
-space: 150.0MiB expected to be freed on 2 nodes (the removed images' own content), 100.0MiB measured on 2 nodes
+space freed: 100.0MiB (measured on 2 nodes); 150.0MiB expected (the removed images' own content)
   b: freed 2.0MiB of the 50.0MiB expected: the runtime still holds 48.0MiB of the removed images
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
+		"space a dry run would free: what the removed images hold": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", DryRun: true, BytesFreed: 9 << 20, Freed: &workerresult.Freed{ExpectedBytes: 4 << 20}},
+			}},
+			want: `ImageJob j: Completed, report complete, 1 nodes: 1 succeeded
+space a removal would free: 4.0MiB (expected on 1 nodes: the removed images' own content)
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
+		"a node without the runtime's records counts the images' sizes": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", BytesFreed: 3 << 20, Freed: &workerresult.Freed{ExpectedBytes: 2 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "imagefs"}},
+				{Name: "w", BytesFreed: 1 << 20},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+space freed: 3.0MiB (measured on 1 of 2 nodes, estimated on the others); 2.0MiB expected on 1 nodes (the removed images' own content)
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},

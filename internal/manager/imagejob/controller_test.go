@@ -70,6 +70,11 @@ func TestJobLifecycle(t *testing.T) {
 	listed := removed(3, 50)
 	listed.Counts["recently used"] = 2
 	listed.RemovedBy = map[string]workerresult.PolicyTotal{"Listed": {Images: 3, Bytes: 50}}
+	// The status's one figure of the space freed: a's measured gain, b's
+	// expected bytes (its measurement failed), the Windows node's images'
+	// sizes as the runtime reported them (no records read).
+	retained.Freed = &workerresult.Freed{ExpectedBytes: 3 << 20, MeasuredBytes: 4 << 20, MeasuredBy: "imagefs"}
+	listed.Freed = &workerresult.Freed{ExpectedBytes: 1 << 20, Error: "the image filesystem could not be read"}
 	f.finishPod(&pods[0], corev1.PodSucceeded, retained)
 	f.finishPod(&pods[1], corev1.PodSucceeded, listed)
 	f.finishPod(&pods[2], corev1.PodSucceeded, removed(1, 10))
@@ -77,6 +82,7 @@ func TestJobLifecycle(t *testing.T) {
 	job = f.get("life")
 	want := eraserv1.ImageJobStatus{Desired: 4, Succeeded: 3, Skipped: 1, Started: 3, Phase: eraserv1.PhaseCompleted,
 		Results: &eraserv1.ImageResults{Removed: 6, InUse: 3, BytesFreed: 160, TooYoung: 4, RecentlyUsed: 2, NotNeeded: 1,
+			ExpectedBytesFreed: 4 << 20, MeasuredBytesFreed: 4 << 20, Freed: "5.0MiB",
 			Policies: []eraserv1.PolicyResult{
 				{Policy: eraserv1.PolicyListed, Removed: 4, BytesFreed: 90},
 				{Policy: eraserv1.PolicyUnused, Removed: 1, BytesFreed: 60},

@@ -344,6 +344,7 @@ func (r *Reconciler) compose(job *eraserv1.ImageJob, cfg *config.Config, nodes j
 	job.Status.Started = p.Started
 	job.Status.Succeeded = p.Succeeded
 	job.Status.Failed = p.Failed
+	p.Results.Freed = p.Freed()
 	job.Status.Results = &p.Results
 	job.Status.FailedNodes = boundedFailures(failures)
 	job.Status.FailedIndexes = encodeFailures(nodes.Targets, failures)

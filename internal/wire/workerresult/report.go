@@ -110,6 +110,23 @@ type Freed struct {
 	Error string `json:"error,omitempty"`
 }
 
+// FreedBytes is a node's one figure of the space its removals freed (would
+// free, on a dry run): the measured gain where it was measured, else what
+// only the removed images held by the runtime's records, else bytesFreed,
+// their size as the runtime reported it (which counts a layer the images
+// share once per image). The job's status and the per-node report both
+// total it, so that they show the same figure.
+func FreedBytes(bytesFreed uint64, f *Freed) int64 {
+	switch {
+	case f != nil && f.MeasuredBy != "":
+		return f.MeasuredBytes
+	case f != nil && (f.Error == "" || f.ExpectedBytes > 0):
+		return int64(f.ExpectedBytes)
+	default:
+		return int64(bytesFreed)
+	}
+}
+
 // Leftovers totals what removals left on the runtime: Reclaimed were
 // deleted (would be, on a dry run), Found are left (their kind is not
 // reclaimed, a re-check kept them, or Failed to delete).

@@ -56,3 +56,24 @@ func TestEncodeKeepsWhatFitsOfTheVerdicts(t *testing.T) {
 		t.Errorf("kept %d verdicts, omitted %d; want some kept and all accounted for", len(got.Verdicts), got.VerdictsOmitted)
 	}
 }
+
+func TestFreedBytes(t *testing.T) {
+	for name, tc := range map[string]struct {
+		bytesFreed uint64
+		freed      *Freed
+		want       int64
+	}{
+		"measured on the image filesystem": {1764346, &Freed{ExpectedBytes: 3 << 20, MeasuredBytes: 4 << 20, MeasuredBy: "imagefs"}, 4 << 20},
+		"measured, the filesystem grew":    {10, &Freed{ExpectedBytes: 1, MeasuredBytes: -5, MeasuredBy: "runtime"}, -5},
+		"a dry run: expected only":         {9 << 20, &Freed{ExpectedBytes: 4 << 20}, 4 << 20},
+		"expected, measuring failed":       {9, &Freed{ExpectedBytes: 7, Error: "statfs: no such file"}, 7},
+		"neither could be read":            {9, &Freed{Error: "no records"}, 9},
+		"no records at all":                {9, nil, 9},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := FreedBytes(tc.bytesFreed, tc.freed); got != tc.want {
+				t.Errorf("FreedBytes = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

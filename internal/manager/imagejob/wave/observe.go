@@ -16,6 +16,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
+	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // World is what one pass knows of a running job: gathered from the cache
@@ -84,6 +86,20 @@ type Progress struct {
 	// Started counts the reached nodes, waiting included.
 	Eligible, Started, Active, Succeeded, Failed, Waiting int
 	Results                                               eraserv1.ImageResults
+	// FreedBytes totals the nodes' figures of the space freed
+	// (workerresult.FreedBytes); Reported counts the removers that left a
+	// summary, without which the figure is not known.
+	FreedBytes int64
+	Reported   int
+}
+
+// Freed is the job's figure of the space freed, for people ("4.0MiB"), or
+// empty while no remover has reported.
+func (p Progress) Freed() string {
+	if p.Reported == 0 {
+		return ""
+	}
+	return bytesize.FormatSigned(p.FreedBytes)
 }
 
 // Observe judges every node the waves have reached. The same
@@ -157,6 +173,10 @@ func (o *Observation) judge(w World, node string) {
 		}
 	}
 	AddResults(&o.Results, out.Summary)
+	if s := out.Summary; s != nil {
+		o.FreedBytes += workerresult.FreedBytes(s.BytesFreed, s.Freed)
+		o.Reported++
+	}
 	o.outcome(w, node, out.counts(), ended)
 }
 
