@@ -56,7 +56,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets,
-					References: refs, ScanService: opts.ScanServiceURL(), ScanDBs: scans.dbs()}).SetupWithManager(mgr)
+					References: refs, ScanService: opts.ScanServiceURL(), ScanDBs: scans.dbs(), Config: store}).SetupWithManager(mgr)
 		}},
 		{"scan service", func() error { return scans.setup(mgr, opts) }},
 		{"jobreport", func() error {

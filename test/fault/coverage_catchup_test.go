@@ -35,9 +35,11 @@ const (
 const catchUpBatch = 15 * time.Second
 
 // catchUpConfig runs a scheduled run at start-up and no other for a day;
-// finished jobs are kept an hour, so that the test can read them.
+// finished jobs are kept an hour, so that the test can read them. The
+// minimum image age is a second: a node is not caught up before it is that
+// old, and the test's nodes are minutes old.
 const catchUpConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
-	"manager: {scheduling: {repeatInterval: 24h, beginImmediately: true, catchUpBatch: 15s}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}}\n" +
+	"manager: {scheduling: {repeatInterval: 24h, beginImmediately: true, catchUpBatch: 15s}, imageJob: {cleanup: {delayOnSuccess: 1h, delayOnFailure: 1h}}, retention: {minAge: 1s}}\n" +
 	"components: {collector: {enabled: true}, scanner: {enabled: false}}\n"
 
 // TestCatchUpAfterNotReady: of 6 nodes, one is NotReady while the

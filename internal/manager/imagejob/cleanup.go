@@ -68,15 +68,24 @@ func (r *Reconciler) cleanup(ctx context.Context, job *eraserv1.ImageJob) (recon
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	return reconcile.Result{}, r.deleteJob(ctx, job)
+}
+
+// deleteJob deletes a finished job whose pods and data are gone, with its
+// report and node list.
+func (r *Reconciler) deleteJob(ctx context.Context, job *eraserv1.ImageJob) error {
 	if err := r.deleteReport(ctx, job); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	if err := jobdata.DeleteNodes(ctx, r.client, r.opts.Namespace, job); err != nil {
-		return reconcile.Result{}, fmt.Errorf("deleting job %s's node list: %w", job.Name, err)
+		return fmt.Errorf("deleting job %s's node list: %w", job.Name, err)
 	}
 	err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 	r.forget(job.Name)
-	return reconcile.Result{}, client.IgnoreNotFound(err)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting job %s: %w", job.Name, err)
+	}
+	return nil
 }
 
 // deleteConfigMap deletes one of the job's ConfigMaps. The owner reference

@@ -28,6 +28,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
+	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
@@ -51,6 +52,10 @@ type Options struct {
 	// ScanDBs is the leader's copy of the vulnerability DB, which the scan
 	// service hands to the run's scanners; nil, each node fetches its own.
 	ScanDBs ScanDBs
+	// Config is the configuration in force, whose bound on all reports
+	// together applies to every job, whichever configuration it ran with;
+	// nil bounds none.
+	Config *configstore.Store
 }
 
 // Reconciler runs ImageJobs.
@@ -70,6 +75,9 @@ type Reconciler struct {
 	skew skewMeter
 	// queue shares the nodes among every job's passes (nodequeue).
 	queue *nodequeue.Queue
+	// lastSweep is the last look at all reports (reportbound.go).
+	sweepMu   sync.Mutex
+	lastSweep time.Time
 }
 
 // passInterval is the least time between two passes over a running job.
@@ -177,6 +185,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !job.DeletionTimestamp.IsZero() {
 		r.forget(job.Name)
 		return reconcile.Result{}, nil
+	}
+	if err := r.boundReports(ctx); err != nil {
+		// This job's pass goes on; the next look, a sweep interval on,
+		// tries again.
+		log.FromContext(ctx).Error(err, "keeping the reports within manager.imageJob.cleanup.maxReportSize")
 	}
 	name, do := "cleanup", r.cleanup
 	switch job.Status.Phase {

@@ -92,10 +92,11 @@ func Workers(scheduled bool, cfg *config.Config) func(podpaths.OS) string {
 	}
 }
 
-// Select splits nodes into targets (sorted by name) and skipped nodes. A node
-// labelled eraser.sh/cleanup.filter is always left out; selectors (ORed)
-// exclude or include per the filter type; a node must then carry every label
-// of the node selector. Nodes that are not Ready are left out too: a pod bound
+// Select splits nodes into targets (sorted by name) and skipped nodes. The
+// label eraser.sh/cleanup.filter counts as one more selector whatever the
+// configuration lists, as upstream has it: an exclude filter leaves a labelled
+// node out, an include filter takes it in beside the nodes its selectors
+// (ORed) match. A node must then carry every label of the node selector. Nodes that are not Ready are left out too: a pod bound
 // to them would only wait for its start timeout. Last come the node's OS and,
 // when tolerations are set, its taints.
 func Select(nodes []corev1.Node, r Rules) ([]Target, []Skipped, error) {
@@ -130,9 +131,9 @@ func Select(nodes []corev1.Node, r Rules) ([]Target, []Skipped, error) {
 			return !ok || v != r.NodeSelector[k]
 		})
 		switch {
-		case cleanup:
+		case cleanup && r.Filter.Type == config.FilterExclude:
 			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonCleanupFilter})
-		case r.Filter.Type == config.FilterExclude && matches(n), r.Filter.Type == config.FilterInclude && !matches(n):
+		case r.Filter.Type == config.FilterExclude && matches(n), r.Filter.Type == config.FilterInclude && !cleanup && !matches(n):
 			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonFiltered})
 		case missing >= 0:
 			k := required[missing]

@@ -45,10 +45,27 @@ func TestSelect(t *testing.T) {
 			wantTargets: []string{"a", "b"},
 			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}, {Name: "win", Reason: ReasonFiltered}},
 		},
-		"include a pool; cleanup.filter still excludes": {
+		// Upstream appends the label to an include filter's selectors too,
+		// so it takes a node in whether the configuration lists it or not.
+		"include a pool; cleanup.filter includes too": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude, Selectors: []string{"pool=gpu"}}, Unsupported: all},
-			wantTargets: []string{"a"},
-			wantSkipped: []Skipped{{Name: "b", Reason: ReasonFiltered}, {Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+			wantTargets: []string{"a", "c", "c2"},
+			wantSkipped: []Skipped{{Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+		},
+		"include by cleanup.filter, as upstream's include configuration": {
+			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude, Selectors: []string{config.CleanupFilterLabel}}, Unsupported: all},
+			wantTargets: []string{"c", "c2"},
+			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+		},
+		"include with no selectors takes the labelled nodes only": {
+			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude}, Unsupported: all},
+			wantTargets: []string{"c", "c2"},
+			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+		},
+		"exclude without listing cleanup.filter still leaves labelled nodes out": {
+			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude, Selectors: []string{"pool=gpu"}}, Unsupported: all},
+			wantTargets: []string{"b", "win"},
+			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}},
 		},
 		"scheduled scan without a Windows scanner": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude}, Unsupported: Workers(true, scanning(false))},

@@ -70,7 +70,7 @@ func TestBuild(t *testing.T) {
 					"imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"}},
 				Volumes: []string{"runtime-sock-volume", "exclude-keep", "imagelist", "eraser-state", "node-references", "cluster-references"},
 				Labels:  map[string]string{LabelType: "manual", LabelJob: "j", LabelBatch: "0"},
-				Limits:  map[string]string{"remover": "30Mi"},
+				Limits:  map[string]string{"remover": "64Mi"},
 			},
 		},
 		"manual dry run with extras": {
@@ -83,7 +83,7 @@ func TestBuild(t *testing.T) {
 				Volumes:    []string{"runtime-sock-volume", "imagelist", "eraser-state", "node-references", "cluster-references"},
 				Labels:     map[string]string{LabelType: "manual", LabelJob: "j", LabelBatch: "0", "team": "a"},
 				Pull:       []string{"reg"}, Priority: "low",
-				Limits: map[string]string{"remover": "30Mi"},
+				Limits: map[string]string{"remover": "64Mi"},
 			},
 		},
 		"scheduled with scanner": {
@@ -103,7 +103,7 @@ func TestBuild(t *testing.T) {
 				},
 				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references", "eraser-config", "db", "scanner-cache", "scanner-tmp"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
-				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "64Mi", "trivy-scanner": "2Gi"},
 			},
 		},
 		"scheduled with scanner and a pre-seeded DB on the node": {
@@ -123,7 +123,7 @@ func TestBuild(t *testing.T) {
 				},
 				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references", "eraser-config", "seeded", "scanner-tmp"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
-				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi", "trivy-scanner": "2Gi"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "64Mi", "trivy-scanner": "2Gi"},
 			},
 		},
 		"scheduled without scanner": {
@@ -141,7 +141,7 @@ func TestBuild(t *testing.T) {
 				},
 				Volumes: []string{"runtime-sock-volume", "shared-data", "eraser-state", "node-references", "cluster-references"},
 				Labels:  map[string]string{LabelType: "collector", LabelJob: "s", LabelBatch: "0"},
-				Limits:  map[string]string{"collector": "500Mi", "remover": "30Mi"},
+				Limits:  map[string]string{"collector": "500Mi", "remover": "64Mi"},
 			},
 		},
 	}

@@ -95,8 +95,10 @@ func TestCatchUp(t *testing.T) {
 	}
 	setReady(t, ctx, "cu-late", false)
 	const doc = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, beginImmediately: true}}\ncomponents: {collector: {enabled: true}}\n"
-	// Another day than the other tests': slot job names are cluster-wide.
-	clk := clocktesting.NewFakeClock(time.Date(2026, 10, 1, 10, 0, 0, 0, time.UTC))
+	// A month past the API server's clock: the nodes it dates now are
+	// older than the minimum image age, as nodes that were there before a
+	// run are. Slot job names are cluster-wide: no other test's day.
+	clk := clocktesting.NewFakeClock(time.Now().Add(30 * 24 * time.Hour).Truncate(time.Hour))
 	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, store(t, doc), nil, ns, "")
 	reconcileOnce := reconciler(t, ctx, r)
 	jobsNamed := func(prefix string) []eraserv1.ImageJob {
@@ -176,4 +178,111 @@ func TestCatchUp(t *testing.T) {
 	if want := 6*time.Hour - 2*catchUpBatch; wait != want {
 		t.Errorf("the next scheduled run in %v, want %v (6h after the scheduled run's end)", wait, want)
 	}
+}
+
+// TestCatchUpWaitsForNewNodes: a node that joins after the scheduled run is
+// not caught up while it is younger than the minimum image age (every image
+// on it is younger); once it is that old, and a batch later, it is. With
+// catch-up runs off, a node the run missed waits for the next scheduled run.
+func TestCatchUpWaitsForNewNodes(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	const minAge = 10 * time.Minute // manager.retention.minAge's default
+	start := func(t *testing.T, ns, doc string, nodes ...string) (*clocktesting.FakeClock, func() time.Duration) {
+		t.Helper()
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			if err := env.Client.Create(ctx, builder.MakeNode(n).Obj()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(ctx, builder.MakeNode(n).Obj()) })
+		}
+		// The API server's clock, to its second: the nodes are created now.
+		clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+		r := NewReconciler(env.Client, record.NewFakeRecorder(100), clk, store(t, doc), nil, ns, "")
+		return clk, reconciler(t, ctx, r)
+	}
+	jobs := func(t *testing.T, ns, prefix string) []eraserv1.ImageJob {
+		var out []eraserv1.ImageJob
+		for _, j := range jobsIn(t, ctx, ns) {
+			if strings.HasPrefix(j.Name, prefix) {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+
+	t.Run("young node", func(t *testing.T) {
+		ns := "catchup-young"
+		const doc = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, beginImmediately: true}}\ncomponents: {collector: {enabled: true}}\n"
+		clk, reconcileOnce := start(t, ns, doc, "cy-a", "cy-b")
+		reconcileOnce()
+		slot := jobs(t, ns, "imagejob-scheduled-")
+		if len(slot) != 1 {
+			t.Fatalf("%d scheduled jobs, want 1", len(slot))
+		}
+		finishRun(t, ctx, ns, &slot[0], []string{"cy-a", "cy-b"}, "", clk.Now())
+		reconcileOnce()
+		if err := env.Client.Create(ctx, builder.MakeNode("cy-new").Obj()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, builder.MakeNode("cy-new").Obj()) })
+		// The schedule looks again when the node comes of age, not before
+		// the next scheduled run.
+		if wait := reconcileOnce(); wait < minAge-time.Minute || wait > minAge+time.Minute {
+			t.Errorf("with a new node: next look in %v, want about the minimum age, %v", wait, minAge)
+		}
+		clk.Step(2 * catchUpBatch)
+		reconcileOnce()
+		if n := len(jobs(t, ns, "imagejob-scheduled-catchup-")); n != 0 {
+			t.Fatalf("%d catch-up jobs for a node younger than the minimum age", n)
+		}
+		clk.Step(minAge)
+		if wait := reconcileOnce(); wait != catchUpBatch {
+			t.Errorf("with the node of age: next look in %v, want the batch's %v", wait, catchUpBatch)
+		}
+		clk.Step(catchUpBatch)
+		reconcileOnce()
+		catchUps := jobs(t, ns, "imagejob-scheduled-catchup-")
+		if len(catchUps) != 1 {
+			t.Fatalf("%d catch-up jobs once the node is old enough, want 1", len(catchUps))
+		}
+		d, err := jobdata.Get(ctx, env.Client, ns, &catchUps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"cy-new"}, d.Nodes); diff != "" {
+			t.Errorf("the catch-up's nodes (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("switched off", func(t *testing.T) {
+		ns := "catchup-off"
+		const doc = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h, beginImmediately: true, catchUp: false}}\ncomponents: {collector: {enabled: true}}\n"
+		clk, reconcileOnce := start(t, ns, doc, "co-a", "co-b")
+		reconcileOnce()
+		slot := jobs(t, ns, "imagejob-scheduled-")
+		if len(slot) != 1 {
+			t.Fatalf("%d scheduled jobs, want 1", len(slot))
+		}
+		// co-b fails; co-new joins. A day later neither has a run of its own.
+		finishRun(t, ctx, ns, &slot[0], []string{"co-a", "co-b"}, "1", clk.Now())
+		if err := env.Client.Create(ctx, builder.MakeNode("co-new").Obj()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, builder.MakeNode("co-new").Obj()) })
+		reconcileOnce()
+		clk.Step(time.Hour)
+		wait := reconcileOnce()
+		clk.Step(catchUpBatch)
+		reconcileOnce()
+		if n := len(jobs(t, ns, "imagejob-scheduled-catchup-")); n != 0 {
+			t.Errorf("%d catch-up jobs with catch-up runs off", n)
+		}
+		if want := 5 * time.Hour; wait != want {
+			t.Errorf("next look in %v, want the next scheduled run's %v", wait, want)
+		}
+	})
 }

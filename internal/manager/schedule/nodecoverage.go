@@ -1,7 +1,8 @@
 // Every node covered: the schedule records, per node, the last scheduled
 // run its worker succeeded in; a node that missed the last run (NotReady
 // then, joined during it, or failed) gets a catch-up run once it is
-// eligible again, at most once per interval and batched with the others.
+// eligible again and at least the minimum image age old, at most once per
+// interval and batched with the others.
 
 package schedule
 
@@ -92,12 +93,14 @@ func (c Coverage) record(run time.Time, catchUp bool, succeeded []string, now ti
 
 // due are the eligible nodes that missed the last scheduled run and had no
 // catch-up within the interval, in name order. Nothing is due before the
-// per-node record began. It is pure.
-func due(c Coverage, eligible []EligibleNode, now time.Time, interval time.Duration) []string {
+// per-node record began. A node younger than minAge is not due yet: every
+// image on it is younger, so a run would remove nothing the retention policy
+// lets go; ripe is how long until the first such node is old enough (0: none
+// waits). It is pure.
+func due(c Coverage, eligible []EligibleNode, now time.Time, interval, minAge time.Duration) (nodes []string, ripe time.Duration) {
 	if !c.Known() || c.LastRun.IsZero() {
-		return nil
+		return nil, 0
 	}
-	var out []string
 	for _, n := range eligible {
 		if !c.Cleaned[n.Name].Before(c.LastRun) {
 			continue
@@ -105,10 +108,16 @@ func due(c Coverage, eligible []EligibleNode, now time.Time, interval time.Durat
 		if t, ok := c.Tried[n.Name]; ok && now.Sub(t) < interval {
 			continue
 		}
-		out = append(out, n.Name)
+		if left := minAge - now.Sub(n.Created); left > 0 {
+			if ripe == 0 || left < ripe {
+				ripe = left
+			}
+			continue
+		}
+		nodes = append(nodes, n.Name)
 	}
-	slices.Sort(out)
-	return out
+	slices.Sort(nodes)
+	return nodes, ripe
 }
 
 // interval is the time between two scheduled runs: repeatInterval, or with

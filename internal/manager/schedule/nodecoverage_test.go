@@ -35,8 +35,9 @@ func TestSucceededNodes(t *testing.T) {
 	}
 }
 
-// TestDue: a node is due when it missed the last scheduled run and had no
-// catch-up within the interval; nothing is due before the record began.
+// TestDue: a node is due when it missed the last scheduled run, had no
+// catch-up within the interval and is at least minAge old; nothing is due
+// before the record began.
 func TestDue(t *testing.T) {
 	run := c0.Add(-time.Hour)
 	known := Coverage{Since: c0.Add(-48 * time.Hour), LastRun: run,
@@ -49,19 +50,36 @@ func TestDue(t *testing.T) {
 		}
 		return out
 	}
+	joined := func(name string, ago time.Duration) EligibleNode {
+		return EligibleNode{Name: name, Created: c0.Add(-ago)}
+	}
+	const minAge = 10 * time.Minute
+	type result struct {
+		Nodes []string
+		Ripe  time.Duration
+	}
 	cases := map[string]struct {
 		c        Coverage
 		eligible []EligibleNode
-		want     []string
+		want     result
 	}{
 		"cleaned in the last run":         {c: known, eligible: nodes("ok", "caught")},
-		"missed it, never cleaned, tried": {c: known, eligible: nodes("old", "new", "tried", "long-ago"), want: []string{"long-ago", "new", "old"}},
+		"missed it, never cleaned, tried": {c: known, eligible: nodes("old", "new", "tried", "long-ago"), want: result{Nodes: []string{"long-ago", "new", "old"}}},
 		"no record yet (an upgrade)":      {c: Coverage{}, eligible: nodes("old", "new")},
 		"no scheduled run yet":            {c: Coverage{Since: c0, Cleaned: map[string]time.Time{}}, eligible: nodes("new")},
+		"joined a minute ago: not yet, looked at when old enough": {
+			c: known, eligible: []EligibleNode{joined("young", time.Minute)}, want: result{Ripe: 9 * time.Minute}},
+		"the youngest waits, the first to ripen is told": {
+			c: known, eligible: []EligibleNode{joined("young", time.Minute), joined("younger", 30*time.Second), joined("of-age", minAge), joined("old", time.Hour)},
+			want: result{Nodes: []string{"of-age", "old"}, Ripe: 9 * time.Minute}},
+		"young but cleaned or tried: not waited for": {
+			c: known, eligible: []EligibleNode{joined("caught", time.Minute), joined("tried", time.Minute)}},
 	}
-	got, want := map[string][]string{}, map[string][]string{}
+	got, want := map[string]result{}, map[string]result{}
 	for name, tc := range cases {
-		got[name], want[name] = due(tc.c, tc.eligible, c0, 6*time.Hour), tc.want
+		var r result
+		r.Nodes, r.Ripe = due(tc.c, tc.eligible, c0, 6*time.Hour, minAge)
+		got[name], want[name] = r, tc.want
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("due (-want +got):\n%s", diff)

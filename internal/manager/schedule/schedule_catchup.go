@@ -108,9 +108,17 @@ func (r *Reconciler) observeCoverage(c Coverage, eligible []EligibleNode, every 
 // next is the next scheduled run, which covers every node anyway.
 func (r *Reconciler) catchUp(ctx context.Context, cfg *config.Config, raw []byte, cm *corev1.ConfigMap, st *State, eligible []EligibleNode, next time.Time) (reconcile.Result, error) {
 	now := r.clock.Now()
-	every := interval(cfg.Manager.Scheduling, st.LastStart)
 	wait := next.Sub(now)
-	nodes := due(st.Coverage, eligible, now, every)
+	if !cfg.Manager.Scheduling.CatchUp {
+		r.pendingSince = time.Time{}
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	every := interval(cfg.Manager.Scheduling, st.LastStart)
+	nodes, ripe := due(st.Coverage, eligible, now, every, cfg.Manager.Retention.MinAge)
+	if ripe > 0 {
+		// Nothing else wakes us when a young node comes of age.
+		wait = min(wait, ripe)
+	}
 	batch := cfg.Manager.Scheduling.CatchUpBatch
 	if len(nodes) == 0 || next.Sub(now) <= batch {
 		r.pendingSince = time.Time{}

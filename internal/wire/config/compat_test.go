@@ -187,6 +187,8 @@ func upstreamWant(c *Config) {
 	comps.Scanner.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/trivy-db"}}}}
 	comps.Remover.Image = Image{Repo: "r/remover", Tag: "v1"}
 	comps.Remover.Request.CPU = nil
+	comps.Scanner.Request = Resources{Mem: q("500Mi"), CPU: q("1")}
+	comps.Remover.Limit.Mem = q("30Mi")
 }
 
 // TestOwnKeyTyposRefused: the leniency above is for upstream's values;

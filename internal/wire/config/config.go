@@ -134,6 +134,11 @@ type Scheduling struct {
 	// for others to join it: nodes that come back from one upgrade or
 	// outage come back within minutes of each other.
 	CatchUpBatch time.Duration
+	// CatchUp gives the eligible nodes the last scheduled run missed a run
+	// of their own before the next one. Off, a node that was down, failed
+	// or joined waits for the next scheduled run: on clusters that scale
+	// by the hour, every new node would otherwise get its own run.
+	CatchUp bool
 }
 
 // Profile enables pprof in the manager and the workers.
@@ -205,7 +210,17 @@ type Cleanup struct {
 	// KeepReportFor keeps the finished job and its per-node report after
 	// the pods are gone; 0 deletes them with the pods, as upstream does.
 	KeepReportFor time.Duration
+	// MaxReportSize bounds the bytes that the kept reports of all jobs
+	// together take in etcd: past it, the oldest finished jobs go with
+	// their reports before keepReportFor, so that frequent runs on a large
+	// cluster cannot keep gigabytes. 0 is no bound.
+	MaxReportSize int64
 }
+
+// DefaultMaxReportSize keeps every report of a day of hourly runs on a
+// 1,000-node cluster (about 4.5 MiB each), or the last five runs' on 5,000
+// nodes (22.5 MiB each): 6% of etcd's default 2 GiB quota.
+const DefaultMaxReportSize = "128Mi"
 
 // NodeFilterType says whether node selectors include or exclude nodes.
 type NodeFilterType string
@@ -217,7 +232,9 @@ const (
 	FilterInclude NodeFilterType = "include"
 )
 
-// CleanupFilterLabel excludes a node from every run, whatever the filter type.
+// CleanupFilterLabel is a selector every node filter has, listed or not: it
+// leaves a node out of an exclude filter's runs and takes it into an include
+// filter's, as upstream does.
 const CleanupFilterLabel = "eraser.sh/cleanup.filter"
 
 // NodeFilter selects the nodes a job runs on. Selectors are label-selector

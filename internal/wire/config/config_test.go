@@ -28,10 +28,10 @@ func fullConfig(apiVersion string) *Config {
 			Runtime:      Runtime{Name: RuntimeCrio, Address: "unix:///run/crio/crio.sock", WindowsAddress: DefaultWindowsAddress},
 			OTLPEndpoint: "otel-collector.monitoring:4318",
 			LogLevel:     "debug",
-			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour, CatchUpBatch: time.Minute},
+			Scheduling:   Scheduling{RepeatInterval: 6 * time.Hour, CatchUpBatch: time.Minute, CatchUp: true},
 			Profile:      Profile{Enabled: true, Port: 6061},
 			ImageJob: ImageJob{SuccessRatio: 0.9, Cleanup: Cleanup{
-				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour,
+				DelayOnSuccess: 5 * time.Minute, DelayOnFailure: time.Hour, KeepReportFor: 24 * time.Hour, MaxReportSize: 128 << 20,
 			}, PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},
 			PullSecrets:       []string{"regcred", "other-cred"},
 			PriorityClassName: "system-node-critical",
@@ -85,9 +85,9 @@ func defaults(apiVersion string) *Config {
 		Manager: Manager{
 			Runtime:    Runtime{Name: RuntimeContainerd, Address: "unix:///run/containerd/containerd.sock", WindowsAddress: DefaultWindowsAddress},
 			LogLevel:   "info",
-			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true, CatchUpBatch: time.Minute},
+			Scheduling: Scheduling{RepeatInterval: 24 * time.Hour, BeginImmediately: true, CatchUpBatch: time.Minute, CatchUp: true},
 			Profile:    Profile{Port: 6060},
-			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour},
+			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour, MaxReportSize: 128 << 20},
 				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
 			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
@@ -100,14 +100,14 @@ func defaults(apiVersion string) *Config {
 			},
 			Scanner: Component{
 				Image:   Image{Repo: version.DefaultRepo + "/eraser-trivy-scanner", Tag: version.Version},
-				Request: Resources{Mem: q("500Mi"), CPU: q("1")},
+				Request: Resources{Mem: q("256Mi"), CPU: q("100m")},
 				Limit:   Resources{Mem: q("2Gi")},
 			},
 			Remover: Component{
 				Enabled: true,
 				Image:   Image{Repo: version.DefaultRepo + "/remover", Tag: version.Version},
 				Request: Resources{Mem: q("25Mi"), CPU: q("7m")},
-				Limit:   Resources{Mem: q("30Mi")},
+				Limit:   Resources{Mem: q("64Mi")},
 			},
 		},
 	}
@@ -218,8 +218,10 @@ func TestDefaulting(t *testing.T) {
 			},
 		},
 		"zero delays": {
-			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0, delayOnFailure: 0s}}}",
-			want: func(c *Config) { c.Manager.ImageJob.Cleanup = Cleanup{KeepReportFor: 24 * time.Hour} },
+			doc: "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0, delayOnFailure: 0s}}}",
+			want: func(c *Config) {
+				c.Manager.ImageJob.Cleanup = Cleanup{KeepReportFor: 24 * time.Hour, MaxReportSize: 128 << 20}
+			},
 		},
 		"waves as count": {
 			doc:  "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {maxConcurrentNodes: 50}}",

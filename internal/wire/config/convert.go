@@ -115,6 +115,7 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.Scheduling.Cron = m.Scheduling.Cron
 	out.Scheduling.DryRun = m.Scheduling.DryRun
 	out.Scheduling.CatchUpBatch = c.duration(sched.Child("catchUpBatch"), m.Scheduling.CatchUpBatch, false)
+	out.Scheduling.CatchUp = m.Scheduling.CatchUp
 
 	out.Profile = Profile{Enabled: m.Profile.Enabled, Port: m.Profile.Port}
 	if port := m.Profile.Port; port < 0 || port > 65535 || (m.Profile.Enabled && port == 0) {
@@ -130,6 +131,9 @@ func (c *converter) manager(p *field.Path, m managerCommon) {
 	out.ImageJob.Cleanup.DelayOnSuccess = c.duration(job.Child("cleanup", "delayOnSuccess"), m.ImageJob.Cleanup.DelayOnSuccess, false)
 	out.ImageJob.Cleanup.DelayOnFailure = c.duration(job.Child("cleanup", "delayOnFailure"), m.ImageJob.Cleanup.DelayOnFailure, false)
 	out.ImageJob.Cleanup.KeepReportFor = c.duration(job.Child("cleanup", "keepReportFor"), m.ImageJob.Cleanup.KeepReportFor, false)
+	if q := c.quantity(job.Child("cleanup", "maxReportSize"), m.ImageJob.Cleanup.MaxReportSize); q != nil {
+		out.ImageJob.Cleanup.MaxReportSize = q.Value()
+	}
 	out.ImageJob.PodStartTimeout = c.duration(job.Child("podStartTimeout"), m.ImageJob.PodStartTimeout, true)
 	out.ImageJob.PodRunTimeout = c.duration(job.Child("podRunTimeout"), m.ImageJob.PodRunTimeout, true)
 	out.ImageJob.NodeWaitTimeout = c.duration(job.Child("nodeWaitTimeout"), m.ImageJob.NodeWaitTimeout, true)

@@ -58,6 +58,9 @@ func shippedWant(apiVersion, removerImage string) *Config {
 	c.Scanner.Image = Image{Repo: "SCANNER_REPO", Tag: "SCANNER_TAG"}
 	c.Remover.Image = Image{Repo: removerImage + "_REPO", Tag: removerImage + "_TAG"}
 	c.Remover.Request.CPU = nil
+	// Upstream's sizes, written out in its files, are kept over ours.
+	c.Scanner.Request = Resources{Mem: q("500Mi"), CPU: q("1")}
+	c.Remover.Limit.Mem = q("30Mi")
 	if apiVersion == VersionV1alpha3 {
 		want.Manager.AdditionalPodLabels = map[string]string{}
 	}

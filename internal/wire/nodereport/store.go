@@ -30,6 +30,19 @@ const (
 	KeyJob = "job"
 )
 
+// AnnotationBytes is a shard's size in bytes, as written, so that the bound
+// on all reports together is kept from the shards' metadata alone.
+const AnnotationBytes = "eraser.sh/report-bytes"
+
+// Bytes is a shard's size from its metadata: what AnnotationBytes says, or
+// for a shard written without it, the most a shard holds.
+func Bytes(m metav1.Object) int64 {
+	if n, err := strconv.ParseInt(m.GetAnnotations()[AnnotationBytes], 10, 64); err == nil && n >= 0 {
+		return n
+	}
+	return ShardBudget
+}
+
 // Selector is the label selector of a job's shards.
 func Selector(job string) string {
 	return labels.SelectorFromSet(labels.Set{LabelReport: kname.LabelValue(job)}).String()
@@ -46,16 +59,19 @@ func ShardName(job string, i int) string {
 // wake the job's own controller), so the garbage collector deletes it with
 // the job if the manager does not.
 func ConfigMap(job *eraserv1.ImageJob, namespace string, i int, s Shard) *corev1.ConfigMap {
+	nodes := NodeList(s.Nodes)
+	size := len(s.Data) + len(nodes) + len(job.Name)
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: ShardName(job.Name, i),
-			Labels: map[string]string{LabelReport: kname.LabelValue(job.Name)},
+			Labels:      map[string]string{LabelReport: kname.LabelValue(job.Name)},
+			Annotations: map[string]string{AnnotationBytes: strconv.Itoa(size)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: eraserv1.GroupVersion.String(), Kind: "ImageJob", Name: job.Name, UID: job.UID,
 				BlockOwnerDeletion: ptr.To(false),
 			}},
 		},
-		Data:       map[string]string{KeyNodes: NodeList(s.Nodes), KeyJob: job.Name},
+		Data:       map[string]string{KeyNodes: nodes, KeyJob: job.Name},
 		BinaryData: map[string][]byte{KeyData: s.Data},
 	}
 }
