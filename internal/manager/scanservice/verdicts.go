@@ -1,7 +1,9 @@
 package scanservice
 
 import (
+	"cmp"
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 
@@ -561,6 +563,7 @@ func (s *Verdicts) endRuns() {
 			delete(s.claims, k)
 		}
 	}
+	var settling []*record
 	for _, rec := range s.byKey {
 		switch {
 		case !asked[partitionOf(rec.v.Key)]:
@@ -571,8 +574,19 @@ func (s *Verdicts) endRuns() {
 			s.forget(rec)
 			s.counters.Forgotten++
 		default:
-			rec.settledAt = s.settled.PushFront(rec)
+			settling = append(settling, rec)
 		}
+	}
+	// Oldest verdict first, so that it is the first the budget evicts; the
+	// map's order would make eviction a coin toss.
+	slices.SortFunc(settling, func(a, b *record) int {
+		if c := a.v.At.Compare(b.v.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.v.Key.String(), b.v.Key.String())
+	})
+	for _, rec := range settling {
+		rec.settledAt = s.settled.PushFront(rec)
 	}
 	s.notify()
 }
