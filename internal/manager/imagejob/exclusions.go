@@ -67,14 +67,7 @@ func (r *Reconciler) warnExclusions(ctx context.Context, job *eraserv1.ImageJob,
 // ExclusionNotes reads one exclusion-list ConfigMap as the workers do and
 // returns what is read differently from upstream Eraser.
 func ExclusionNotes(cm *corev1.ConfigMap) ([]exclusionlist.Note, error) {
-	keys := map[string][]byte{}
-	for k, v := range cm.Data {
-		keys[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		keys[k] = v
-	}
-	list, err := exclusionlist.Read(keys)
+	list, err := exclusionlist.ReadConfigMap(cm.Data, cm.BinaryData)
 	return list.Notes, err
 }
 

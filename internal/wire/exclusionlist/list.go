@@ -174,3 +174,16 @@ func document(dec *json.Decoder, key string) ([]string, []Note, error) {
 	}
 	return entries, notes, nil
 }
+
+// ReadConfigMap reads a ConfigMap's data and binary data as Read does, as
+// a worker reads the ConfigMap mounted.
+func ReadConfigMap(data map[string]string, binary map[string][]byte) (List, error) {
+	keys := make(map[string][]byte, len(data)+len(binary))
+	for k, v := range data {
+		keys[k] = []byte(v)
+	}
+	for k, v := range binary {
+		keys[k] = v
+	}
+	return Read(keys)
+}
