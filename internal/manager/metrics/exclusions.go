@@ -51,3 +51,17 @@ func ExclusionsLegacy() map[string]float64 {
 	}
 	return out
 }
+
+// otherManagers is the number of other Eraser managers found acting on
+// the same CRDs, while they hold this one back; 0 once none does.
+var otherManagers = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "eraser_other_managers",
+	Help: "Eraser managers in other namespaces acting on the same eraser.sh CRDs (upstream's, the AKS Image Cleaner add-on, another install); while any does, this manager runs nothing.",
+})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(otherManagers)
+}
+
+// SetOtherManagers sets eraser_other_managers.
+func SetOtherManagers(n int) { otherManagers.Set(float64(n)) }
