@@ -73,7 +73,7 @@ func TestCheck(t *testing.T) {
 		cluster Cluster
 		want    []short
 	}{
-		"nothing": {},
+		"nothing":           {},
 		"this Eraser alone": {cluster: Cluster{Deployments: []appsv1.Deployment{deployment(ns, "ghcr.io/eraser-oss/eraser-manager:v0.1.0")}}},
 		"upstream's release here": {cluster: Cluster{Deployments: []appsv1.Deployment{deployment(ns, "ghcr.io/eraser-dev/eraser-manager:v1.4.1", func(d *appsv1.Deployment) {
 			d.Annotations = map[string]string{"meta.helm.sh/release-name": "eraser"}
@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 		})}}, want: []short{{"difference", "manager", "deployment/eraser-system/eraser-controller-manager", "upstream Eraser v1.3.0 runs here"}}},
 		"the AKS add-on": {cluster: Cluster{
 			Deployments: []appsv1.Deployment{deployment("kube-system", "mcr.microsoft.com/oss/eraser/eraser-manager:v1.3.1")},
-			CRDs: []apiextensionsv1.CustomResourceDefinition{{ObjectMeta: metav1.ObjectMeta{Name: "imagelists.eraser.sh", Labels: map[string]string{"addonmanager.kubernetes.io/mode": "Reconcile"}}}},
+			CRDs:        []apiextensionsv1.CustomResourceDefinition{{ObjectMeta: metav1.ObjectMeta{Name: "imagelists.eraser.sh", Labels: map[string]string{"addonmanager.kubernetes.io/mode": "Reconcile"}}}},
 		}, want: []short{
 			{"BLOCKING", "manager", "customresourcedefinition/imagelists.eraser.sh", "az aks update --disable-image-cleaner"},
 			{"BLOCKING", "manager", "deployment/kube-system/eraser-controller-manager", "the AKS Image Cleaner add-on v1.3.1: two managers"},

@@ -78,4 +78,3 @@ func Rollback(c Cluster) ([]Finding, []Neutralise) {
 	Sort(out)
 	return out, todo
 }
-
