@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -99,7 +101,7 @@ func neutralise(ctx context.Context, c client.Client, name, dir string) (string,
 		return "", err
 	}
 	path := filepath.Join(dir, "imagelist-"+name+".yaml")
-	if err := writeManifest(path, l); err != nil {
+	if err := writeManifest(path, l, eraserv1.GroupVersion.WithKind("ImageList")); err != nil {
 		return "", err
 	}
 	// Only this version of the list: an edit since it was read is the
@@ -121,18 +123,25 @@ func saveReports(ctx context.Context, c client.Reader, namespace, dir string) (i
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if err := writeManifest(filepath.Join(dir, "report-"+cm.Name+".yaml"), cm); err != nil {
+		if err := writeManifest(filepath.Join(dir, "report-"+cm.Name+".yaml"), cm, corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
 			return i, err
 		}
 	}
 	return len(list.Items), nil
 }
 
-// writeManifest writes the object as a manifest to apply again: without
-// the fields the API server sets.
-func writeManifest(path string, obj client.Object) error {
+// writeManifest writes a copy of the object as a manifest to apply again:
+// with its kind, without the fields the API server sets.
+func writeManifest(path string, orig client.Object, gvk schema.GroupVersionKind) error {
+	obj, ok := orig.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not an object", orig)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	obj.SetResourceVersion("")
 	obj.SetUID("")
+	obj.SetGeneration(0)
+	obj.SetCreationTimestamp(metav1.Time{})
 	obj.SetManagedFields(nil)
 	obj.SetOwnerReferences(nil)
 	data, err := yaml.Marshal(obj)
