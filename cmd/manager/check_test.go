@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
@@ -118,6 +119,7 @@ func TestReleaseCheckImages(t *testing.T) {
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: releasecheck.DeploymentName},
 		Spec: appsv1.DeploymentSpec{
@@ -129,10 +131,51 @@ func TestReleaseCheckImages(t *testing.T) {
 	if err := env.Client.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
+	// A Deployment running eraser-manager outside a manager's namespace is
+	// another manager to every later test's.
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dep) })
 	out, code := runCheck(t, ns, "--release-image=registry.example/eraser/eraser-manager:1.2.4")
 	for _, want := range []string{"FAILED the manager and its workers run the release's images",
 		"Deployment eraser-controller-manager runs registry.example/eraser/eraser-manager:1.2.3, not the release's registry.example/eraser/eraser-manager:1.2.4",
 		"the collector's image is registry.example/eraser/collector:1.2.3, not at the release's tag 1.2.4"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 with %q", code, want)
+		}
+	}
+}
+
+// TestReleaseCheckMigration: `manager check` runs migrate check's checks:
+// another Eraser manager acting on the same CRDs (here upstream's, in
+// another namespace) fails it, named with what to do; an exclusion list in
+// upstream's legacy forms is listed as a difference.
+func TestReleaseCheckMigration(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	const ns, other = "eraser-check-migration", "upstream-eraser"
+	ensureNamespace(t, ns)
+	ensureNamespace(t, other)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
+		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
+	list := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy", Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
+		Data: map[string]string{"list.json": `{"excluded":["nginx:1.*"]}`}}
+	labels := map[string]string{"control-plane": "controller-manager"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "eraser-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/eraser-dev/eraser-manager:v1.4.1", Command: []string{"/manager"}}}}},
+		},
+	}
+	for _, o := range []client.Object{cm, list, dep} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	out, code := runCheck(t, ns)
+	for _, want := range []string{"FAILED no other Eraser manager acts on the CRDs", "deployment/upstream-eraser/eraser-controller-manager", "upstream Eraser v1.4.1",
+		"configmap/eraser-check-migration/legacy", `"nginx:1.*": read as a glob`} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, want 1 with %q", code, want)
 		}

@@ -48,9 +48,9 @@ var Facts = map[string]Fact{
 	},
 	"exclusion patterns upstream accepted never fail a run": {
 		Owner:  "docs/configuration.md",
-		States: re(`Other patterns with ` + "`\\*`" + ` that upstream accepted \(` + "`repo:1\\.\\*`" + `\) are accepted, read as a prefix, with a warning Event`),
+		States: re(`A list that upstream accepted never fails a run\s+here`),
 		Contradicts: []*regexp.Regexp{re(`(?i)(other|any other) wildcard forms? (than [^.]*)?(are|is an?) errors?`),
-			re(`(?i)` + "`repo:1\\.\\*`" + `[^.|]*(error|refused|fails)`)},
+			re(`(?i)` + "`repo:1\\.\\*`" + `[^.|]*(error|refused|fails|read as a prefix)`)},
 	},
 	"the workers' ServiceAccount mounts no token; the scanner gets one for the scan service": {
 		Owner:       "docs/install.md",

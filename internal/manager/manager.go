@@ -23,6 +23,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/migration"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -133,7 +134,11 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if err != nil {
 		return err
 	}
-	heldBack := len(findings) > 0
+	var others []migration.Manager
+	if len(findings) == 0 {
+		others = readOtherManagers(ctx, log, reader, opts.Namespace)
+	}
+	heldBack := len(findings) > 0 || len(others) > 0
 	if !heldBack {
 		// Before any ImageList is looked at: an install whose manifest did
 		// not date it is dated now (package adoption).
@@ -164,9 +169,17 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if heldBack {
+	if len(findings) > 0 {
 		err := runHeldBack(ctx, mgr, newCRDGate(log, reader, mgr.GetEventRecorderFor("eraser-manager"), opts.Namespace, findings))
 		if errors.Is(err, errCRDsFixed) {
+			return nil
+		}
+		return err
+	}
+	if len(others) > 0 {
+		key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
+		err := runHeldBack(ctx, mgr, newManagerGate(ctx, log, reader, mgr.GetEventRecorderFor("eraser-manager"), key, others))
+		if errors.Is(err, errOthersGone) {
 			return nil
 		}
 		return err

@@ -26,11 +26,11 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/exclusion"
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -354,7 +354,7 @@ func exclusionFigures(t *testing.T) []figure {
 	}
 	doc, _ := json.Marshal(map[string][]string{"excluded": list})
 	cpu0 := cpuSeconds()
-	pats, err := exclusion.Parse("bench.json", doc)
+	pats, _, err := exclusionlist.Parse("bench.json", doc)
 	if err != nil {
 		t.Fatal(err)
 	}

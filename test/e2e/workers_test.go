@@ -248,7 +248,7 @@ func TestRemoverRefusesBadInput(t *testing.T) {
 			want string
 		}{
 			"socket missing":      {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=unix:///nonexistent/cri.sock"}, want: "runtime socket /nonexistent/cri.sock"},
-			"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.CRIEndpoint(), "--exclusion-dir=" + workertest.ExclusionDir(t, "alp*ne")}, want: "wildcards are allowed only"},
+			"bad exclusion":       {args: []string{"--imagelist=" + imageListFile(t, "*"), "--runtime-endpoint=" + n.CRIEndpoint(), "--exclusion-dir=" + upstreamRefusedList(t)}, want: "l.json: want"},
 			"image list not JSON": {args: []string{"--imagelist=" + writeFile(t, "alpine"), "--runtime-endpoint=" + n.CRIEndpoint()}, want: "not a JSON array"},
 		}
 		for name, tc := range cases {
@@ -265,6 +265,19 @@ func TestRemoverRefusesBadInput(t *testing.T) {
 			t.Errorf("images changed (-before +after):\n%s", diff)
 		}
 	})
+}
+
+// upstreamRefusedList is an exclusion directory whose list upstream's
+// worker refused too: the key it read is no document.
+func upstreamRefusedList(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "exclude-l"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "exclude-l", "l.json"), []byte("[]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func writeFile(t *testing.T, content string) string {

@@ -111,10 +111,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var pats []imageref.Pattern
 	for _, f := range excludeFiles {
-		p, err := exclusion.ReadFile(f)
+		p, notes, err := exclusion.ReadFile(f)
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return ExitCouldNotRun
+		}
+		for _, n := range notes {
+			fmt.Fprintln(stderr, "warning:", n)
 		}
 		pats = append(pats, p...)
 	}

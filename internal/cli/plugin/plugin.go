@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +44,12 @@ const Usage = `usage: kubectl eraser <command> [flags]
                                 and what it would cost to pull again (a dry run)
   report <target>               a run's per-node report (kubectl eraser report -h)
   config check -f FILE          check a configuration as the manager would load it
+  migrate check                 every difference moving from upstream Eraser (or the AKS
+                                Image Cleaner add-on) to this one makes; exit 3 when some,
+                                4 when one must be resolved first
+  migrate rollback [--apply]    what upstream's manager will do after a rollback to it, and
+                                (--apply) save and delete the ImageLists it would run for real;
+                                --export-reports DIR saves every run's report
   version                       which release this plugin is
 
 Flags of the commands that reach the cluster: --kubeconfig PATH, --context NAME,
@@ -117,11 +124,12 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"status": {usage: "status [-o text|json]", flags: statusFlags},
-	"run":    {usage: "run imagelist/<name> | schedule", flags: runFlags},
-	"pause":  {usage: "pause [--reason TEXT]", flags: pauseFlags},
-	"resume": {usage: "resume", flags: resumeFlags},
-	"plan":   {usage: "plan [--timeout 10m] [--keep] [-o text|json]", flags: planFlags},
+	"status":  {usage: "status [-o text|json]", flags: statusFlags},
+	"run":     {usage: "run imagelist/<name> | schedule", flags: runFlags},
+	"pause":   {usage: "pause [--reason TEXT]", flags: pauseFlags},
+	"resume":  {usage: "resume", flags: resumeFlags},
+	"plan":    {usage: "plan [--timeout 10m] [--keep] [-o text|json]", flags: planFlags},
+	"migrate": {usage: migrateUsage, flags: migrateFlags},
 }
 
 type cluster struct {
@@ -150,6 +158,10 @@ func (cf cluster) client() (client.Client, error) {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	sch, err := scheme.New()
+	if err == nil {
+		// migrate reads the CRDs.
+		err = apiextensionsv1.AddToScheme(sch)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -162,6 +162,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 	if data.Exclusions, err = jobdata.ExclusionLists(ctx, r.client, r.opts.Namespace); err != nil {
 		return nil, false, fmt.Errorf("reading the exclusion lists: %w", err)
 	}
+	r.warnExclusions(ctx, job, st)
 	refs, err := r.waveReferences(ctx, job, data, st)
 	if errors.Is(err, errNotSynced) {
 		// Bounded like a pod's start: an index that never syncs (the

@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
@@ -335,5 +336,48 @@ func TestFailuresAnnouncedOnce(t *testing.T) {
 	}
 	if len(events) != 1 || !strings.Contains(events[0], "39 node(s) failed") || !strings.Contains(events[0], "and 34 more") {
 		t.Errorf("NodeFailed Events %q, want one naming the 39 failures", events)
+	}
+}
+
+// TestLegacyExclusionsWarned: an exclusion list in upstream's legacy forms
+// is mounted as any other, and the manager files a Warning Event on it
+// naming each entry and how it is read, once per version of the list, and
+// counts them in eraser_exclusion_entries_legacy.
+func TestLegacyExclusionsWarned(t *testing.T) {
+	f := newFixture(t)
+	f.manyNodes(2, "lg")
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "upstream-list", Labels: map[string]string{jobdata.LabelExclusionList: "true"}},
+		Data: map[string]string{"list.json": `{"Excluded":["nginx:1.*","*/pause:*","docker.io/library/*"],"note":"kept"}`, "README": "not a list"}}
+	clean := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clean-list", Labels: map[string]string{jobdata.LabelExclusionList: "true"}},
+		Data: map[string]string{"list.json": `{"excluded":["quay.io/*"]}`}}
+	for _, cm := range []*corev1.ConfigMap{legacy, clean} {
+		if err := env.Client.Create(f.ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.job("legacy", podspec.KindManual, baseConfig+"manager: {imageJob: {maxConcurrentNodes: 1}}", "*")
+	f.reconcile("legacy")
+	pods := f.pods("legacy")
+	if len(pods) != 1 || !mountsList(&pods[0], "upstream-list") {
+		t.Fatalf("first wave: %d pods, or the legacy list is not mounted", len(pods))
+	}
+	f.finishPod(&pods[0], corev1.PodSucceeded, removed(1, 1))
+	f.reconcile("legacy")
+	var warned []string
+	for len(f.rec.Events) > 0 {
+		if e := <-f.rec.Events; strings.Contains(e, ReasonLegacyExclusion) {
+			warned = append(warned, e)
+		}
+	}
+	if len(warned) != 1 {
+		t.Fatalf("want one %s Event over two waves, got %q", ReasonLegacyExclusion, warned)
+	}
+	for _, want := range []string{`"nginx:1.*"`, `"*/pause:*"`, `"Excluded"`, `"note"`, `key "README"`, "read as a glob"} {
+		if !strings.Contains(warned[0], want) {
+			t.Errorf("Event %q does not name %s", warned[0], want)
+		}
+	}
+	if diff := cmp.Diff(map[string]float64{"upstream-list": 5, "clean-list": 0}, metrics.ExclusionsLegacy()); diff != "" {
+		t.Errorf("eraser_exclusion_entries_legacy (-want +got):\n%s", diff)
 	}
 }

@@ -29,6 +29,9 @@ type jobState struct {
 	// failures are every node failure on record; the status names at most
 	// MaxReportedNodes of them.
 	failures map[string]eraserv1.NodeFailure
+	// exclusionsWarned are the exclusion-list ConfigMaps (name@version)
+	// warned of for this job.
+	exclusionsWarned map[string]bool
 	// announced are the failures an Event was emitted for.
 	announced map[string]bool
 	// refusals are the creation errors an Event was emitted for.

@@ -1,7 +1,9 @@
 // Package releasecheck is `manager check`, what the chart's `helm test`
 // runs in a pod: that a release works, end to end, before anyone relies on
 // it. The CRDs serve every field the manager writes, the configuration in
-// the ConfigMap is valid, the manager is ready, and the manager answers a
+// the ConfigMap is valid, no other Eraser manager acts on the same CRDs and
+// nothing else blocks a run (package migration), the manager is ready, and
+// the manager answers a
 // dry-run ImageList (one that names no image a node has, so that nothing is
 // removed even if dryRun were dropped).
 package releasecheck
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +27,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
+	"github.com/eraser-oss/eraser/internal/manager/migration"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -50,8 +54,8 @@ type Step struct {
 // Run runs every check in turn and returns each outcome; it goes on after a
 // failure, so that one run says everything that is wrong.
 func Run(ctx context.Context, c client.Client, namespace string, answerWithin time.Duration) []Step {
-	steps := []Step{crds(ctx, c, namespace), configuration(ctx, c, namespace), ready(ctx, c, namespace)}
-	if steps[2].Err != nil {
+	steps := []Step{crds(ctx, c, namespace), configuration(ctx, c, namespace), migrated(ctx, c, namespace), ready(ctx, c, namespace)}
+	if steps[3].Err != nil {
 		// No manager to answer: said at once rather than after the wait.
 		return append(steps, Step{Name: "the manager answers a dry-run ImageList", Err: errors.New("not tried: the manager is not ready")})
 	}
@@ -85,6 +89,32 @@ func configuration(ctx context.Context, c client.Reader, namespace string) Step 
 		return s
 	}
 	s.Detail = fmt.Sprintf("ConfigMap %s, %d warnings", ConfigMapName, len(warnings))
+	return s
+}
+
+// migrated runs the checks of kubectl eraser migrate check: what blocks
+// (another Eraser manager on the same CRDs, the AKS add-on, an exclusion
+// list every worker fails on) fails the step; the differences from
+// upstream Eraser are listed.
+func migrated(ctx context.Context, c client.Reader, namespace string) Step {
+	s := Step{Name: "no other Eraser manager acts on the CRDs, and nothing blocks a run (kubectl eraser migrate check)"}
+	cluster, err := migration.Load(ctx, c, namespace, false)
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	findings := migration.Check(cluster)
+	var b strings.Builder
+	_ = migration.Write(&b, findings)
+	table := strings.TrimRight(b.String(), "\n")
+	switch migration.Worst(findings) {
+	case migration.Blocking:
+		s.Err = errors.New("\n" + table)
+	case migration.Difference:
+		s.Detail = fmt.Sprintf("%d differences from upstream Eraser:\n%s", len(findings), table)
+	default:
+		s.Detail = "no differences from upstream Eraser"
+	}
 	return s
 }
 

@@ -1,12 +1,15 @@
 package exclusion
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
 )
 
 // writeTree lays out files under a temporary directory; "a/b" keys make dirs.
@@ -27,9 +30,10 @@ func writeTree(t *testing.T, files map[string]string) string {
 
 func TestReadDir(t *testing.T) {
 	cases := map[string]struct {
-		files   map[string]string
-		want    []string
-		wantErr string
+		files     map[string]string
+		want      []string
+		wantNotes []string
+		wantErr   string
 	}{
 		"no lists": {files: map[string]string{"other/x.json": `{"excluded":["a"]}`}},
 		"one list": {files: map[string]string{"exclude-cm/list.json": `{"excluded":["docker.io/library/*","alpine:3.19"]}`},
@@ -42,34 +46,40 @@ func TestReadDir(t *testing.T) {
 		}, want: []string{"a:*", "b:*", "c:*", "quay.io/*"}},
 		"every key, whatever its name": {files: map[string]string{"exclude-cm/images": `{"excluded":["a:*"]}`, "exclude-cm/z.yaml": `{"excluded":["b:*"]}`},
 			want: []string{"a:*", "b:*"}},
-		"a key that is not a list":  {files: map[string]string{"exclude-cm/notes.md": `not a list`}, wantErr: `exclude-cm/notes.md: want {"excluded"`},
-		"second document":           {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]}{"excluded":["b"]}`}, wantErr: "after the first JSON document"},
-		"second document on a line": {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n{\"excluded\":[\"b\"]}\n"}, wantErr: "after the first JSON document"},
-		"trailing garbage":          {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]} ,`}, wantErr: "after the first JSON document"},
-		"trailing whitespace":       {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n\t \n"}, want: []string{"a"}},
-		"empty key":                 {files: map[string]string{"exclude-cm/l.json": ``}, wantErr: `want {"excluded"`},
-		"a directory inside a list": {files: map[string]string{"exclude-cm/sub/l.json": `{"excluded":["a"]}`}, wantErr: "exclude-cm/sub: not a file"},
-		"a file named like a list":  {files: map[string]string{"exclude-cm": `{"excluded":["a"]}`}, wantErr: "exclude-cm: not a directory"},
+		"a key that is not a list, beside upstream's": {files: map[string]string{"exclude-cm/notes.md": `not a list`, "exclude-cm/l.json": `{"excluded":["a:*"]}`},
+			want: []string{"a:*"}, wantNotes: []string{`exclude-cm/notes.md`}},
+		"upstream's key not a list":  {files: map[string]string{"exclude-cm/notes.json": `not a list`}, wantErr: `exclude-cm: exclusion list notes.json: want {"excluded"`},
+		"second document":            {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]}{"excluded":["b"]}`}, wantErr: "after the first JSON document"},
+		"second document on a line":  {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n{\"excluded\":[\"b\"]}\n"}, wantErr: "after the first JSON document"},
+		"trailing garbage":           {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a"]} ,`}, wantErr: "after the first JSON document"},
+		"second document, other key": {files: map[string]string{"exclude-cm/a.json": `{"excluded":["a"]}`, "exclude-cm/b.json": `{"excluded":["b"]}{}`}, want: []string{"a"}, wantNotes: []string{"exclude-cm/b.json"}},
+		"trailing whitespace":        {files: map[string]string{"exclude-cm/l.json": "{\"excluded\":[\"a\"]}\n\t \n"}, want: []string{"a"}},
+		"empty key":                  {files: map[string]string{"exclude-cm/l.json": ``}, wantErr: `want {"excluded"`},
+		"a directory inside a list":  {files: map[string]string{"exclude-cm/sub/l.json": `{"excluded":["a"]}`}, wantErr: "exclude-cm/sub: not a file"},
+		"a file named like a list":   {files: map[string]string{"exclude-cm": `{"excluded":["a"]}`}, wantErr: "exclude-cm: not a directory"},
 		"configmap volume internals skipped": {files: map[string]string{
 			"exclude-cm/..2026_11_30/list.json": `{"excluded":["x"]}`,
 			"exclude-cm/..data.json":            `garbage`,
 			"exclude-cm/list.json":              `{"excluded":["y:*"]}`,
 		}, want: []string{"y:*"}},
 		"empty list":    {files: map[string]string{"exclude-cm/l.json": `{"excluded":[]}`}},
+		"null":          {files: map[string]string{"exclude-cm/l.json": `null`}, wantNotes: []string{"exclude-cm/l.json"}},
 		"not json":      {files: map[string]string{"exclude-cm/l.json": `excluded: [a]`}, wantErr: `want {"excluded"`},
-		"unknown key":   {files: map[string]string{"exclude-cm/l.json": `{"exclude":["a"]}`}, wantErr: `unknown field "exclude"`},
-		"bad pattern":   {files: map[string]string{"exclude-cm/l.json": `{"excluded":["ok:*","al*ne"]}`}, wantErr: "excluded[1]"},
-		"empty pattern": {files: map[string]string{"exclude-cm/l.json": `{"excluded":[""]}`}, wantErr: "excluded[0]"},
+		"unknown key":   {files: map[string]string{"exclude-cm/l.json": `{"exclude":["a"]}`}, wantNotes: []string{`exclude-cm/l.json "exclude"`}},
+		"legacy glob":   {files: map[string]string{"exclude-cm/l.json": `{"excluded":["ok:*","al*ne"]}`}, want: []string{"ok:*", "al*ne"}, wantNotes: []string{`exclude-cm/l.json "al*ne"`}},
+		"empty pattern": {files: map[string]string{"exclude-cm/l.json": `{"excluded":[""]}`}, want: []string{""}, wantNotes: []string{`exclude-cm/l.json ""`}},
+		"not a string":  {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a", 1]}`}, wantErr: `"excluded"`},
 		// Go's decoder keeps the last of two equal keys and matches keys in
-		// any case: either would leave a:1 unprotected.
-		"repeated key": {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a:1"],"excluded":["b:1"]}`}, wantErr: `key "excluded" appears twice`},
+		// any case; here every list given is read.
+		"repeated key": {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a:1"],"excluded":["b:1"]}`},
+			want: []string{"a:1", "b:1"}, wantNotes: []string{`exclude-cm/l.json "excluded"`}},
 		"re-cased key after": {files: map[string]string{"exclude-cm/l.json": `{"excluded":["a:1"],"Excluded":[]}`},
-			wantErr: `keys "excluded" and "Excluded" differ only in case`},
-		"re-cased key alone": {files: map[string]string{"exclude-cm/l.json": `{"Excluded":["a:1"]}`}, wantErr: `the key is "excluded"`},
+			want: []string{"a:1"}, wantNotes: []string{`exclude-cm/l.json "Excluded"`, `exclude-cm/l.json "Excluded"`}},
+		"re-cased key alone": {files: map[string]string{"exclude-cm/l.json": `{"Excluded":["a:1"]}`}, want: []string{"a:1"}, wantNotes: []string{`exclude-cm/l.json "Excluded"`}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pats, err := ReadDir(writeTree(t, tc.files))
+			pats, notes, err := ReadDir(writeTree(t, tc.files))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -79,19 +89,29 @@ func TestReadDir(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, gotNotes []string
 			for _, p := range pats {
 				got = append(got, p.String())
 			}
+			for _, n := range notes {
+				s := n.Key
+				if n.Entry != "" || n.Reading != exclusionlist.ReadingNull && !strings.HasPrefix(n.Reading, exclusionlist.ReadingIgnoredKey) {
+					s += fmt.Sprintf(" %q", n.Entry)
+				}
+				gotNotes = append(gotNotes, s)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
+				t.Errorf("patterns (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantNotes, gotNotes); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
 func TestReadDirMissing(t *testing.T) {
-	pats, err := ReadDir(filepath.Join(t.TempDir(), "nope"))
+	pats, _, err := ReadDir(filepath.Join(t.TempDir(), "nope"))
 	if err != nil || pats != nil {
 		t.Errorf("missing directory: %v, %v; want no exclusions", pats, err)
 	}
@@ -111,7 +131,7 @@ func TestReadDirConfigMapVolume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pats, err := ReadDir(dir)
+	pats, _, err := ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +145,7 @@ func TestReadDirConfigMapVolume(t *testing.T) {
 	if err := os.Symlink("..data/gone", filepath.Join(cm, "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), "exclude-cm/gone") {
+	if _, _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), "exclude-cm/gone") {
 		t.Errorf("a key that cannot be read: err = %v, want it named", err)
 	}
 }

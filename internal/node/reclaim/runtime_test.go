@@ -105,10 +105,7 @@ func TestReclaimOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pat, err := imageref.ParsePattern(excludedID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pat := imageref.ParsePattern(excludedID)
 	policy := reclaim.Policy{
 		Kinds:      map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OtherNamespace: true, leftover.OldLease: true, leftover.Unreferenced: true},
 		Namespaces: map[string]bool{"default": true},

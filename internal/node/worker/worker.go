@@ -132,9 +132,12 @@ func (f *Flags) Dial(ctx context.Context, log *slog.Logger) (*cri.Client, error)
 
 // Exclusions reads the exclusion lists.
 func (f *Flags) Exclusions(log *slog.Logger) ([]imageref.Pattern, error) {
-	pats, err := exclusion.ReadDir(f.ExclusionDir)
+	pats, notes, err := exclusion.ReadDir(f.ExclusionDir)
 	if err != nil {
 		return nil, fmt.Errorf("exclusion lists: %w", err)
+	}
+	for _, n := range notes {
+		log.Warn("exclusion list read differently from upstream Eraser", "key", n.Key, "entry", n.Entry, "reading", n.Reading)
 	}
 	if len(pats) > 0 {
 		names := make([]string, len(pats))

@@ -25,12 +25,19 @@ type Exclusions struct {
 	// prefixes are the positions of the wildcard patterns, in list order,
 	// for upstream's string prefixes: few, so tried in turn.
 	prefixes []int
+	// text maps an entry with no "*" as written to the first such entry:
+	// it matches an image with a name that is that text (an ID, tag, repo
+	// digest or digest as the runtime reports it), as upstream compared.
+	text map[string]int
+	// legacy are the positions of the legacy globs and literals, in list
+	// order, tried in turn: an exclusion list holds few.
+	legacy []int
 }
 
 // NewExclusions indexes the patterns; they are not copied and must not be
 // changed afterwards.
 func NewExclusions(pats []Pattern) *Exclusions {
-	x := &Exclusions{pats: pats, all: -1, exact: map[string]int{}, repos: map[string]int{}, under: map[string]int{}}
+	x := &Exclusions{pats: pats, all: -1, exact: map[string]int{}, repos: map[string]int{}, under: map[string]int{}, text: map[string]int{}}
 	first := func(m map[string]int, k string, i int) {
 		if _, ok := m[k]; !ok {
 			m[k] = i
@@ -44,6 +51,14 @@ func NewExclusions(pats []Pattern) *Exclusions {
 			}
 		case p.ref != nil:
 			first(x.exact, p.ref.String(), i)
+			first(x.text, p.raw, i)
+		case p.literal != "":
+			first(x.text, p.raw, i)
+		case p.glob != "":
+			x.legacy = append(x.legacy, i)
+			if p.prefix != "" {
+				x.prefixes = append(x.prefixes, i)
+			}
 		default:
 			// A pattern with neither matches nothing, as Matches does.
 			if p.repo != "" {
@@ -98,6 +113,7 @@ func (x *Exclusions) Match(img Image) (Pattern, bool) {
 	for _, k := range keys {
 		hit(x.exact, k)
 	}
+	forText(img, func(n string) { hit(x.text, n) })
 	for _, r := range repos {
 		hit(x.repos, r)
 		if len(x.under) == 0 {
@@ -116,6 +132,18 @@ func (x *Exclusions) Match(img Image) (Pattern, bool) {
 		if hasPrefix(img, x.pats[i].prefix) {
 			best = i
 			break
+		}
+	}
+	if len(x.legacy) > 0 && x.legacy[0] < best {
+		forms := globForms(img)
+		for _, i := range x.legacy {
+			if i >= best {
+				break
+			}
+			if x.pats[i].globMatches(forms) {
+				best = i
+				break
+			}
 		}
 	}
 	if best == len(x.pats) {

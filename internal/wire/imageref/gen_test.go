@@ -91,9 +91,7 @@ func randomPatterns(rng *rand.Rand, n int) []Pattern {
 				s = genRepo(rng) + ":*"
 			}
 		}
-		if p, err := ParsePattern(s); err == nil {
-			out = append(out, p)
-		}
+		out = append(out, ParsePattern(s))
 	}
 	return out
 }

@@ -140,10 +140,7 @@ func TestPatternMatches(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, err := ParsePattern(tc.pattern)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := ParsePattern(tc.pattern)
 			if _, got := NewExclusions([]Pattern{p}).Match(tc.img); got != tc.want {
 				t.Errorf("%q matches = %v, want %v", tc.pattern, got, tc.want)
 			}
@@ -154,29 +151,79 @@ func TestPatternMatches(t *testing.T) {
 	}
 }
 
-func TestParsePatternErrors(t *testing.T) {
-	cases := map[string]string{
-		"infix star":     "alp*ne",
-		"prefix star":    "*alpine",
-		"star in path":   "docker.io/*/alpine:*",
-		"bare slash":     "/*",
-		"tag in repo":    "alpine:3:*",
-		"bad registry":   "quay..io/*",
-		"empty":          "",
-		"space":          "alpine latest",
-		"tagged prefix":  "alpine:3.19/x/*",
-		"bad digest":     "sha256:12",
-		"double star":    "**",
-		"star tag glob":  "alpine:3.*",
-		"digest in path": "alpine@" + digA + "/*",
+func TestParsePatternLegacy(t *testing.T) {
+	pause := Image{ID: idB, Tags: []string{"registry.k8s.io/pause:3.9"}}
+	nginx := Image{ID: idB, Tags: []string{"docker.io/library/nginx:1.25.3"}}
+	nginx2 := Image{ID: idB, Tags: []string{"docker.io/library/nginx:2.0"}}
+	odd := Image{ID: idB, Tags: []string{"Alpine latest"}}
+	type want struct {
+		Legacy  string
+		Matches []bool
 	}
-	for name, in := range cases {
+	imgs := []Image{alpine, pause, nginx, nginx2, odd}
+	cases := map[string]struct {
+		in   string
+		want want
+	}{
+		"documented form":       {in: "alpine:*", want: want{Matches: []bool{true, false, false, false, false}}},
+		"lone star":             {in: "*", want: want{Legacy: LegacyAll, Matches: []bool{true, true, true, true, true}}},
+		"tag glob":              {in: "nginx:1.*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, true, false, false}}},
+		"full tag glob":         {in: "docker.io/library/nginx:1.*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, true, false, false}}},
+		"library tag glob":      {in: "library/nginx:1.*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, true, false, false}}},
+		"any registry":          {in: "*/pause:*", want: want{Legacy: LegacyGlob, Matches: []bool{false, true, false, false, false}}},
+		"infix star":            {in: "alp*ne", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, false, false, false}}},
+		"infix star tagged":     {in: "alp*ne:*", want: want{Legacy: LegacyGlob, Matches: []bool{true, false, false, false, false}}},
+		"star in path":          {in: "docker.io/*/nginx:*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, true, true, false}}},
+		"double star":           {in: "**", want: want{Legacy: LegacyGlob, Matches: []bool{true, true, true, true, true}}},
+		"bare slash":            {in: "/*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, false, false, false}}},
+		"tag in repo":           {in: "alpine:3:*", want: want{Legacy: LegacyGlob, Matches: []bool{false, false, false, false, false}}},
+		"empty upstream prefix": {in: ":*", want: want{Legacy: LegacyEmptyPrefix, Matches: []bool{true, true, true, true, true}}},
+		"text":                  {in: "Alpine latest", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, true}}},
+		"empty":                 {in: "", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, false}}},
+		"bad digest":            {in: "sha256:12", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, false}}},
+	}
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if p, err := ParsePattern(in); err == nil {
-				t.Errorf("ParsePattern(%q) accepted: %+v", in, p)
+			p := ParsePattern(tc.in)
+			got := want{Legacy: p.Legacy()}
+			for _, img := range imgs {
+				_, ok := NewExclusions([]Pattern{p}).Match(img)
+				if ok != p.linearMatches(img) {
+					t.Errorf("%+v: index and linear matcher disagree", img)
+				}
+				got.Matches = append(got.Matches, ok)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParsePattern(%q) (-want +got):\n%s", tc.in, diff)
 			}
 		})
 	}
+}
+
+// upstreamMatches is upstream's matcher, as a model: the entry equals the
+// image's ID, a tag or a bare digest, or, ending in "/*" or ":*", one of
+// them starts with the text before "*" or before the first ":".
+func upstreamMatches(s string, img Image) bool {
+	names := append([]string{img.ID}, img.Tags...)
+	for _, d := range img.Digests {
+		if _, dig, ok := strings.Cut(d, "@"); ok {
+			names = append(names, dig)
+		}
+	}
+	prefix, isPrefix := "", false
+	switch {
+	case strings.HasSuffix(s, "/*"):
+		prefix, isPrefix = strings.TrimSuffix(s, "*"), true
+	case strings.HasSuffix(s, ":*"):
+		prefix, _, _ = strings.Cut(s, ":")
+		isPrefix = true
+	}
+	for _, n := range names {
+		if n == s || isPrefix && strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // FuzzParse: Parse never panics; what it accepts has a normal form that
@@ -210,20 +257,25 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzPattern: ParsePattern never panics, and a lone pattern that is not "*"
-// never matches an image with no names (nothing to match on but the ID).
+// FuzzPattern: every string is a pattern, and it protects every image
+// that upstream's reading of it protected, except that "host:port/repo:*"
+// is the repository's, not every image of host.
 func FuzzPattern(f *testing.F) {
-	for _, s := range []string{"alpine:*", "docker.io/library/*", "*", "quay.io/*", "a*b", idA} {
-		f.Add(s)
+	for _, s := range []string{"alpine:*", "docker.io/library/*", "*", "quay.io/*", "a*b", idA, "nginx:1.*", "*/pause:*", ":*", "Alpine latest"} {
+		f.Add(s, "docker.io/library/alpine:3.19", "docker.io/library/alpine@"+digA)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePattern(s)
-		if err != nil {
+	f.Fuzz(func(t *testing.T, s, tag, digest string) {
+		p := ParsePattern(s)
+		img := Image{ID: idB, Tags: []string{tag}, Digests: []string{digest}}
+		_, got := NewExclusions([]Pattern{p}).Match(img)
+		if got != p.linearMatches(img) {
+			t.Fatalf("%q on %+v: index and linear matcher disagree", s, img)
+		}
+		if before, after, _ := strings.Cut(s, ":"); strings.HasSuffix(s, ":*") && !strings.Contains(before, "/") && strings.Contains(after, "/") {
 			return
 		}
-		anon := Image{ID: "sha256:" + strings.Repeat("f", 64)}
-		if _, ok := NewExclusions([]Pattern{p}).Match(anon); ok && s != "*" && !strings.Contains(s, strings.Repeat("f", 64)) {
-			t.Fatalf("%q matches an image with no names", s)
+		if upstreamMatches(s, img) && !got {
+			t.Fatalf("%q protected %+v upstream, not here", s, img)
 		}
 	})
 }

@@ -21,11 +21,21 @@ func (p Pattern) linearMatches(img Image) bool {
 	switch {
 	case p.all:
 		return true
-	case p.ref != nil:
-		return p.ref.Matches(img)
+	case p.ref != nil && p.ref.Matches(img):
+		return true
 	}
 	if p.prefix != "" && hasPrefix(img, p.prefix) {
 		return true
+	}
+	if p.globMatches(globForms(img)) {
+		return true
+	}
+	if p.ref != nil || p.literal != "" {
+		matched := false
+		forText(img, func(n string) { matched = matched || n == p.raw })
+		if matched {
+			return true
+		}
 	}
 	for _, repo := range linearRepositories(img) {
 		if p.repo != "" && repo == p.repo {

@@ -1,7 +1,6 @@
 package imageref
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -23,7 +22,19 @@ import (
 // upstream's did (those prefixes as well as the repositories above), except
 // that "host:port/repo:*" is this repository's, not every image of host.
 //
-// Any other use of "*" is an error rather than a pattern that never matches.
+// Upstream accepted any string and compared it as text, so an entry that is
+// none of the forms above (a legacy entry, Legacy says how it is read) is
+// never an error, which would stop every node's run over a list that worked
+// before: it is read at least as protectively as upstream read it.
+//   - One with a "*" elsewhere ("nginx:1.*", "*/pause:*") matched nothing
+//     upstream, as "*" was not a wildcard there. Here it is a glob, "*"
+//     standing for any text, "/" and ":" included, matched against each
+//     name the runtime reports, its short form ("nginx:1.25") and its form
+//     without "docker.io/" ("library/nginx:1.25"): the images its writer
+//     most likely meant stay. Where upstream's prefix reading applied (it
+//     ends in "/*" or ":*"), that prefix protects too.
+//   - One without "*" that is no reference ("alpine latest", "Nginx") is
+//     compared as text with the names the runtime reports, as upstream did.
 type Pattern struct {
 	raw string
 	all bool
@@ -34,69 +45,180 @@ type Pattern struct {
 	// prefix is upstream's string prefix of a wildcard form.
 	prefix string
 	ref    *Ref
+	// glob is a legacy entry with a "*" elsewhere than at its end.
+	glob string
+	// literal is a legacy entry that is no reference, compared as text.
+	literal string
+	legacy  string
 }
 
-// ParsePattern reads one exclusion entry.
-func ParsePattern(s string) (Pattern, error) {
+// How a legacy entry is read (Pattern.Legacy).
+const (
+	LegacyAll         = `a lone "*" protects every image (upstream ignored it: it protected none)`
+	LegacyGlob        = `read as a glob, "*" standing for any text, matched against each image name in full and short form (upstream compared it as text: it protected none)`
+	LegacyEmptyPrefix = `protects every image, as upstream, which read the text before its first ":" as a prefix of every name`
+	LegacyLiteral     = `not an image reference: compared as text with the names the runtime reports, as upstream did (it protects only an image named exactly so)`
+)
+
+// ParsePattern reads one exclusion entry. Every string is a pattern: see
+// Pattern for how one in none of the documented forms is read.
+func ParsePattern(s string) Pattern {
 	p := Pattern{raw: s}
 	switch {
 	case s == "*":
 		p.all = true
-		return p, nil
+		p.legacy = LegacyAll
+		return p
 	case strings.HasSuffix(s, "/*"):
 		prefix := strings.TrimSuffix(s, "/*")
-		if prefix == "" || strings.Contains(prefix, "*") {
-			return p, fmt.Errorf("exclusion %q: want registry/path/*", s)
+		if prefix != "" && !strings.Contains(prefix, "*") {
+			if under, ok := normalisePath(prefix); ok {
+				p.under = under + "/"
+				p.prefix = strings.TrimSuffix(s, "*")
+				return p
+			}
 		}
-		under, err := normalisePath(prefix)
-		if err != nil {
-			return p, fmt.Errorf("exclusion %q: %w", s, err)
-		}
-		p.under = under + "/"
-		p.prefix = strings.TrimSuffix(s, "*")
-		return p, nil
 	case strings.HasSuffix(s, ":*"):
 		repo := strings.TrimSuffix(s, ":*")
-		if strings.Contains(repo, "*") {
-			return p, fmt.Errorf("exclusion %q: want repository:*", s)
+		if !strings.Contains(repo, "*") {
+			if named, err := reference.ParseNormalizedNamed(repo); err == nil && reference.IsNameOnly(named) {
+				p.repo = named.Name()
+				p.prefix = colonPrefix(s)
+				return p
+			}
 		}
-		named, err := reference.ParseNormalizedNamed(repo)
-		if err != nil || !reference.IsNameOnly(named) {
-			return p, fmt.Errorf("exclusion %q: %q is not a repository", s, repo)
+	case !strings.Contains(s, "*"):
+		if r, err := Parse(s); err == nil {
+			p.ref = &r
+			return p
 		}
-		p.repo = named.Name()
-		if before, after, _ := strings.Cut(s, ":"); strings.Contains(before, "/") || !strings.Contains(after, "/") {
-			// Upstream's prefix, where its first ":" is the tag's. Before
-			// a port it was the bare host, every image of the registry:
-			// a bug, not a meaning anyone wrote.
-			p.prefix = before
-		}
-		return p, nil
-	case strings.Contains(s, "*"):
-		return p, fmt.Errorf("exclusion %q: wildcards are allowed only as registry/path/*, repository:* or *", s)
+		p.literal = s
+		p.legacy = LegacyLiteral
+		return p
 	}
-	r, err := Parse(s)
-	if err != nil {
-		return p, fmt.Errorf("exclusion %q: %w", s, err)
+	if strings.HasPrefix(s, ":") && strings.HasSuffix(s, ":*") {
+		// Upstream's prefix was "", which every name starts with.
+		p.all = true
+		p.legacy = LegacyEmptyPrefix
+		return p
 	}
-	p.ref = &r
-	return p, nil
+	p.glob = s
+	p.legacy = LegacyGlob
+	// Upstream's prefix, so that what it protected stays protected; one
+	// holding a "*" was text to it, which no name starts with.
+	if prefix := strings.TrimSuffix(s, "*"); strings.HasSuffix(s, "/*") && !strings.Contains(prefix, "*") {
+		p.prefix = prefix
+	} else if strings.HasSuffix(s, ":*") {
+		if prefix := colonPrefix(s); !strings.Contains(prefix, "*") {
+			p.prefix = prefix
+		}
+	}
+	return p
+}
+
+// colonPrefix is upstream's prefix of a "repo:*" entry, the text before its
+// first ":", where that ":" is the tag's. Before a port it was the bare
+// host, every image of the registry: a bug, not a meaning anyone wrote.
+func colonPrefix(s string) string {
+	if before, after, _ := strings.Cut(s, ":"); strings.Contains(before, "/") || !strings.Contains(after, "/") {
+		return before
+	}
+	return ""
 }
 
 // normalisePath turns "docker.io/library", "library", "quay.io",
 // "localhost:5000/team" or "team" into the normalised repository prefix they
 // denote, by normalising a repository just below it.
-func normalisePath(prefix string) (string, error) {
+func normalisePath(prefix string) (string, bool) {
 	if prefix == "docker.io" || prefix == "index.docker.io" {
 		// Below, "docker.io/x" would normalise to "docker.io/library/x".
-		return "docker.io", nil
+		return "docker.io", true
 	}
 	named, err := reference.ParseNormalizedNamed(prefix + "/x")
 	if err != nil {
-		return "", fmt.Errorf("%q is not a registry or repository path", prefix)
+		return "", false
 	}
-	return strings.TrimSuffix(named.Name(), "/x"), nil
+	return strings.TrimSuffix(named.Name(), "/x"), true
 }
 
 // String is the pattern as written.
 func (p Pattern) String() string { return p.raw }
+
+// Legacy says how an entry that upstream read differently is read here,
+// or is "" for the documented forms. Such an entry still protects at least
+// what upstream's did; the manager warns of it, so that it can be
+// rewritten in one of the documented forms.
+func (p Pattern) Legacy() string { return p.legacy }
+
+// globMatch reports whether s matches the glob, "*" standing for any text.
+// Greedy with one back-track point, so at most len(glob)*len(s) steps.
+func globMatch(glob, s string) bool {
+	gi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(s) {
+		switch {
+		case gi < len(glob) && glob[gi] == '*':
+			star, mark = gi, si
+			gi++
+		case gi < len(glob) && glob[gi] == s[si]:
+			gi++
+			si++
+		case star >= 0:
+			gi = star + 1
+			mark++
+			si = mark
+		default:
+			return false
+		}
+	}
+	for gi < len(glob) && glob[gi] == '*' {
+		gi++
+	}
+	return gi == len(glob)
+}
+
+// forText calls f with each name the runtime reports for the image, as
+// text: its ID, tags, repo digests and their digests.
+func forText(img Image, f func(string)) {
+	f(img.ID)
+	for _, t := range img.Tags {
+		f(t)
+	}
+	for _, d := range img.Digests {
+		f(d)
+		if _, dig, ok := strings.Cut(d, "@"); ok {
+			f(dig)
+		}
+	}
+}
+
+// globForms are the strings a legacy glob is matched against: each name
+// the runtime reports (forText), and each reference's normal form, short
+// form and normal form without "docker.io/".
+func globForms(img Image) []string {
+	var forms []string
+	forText(img, func(n string) { forms = append(forms, n) })
+	for _, n := range append(append([]string(nil), img.Tags...), img.Digests...) {
+		named, err := reference.ParseNormalizedNamed(n)
+		if err != nil {
+			continue
+		}
+		full := named.String()
+		forms = append(forms, full, reference.FamiliarString(named), strings.TrimPrefix(full, "docker.io/"))
+	}
+	return forms
+}
+
+// globMatches reports whether a legacy glob protects an image known by
+// these forms (globForms).
+func (p Pattern) globMatches(forms []string) bool {
+	if p.glob == "" {
+		return false
+	}
+	for _, f := range forms {
+		if globMatch(p.glob, f) {
+			return true
+		}
+	}
+	return false
+}

@@ -28,3 +28,7 @@ func foldKey(key string) string {
 	}
 	return b.String()
 }
+
+// SameField reports whether encoding/json would decode a key into the
+// struct field whose JSON name is field.
+func SameField(key, field string) bool { return key == field || foldKey(key) == foldKey(field) }

@@ -1,0 +1,124 @@
+package migration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
+)
+
+// The EraserConfig ConfigMap, as upstream's chart and manifest and this
+// chart name it.
+const (
+	ConfigMapName = "eraser-manager-config"
+	ConfigKey     = "controller_manager_config.yaml"
+	// LabelExclusionList marks exclusion-list ConfigMaps.
+	LabelExclusionList = "eraser.sh/exclude.list"
+	// UpstreamImageList is the one ImageList name upstream ran.
+	UpstreamImageList = "imagelist"
+	// LabelCleanupFilter is the node label upstream's and this filter
+	// always add to manager.nodeFilter's selectors.
+	LabelCleanupFilter = "eraser.sh/cleanup.filter"
+)
+
+// Check lists every difference between what runs in the cluster now
+// (upstream Eraser, or this one before an upgrade) and what this Eraser
+// will run, blocking ones first.
+func Check(c Cluster) []Finding {
+	var out []Finding
+	out = append(out, managerFindings(c)...)
+	out = append(out, configFindings(c)...)
+	out = append(out, exclusionFindings(c)...)
+	out = append(out, imageListFindings(c)...)
+	Sort(out)
+	return out
+}
+
+func (c Cluster) configMap(name string) *corev1.ConfigMap {
+	for i := range c.ConfigMaps {
+		if c.ConfigMaps[i].Name == name && c.ConfigMaps[i].Namespace == c.Namespace {
+			return &c.ConfigMaps[i]
+		}
+	}
+	return nil
+}
+
+// configFindings: the EraserConfig read by this Eraser's own parser, its
+// warnings, and the defaults whose meaning changed.
+func configFindings(c Cluster) []Finding {
+	cm := c.configMap(ConfigMapName)
+	if cm == nil {
+		return nil
+	}
+	obj := "configmap/" + cm.Namespace + "/" + cm.Name
+	f := func(s Severity, what string) Finding {
+		return Finding{Severity: s, Area: "configuration", Object: obj, What: what}
+	}
+	cfg, warnings, err := config.Parse([]byte(cm.Data[ConfigKey]))
+	if err != nil {
+		return []Finding{f(Blocking, fmt.Sprintf("refused by this Eraser, whose manager would be held back (running nothing) until it is fixed: %v (kubectl eraser config check -f FILE checks a fix)", err))}
+	}
+	var out []Finding
+	for _, w := range warnings {
+		out = append(out, f(Difference, w))
+	}
+	if nf := cfg.Manager.NodeFilter; nf.Type == config.FilterInclude {
+		out = append(out, f(Difference, fmt.Sprintf("manager.nodeFilter is type include (selectors %s, and the label %s that is always added to them): check which nodes get a worker with `kubectl eraser plan` after the upgrade",
+			strings.Join(nf.Selectors, ", "), LabelCleanupFilter)))
+	}
+	if sc := cfg.Components.Scanner; sc.Enabled && cfg.Components.Collector.Enabled {
+		if scfg, _, err := scanconfig.Parse(sc.Config); err == nil && !scfg.DeleteFailedImages {
+			out = append(out, f(Difference, "images the scanner fails to scan are kept (upstream removed them): set deleteFailedImages: true in components.scanner.config to remove them"))
+		}
+	}
+	if cfg.Components.Collector.Enabled {
+		out = append(out, f(Difference, fmt.Sprintf("scheduled runs keep images pulled less than manager.retention.minAge (%s) ago, images that workloads (scaled-down Deployments, CronJobs) reference and images that cannot be pulled again, which upstream removed", cfg.Manager.Retention.MinAge)))
+	}
+	return out
+}
+
+// exclusionFindings: each exclusion list entry or field read differently
+// from upstream, and lists every worker would fail on.
+func exclusionFindings(c Cluster) []Finding {
+	var out []Finding
+	for i := range c.ConfigMaps {
+		cm := &c.ConfigMaps[i]
+		if cm.Namespace != c.Namespace || cm.Labels[LabelExclusionList] != "true" {
+			continue
+		}
+		obj := "configmap/" + cm.Namespace + "/" + cm.Name
+		list, err := exclusionlist.ReadConfigMap(cm.Data, cm.BinaryData)
+		if err != nil {
+			out = append(out, Finding{Severity: Blocking, Area: "exclusions", Object: obj,
+				What: fmt.Sprintf("every node's worker fails on this list and removes nothing, as upstream's did: %v", err)})
+			continue
+		}
+		for _, n := range list.Notes {
+			out = append(out, Finding{Severity: Difference, Area: "exclusions", Object: obj, What: n.String()})
+		}
+	}
+	return out
+}
+
+// imageListFindings: lists upstream ignored, and "*", whose meaning grew.
+func imageListFindings(c Cluster) []Finding {
+	var out []Finding
+	for i := range c.ImageLists {
+		l := &c.ImageLists[i]
+		obj := "imagelist/" + l.Name
+		if l.Name != UpstreamImageList {
+			out = append(out, Finding{Severity: Difference, Area: "imagelist", Object: obj,
+				What: "upstream ignored every ImageList not named imagelist; this Eraser runs any name: this list, there before the install, is taken over without a run and runs on its next edit or `kubectl eraser run imagelist/" + l.Name + "`"})
+		}
+		if slices.Contains(l.Spec.Images, "*") {
+			out = append(out, Finding{Severity: Difference, Area: "imagelist", Object: obj,
+				What: `"*" keeps images pulled less than manager.retention.minAge ago, images workloads reference and images that cannot be pulled again (upstream removed every unused image)`})
+		}
+	}
+	return out
+}
