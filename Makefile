@@ -97,9 +97,13 @@ build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is larg
 # Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
 # VERSION (the tag and the stamped version) defaults to internal/process/version.Version;
 # SOURCE_DATE_EPOCH (default 0) is every timestamp in them.
+# CA_CERTS: the CA bundle the Linux images carry (default: the build host's,
+# found where Debian, Ubuntu, Alpine, Fedora, RHEL, openSUSE or macOS keep
+# it; CA_CERTS=none for none).
 IMAGES ?= manager collector remover trivy-scanner
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 VERSION ?=
+CA_CERTS ?=
 # REGISTRY: the registry path the images are named under, and that the
 # manager defaults its workers to (default: internal/process/version.DefaultRepo).
 REGISTRY ?=
@@ -108,7 +112,7 @@ IMAGES_DIR := $(BIN)/images
 .PHONY: images
 images: ## Build the container images without a Docker engine: OCI layouts and docker-archive tarballs in bin/images/ (docs/images.md).
 	go run ./hack/ocibuild -out $(IMAGES_DIR) -images "$(IMAGES)" -platforms "$(PLATFORMS)" -version "$(VERSION)" -registry "$(REGISTRY)" \
-		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
+		-ca-certs "$(CA_CERTS)" -tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
 
 ##@ Release
 
