@@ -124,13 +124,19 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 # bin/release/VERSION and pushed as the artifact REGISTRY/eraser-cli:VERSION;
 # then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
+# COSIGN_KEY=cosign.key (its password in COSIGN_PASSWORD): every image, its
+# platform images, the commands' artifact and the chart signed, and each
+# image's SBOM and provenance attested, as cosign does with a key; required
+# unless REGISTRY is on this machine.
+COSIGN_KEY ?=
 # PLATFORMS=linux/amd64 (given on the command line or in the environment):
 # a partial release of those platforms only, for tests and local use (the
 # kubelet tier releases linux/amd64 into a loopback registry); unset, every
 # platform, as a release is.
 RELEASE_TOOL := $(BIN)/eraser-release
 RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATFORMS)")
-RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
+RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS) \
+	$(if $(COSIGN_KEY),-cosign-key "$(COSIGN_KEY)")
 
 .PHONY: release
 release: ## Push the images, the eraser and kubectl-eraser commands (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -28,7 +30,8 @@ func ChartRef(registry, version string) string {
 // Package loads the chart in dir and returns it as Helm packages it
 // (helm package), stamped for the release: version and appVersion are
 // o.Version, files/release.yaml names the registry path the images were
-// pushed to, every timestamp is o.Epoch.
+// pushed to and their digests (o.Digests), Chart.yaml carries Artifact
+// Hub's annotations, every timestamp is o.Epoch.
 //
 // values.yaml is left as it is: its images name no tag (the chart's
 // appVersion is the default) and the default repository, which the chart
@@ -43,6 +46,11 @@ func Package(dir string, o Options) ([]byte, error) {
 	ch.Metadata.Version = o.Version
 	ch.Metadata.AppVersion = o.Version
 	ch.Files = append(ch.Files, &common.File{Name: ReleaseFile, ModTime: o.Epoch, Data: releaseFile(o)})
+	if len(o.Digests) > 0 {
+		if err := annotate(ch, o); err != nil {
+			return nil, err
+		}
+	}
 	ch.StampModTimes(o.Epoch)
 	tmp, err := os.MkdirTemp("", "eraser-chart")
 	if err != nil {
@@ -61,9 +69,18 @@ func Package(dir string, o Options) ([]byte, error) {
 const ReleaseFile = "files/release.yaml"
 
 // releaseFile is ReleaseFile's content: the registry path of the release's
-// images, which the manager was built to default its workers to.
+// images, which the manager was built to default its workers to, and their
+// digests by repository name, which the chart pulls them by (the file is
+// the chart's own, so no value carried from another release pins them).
 func releaseFile(o Options) []byte {
-	return []byte(fmt.Sprintf("# Release %s: its images are under this registry path, at tag %s.\nregistry: %q\n", o.Version, o.Version, o.Registry))
+	out := fmt.Sprintf("# Release %s: its images are under this registry path, at tag %s.\nregistry: %q\n", o.Version, o.Version, o.Registry)
+	if len(o.Digests) > 0 {
+		out += "# Each image by digest, exactly what the release pushed and signed.\ndigests:\n"
+		for _, repo := range slices.Sorted(maps.Keys(o.Digests)) {
+			out += fmt.Sprintf("  %s: %q\n", repo, o.Digests[repo])
+		}
+	}
+	return []byte(out)
 }
 
 // helmClient is Helm's registry client with the release's credentials
