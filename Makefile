@@ -128,9 +128,13 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 # platform images, the commands' artifact and the chart signed, and each
 # image's SBOM and provenance attested, as cosign does with a key; required
 # unless REGISTRY is on this machine. BUILDER_ID: the builder the
-# provenance names (the workflow gives its run's URL).
+# provenance names (the workflow gives its run's URL). HELM_KEYRING and
+# HELM_KEY (an OpenPGP secret keyring and the key's name; its passphrase in
+# HELM_KEY_PASSPHRASE): the chart also gets Helm's provenance file.
 COSIGN_KEY ?=
 BUILDER_ID ?=
+HELM_KEYRING ?=
+HELM_KEY ?=
 # PLATFORMS=linux/amd64 (given on the command line or in the environment):
 # a partial release of those platforms only, for tests and local use (the
 # kubelet tier releases linux/amd64 into a loopback registry); unset, every
@@ -138,7 +142,8 @@ BUILDER_ID ?=
 RELEASE_TOOL := $(BIN)/eraser-release
 RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATFORMS)")
 RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS) \
-	$(if $(COSIGN_KEY),-cosign-key "$(COSIGN_KEY)") $(if $(BUILDER_ID),-builder-id "$(BUILDER_ID)")
+	$(if $(COSIGN_KEY),-cosign-key "$(COSIGN_KEY)") $(if $(BUILDER_ID),-builder-id "$(BUILDER_ID)") \
+	$(if $(HELM_KEYRING),-helm-keyring "$(HELM_KEYRING)" -helm-key "$(HELM_KEY)")
 
 .PHONY: release
 release: ## Push the images, the eraser and kubectl-eraser commands (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.

@@ -291,7 +291,7 @@ func buildSettings(bi *debug.BuildInfo) string {
 }
 
 // SLSA provenance 0.2, as cosign's --type slsaprovenance reads it.
-type provenance struct {
+type slsaPredicate struct {
 	Builder     provBuilder    `json:"builder"`
 	BuildType   string         `json:"buildType"`
 	Invocation  provInvocation `json:"invocation"`
@@ -345,13 +345,13 @@ type binaryConfig struct {
 // the source revision their labels name, with the Go toolchain and build
 // settings their binaries record, from these module versions (the
 // materials: the source, then every module linked in, once).
-func slsaProvenance(builderID string, content []platformContent, params map[string]string, epoch time.Time) provenance {
+func slsaProvenance(builderID string, content []platformContent, params map[string]string, epoch time.Time) slsaPredicate {
 	var labels map[string]string
 	if len(content) > 0 {
 		labels = content[0].Labels
 	}
 	source := "git+" + labels[labelSource]
-	pr := provenance{
+	pr := slsaPredicate{
 		Builder:   provBuilder{ID: builderID},
 		BuildType: buildType,
 		Invocation: provInvocation{

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/provenance"
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/errdef"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // ImageRef is the reference a release gives an image of Images.
@@ -123,10 +126,52 @@ func pushChart(o Options, data []byte) (Pushed, error) {
 	} else if !errors.Is(err, errdef.ErrNotFound) {
 		return p, fmt.Errorf("looking up oci://%s: %w", ref, err)
 	}
-	res, err := client.Push(data, ref, registry.PushOptCreationTime(o.Epoch.UTC().Format(time.RFC3339)))
+	pushOpts := []registry.PushOption{registry.PushOptCreationTime(o.Epoch.UTC().Format(time.RFC3339))}
+	if o.HelmSigner != nil {
+		prov, err := helmProvenance(o.HelmSigner, data, o.Version)
+		if err != nil {
+			return p, err
+		}
+		pushOpts = append(pushOpts, registry.PushOptProvData(prov))
+	}
+	res, err := client.Push(data, ref, pushOpts...)
 	if err != nil {
 		return p, fmt.Errorf("pushing oci://%s: %w", ref, err)
 	}
 	p.Digest = res.Manifest.Digest
 	return p, nil
+}
+// helmProvenance is the chart archive's provenance file, as helm package
+// --sign writes it: the chart's metadata and the archive's SHA-256, signed
+// in clear with the OpenPGP key.
+func helmProvenance(signer *provenance.Signatory, data []byte, version string) ([]byte, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	meta, err := sigsyaml.Marshal(ch.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := signer.ClearSign(data, ch.Metadata.Name+"-"+version+".tgz", meta)
+	if err != nil {
+		return nil, fmt.Errorf("signing the chart's provenance: %w", err)
+	}
+	return []byte(prov), nil
+}
+
+// LoadHelmSigner reads the OpenPGP secret keyring (gpg --export-secret-keys)
+// and the key named (a user ID's part or a key ID), decrypted with
+// passphrase when it is protected.
+func LoadHelmSigner(keyring, key string, passphrase []byte) (*provenance.Signatory, error) {
+	s, err := provenance.NewFromKeyring(keyring, key)
+	if err != nil {
+		return nil, fmt.Errorf("the chart's signing key %q in %s: %w", key, keyring, err)
+	}
+	if s.Entity.PrivateKey != nil && s.Entity.PrivateKey.Encrypted {
+		if err := s.DecryptKey(func(string) ([]byte, error) { return passphrase, nil }); err != nil {
+			return nil, fmt.Errorf("the chart's signing key %q: %w", key, err)
+		}
+	}
+	return s, nil
 }

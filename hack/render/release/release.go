@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"helm.sh/helm/v4/pkg/provenance"
 
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/images"
@@ -91,6 +92,10 @@ type Options struct {
 	// build provenance, as cosign does with a key. A release to a
 	// registry that is not on this machine must be signed.
 	Signer *Signer
+	// HelmSigner, when set, also signs the chart as helm package --sign
+	// does: its provenance file, pushed with it, which helm pull --verify
+	// and helm verify check against an OpenPGP keyring.
+	HelmSigner *provenance.Signatory
 	// BuilderID names the builder in the images' provenance; empty:
 	// DefaultBuilderID.
 	BuilderID string

@@ -40,6 +40,8 @@ func main() {
 	flag.StringVar(&o.HelmRegistryConfig, "registry-config", cli.New().RegistryConfig, "Helm's registry credentials file (helm registry login; $HELM_REGISTRY_CONFIG)")
 	platforms := flag.String("platforms", "", "release only these platforms of each image, space- or comma-separated (e.g. linux/amd64): for tests and local use; default every platform")
 	key := flag.String("cosign-key", "", "sign the release with this cosign private key (cosign generate-key-pair; its password in $COSIGN_PASSWORD): signatures, SBOMs and provenance that cosign verify and cosign verify-attestation check; required unless the registry is on this machine")
+	helmKeyring := flag.String("helm-keyring", "", "also sign the chart as helm package --sign does, with a key of this OpenPGP secret keyring (gpg --export-secret-keys; its passphrase in $HELM_KEY_PASSPHRASE): a provenance file pushed with the chart, which helm pull --verify checks")
+	helmKey := flag.String("helm-key", "", "the key of -helm-keyring to sign with: part of its user ID, or its key ID")
 	flag.StringVar(&o.BuilderID, "builder-id", release.DefaultBuilderID, "the builder the images' provenance names (e.g. the CI run's URL)")
 	check := flag.Bool("check", false, "only check the registry, version and -insecure; push nothing")
 	var cli release.CLI
@@ -66,6 +68,14 @@ func main() {
 			os.Exit(1)
 		}
 		o.Signer = signer
+	}
+	if *helmKeyring != "" {
+		signer, err := release.LoadHelmSigner(*helmKeyring, *helmKey, []byte(os.Getenv("HELM_KEY_PASSPHRASE")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+			os.Exit(1)
+		}
+		o.HelmSigner = signer
 	}
 	if err := run(o, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
