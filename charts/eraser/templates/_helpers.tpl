@@ -72,16 +72,19 @@ remover is components.eraser before v1alpha2. */ -}}
 {{- end -}}
 {{- end -}}
 {{- /* A released chart pins the release's worker images to the digests it
-pushed (files/release.yaml): written out in full, repository@digest. */ -}}
+pushed (files/release.yaml): written out in full, repository:tag@digest
+(the runtime pulls by the digest; the tag is kept for reading, and for
+helm test's check of the release's tag). */ -}}
 {{- if (include "eraser.release" . | fromYaml).digests -}}
 {{- range $key, $name := $names -}}
 {{- $component := get $components $key | default dict -}}
 {{- $image := $component.image | default dict -}}
 {{- $repo := $image.repo | default (include "eraser.repo" (list $ (printf "%s/%s" (include "eraser.defaultRepo" $) $name) "")) | toString -}}
-{{- $digest := include "eraser.digest" (list $ $repo ($image.tag | default $.Chart.AppVersion)) -}}
+{{- $tag := $image.tag | default $.Chart.AppVersion | toString -}}
+{{- $digest := include "eraser.digest" (list $ $repo $tag) -}}
 {{- if $digest -}}
-{{- $_ := set $image "repo" (printf "%s@%s" $repo $digest) -}}
-{{- $_ := set $image "tag" "" -}}
+{{- $_ := set $image "repo" $repo -}}
+{{- $_ := set $image "tag" (printf "%s@%s" $tag $digest) -}}
 {{- $_ := set $component "image" $image -}}
 {{- $_ := set $components $key $component -}}
 {{- end -}}
@@ -189,7 +192,7 @@ is given; a released chart's own image by the digest it pushed
 {{- if $img.digest -}}
 {{- $ref = printf "%s@%s" $ref $img.digest -}}
 {{- else if $released -}}
-{{- $ref = printf "%s@%s" $repo $released -}}
+{{- $ref = printf "%s@%s" $ref $released -}}
 {{- end -}}
 {{- $ref -}}
 {{- end -}}

@@ -141,6 +141,7 @@ func pushChart(o Options, data []byte) (Pushed, error) {
 	p.Digest = res.Manifest.Digest
 	return p, nil
 }
+
 // helmProvenance is the chart archive's provenance file, as helm package
 // --sign writes it: the chart's metadata and the archive's SHA-256, signed
 // in clear with the OpenPGP key.

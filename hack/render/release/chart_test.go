@@ -84,7 +84,7 @@ func checkRenderedWith(t *testing.T, path, reg string, digests map[string]v1.Has
 		}
 	}
 	pinned := func(im images.Image) string {
-		return reg + "/" + im.Repo + "@" + digests[im.Name].String()
+		return ImageRef(reg, im.Repo, testVersion) + "@" + digests[im.Name].String()
 	}
 	if want := pinned(images.Manager); managerImage != want {
 		t.Errorf("manager image %q, want %s", managerImage, want)
@@ -205,7 +205,7 @@ func TestReleasedChartPinsDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	const mirror = "mirror.internal/eraser"
-	pin := func(reg, repo string) string { return reg + "/" + repo + "@" + digests[repo] }
+	pin := func(reg, repo string) string { return ImageRef(reg, repo, userVersion) + "@" + digests[repo] }
 	cases := map[string]struct {
 		set  []string
 		want []string

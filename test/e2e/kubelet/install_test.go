@@ -145,9 +145,9 @@ func installChartValues(t *testing.T, values string) []*unstructured.Unstructure
 // repository (eraser-manager, collector, remover, eraser-trivy-scanner).
 func eraserImage(repo string) string { return registryPath + "/" + repo + ":" + e2eVersion }
 
-// eraserPinned is that image as the released chart names it, and as a node
-// that pulled it for the chart's pods lists it: by digest.
-func eraserPinned(repo string) string { return registryPath + "/" + repo + "@" + releasedDigests[repo] }
+// eraserPinned is that image as the released chart names it: by tag and
+// digest (a node that pulled it lists it by digest alone).
+func eraserPinned(repo string) string { return eraserImage(repo) + "@" + releasedDigests[repo] }
 
 // install creates the objects of a manifest, with the test configuration
 // in the manager's ConfigMap, and waits for the manager to be available,
