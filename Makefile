@@ -97,9 +97,13 @@ build-scanner: ## Build the Trivy scanner into bin/ (cold: ~9 min, Trivy is larg
 # Images: a subset with e.g. IMAGES="manager remover" PLATFORMS=linux/amd64.
 # VERSION (the tag and the stamped version) defaults to internal/process/version.Version;
 # SOURCE_DATE_EPOCH (default 0) is every timestamp in them.
+# CA_CERTS: the CA bundle the Linux images carry (default: the build host's,
+# found where Debian, Ubuntu, Alpine, Fedora, RHEL, openSUSE or macOS keep
+# it; CA_CERTS=none for none).
 IMAGES ?= manager collector remover trivy-scanner
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 VERSION ?=
+CA_CERTS ?=
 # REGISTRY: the registry path the images are named under, and that the
 # manager defaults its workers to (default: internal/process/version.DefaultRepo).
 REGISTRY ?=
@@ -108,7 +112,7 @@ IMAGES_DIR := $(BIN)/images
 .PHONY: images
 images: ## Build the container images without a Docker engine: OCI layouts and docker-archive tarballs in bin/images/ (docs/images.md).
 	go run ./hack/ocibuild -out $(IMAGES_DIR) -images "$(IMAGES)" -platforms "$(PLATFORMS)" -version "$(VERSION)" -registry "$(REGISTRY)" \
-		-tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
+		-ca-certs "$(CA_CERTS)" -tags "$(GO_TAGS)" -ldflags "$(GO_LDFLAGS)"
 
 ##@ Release
 
@@ -120,13 +124,26 @@ images: ## Build the container images without a Docker engine: OCI layouts and d
 # bin/release/VERSION and pushed as the artifact REGISTRY/eraser-cli:VERSION;
 # then the chart as oci://REGISTRY/charts/eraser.
 # INSECURE=1: plain HTTP, only to a registry on this machine.
+# COSIGN_KEY=cosign.key (its password in COSIGN_PASSWORD): every image, its
+# platform images, the commands' artifact and the chart signed, and each
+# image's SBOM and provenance attested, as cosign does with a key; required
+# unless REGISTRY is on this machine. BUILDER_ID: the builder the
+# provenance names (the workflow gives its run's URL). HELM_KEYRING and
+# HELM_KEY (an OpenPGP secret keyring and the key's name; its passphrase in
+# HELM_KEY_PASSPHRASE): the chart also gets Helm's provenance file.
+COSIGN_KEY ?=
+BUILDER_ID ?=
+HELM_KEYRING ?=
+HELM_KEY ?=
 # PLATFORMS=linux/amd64 (given on the command line or in the environment):
 # a partial release of those platforms only, for tests and local use (the
 # kubelet tier releases linux/amd64 into a loopback registry); unset, every
 # platform, as a release is.
 RELEASE_TOOL := $(BIN)/eraser-release
 RELEASE_PLATFORMS = $(if $(filter file,$(origin PLATFORMS)),,-platforms "$(PLATFORMS)")
-RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS)
+RELEASE_FLAGS = -registry "$(REGISTRY)" -version "$(VERSION)" $(if $(filter 1 true yes,$(INSECURE)),-insecure) $(RELEASE_PLATFORMS) \
+	$(if $(COSIGN_KEY),-cosign-key "$(COSIGN_KEY)") $(if $(BUILDER_ID),-builder-id "$(BUILDER_ID)") \
+	$(if $(HELM_KEYRING),-helm-keyring "$(HELM_KEYRING)" -helm-key "$(HELM_KEY)")
 
 .PHONY: release
 release: ## Push the images, the eraser and kubectl-eraser commands (also in bin/release/VERSION) and the Helm chart to REGISTRY at VERSION (both required), e.g. REGISTRY=ghcr.io/<owner>/eraser VERSION=1.2.3.
@@ -266,10 +283,10 @@ test-promrules: ## promtool unit tests of every alert of the chart's PrometheusR
 # The install tier lives in its own module (hack/render), whose Helm and
 # kustomize dependencies stay out of the root module.
 .PHONY: test-deploy
-test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm 3 and Helm 4 CLIs and kubectl migrating from upstream (helm upgrade, --reuse-values, kubectl apply), rolling back, uninstalling and installing over existing CRDs.
+test-deploy: ## Render the Helm chart and deploy/eraser.yaml, apply them to a real API server, run the manager with the shipped RBAC; the real Helm 3 and Helm 4 CLIs and kubectl migrating from upstream (helm upgrade, --reuse-values, kubectl apply), rolling back, uninstalling and installing over existing CRDs; a signed release verified with the cosign CLI (built once from the module proxy).
 	go -C hack/render vet ./...
-	assets="$$(hack/build-control-plane.sh)"; helm="$$(hack/build-helm.sh)"; helm3="$$(HELM_MAJOR=3 hack/build-helm.sh)"; \
-		KUBEBUILDER_ASSETS="$$assets" HELM="$$helm" HELM3="$$helm3" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
+	assets="$$(hack/build-control-plane.sh)"; helm="$$(hack/build-helm.sh)"; helm3="$$(HELM_MAJOR=3 hack/build-helm.sh)"; cosign="$$(hack/build-cosign.sh)"; \
+		KUBEBUILDER_ASSETS="$$assets" HELM="$$helm" HELM3="$$helm3" COSIGN="$$cosign" go -C hack/render test -count=1 -timeout 30m $(GO_TEST_RUN) ./...
 
 # The worker tier again on containerd 1.7 and 2.x (Debian's 1.6 runs in
 # test-runtimes' first line): each built once from the module proxy

@@ -28,4 +28,5 @@ step env KUBELET=1 EXTRA=1 hack/build-control-plane.sh
 step hack/build-helm.sh
 step hack/build-promtool.sh
 step env HELM_MAJOR=3 hack/build-helm.sh
+step hack/build-cosign.sh
 step hack/install-wine.sh

@@ -66,6 +66,11 @@ func build(ctx context.Context, o options, comps []component, plats []platform) 
 		return nil, errors.New("nothing to build")
 	}
 
+	// Before minutes of compiling: a host without a bundle fails at once.
+	caCerts, err := readCABundle(o.CACerts)
+	if err != nil {
+		return nil, err
+	}
 	work, err := os.MkdirTemp("", "ocibuild")
 	if err != nil {
 		return nil, err
@@ -99,12 +104,6 @@ func build(ctx context.Context, o options, comps []component, plats []platform) 
 		}
 	}
 
-	var caCerts []byte
-	if o.CACerts != "" {
-		if caCerts, err = os.ReadFile(o.CACerts); err != nil {
-			return nil, fmt.Errorf("reading the CA bundle for the Linux images (Debian: apt-get install ca-certificates; -ca-certs= for none): %w", err)
-		}
-	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, err
 	}

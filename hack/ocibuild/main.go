@@ -114,7 +114,8 @@ type options struct {
 	Version, Revision string
 	// Tags and LDFlags are passed to go build (the -X stamps are added).
 	Tags, LDFlags string
-	// CACerts is the CA bundle put in the Linux images; empty for none.
+	// CACerts is the CA bundle put in the Linux images: a file, "none",
+	// or empty for the build host's (findCABundle).
 	CACerts string
 	// Epoch is every timestamp in the images.
 	Epoch time.Time
@@ -136,7 +137,7 @@ func main() {
 	flag.StringVar(&o.Revision, "revision", "", "source revision for the label and the binaries (default: git rev-parse HEAD)")
 	flag.StringVar(&o.Tags, "tags", "", "go build -tags")
 	flag.StringVar(&o.LDFlags, "ldflags", "", "go build -ldflags, before the version stamps")
-	flag.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the Linux images (Debian's ca-certificates package); empty for none")
+	flag.StringVar(&o.CACerts, "ca-certs", "", "CA bundle copied into the Linux images; empty: the build host's (Debian, Ubuntu, Alpine, Fedora, RHEL, openSUSE or macOS locations); \""+caBundleNone+"\": none")
 	flag.Parse()
 
 	if err := run(&o, *images, *platforms); err != nil {

@@ -71,10 +71,43 @@ remover is components.eraser before v1alpha2. */ -}}
 {{- $_ := set $component.windows.image "repo" (include "eraser.repo" (list $ $windows (printf "runtimeConfig.components.%s.windows.image.repo" $key))) -}}
 {{- end -}}
 {{- end -}}
+{{- /* A released chart pins the release's worker images to the digests it
+pushed (files/release.yaml): written out in full, repository:tag@digest
+(the runtime pulls by the digest; the tag is kept for reading, and for
+helm test's check of the release's tag). */ -}}
+{{- if (include "eraser.release" . | fromYaml).digests -}}
+{{- range $key, $name := $names -}}
+{{- $component := get $components $key | default dict -}}
+{{- $image := $component.image | default dict -}}
+{{- $repo := $image.repo | default (include "eraser.repo" (list $ (printf "%s/%s" (include "eraser.defaultRepo" $) $name) "")) | toString -}}
+{{- $tag := $image.tag | default $.Chart.AppVersion | toString -}}
+{{- $digest := include "eraser.digest" (list $ $repo $tag) -}}
+{{- if $digest -}}
+{{- $_ := set $image "repo" $repo -}}
+{{- $_ := set $image "tag" (printf "%s@%s" $tag $digest) -}}
+{{- $_ := set $component "image" $image -}}
+{{- $_ := set $components $key $component -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if $components -}}
 {{- $_ := set $cfg "components" $components -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+{{/*
+The digest a released chart pulls an image by (files/release.yaml), or "":
+when the tag is the release's (the chart's appVersion) and the repository's
+last element names one of its images, wherever imageRegistry moved it.
+Takes (list $root $repo $tag).
+*/}}
+{{- define "eraser.digest" -}}
+{{- $root := index . 0 -}}
+{{- $repo := index . 1 | toString -}}
+{{- if eq (index . 2 | toString) (toString $root.Chart.AppVersion) -}}
+{{- get ((include "eraser.release" $root | fromYaml).digests | default dict) (base $repo) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -146,14 +179,20 @@ from where the cluster may not reach. Takes (list $root $repo $valuePath).
 {{/*
 The manager's image as the Deployment runs it: repository (eraser.repo),
 tag (deploy.image.tag, else the chart's appVersion), and a digest when one
-is given.
+is given; a released chart's own image by the digest it pushed
+(eraser.digest).
 */}}
 {{- define "eraser.managerImage" -}}
 {{- $v := include "eraser.values" . | fromYaml -}}
 {{- $img := $v.deploy.image | default dict -}}
-{{- $ref := printf "%s:%s" (include "eraser.repo" (list . $img.repo "deploy.image.repo")) (toString ($img.tag | default .Chart.AppVersion)) -}}
-{{- with $img.digest -}}
-{{- $ref = printf "%s@%s" $ref . -}}
+{{- $repo := include "eraser.repo" (list . $img.repo "deploy.image.repo") -}}
+{{- $tag := toString ($img.tag | default .Chart.AppVersion) -}}
+{{- $ref := printf "%s:%s" $repo $tag -}}
+{{- $released := include "eraser.digest" (list . $repo $tag) -}}
+{{- if $img.digest -}}
+{{- $ref = printf "%s@%s" $ref $img.digest -}}
+{{- else if $released -}}
+{{- $ref = printf "%s@%s" $ref $released -}}
 {{- end -}}
 {{- $ref -}}
 {{- end -}}

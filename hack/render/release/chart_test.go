@@ -5,9 +5,17 @@ package release
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/cli"
@@ -16,6 +24,7 @@ import (
 
 	"github.com/eraser-oss/eraser/hack/render"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 func chartDir(t *testing.T) string {
@@ -28,13 +37,14 @@ func chartDir(t *testing.T) string {
 }
 
 // checkRendered renders the chart at path with no values, as helm install
-// would, and checks that the manifests run the release's images.
-func checkRendered(t *testing.T, path, reg string) {
+// would, and checks that the manifests run the release's images, each by
+// the digest the release pushed (digests, by image name).
+func checkRendered(t *testing.T, path, reg string, digests map[string]v1.Hash) {
 	t.Helper()
-	checkRenderedWith(t, path, reg, render.Options{})
+	checkRenderedWith(t, path, reg, digests, render.Options{})
 }
 
-func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
+func checkRenderedWith(t *testing.T, path, reg string, digests map[string]v1.Hash, o render.Options) {
 	t.Helper()
 	// Helm stands a test binary for Kubernetes 1.20, older than the chart
 	// allows: render for the one the module's client-go is.
@@ -73,17 +83,26 @@ func checkRenderedWith(t *testing.T, path, reg string, o render.Options) {
 			}
 		}
 	}
-	if want := ImageRef(reg, "eraser-manager", testVersion); managerImage != want {
+	pinned := func(im images.Image) string {
+		return ImageRef(reg, im.Repo, testVersion) + "@" + digests[im.Name].String()
+	}
+	if want := pinned(images.Manager); managerImage != want {
 		t.Errorf("manager image %q, want %s", managerImage, want)
 	}
 	if cfg == nil {
 		t.Fatal("no EraserConfig rendered")
 	}
-	if got, want := cfg.Components.Collector.Image.Ref(), ImageRef(reg, "collector", testVersion); got != want {
-		t.Errorf("collector image %s, want %s", got, want)
-	}
-	if got, want := cfg.Components.Scanner.Image.Ref(), ImageRef(reg, "eraser-trivy-scanner", testVersion); got != want {
-		t.Errorf("scanner image %s, want %s", got, want)
+	for _, w := range []struct {
+		im  images.Image
+		got string
+	}{
+		{images.Collector, cfg.Components.Collector.Image.Ref()},
+		{images.Scanner, cfg.Components.Scanner.Image.Ref()},
+		{images.Remover, cfg.Components.Remover.Image.Ref()},
+	} {
+		if want := pinned(w.im); w.got != want {
+			t.Errorf("%s image %s, want %s", w.im.Name, w.got, want)
+		}
 	}
 }
 
@@ -94,7 +113,7 @@ func TestInstallFromRegistry(t *testing.T) {
 	helmConfig := isolate(t)
 	reg := startRegistry(t)
 	images := t.TempDir()
-	writeLayouts(t, images, reg, testVersion)
+	digests := writeLayouts(t, images, reg, testVersion)
 	if _, err := Run(context.Background(), options(t, reg, images, helmConfig)); err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +130,12 @@ func TestInstallFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRendered(t, path, reg)
+	checkRendered(t, path, reg, digests)
 
 	// The render tool pulls it the same way (go -C hack/render run
 	// ./cmd/chart --plain-http --version VERSION oci://...), as the
 	// kubelet tier installs it.
-	checkRenderedWith(t, "oci://"+reg+"/"+ChartRepo, reg, render.Options{Version: testVersion, PlainHTTP: true})
+	checkRenderedWith(t, "oci://"+reg+"/"+ChartRepo, reg, digests, render.Options{Version: testVersion, PlainHTTP: true})
 	for _, bad := range []struct {
 		src string
 		o   render.Options
@@ -129,5 +148,87 @@ func TestInstallFromRegistry(t *testing.T) {
 		if _, err := render.Chart(bad.src, bad.o); err == nil {
 			t.Errorf("render.Chart(%s, %+v): no error", bad.src, bad.o)
 		}
+	}
+}
+
+// checkArtifactHub parses the chart's Artifact Hub annotations as Artifact
+// Hub does: the images, pinned to the pushed digests, the license, links
+// and the prerelease flag of the test's version.
+func checkArtifactHub(t *testing.T, ann map[string]string, reg string, digests map[string]v1.Hash) {
+	t.Helper()
+	var imgs []ahImage
+	if err := yaml.UnmarshalStrict([]byte(ann[ahImages]), &imgs); err != nil {
+		t.Fatalf("%s: %v\n%s", ahImages, err, ann[ahImages])
+	}
+	var want []ahImage
+	for _, im := range Images {
+		want = append(want, ahImage{Name: im.Repo, Image: ImageRef(reg, im.Repo, testVersion) + "@" + digests[im.Name].String(), Platforms: im.Platforms})
+	}
+	if diff := cmp.Diff(want, imgs); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", ahImages, diff)
+	}
+	for _, im := range imgs {
+		if _, err := name.NewDigest(im.Image); err != nil {
+			t.Errorf("%s: %s is not a reference with a digest: %v", ahImages, im.Image, err)
+		}
+	}
+	var links []ahLink
+	if err := yaml.UnmarshalStrict([]byte(ann[ahLinks]), &links); err != nil || len(links) == 0 {
+		t.Errorf("%s: %v %v", ahLinks, links, err)
+	}
+	for _, l := range links {
+		if u, err := url.Parse(l.URL); err != nil || u.Scheme != "https" || l.Name == "" {
+			t.Errorf("%s: %+v", ahLinks, l)
+		}
+	}
+	for k, v := range map[string]string{ahLicense: "Apache-2.0", ahPrerelease: "true", ahContainsSecurityUpdates: "false", ahOperator: "true"} {
+		if ann[k] != v {
+			t.Errorf("%s: %q, want %q", k, ann[k], v)
+		}
+	}
+}
+
+// A released chart runs every image by the digest the release pushed,
+// wherever imageRegistry moves it; an image given another tag runs by
+// that tag.
+func TestReleasedChartPinsDigests(t *testing.T) {
+	digests := map[string]string{}
+	for i, im := range Images {
+		digests[im.Repo] = fmt.Sprintf("sha256:%064x", i+1)
+	}
+	data, err := Package(chartDir(t), Options{Registry: userRegistry, Version: userVersion, Epoch: time.Unix(0, 0), Digests: digests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "eraser.tgz")
+	if err := os.WriteFile(archive, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const mirror = "mirror.internal/eraser"
+	pin := func(reg, repo string) string { return ImageRef(reg, repo, userVersion) + "@" + digests[repo] }
+	cases := map[string]struct {
+		set  []string
+		want []string
+	}{
+		"no values": {
+			want: []string{pin(userRegistry, "collector"), pin(userRegistry, "eraser-manager"), pin(userRegistry, "eraser-trivy-scanner"), pin(userRegistry, "remover")},
+		},
+		"imageRegistry": {
+			set:  []string{"imageRegistry=" + mirror},
+			want: []string{pin(mirror, "collector"), pin(mirror, "eraser-manager"), pin(mirror, "eraser-trivy-scanner"), pin(mirror, "remover")},
+		},
+		"another tag given": {
+			set:  []string{"runtimeConfig.components.collector.image.tag=1.0.0"},
+			want: []string{userRegistry + "/collector:1.0.0", pin(userRegistry, "eraser-manager"), pin(userRegistry, "eraser-trivy-scanner"), pin(userRegistry, "remover")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := renderChart(t, archive, tc.set)
+			builtFor(t, userRegistry, userVersion)
+			if diff := cmp.Diff(tc.want, installedImages(t, objs)); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"helm.sh/helm/v4/pkg/provenance"
 
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/images"
@@ -83,6 +84,21 @@ type Options struct {
 	HelmRegistryConfig string
 	// Out receives what was pushed; nil discards it.
 	Out io.Writer
+	// Digests are the images' index digests by repository, which
+	// Package pins the chart's images to; Run sets them from the layouts.
+	Digests map[string]string
+	// Signer, when set, signs every image, its platform images, the
+	// commands' artifact and the chart, and attests each image's SBOM and
+	// build provenance, as cosign does with a key. A release to a
+	// registry that is not on this machine must be signed.
+	Signer *Signer
+	// HelmSigner, when set, also signs the chart as helm package --sign
+	// does: its provenance file, pushed with it, which helm pull --verify
+	// and helm verify check against an OpenPGP keyring.
+	HelmSigner *provenance.Signatory
+	// BuilderID names the builder in the images' provenance; empty:
+	// DefaultBuilderID.
+	BuilderID string
 	// CLI, when set, builds the commands (cmd/eraser, cmd/kubectl-eraser)
 	// for the release's platforms and pushes them as
 	// REGISTRY/eraser-cli:VERSION; nil leaves them out.
@@ -123,6 +139,9 @@ func Check(o Options) error {
 	}
 	if o.Insecure && !endpoint.IsLoopbackHost(host) {
 		return fmt.Errorf("--insecure (plain HTTP) is allowed only for a registry on this machine (127.0.0.0/8, localhost, [::1]); %s is not one: push over HTTPS", host)
+	}
+	if o.Signer == nil && !endpoint.IsLoopbackHost(host) {
+		return fmt.Errorf("a release to %s must be signed: give the signing key (make release COSIGN_KEY=cosign.key, its password in COSIGN_PASSWORD; cosign generate-key-pair makes one); only a registry on this machine takes an unsigned release", host)
 	}
 	for _, im := range Images {
 		if _, err := name.NewTag(o.Registry+"/"+im.Repo+":"+o.Version, name.StrictValidation); err != nil {
@@ -251,7 +270,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		locals = append(locals, local{im, tag, idx})
 	}
 
-	// So is the chart, packaged before any push.
+	// So is the chart, packaged before any push, pinned to the images'
+	// digests.
+	o.Digests = map[string]string{}
+	for _, l := range locals {
+		dig, err := l.idx.Digest()
+		if err != nil {
+			return nil, err
+		}
+		o.Digests[l.im.Repo] = dig.String()
+	}
 	chartData, err := Package(o.ChartDir, o)
 	if err != nil {
 		return nil, err
@@ -287,6 +315,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		p.Platforms = l.im.Platforms
 		res.Images = append(res.Images, p)
 		fmt.Fprintf(o.Out, "%-9s %s@%s (%s)\n", state(p), p.Ref, p.Digest, strings.Join(p.Platforms, ", "))
+		if o.Signer != nil {
+			changed, err := signImage(o, l.tag, l.idx, ropts)
+			if err != nil {
+				return nil, fmt.Errorf("signing %s: %w", l.tag, err)
+			}
+			fmt.Fprintf(o.Out, "%-9s %s@%s (signatures, SBOM, provenance)\n", signState(changed), p.Ref, p.Digest)
+		}
 	}
 
 	if cliImage != nil {
@@ -300,6 +335,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			names = append(names, filepath.Base(f))
 		}
 		fmt.Fprintf(o.Out, "%-9s %s@%s (%s; files in %s)\n", state(p), p.Ref, p.Digest, strings.Join(names, ", "), o.CLI.Out)
+		if o.Signer != nil {
+			changed, err := signManifest(o.Signer, cliTag.Context(), p.Digest, ropts)
+			if err != nil {
+				return nil, fmt.Errorf("signing %s: %w", cliTag, err)
+			}
+			fmt.Fprintf(o.Out, "%-9s %s@%s (signature)\n", signState(changed), p.Ref, p.Digest)
+		}
 	}
 
 	chart, err := pushChart(o, chartData)
@@ -308,6 +350,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Chart = chart
 	fmt.Fprintf(o.Out, "%-9s oci://%s@%s (chart %s)\n", state(chart), chart.Ref, chart.Digest, o.Version)
+	if o.Signer != nil {
+		chartTag, err := name.NewTag(chart.Ref, append([]name.Option{name.StrictValidation}, nameOpts...)...)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := signManifest(o.Signer, chartTag.Context(), chart.Digest, ropts)
+		if err != nil {
+			return nil, fmt.Errorf("signing oci://%s: %w", chart.Ref, err)
+		}
+		fmt.Fprintf(o.Out, "%-9s oci://%s@%s (signature)\n", signState(changed), chart.Ref, chart.Digest)
+	}
 	res.Took = time.Since(start)
 	refs := len(res.Images) + 1
 	if res.CLI != nil {
@@ -315,6 +368,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	fmt.Fprintf(o.Out, "release %s to %s: %d references in %s\n", o.Version, o.Registry, refs, res.Took.Round(10*time.Millisecond))
 	return res, nil
+}
+
+func signState(changed bool) string {
+	if changed {
+		return "signed"
+	}
+	return "unchanged"
 }
 
 func state(p Pushed) string {

@@ -117,7 +117,8 @@ func TestReleaseToLoopbackRegistry(t *testing.T) {
 	if err := os.WriteFile(archive, pulled.Chart.Data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkRendered(t, archive, reg)
+	checkRendered(t, archive, reg, digests)
+	checkArtifactHub(t, ch.Metadata.Annotations, reg, digests)
 
 	// Again: every reference is left as it was.
 	second, err := Run(context.Background(), o)
@@ -150,7 +151,7 @@ func TestReleaseToLoopbackRegistry(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	ok := Options{Registry: "ghcr.io/owner/eraser", Version: "1.2.3"}
+	ok := Options{Registry: "ghcr.io/owner/eraser", Version: "1.2.3", Signer: testSigner(t)}
 	if err := Check(ok); err != nil {
 		t.Errorf("%+v: %v", ok, err)
 	}
@@ -161,6 +162,7 @@ func TestCheck(t *testing.T) {
 	}
 	bad := map[string]Options{
 		"no registry":          {Version: "1.2.3"},
+		"unsigned remote":      {Registry: "ghcr.io/o/e", Version: "1.2.3"},
 		"no version":           {Registry: "ghcr.io/o/e"},
 		"leading v":            {Registry: "ghcr.io/o/e", Version: "v1.2.3"},
 		"not semver":           {Registry: "ghcr.io/o/e", Version: "1.2"},
@@ -174,10 +176,22 @@ func TestCheck(t *testing.T) {
 		"unknown platform":     {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"linux/s390x"}},
 		"platform of no image": {Registry: "ghcr.io/o/e", Version: "1.2.3", Platforms: []string{"windows/amd64"}},
 	}
+	// Each refused for its own reason: signed, but for the case that is
+	// about signing.
+	signer := testSigner(t)
+	for name, o := range bad {
+		if name != "unsigned remote" {
+			o.Signer = signer
+			bad[name] = o
+		}
+	}
 	for name, o := range bad {
 		if err := Check(o); err == nil {
 			t.Errorf("%s (%+v): accepted", name, o)
 		}
+	}
+	if err := Check(bad["unsigned remote"]); err == nil || !strings.Contains(err.Error(), "COSIGN_KEY") {
+		t.Errorf("the refusal of an unsigned release does not say how to sign: %v", err)
 	}
 	if err := Check(bad["insecure remote"]); err == nil || !strings.Contains(err.Error(), "127.0.0.0/8, localhost, [::1]") {
 		t.Errorf("insecure refusal does not say what is allowed: %v", err)

@@ -91,7 +91,9 @@ func imageProblems(want config.Image, d *appsv1.Deployment, pods []corev1.Pod, c
 		if !w.c.Enabled {
 			continue
 		}
-		if w.c.Image.Tag != want.Tag {
+		// A released chart names the release's images by tag and digest
+		// (tag@digest): the tag is what is checked.
+		if tag, _, _ := strings.Cut(w.c.Image.Tag, "@"); tag != want.Tag {
 			problems = append(problems, fmt.Sprintf("the %s's image is %s, not at the release's tag %s (runtimeConfig.components.%s.image.tag: %s)",
 				w.name, w.c.Image.Ref(), want.Tag, w.name, fix))
 		}

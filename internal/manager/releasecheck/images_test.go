@@ -44,6 +44,19 @@ func TestImageProblems(t *testing.T) {
 			pods:       []corev1.Pod{pod("new", want.Ref()+"@sha256:0123", false), pod("old", "registry.example/eraser/eraser-manager:1.2.3", true)},
 			cfg:        workers("1.2.4"),
 		},
+		"a released chart's images, each by tag and digest": {
+			deployment: deployment(want.Ref() + "@sha256:0123"),
+			pods:       []corev1.Pod{pod("new", want.Ref()+"@sha256:0123", false)},
+			cfg:        workers("1.2.4@sha256:4567"),
+		},
+		"workers by the previous release's tag and digest": {
+			deployment: deployment(want.Ref()),
+			cfg:        workers("1.2.3@sha256:4567"),
+			want: []string{
+				"the collector's image is registry.example/eraser/collector:1.2.3@sha256:4567, not at the release's tag 1.2.4 (runtimeConfig.components.collector.image.tag: " + fix + ")",
+				"the remover's image is registry.example/eraser/remover:1.2.3@sha256:4567, not at the release's tag 1.2.4 (runtimeConfig.components.remover.image.tag: " + fix + ")",
+			},
+		},
 		"manager pinned to the previous release": {
 			deployment: deployment("registry.example/eraser/eraser-manager:1.2.3"),
 			pods:       []corev1.Pod{pod("old", "registry.example/eraser/eraser-manager:1.2.3", false)},

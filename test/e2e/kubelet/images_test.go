@@ -185,7 +185,9 @@ func criClient(t *testing.T, n Node) *cri.Client {
 	return c
 }
 
-// nodeImages lists the tags on the node, asking its runtime directly.
+// nodeImages lists the tags and repository digests on the node, asking its
+// runtime directly; an image of the release held by digest is listed by its
+// tag too.
 func nodeImages(t *testing.T, n Node) map[string]bool {
 	t.Helper()
 	imgs, err := criClient(t, n).ListImages(testCtx(t))
@@ -196,6 +198,17 @@ func nodeImages(t *testing.T, n Node) map[string]bool {
 	for _, img := range imgs {
 		for _, tag := range img.Tags {
 			out[tag] = true
+		}
+		// An image pulled by digest, as the released chart's are, is
+		// listed by its repository digest alone: one of the release's
+		// counts as its tag too.
+		for _, d := range img.Digests {
+			out[d] = true
+			for repo, dig := range releasedDigests {
+				if d == registryPath+"/"+repo+"@"+dig {
+					out[eraserImage(repo)] = true
+				}
+			}
 		}
 	}
 	return out

@@ -125,8 +125,8 @@ func installChartValues(t *testing.T, values string) []*unstructured.Unstructure
 	if err != nil {
 		t.Fatalf("rendering the chart: %v\n%s", err, stderr.Bytes())
 	}
-	if !bytes.Contains(manifest, []byte(eraserImage("eraser-manager"))) {
-		t.Fatalf("the chart from the registry does not run %s:\n%s", eraserImage("eraser-manager"), manifest)
+	if !bytes.Contains(manifest, []byte(eraserPinned("eraser-manager"))) {
+		t.Fatalf("the chart from the registry does not run %s:\n%s", eraserPinned("eraser-manager"), manifest)
 	}
 	// The chart leaves the namespace to the installer, as helm does;
 	// these are the labels docs/install.md gives it.
@@ -144,6 +144,10 @@ func installChartValues(t *testing.T, values string) []*unstructured.Unstructure
 // eraserImage is an image of the release in the tier's registry, by its
 // repository (eraser-manager, collector, remover, eraser-trivy-scanner).
 func eraserImage(repo string) string { return registryPath + "/" + repo + ":" + e2eVersion }
+
+// eraserPinned is that image as the released chart names it: by tag and
+// digest (a node that pulled it lists it by digest alone).
+func eraserPinned(repo string) string { return eraserImage(repo) + "@" + releasedDigests[repo] }
 
 // install creates the objects of a manifest, with the test configuration
 // in the manager's ConfigMap, and waits for the manager to be available,

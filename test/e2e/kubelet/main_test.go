@@ -38,7 +38,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,6 +48,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
+	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
 // stateDir is fixed so that logs kept after a failure are easy to find; the
@@ -59,6 +62,11 @@ const e2eVersion = "0.0.0-e2e"
 // registryPath is where the tier releases Eraser: REGISTRY of make release,
 // 127.0.0.1:PORT/eraser, set when the registry is up.
 var registryPath string
+
+// releasedDigests are the digests make release pushed, by repository: the
+// released chart pins its images to them, so nodes hold Eraser's images
+// by digest.
+var releasedDigests = map[string]string{}
 
 // workDir holds the tier's binaries and client configuration while it runs.
 var workDir string
@@ -236,6 +244,19 @@ func startCluster(tmp string) (func() error, error) {
 		return nil, fmt.Errorf("make release: %w", err)
 	}
 	progress("released in %.0fs", time.Since(t1).Seconds())
+	for _, im := range images.All() {
+		tag, err := name.NewTag(registryPath+"/"+im.Repo+":"+e2eVersion, name.Insecure)
+		if err != nil {
+			stopRegistry()
+			return nil, err
+		}
+		desc, err := remote.Head(tag)
+		if err != nil {
+			stopRegistry()
+			return nil, fmt.Errorf("the released %s: %w", tag, err)
+		}
+		releasedDigests[im.Repo] = desc.Digest.String()
+	}
 
 	t2 := time.Now()
 	args := []string{"up", "-state", stateDir, "-nodes", strconv.Itoa(nodeCount()), "-assets", assets,

@@ -8,6 +8,9 @@
 //	go -C hack/render run ./cmd/release -registry ghcr.io/owner/eraser -version 1.2.3 \
 //	    -images $PWD/bin/images -chart $PWD/charts/eraser
 //
+// With -cosign-key it signs them as cosign does, and attests each image's
+// SBOM and build provenance.
+//
 // Credentials: the docker config for the images (docker login), Helm's
 // registry config then the docker config for the chart.
 package main
@@ -36,6 +39,10 @@ func main() {
 	flag.BoolVar(&o.Overwrite, "overwrite", false, "replace tags that hold other content (a published version should not change)")
 	flag.StringVar(&o.HelmRegistryConfig, "registry-config", cli.New().RegistryConfig, "Helm's registry credentials file (helm registry login; $HELM_REGISTRY_CONFIG)")
 	platforms := flag.String("platforms", "", "release only these platforms of each image, space- or comma-separated (e.g. linux/amd64): for tests and local use; default every platform")
+	key := flag.String("cosign-key", "", "sign the release with this cosign private key (cosign generate-key-pair; its password in $COSIGN_PASSWORD): signatures, SBOMs and provenance that cosign verify and cosign verify-attestation check; required unless the registry is on this machine")
+	helmKeyring := flag.String("helm-keyring", "", "also sign the chart as helm package --sign does, with a key of this OpenPGP secret keyring (gpg --export-secret-keys; its passphrase in $HELM_KEY_PASSPHRASE): a provenance file pushed with the chart, which helm pull --verify checks")
+	helmKey := flag.String("helm-key", "", "the key of -helm-keyring to sign with: part of its user ID, or its key ID")
+	flag.StringVar(&o.BuilderID, "builder-id", release.DefaultBuilderID, "the builder the images' provenance names (e.g. the CI run's URL)")
 	check := flag.Bool("check", false, "only check the registry, version and -insecure; push nothing")
 	var cli release.CLI
 	flag.StringVar(&cli.Out, "cli-out", "", "build the commands (eraser, kubectl-eraser) for the release's platforms into this directory, with SHA256SUMS, and push it as REGISTRY/"+release.CLIRepo+":VERSION; empty: leave it out")
@@ -53,6 +60,22 @@ func main() {
 	o.Platforms = strings.FieldsFunc(*platforms, func(r rune) bool { return r == ' ' || r == ',' })
 	if cli.Out != "" {
 		o.CLI = &cli
+	}
+	if *key != "" {
+		signer, err := release.LoadSigner(*key, []byte(os.Getenv("COSIGN_PASSWORD")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+			os.Exit(1)
+		}
+		o.Signer = signer
+	}
+	if *helmKeyring != "" {
+		signer, err := release.LoadHelmSigner(*helmKeyring, *helmKey, []byte(os.Getenv("HELM_KEY_PASSPHRASE")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+			os.Exit(1)
+		}
+		o.HelmSigner = signer
 	}
 	if err := run(o, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
