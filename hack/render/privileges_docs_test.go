@@ -1,7 +1,6 @@
 package render
 
 import (
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,19 +27,7 @@ var upstreamRBAC = map[string][]string{
 // comma-separated.
 func documentedGains(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("docs", "migrating.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	start := strings.Index(doc, "\n### Permissions the manager gains\n")
-	if start < 0 {
-		t.Fatal("docs/migrating.md has no ### Permissions the manager gains section")
-	}
-	section := doc[start+1:]
-	if end := strings.Index(section[1:], "\n### "); end >= 0 {
-		section = section[:end+1]
-	}
+	section := docSection(t, "migrating.md", "### Permissions the manager gains")
 	row := regexp.MustCompile("(?m)^\\| `([a-z/]+)` \\| (cluster|namespace) \\| ([^|]*) \\|")
 	out := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(section, -1) {

@@ -16,19 +16,7 @@ import (
 // nothing and is left out.
 func documentedRBAC(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("docs", "install.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	start := strings.Index(doc, "\n## RBAC\n")
-	if start < 0 {
-		t.Fatal("docs/install.md has no ## RBAC section")
-	}
-	section := doc[start+1:]
-	if end := strings.Index(section[1:], "\n## "); end >= 0 {
-		section = section[:end+1]
-	}
+	section := docSection(t, "install.md", "## RBAC")
 	row := regexp.MustCompile("(?m)^\\| `([a-z/]+)`( \\((?:cluster|Role)\\))? \\| [^|]* \\| ([^|]*) \\|")
 	out := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
@@ -69,4 +57,26 @@ func TestRBACTableMatchesRole(t *testing.T) {
 	if diff := cmp.Diff(shipped, documentedRBAC(t)); diff != "" {
 		t.Errorf("docs/install.md's RBAC table, ours column (-config/rbac/role.yaml +docs):\n%s", diff)
 	}
+}
+
+// docSection is the section of docs/<page> under heading (a whole
+// Markdown heading line such as "## RBAC"), up to the next heading of the
+// same level.
+func docSection(t *testing.T, page, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(repoPath("docs", page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	start := strings.Index(doc, "\n"+heading+"\n")
+	if start < 0 {
+		t.Fatalf("docs/%s has no %s section", page, heading)
+	}
+	section := doc[start+1:]
+	level := heading[:strings.IndexByte(heading, ' ')+1]
+	if end := strings.Index(section[1:], "\n"+level); end >= 0 {
+		section = section[:end+1]
+	}
+	return section
 }
