@@ -48,7 +48,7 @@ func TestFailureBudgetStopsTheCanary(t *testing.T) {
 	if job := s.waitJob(time.Minute, "the job", nil, func(*eraserv1.ImageJob) bool { return true }); finished(job) {
 		t.Fatalf("job %s after one failure within the budget", job.Status.Phase)
 	}
-	s.failWorker(&canary[1], podspec.ExitRemovalsFailed)
+	s.failWorker(&canary[1], workerresult.ExitNodeFailed)
 
 	job := s.waitJob(2*time.Minute, "the job to stop", nil, finished)
 	s.settle("the run stopped", 2)

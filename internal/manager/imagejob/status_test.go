@@ -11,6 +11,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // TestConsecutiveFailedRunsCountFinishedPods: eraser_node_consecutive_failed_runs
@@ -44,7 +45,7 @@ func TestConsecutiveFailedRunsCountFinishedPods(t *testing.T) {
 	fail := func(pod *corev1.Pod) { f.finishPod(pod, corev1.PodFailed, nil) }
 	removalsFail := func(pod *corev1.Pod) {
 		f.finishPod(pod, corev1.PodFailed, removed(0, 0))
-		pod.Status.ContainerStatuses[0].State.Terminated.ExitCode = podspec.ExitRemovalsFailed
+		pod.Status.ContainerStatuses[0].State.Terminated.ExitCode = workerresult.ExitNodeFailed
 		if err := env.Client.Status().Update(f.ctx, pod); err != nil {
 			t.Fatal(err)
 		}

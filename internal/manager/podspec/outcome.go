@@ -1,6 +1,10 @@
 package podspec
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+)
 
 // Reasons a worker pod failed, as the job's status.failedNodes and the
 // per-node report both name them: one classification, so that the two never
@@ -13,15 +17,11 @@ const (
 	ReasonRemovalsFailed = "RemovalsFailed"
 )
 
-// ExitRemovalsFailed is the remover's exit code for a run that completed
-// with failed removals (worker.ExitNodeFailed; a test keeps them equal).
-const ExitRemovalsFailed = 2
-
 // FailureReason tells failed removals from a pod that failed otherwise. It
 // is only asked of a pod already judged failed.
 func FailureReason(pod *corev1.Pod) string {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if term := cs.State.Terminated; cs.Name == RemoverContainer && term != nil && term.ExitCode == ExitRemovalsFailed {
+		if term := cs.State.Terminated; cs.Name == RemoverContainer && term != nil && term.ExitCode == workerresult.ExitNodeFailed {
 			return ReasonRemovalsFailed
 		}
 	}

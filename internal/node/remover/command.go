@@ -55,7 +55,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 
 // Run runs the remover and returns the process exit code: 0 when the run
 // completed (images kept for a reason are not failures), 1 when it could not
-// run at all, 2 when removals failed (worker.ExitNodeFailed).
+// run at all, 2 when removals failed (workerresult.ExitNodeFailed).
 func (c *Command) Run(ctx context.Context) int {
 	log := c.Start("remover")
 	summary, err := c.run(ctx, log)

@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // faultyRuntime is the real runtime with a fault injected at a chosen call.
@@ -97,7 +98,7 @@ func TestContainerdRestartMidBatch(t *testing.T) {
 	}
 	s := remover.Summarize(results, false)
 	nodeErr := remover.NodeOutcome(s)
-	if code := worker.ExitCode(nodeErr); code != worker.ExitNodeFailed || s.Counts["failed"] == 0 {
+	if code := worker.ExitCode(nodeErr); code != workerresult.ExitNodeFailed || s.Counts["failed"] == 0 {
 		t.Errorf("exit code %d, counts %v: want a failed node (2) with failures counted", code, s.Counts)
 	}
 	if nodeErr == nil || !strings.Contains(nodeErr.Error(), "removals failed; first:") {
@@ -153,7 +154,7 @@ func TestHungRuntime(t *testing.T) {
 			t.Errorf("%s: %s %q, want failed on the deadline, image kept", r.Target, r.Outcome, r.Detail)
 		}
 	}
-	if code := worker.ExitCode(remover.NodeOutcome(remover.Summarize(results, false))); code != worker.ExitNodeFailed {
+	if code := worker.ExitCode(remover.NodeOutcome(remover.Summarize(results, false))); code != workerresult.ExitNodeFailed {
 		t.Errorf("exit code %d, want 2", code)
 	}
 	present := ctrd.ImageIDs(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // refusingRuntime is the real runtime, except that the removal of chosen
@@ -61,19 +62,19 @@ func TestRefusedRemovals(t *testing.T) {
 	}{
 		"failed precondition": {
 			answer: status.Error(codes.FailedPrecondition, "image is locked"),
-			want:   map[string]int{"removed": 2, "refused": 1}, wantExit: worker.ExitOK,
+			want:   map[string]int{"removed": 2, "refused": 1}, wantExit: workerresult.ExitOK,
 		},
 		"permission denied": {
 			answer: status.Error(codes.PermissionDenied, "read-only image store"),
-			want:   map[string]int{"removed": 2, "refused": 1}, wantExit: worker.ExitOK,
+			want:   map[string]int{"removed": 2, "refused": 1}, wantExit: workerresult.ExitOK,
 		},
 		"unavailable": {
 			answer: status.Error(codes.Unavailable, "connection refused"),
-			want:   map[string]int{"removed": 2, "failed": 1}, wantExit: worker.ExitNodeFailed,
+			want:   map[string]int{"removed": 2, "failed": 1}, wantExit: workerresult.ExitNodeFailed,
 		},
 		"unknown": {
 			answer: status.Error(codes.Unknown, "failed to delete image reference"),
-			want:   map[string]int{"removed": 2, "failed": 1}, wantExit: worker.ExitNodeFailed,
+			want:   map[string]int{"removed": 2, "failed": 1}, wantExit: workerresult.ExitNodeFailed,
 		},
 	}
 	for name, tc := range cases {
@@ -95,7 +96,7 @@ func TestRefusedRemovals(t *testing.T) {
 			if code := worker.ExitCode(remover.NodeOutcome(s)); code != tc.wantExit {
 				t.Errorf("exit code %d, want %d", code, tc.wantExit)
 			}
-			if tc.wantExit == worker.ExitOK {
+			if tc.wantExit == workerresult.ExitOK {
 				if len(s.Refused) != 1 || s.Refused[0].Image != tags[1] || !strings.Contains(s.Refused[0].Message, status.Code(tc.answer).String()) {
 					t.Errorf("refused %+v, want %s with its code", s.Refused, tags[1])
 				}

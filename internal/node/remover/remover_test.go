@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 func id(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
@@ -218,17 +219,17 @@ func TestNodeOutcome(t *testing.T) {
 		wantCode  int
 		wantErr   string
 	}{
-		"all removed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"}, wantCode: worker.ExitOK},
+		"all removed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"}, wantCode: workerresult.ExitOK},
 		"kept for a reason": {entries: []string{"registry.k8s.io/pause:3.10", "registry.example.com/agent:1", "ghost:1"},
-			wantCode: worker.ExitOK},
+			wantCode: workerresult.ExitOK},
 		"all removals failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
 			removeErr: map[string]error{id('a'): boom, id('c'): boom},
-			wantCode:  worker.ExitNodeFailed, wantErr: "2 of 2 removals failed; first: alpine:3.19: rpc error"},
+			wantCode:  workerresult.ExitNodeFailed, wantErr: "2 of 2 removals failed; first: alpine:3.19: rpc error"},
 		"one of two failed": {entries: []string{"alpine:3.19", "quay.io/org/redis:7"},
 			removeErr: map[string]error{id('c'): boom},
-			wantCode:  worker.ExitNodeFailed, wantErr: "1 of 2 removals failed; first: quay.io/org/redis:7: rpc error"},
+			wantCode:  workerresult.ExitNodeFailed, wantErr: "1 of 2 removals failed; first: quay.io/org/redis:7: rpc error"},
 		"re-check failed": {entries: []string{"alpine:3.19"}, listErr: boom,
-			wantCode: worker.ExitNodeFailed, wantErr: "1 of 1 removals failed; first: alpine:3.19: re-check of containers failed"},
+			wantCode: workerresult.ExitNodeFailed, wantErr: "1 of 1 removals failed; first: alpine:3.19: re-check of containers failed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -167,20 +167,6 @@ func Main(cmd Command) {
 	os.Exit(code)
 }
 
-// Exit codes of the workers. The manager fails a node on any non-zero exit
-// and shows the summary's Error; the codes tell a person reading the pod
-// which kind of failure it was.
-const (
-	// ExitOK: the run completed; images kept for a reason are not failures.
-	ExitOK = 0
-	// ExitCouldNotRun: the worker could not do its job at all (bad input,
-	// no runtime, an unreadable exclusion list, a peer that never came).
-	ExitCouldNotRun = 1
-	// ExitNodeFailed: the run completed, but removals the node was asked
-	// for failed (see remover.NodeOutcome).
-	ExitNodeFailed = 2
-)
-
 // NodeFailedError is a run that completed with failed removals.
 type NodeFailedError struct {
 	// Failed and Attempted count removals.
@@ -198,11 +184,11 @@ func ExitCode(err error) int {
 	var nf *NodeFailedError
 	switch {
 	case err == nil:
-		return ExitOK
+		return workerresult.ExitOK
 	case errors.As(err, &nf):
-		return ExitNodeFailed
+		return workerresult.ExitNodeFailed
 	}
-	return ExitCouldNotRun
+	return workerresult.ExitCouldNotRun
 }
 
 // Finish writes the run's summary to the termination message file, logs it,

@@ -13,7 +13,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -203,13 +202,10 @@ func TestWaveThenObserve(t *testing.T) {
 }
 
 func TestRemovalsFailedReason(t *testing.T) {
-	if exitRemovalsFailed != worker.ExitNodeFailed {
-		t.Fatalf("the manager reads exit code %d as failed removals, the remover exits %d", exitRemovalsFailed, worker.ExitNodeFailed)
-	}
 	msg := `{"component":"remover","counts":{"failed":3,"removed":1},"error":"3 of 4 removals failed; first: sha256:ab: rpc error"}`
 	w := newWorld("a").with(func(w *World) {
 		w.Started = 1
-		w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 2, msg).Obj()
+		w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, workerresult.ExitNodeFailed, msg).Obj()
 	})
 	o := Observe(w)
 	if f := o.NewFailures["a"]; f.Reason != ReasonRemovalsFailed || !strings.Contains(f.Message, "3 of 4 removals failed") {

@@ -161,10 +161,6 @@ func waiting(pod *corev1.Pod) string {
 	return ""
 }
 
-// exitRemovalsFailed is the remover's exit code for a run that completed
-// with failed removals (worker.ExitNodeFailed; a test keeps them equal).
-const exitRemovalsFailed = podspec.ExitRemovalsFailed
-
 // failureReason is podspec's, which the per-node report shares.
 func failureReason(pod *corev1.Pod) string { return podspec.FailureReason(pod) }
 
