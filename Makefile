@@ -250,7 +250,7 @@ test-unit: ## The inner loop: every test that needs no control plane, runtime, W
 
 .PHONY: test-control-plane
 test-control-plane: ## The API, the manager and its reconcilers against a real kube-apiserver and etcd (built once, cached).
-	assets="$$(hack/build-control-plane.sh)"; KUBEBUILDER_ASSETS="$$assets" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(CONTROL_PLANE_PACKAGES)
+	assets="$$(hack/build-control-plane.sh)"; KUBEBUILDER_ASSETS="$$assets" go test -count=1 -timeout 30m $(GO_TEST_RUN) $(CONTROL_PLANE_PACKAGES)
 
 # EXTRA=1: the fault tier runs kube-controller-manager's garbage collector
 # beside the API server (the kubelet tier's build; the same cache).
@@ -260,7 +260,7 @@ test-fault: ## The real manager binary against a real API server and garbage col
 
 .PHONY: test-runtimes
 test-runtimes: test-deps ## The worker tier: the workers against a real containerd 1.6 and CRI-O, then containerd 1.7 and 2.x, then the Trivy scanner on both runtimes.
-	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) $(RUNTIME_PACKAGES)
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 45m $(GO_TEST_RUN) $(RUNTIME_PACKAGES)
 	$(MAKE) --no-print-directory test-containerd-versions
 	$(MAKE) --no-print-directory test-scanner
 
@@ -299,7 +299,7 @@ test-containerd-versions: test-deps ## The worker tier (test/e2e, internal/node/
 	@for v in $(CONTAINERD_VERSIONS); do \
 		dir="$$(CONTAINERD_VERSION=$$v hack/build-containerd.sh)" || exit 1; \
 		echo "worker tier on containerd $$v ($$dir)"; \
-		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 20m $(GO_TEST_RUN) -skip /crio ./test/e2e ./internal/node/remover ./internal/node/reclaim ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
+		CONTAINERD_BIN_DIR="$$dir" CRIO_BIN_DIR="$$(hack/build-crio.sh)" go test -count=1 -timeout 45m $(GO_TEST_RUN) -skip /crio ./test/e2e ./internal/node/remover ./internal/node/reclaim ./internal/node/cri ./internal/testing/containerdconfig || exit 1; \
 		CONTAINERD_BIN_DIR="$$dir" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -trimpath -tags=$(GO_TAGS) -count=1 $(GO_TEST_RUN) -skip /crio/ ./test/e2e || exit 1; \
 	done
 
