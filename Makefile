@@ -200,7 +200,7 @@ test-windows: test-deps ## Run the Windows tier under Wine (installs Wine and bu
 .PHONY: test-e2e-kubelet
 test-e2e-kubelet: test-deps ## End to end on real kubelets, installed from a loopback registry (make release): ImageLists, "*" under the minimum age, scheduled runs (with the scanner; disk pressure and its dry run on a tmpfs image filesystem), chart and uninstall on a local 2-node cluster, and a node on CRI-O (ImageList, scheduled run with the scanner).
 	KUBELET=1 EXTRA=1 hack/build-control-plane.sh >/dev/null
-	CRIO_BIN_DIR="$$(hack/build-crio.sh)" HELM="$$(hack/build-helm.sh)" ERASER_E2E_KUBELET=1 go test -count=1 -timeout 30m -v $(GO_TEST_RUN) ./test/e2e/kubelet
+	CRIO_BIN_DIR="$$(hack/build-crio.sh)" HELM="$$(hack/build-helm.sh)" ERASER_E2E_KUBELET=1 go test -count=1 -timeout 45m -v $(GO_TEST_RUN) ./test/e2e/kubelet
 
 # The tiers of make test, each a target of its own; RUN=<regexp> passes -run
 # to every go test of a tier (RUN=TestPlan, RUN='TestEraser/ReportOutlivesThePods').
