@@ -61,8 +61,15 @@ func kubectlEraser(t *testing.T, args ...string) string {
 // recorded, and returns it.
 func runImageList(t *testing.T, name string, images ...string) *eraserv1.ImageList {
 	t.Helper()
+	return runList(t, &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: eraserv1.ImageListSpec{Images: images}})
+}
+
+// runList creates il, waits for its run to finish and be recorded, and
+// returns it.
+func runList(t *testing.T, il *eraserv1.ImageList) *eraserv1.ImageList {
+	t.Helper()
 	ctx := testCtx(t)
-	il := &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: eraserv1.ImageListSpec{Images: images}}
+	name := il.Name
 	if err := kube.Create(ctx, il); err != nil {
 		t.Fatalf("creating ImageList %s: %v", name, err)
 	}
@@ -74,7 +81,7 @@ func runImageList(t *testing.T, name string, images ...string) *eraserv1.ImageLi
 		return il.Status.Timestamp != nil && il.Status.ObservedGeneration == il.Generation,
 			fmt.Sprintf("status %+v", il.Status)
 	})
-	t.Logf("ImageList %s: %d succeeded, %d failed, results %+v", name, il.Status.Success, il.Status.Failed, il.Status.Results)
+	t.Logf("ImageList %s: %d succeeded, %d failed, %d skipped, results %+v", name, il.Status.Success, il.Status.Failed, il.Status.Skipped, il.Status.Results)
 	return il
 }
 

@@ -181,21 +181,7 @@ func installPlatform(t *testing.T, file string, c platformCase) {
 // dryRunImageList is runImageList with spec.dryRun.
 func dryRunImageList(t *testing.T, name string, images ...string) *eraserv1.ImageList {
 	t.Helper()
-	ctx := testCtx(t)
-	il := &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: eraserv1.ImageListSpec{Images: images, DryRun: true}}
-	if err := kube.Create(ctx, il); err != nil {
-		t.Fatalf("creating ImageList %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), il) })
-	eventually(t, 3*time.Minute, "ImageList "+name+" to record its run", func() (bool, string) {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(il), il); err != nil {
-			return false, err.Error()
-		}
-		return il.Status.Timestamp != nil && il.Status.ObservedGeneration == il.Generation,
-			fmt.Sprintf("status %+v", il.Status)
-	})
-	t.Logf("ImageList %s: %d succeeded, %d failed, %d skipped", name, il.Status.Success, il.Status.Failed, il.Status.Skipped)
-	return il
+	return runList(t, &eraserv1.ImageList{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: eraserv1.ImageListSpec{Images: images, DryRun: true}})
 }
 
 // uninstallPlatform removes the release and waits until no pod of it is
