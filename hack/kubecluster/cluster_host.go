@@ -142,7 +142,7 @@ func teardown(state string, keepLogs bool) error {
 			// The node removes its pods and stops its kubelet and containerd.
 			stopRecorded(n, 90*time.Second)
 			ns, _ := os.ReadFile(filepath.Join(state, "pids", n+".mntns"))
-			if k := killStragglers(strings.TrimSpace(string(ns)), state); k > 0 {
+			if k := killStragglers(strings.TrimSpace(string(ns)), filepath.Join(state, n), state); k > 0 {
 				logf("%s: killed %d leftover process(es)", n, k)
 			}
 			// A CRI-O node's pods and conmons (none, when it stopped in

@@ -40,13 +40,16 @@ const (
 // where it is mounted in the node's namespace.
 type bind struct{ src, dst string }
 
+// kubeletBind is every node's; it tells the node's mount namespace apart.
+var kubeletBind = bind{"kubelet", "/var/lib/kubelet"}
+
 // commonBinds are every node's, whatever its runtime.
 //
 // Eraser's workers keep each node's history in a hostPath at
 // /var/lib/eraser: private, so that two nodes never share one state file
 // and the tier never writes the machine's own /var/lib/eraser.
 var commonBinds = []bind{
-	{"kubelet", "/var/lib/kubelet"},
+	kubeletBind,
 	{"pod-logs", "/var/log/pods"},
 	{"container-logs", "/var/log/containers"},
 	{"eraser", "/var/lib/eraser"},
@@ -321,7 +324,7 @@ func (n node) stop(kubelet, rt *proc) {
 	}
 	stopChild(rt, 15*time.Second)
 	if ns, err := mountNamespace(os.Getpid()); err == nil {
-		killStragglers(ns, "")
+		killStragglers(ns, n.dir, "")
 	}
 }
 

@@ -154,9 +154,19 @@ func mountNamespace(pid int) (string, error) {
 // processes in the node's mount namespace (containerd shims outlive
 // containerd by design) and container processes whose root is under the
 // state directory.
-func killStragglers(mntns, state string) int {
+//
+// A namespace's number is reused once the namespace is freed, which it is
+// when the node stops in order; another program's brand-new container
+// (runc init) can then carry the recorded number. So a process counts as in
+// the node's namespace only while it also sees the node's own bind of
+// nodeDir/kubelet on /var/lib/kubelet, which no other namespace has.
+func killStragglers(mntns, nodeDir, state string) int {
 	self := os.Getpid()
 	n := 0
+	var nodeKubelet os.FileInfo
+	if mntns != "" {
+		nodeKubelet, _ = os.Stat(filepath.Join(nodeDir, kubeletBind.src))
+	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -164,9 +174,11 @@ func killStragglers(mntns, state string) int {
 			continue
 		}
 		inNS := false
-		if mntns != "" {
+		if nodeKubelet != nil {
 			if ns, err := mountNamespace(pid); err == nil && ns == mntns {
-				inNS = true
+				// /proc/PID/root resolves in that process's namespace.
+				seen, err := os.Stat(fmt.Sprintf("/proc/%d/root%s", pid, kubeletBind.dst))
+				inNS = err == nil && os.SameFile(seen, nodeKubelet)
 			}
 		}
 		inState := false
