@@ -228,7 +228,7 @@ test: ## Every tier (checks, unit, control plane, fault, worker on every runtime
 # controller-runtime), the workload index's readers and writers, the scan
 # service's verdicts under many scanners' claims, and the rest of their fast
 # tests, all under -race.
-RACE_PACKAGES := ./internal/manager/nodequeue ./internal/manager/workloadindex ./internal/manager/parallel ./internal/manager/scanservice
+RACE_PACKAGES := ./internal/manager/nodequeue ./internal/manager/workloadindex ./internal/util/parallel ./internal/manager/scanservice
 .PHONY: test-race
 test-race: ## The race tier: the manager's shared state (the node queue, the workload index, the scan service's verdicts) under the race detector, with concurrent callers.
 	CGO_ENABLED=1 go test -race -short -count=1 $(GO_TEST_RUN) $(RACE_PACKAGES)
@@ -326,13 +326,13 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/wire/imageref -run=^$$ -fuzz=^FuzzPattern$$ -fuzztime=30s
 	go test ./internal/node/handoff -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/node/exclusion -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/wire/strictkeys -run=^$$ -fuzz=^FuzzJSON$$ -fuzztime=30s
-	go test ./internal/wire/strictkeys -run=^$$ -fuzz=^FuzzYAML$$ -fuzztime=30s
+	go test ./internal/util/strictkeys -run=^$$ -fuzz=^FuzzJSON$$ -fuzztime=30s
+	go test ./internal/util/strictkeys -run=^$$ -fuzz=^FuzzYAML$$ -fuzztime=30s
 	go test ./internal/wire/workerresult -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/node/cri -run=^$$ -fuzz=^FuzzSandboxImage$$ -fuzztime=30s
 	go test ./internal/node/cri -run=^$$ -fuzz=^FuzzDecodeListImages$$ -fuzztime=30s
-	go test ./internal/wire/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
-	go test ./internal/wire/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
+	go test ./internal/util/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
+	go test ./internal/util/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
 	go test ./internal/node/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
 	go test ./internal/node/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s

@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/eraser-oss/eraser/internal/manager/parallel"
 	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
 	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/util/parallel"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 

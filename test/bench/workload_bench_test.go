@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/eraser-oss/eraser/internal/manager/parallel"
 	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/util/parallel"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 )
 
 // stuckFinalizer keeps a worker pod terminating, as an unreachable node's

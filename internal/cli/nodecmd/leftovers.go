@@ -13,7 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 )
 
 // DefaultImageStore is CRI-O's image store (containers/storage's root).

@@ -13,7 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 )
 
 func list(ctx context.Context, client *cri.Client, policy protect.Policy, asJSON bool, out io.Writer) error {

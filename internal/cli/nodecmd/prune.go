@@ -18,7 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/retention"
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 

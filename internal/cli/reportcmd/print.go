@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )

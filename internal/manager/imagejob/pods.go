@@ -15,8 +15,8 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
-	"github.com/eraser-oss/eraser/internal/manager/parallel"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/util/parallel"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/manager/refusal"
+	"github.com/eraser-oss/eraser/internal/util/refusal"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 

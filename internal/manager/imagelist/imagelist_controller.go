@@ -36,8 +36,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
 )
 
 // Reconciler runs ImageLists.

@@ -24,8 +24,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/config"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
 )
 
 var env *testenv.Env

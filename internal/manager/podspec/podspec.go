@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )

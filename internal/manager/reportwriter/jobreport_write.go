@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/refusal"
+	"github.com/eraser-oss/eraser/internal/util/refusal"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 

@@ -19,8 +19,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/eraser-oss/eraser/internal/manager/parallel"
 	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
+	"github.com/eraser-oss/eraser/internal/util/parallel"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 

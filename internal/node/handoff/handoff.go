@@ -37,7 +37,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/wire/strictkeys"
+	"github.com/eraser-oss/eraser/internal/util/strictkeys"
 )
 
 // Endpoint names in the shared directory, as upstream Eraser names them.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 )
 
 // SweptStores names the result of the sweep of containerd's stores. The

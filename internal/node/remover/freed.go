@@ -11,7 +11,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
-	"github.com/eraser-oss/eraser/internal/wire/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/eraser-oss/eraser/internal/wire/strictkeys"
+	"github.com/eraser-oss/eraser/internal/util/strictkeys"
 )
 
 // MaxDocumentSize bounds a document: a ConfigMap holds at most 1 MiB.

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/eraser-oss/eraser/internal/wire/suggest"
+	"github.com/eraser-oss/eraser/internal/util/suggest"
 )
 
 // ignoredKeys are the keys upstream Eraser accepted without effect. They are

@@ -20,8 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eraser-oss/eraser/internal/util/strictkeys"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
-	"github.com/eraser-oss/eraser/internal/wire/strictkeys"
 )
 
 // MaxKey bounds one key: a ConfigMap holds at most 1 MiB.

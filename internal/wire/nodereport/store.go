@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/wire/kname"
+	"github.com/eraser-oss/eraser/internal/util/kname"
 )
 
 // LabelReport marks a report shard with its job's name (shortened like any

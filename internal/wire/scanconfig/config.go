@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/eraser-oss/eraser/internal/wire/strictkeys"
+	"github.com/eraser-oss/eraser/internal/util/strictkeys"
 )
 
 // Config is the Trivy scanner's configuration: the components.scanner.config

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/wire/suggest"
+	"github.com/eraser-oss/eraser/internal/util/suggest"
 )
 
 // Upstream's Trivy scanner decoded its configuration leniently: a key it did
