@@ -24,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 var (
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 
 func writeConfig(t *testing.T, doc string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), manager.ConfigKey)
+	p := filepath.Join(t.TempDir(), config.ConfigKey)
 	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	wireconfig "github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // process is a running manager.
@@ -55,7 +55,7 @@ func (s *scenario) startManager(doc string, extra ...string) *process {
 func (s *scenario) startManagerEnv(doc string, environ []string, extra ...string) *process {
 	s.t.Helper()
 	t := s.t
-	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
+	cfg := filepath.Join(t.TempDir(), wireconfig.ConfigKey)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	wireconfig "github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // A manager whose clock is off. The manager binary reads the clock of the
@@ -292,7 +292,7 @@ func (p *skewProxy) check() {
 func (s *scenario) startSkewedManager(p *skewProxy, doc string) *process {
 	s.t.Helper()
 	t := s.t
-	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
+	cfg := filepath.Join(t.TempDir(), wireconfig.ConfigKey)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // managerBin is the real manager binary, built once for the package by
@@ -47,12 +47,12 @@ func (c *cluster) startManager() *managerProc {
 	c.t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{}
-	if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: manager.DefaultConfigMapName}, cm); err != nil {
+	if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm); err != nil {
 		c.t.Fatalf("the installed config: %v", err)
 	}
 	dir := c.t.TempDir()
-	file := filepath.Join(dir, manager.ConfigKey)
-	if err := os.WriteFile(file, []byte(cm.Data[manager.ConfigKey]), 0o600); err != nil {
+	file := filepath.Join(dir, config.ConfigKey)
+	if err := os.WriteFile(file, []byte(cm.Data[config.ConfigKey]), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(managerBin.Path(c.t), "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
