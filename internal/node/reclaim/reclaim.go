@@ -17,7 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // CRINamespace is containerd's namespace of the kubelet's images.
@@ -96,10 +96,6 @@ type CRIOStore struct {
 	RecordAge time.Duration
 }
 
-// DefaultCRIORunRoot is CRI-O's run root unless its configuration moves
-// it (crio.conf's runroot).
-const DefaultCRIORunRoot = "/run/containers/storage"
-
 // Outcome is what became of a leftover.
 type Outcome string
 
@@ -138,10 +134,9 @@ type Ages struct {
 	Record time.Duration
 }
 
-// DefaultAges: a pull's or an import's lease lives minutes; one a day old
-// holds what nothing finished (leaseage). An hour for CRI-O's records,
-// which a pull writes before the image that holds them.
-var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
+// DefaultAges are the ages a remover given no flag uses, the
+// configuration's defaults.
+var DefaultAges = Ages{Lease: workerdefaults.LeaseAge, Record: workerdefaults.RecordAge}
 
 // Find reads the runtime's own records: containerd's through its CRI
 // endpoint (containerd's own API too: its unix socket, or its named pipe on

@@ -14,7 +14,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -66,10 +66,10 @@ func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
 		flags   LeftoverFlags
 		wantErr bool
 	}{
-		"the default":                     {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: reclaim.DefaultAges.Lease, MinLeaseAge: config.MinLeaseAge}},
-		"the least":                       {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: config.MinLeaseAge, MinLeaseAge: config.MinLeaseAge}},
-		"under it, reclaiming old-lease":  {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image,old-lease", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}, wantErr: true},
-		"under it, old-lease not claimed": {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}},
+		"the default":                     {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: reclaim.DefaultAges.Lease, MinLeaseAge: workerdefaults.MinLeaseAge}},
+		"the least":                       {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: workerdefaults.MinLeaseAge, MinLeaseAge: workerdefaults.MinLeaseAge}},
+		"under it, reclaiming old-lease":  {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image,old-lease", LeaseAge: 0, MinLeaseAge: workerdefaults.MinLeaseAge}, wantErr: true},
+		"under it, old-lease not claimed": {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image", LeaseAge: 0, MinLeaseAge: workerdefaults.MinLeaseAge}},
 		"under it, by hand":               {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: 0}},
 	}
 	for name, c := range cases {
@@ -82,20 +82,8 @@ func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
 	}
 	var cmd Command
 	cmd.Bind(flag.NewFlagSet("remover", flag.ContinueOnError))
-	if cmd.Leftover.MinLeaseAge != config.MinLeaseAge {
-		t.Errorf("the remover's least lease age is %s, the configuration's %s", cmd.Leftover.MinLeaseAge, config.MinLeaseAge)
-	}
-}
-
-// TestLeftoverDefaultsMatchConfig: what the configuration documents as
-// the default is what a remover given no flag uses.
-func TestLeftoverDefaultsMatchConfig(t *testing.T) {
-	want := reclaim.Ages{Lease: config.DefaultLeaseAge, Record: config.DefaultRecordAge}
-	if diff := cmp.Diff(want, reclaim.DefaultAges); diff != "" {
-		t.Errorf("(-config +workers):\n%s", diff)
-	}
-	if reclaim.DefaultCRIORunRoot != config.DefaultCRIORunRoot {
-		t.Errorf("CRI-O's run root: the configuration's default %q, the workers' %q", config.DefaultCRIORunRoot, reclaim.DefaultCRIORunRoot)
+	if cmd.Leftover.MinLeaseAge != workerdefaults.MinLeaseAge {
+		t.Errorf("the remover's least lease age is %s, the configuration's %s", cmd.Leftover.MinLeaseAge, workerdefaults.MinLeaseAge)
 	}
 }
 

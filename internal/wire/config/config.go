@@ -16,8 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/eraser-oss/eraser/internal/wire/minage"
 )
 
 // Config is the manager's configuration, whichever version it was written in.
@@ -43,10 +41,6 @@ type Manager struct {
 	Retention           Retention
 	Leftovers           Leftovers
 }
-
-// DefaultMinAge is the retention policy's minAge when the document sets
-// none: the workers' own default, so a pod without the flag judges alike.
-const DefaultMinAge = minage.Default
 
 // Retention is the workers' retention policy (docs/retention.md): which of
 // the images no container uses they remove.

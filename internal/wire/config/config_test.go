@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 var cmpQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
@@ -38,7 +39,7 @@ func fullConfig(apiVersion string) *Config {
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
 				"node-role.kubernetes.io/worker", "pool in (a, b)",
 			}},
-			Retention: Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containers/storage"},
+			Retention: Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containers/storage"},
 		},
 		Components: Components{
 			Collector: Component{

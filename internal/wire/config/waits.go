@@ -8,12 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
-
-// PeerWait bounds a worker's wait for a peer in a pod that does not scan:
-// the collector lists the node in seconds, so a peer that has not answered
-// in this time is dead (the workers' --handoff-timeout default).
-const PeerWait = time.Hour
 
 // ScanSlack is what a scanning run needs beyond the scanner's own deadline:
 // the collector's listing before the scanner reads it, then the removals
@@ -53,7 +49,7 @@ type Waits struct {
 // take (timeout.total, 23h by default), and an upstream configuration with
 // a longer one must keep working; upstream had no run timeout at all.
 func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scanconfig.Config) Waits {
-	w := Waits{Handoff: PeerWait, PodRun: podRunTimeout}
+	w := Waits{Handoff: workerdefaults.HandoffTimeout, PodRun: podRunTimeout}
 	if !scheduled || !scanning {
 		return w
 	}
