@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -60,7 +61,7 @@ func (f LeftoverFlags) Ages() reclaim.Ages {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range reclaim.Reclaimable {
+	for _, k := range leftoverkind.Reclaimable {
 		out = append(out, string(k))
 	}
 	return out
@@ -75,7 +76,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
 	}
-	if kinds[leftover.OldLease] && f.LeaseAge < f.MinLeaseAge {
+	if kinds[leftoverkind.OldLease] && f.LeaseAge < f.MinLeaseAge {
 		return nil, fmt.Errorf("--lease-age %s: reclaiming old-lease takes at least %s, as a pull under way holds its lease that long", f.LeaseAge, f.MinLeaseAge)
 	}
 	if !f.Find {

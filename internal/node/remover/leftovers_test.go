@@ -14,6 +14,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -93,11 +94,11 @@ func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
 // line carries no bytes and the summary says unknown rather than 0.
 func TestTally(t *testing.T) {
 	const mib = 1 << 20
-	res := func(kind leftover.Kind, name string, bytes uint64, o reclaim.Outcome) reclaim.Result {
+	res := func(kind leftoverkind.Kind, name string, bytes uint64, o reclaim.Outcome) reclaim.Result {
 		return reclaim.Result{Leftover: leftover.Leftover{Kind: kind, Namespace: reclaim.CRINamespace, Name: name, Bytes: bytes}, Outcome: o}
 	}
-	swept := res(leftover.Unreferenced, reclaim.SweptStores, 6*mib, reclaim.Reclaimed)
-	unknown := res(leftover.Unreferenced, reclaim.SweptStores, 0, reclaim.Reclaimed)
+	swept := res(leftoverkind.Unreferenced, reclaim.SweptStores, 6*mib, reclaim.Reclaimed)
+	unknown := res(leftoverkind.Unreferenced, reclaim.SweptStores, 0, reclaim.Reclaimed)
 	unknown.BytesUnknown = true
 	cases := map[string]struct {
 		results []reclaim.Result
@@ -108,17 +109,17 @@ func TestTally(t *testing.T) {
 	}{
 		"none": {lineBytes: map[string]float64{}},
 		"found and reclaimed": {
-			results:   []reclaim.Result{res(leftover.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed), res(leftover.GCRoot, "sha256:b", mib, reclaim.Found), res(leftover.OldLease, "l", 2*mib, reclaim.Failed)},
+			results:   []reclaim.Result{res(leftoverkind.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed), res(leftoverkind.GCRoot, "sha256:b", mib, reclaim.Found), res(leftoverkind.OldLease, "l", 2*mib, reclaim.Failed)},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 3 * mib, Found: 2, FoundBytes: 3 * mib, Failed: 1},
 			lineBytes: map[string]float64{"sha256:a": 3 * mib, "sha256:b": mib, "l": 2 * mib},
 		},
 		"the sweep measured": {
-			results:   []reclaim.Result{res(leftover.Unreferenced, "sha256:c", mib, reclaim.Reclaimed), swept},
+			results:   []reclaim.Result{res(leftoverkind.Unreferenced, "sha256:c", mib, reclaim.Reclaimed), swept},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 7 * mib, SweptBytes: 6 * mib},
 			lineBytes: map[string]float64{"sha256:c": mib, reclaim.SweptStores: 6 * mib},
 		},
 		"gone before its deletion": {
-			results:   []reclaim.Result{res(leftover.OldLease, "l", 0, reclaim.Gone), res(leftover.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed)},
+			results:   []reclaim.Result{res(leftoverkind.OldLease, "l", 0, reclaim.Gone), res(leftoverkind.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed)},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 3 * mib},
 			lineBytes: map[string]float64{"l": 0, "sha256:a": 3 * mib},
 		},

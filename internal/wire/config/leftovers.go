@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
@@ -34,19 +35,10 @@ type Leftovers struct {
 	CRIORunRoot string
 }
 
-// ReclaimableKinds are the kinds a configuration may reclaim, containerd's
-// then CRI-O's (the node's reclaim package holds the same list).
-var ReclaimableKinds = append(slices.Clone(containerdKinds), crioKinds...)
-
-var (
-	containerdKinds = []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}
-	crioKinds       = []string{"unreferenced-layer", "incomplete-layer", "orphan-container"}
-)
-
 // ReclaimsOnCRIO says whether the removers delete CRI-O's leftovers: then
 // they write to CRI-O's store.
 func (l Leftovers) ReclaimsOnCRIO() bool {
-	return slices.ContainsFunc(l.Reclaim, func(k string) bool { return slices.Contains(crioKinds, k) })
+	return slices.ContainsFunc(l.Reclaim, func(k string) bool { return slices.Contains(leftoverkind.CRIO, leftoverkind.Kind(k)) })
 }
 
 // RunRoot is CRI-O's run root the removers are told.
@@ -69,8 +61,8 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 	var out Leftovers
 	for i, k := range d.Reclaim {
 		switch {
-		case !slices.Contains(ReclaimableKinds, k):
-			c.errs = append(c.errs, field.NotSupported(p.Child("reclaim").Index(i), k, ReclaimableKinds))
+		case !slices.Contains(leftoverkind.Reclaimable, leftoverkind.Kind(k)):
+			c.errs = append(c.errs, field.NotSupported(p.Child("reclaim").Index(i), k, leftoverkind.Reclaimable))
 		case !slices.Contains(out.Reclaim, k):
 			out.Reclaim = append(out.Reclaim, k)
 		}
@@ -113,12 +105,12 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 		}
 	}
 	// The kinds of the other runtime reclaim nothing on these nodes.
-	other := crioKinds
+	other := leftoverkind.CRIO
 	if c.cfg.Manager.Runtime.Name == RuntimeCrio {
-		other = containerdKinds
+		other = leftoverkind.Containerd
 	}
 	for _, k := range out.Reclaim {
-		if slices.Contains(other, k) {
+		if slices.Contains(other, leftoverkind.Kind(k)) {
 			c.warn(p.Child("reclaim"), fmt.Sprintf("%s is not a leftover of %s nodes: it reclaims nothing there", k, c.cfg.Manager.Runtime.Name))
 		}
 	}
