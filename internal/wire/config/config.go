@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // Config is the manager's configuration, whichever version it was written in.
@@ -253,6 +255,10 @@ type Component struct {
 	Limit   Resources
 	// Config is passed to the scanner verbatim; its schema is the scanner's.
 	Config string
+	// Trivy is the scanner's Config as the Trivy scanner reads it, parsed
+	// at load: nil for the other components, a custom scanner, or a
+	// document the scanner would refuse.
+	Trivy *scanconfig.Config
 	// Volumes are extra volumes for the scanner; only hostPath volumes are
 	// mounted, read-only, at their host path.
 	Volumes []corev1.Volume

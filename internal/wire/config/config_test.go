@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
@@ -103,6 +104,7 @@ func defaults(apiVersion string) *Config {
 				Image:   Image{Repo: version.DefaultRepo + "/eraser-trivy-scanner", Tag: version.Version},
 				Request: Resources{Mem: q("256Mi"), CPU: q("100m")},
 				Limit:   Resources{Mem: q("2Gi")},
+				Trivy:   ptr(scanconfig.DefaultConfig()),
 			},
 			Remover: Component{
 				Enabled: true,

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -68,35 +67,8 @@ func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scancon
 
 // Waits are the waits of a job of this configuration, scheduled or not.
 func (c *Config) Waits(scheduled bool) Waits {
-	return WaitsFor(c.Manager.ImageJob.PodRunTimeout, scheduled, c.Components.Collector.Enabled && c.Components.Scanner.Enabled, c.trivyScan())
+	return WaitsFor(c.Manager.ImageJob.PodRunTimeout, scheduled, c.Components.Collector.Enabled && c.Components.Scanner.Enabled, c.Components.Scanner.Trivy)
 }
-
-// trivyScan is the Trivy scanner's configuration, nil for a custom
-// scanner's or one that does not parse (which the load refuses).
-func (c *Config) trivyScan() *scanconfig.Config {
-	if !IsTrivyScanner(c.Components.Scanner) {
-		return nil
-	}
-	doc := c.Components.Scanner.Config
-	// Every worker pod of a job asks, and parsing costs tens of
-	// microseconds: the last document's answer is kept.
-	if last := lastScan.Load(); last != nil && last.doc == doc {
-		return last.sc
-	}
-	var out *scanconfig.Config
-	if sc, err := scanconfig.ParseConfig(doc); err == nil {
-		out = &sc
-	}
-	lastScan.Store(&parsedScan{doc: doc, sc: out})
-	return out
-}
-
-type parsedScan struct {
-	doc string
-	sc  *scanconfig.Config
-}
-
-var lastScan atomic.Pointer[parsedScan]
 
 // runTimeout tells, at load, about a podRunTimeout that scheduled runs'
 // pods would outlive: a warning rather than a refusal, because the default
