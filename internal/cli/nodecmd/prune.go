@@ -29,7 +29,7 @@ type pruneOptions struct {
 	dryRun      bool
 	concurrency int
 	retention   retention.Flags
-	protection  remover.ProtectionFlags
+	protection  protect.Flags
 	leftover    remover.LeftoverFlags
 	now         time.Time
 	json        bool
@@ -101,14 +101,13 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
-		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath), Protection: o.protection,
 	}
 	remover.SetFreedMeters(&opts, client, o.retention.ImageFsPath, o.retention.ImageStore, true)
 	var err error
 	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore, opts.MeasureFreed); err != nil {
 		return fail(err)
 	}
-	o.protection.Apply(&opts)
 	results, err := remover.Run(ctx, client, targets, opts)
 	if err != nil {
 		return fail(err)

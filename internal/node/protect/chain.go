@@ -44,8 +44,11 @@ type Subject struct {
 	Used Containers
 	// Policy is the node's sandbox images and exclusions.
 	Policy Policy
-	// Cluster is what the cluster's references say of the image.
-	Cluster Cluster
+	// Cluster is what the run was told of the cluster's references and
+	// its switches; Referrer is the reference that names the image, nil:
+	// none.
+	Cluster  Cluster
+	Referrer *Referrer
 	// Vulnerable: the scanner's verdict chose the image.
 	Vulnerable bool
 	// Arrived is when the image was pulled or re-tagged on the node; Now
@@ -56,20 +59,23 @@ type Subject struct {
 	AgeNote      string
 }
 
-// Cluster is what the manager's references tell a node of one image.
+// Cluster is what the automatic policies' rules are told of the cluster
+// and its switches, once per run. An ImageList that names an image
+// removes it all the same.
 type Cluster struct {
 	// Read: the run was given the cluster's references. Without them the
 	// rules below keep nothing: the protection is switched off.
 	Read bool
-	// Referrer is the first reference that names the image; nil: none.
-	Referrer *Referrer
 	// NodeIncomplete: the node's pods referenced more images than their
 	// set could carry; ClusterIncomplete: the cluster's set was written
 	// without some of its references. Either way any image may be
 	// referenced.
 	NodeIncomplete, ClusterIncomplete bool
 	// RemoveVulnerable lets the scanner's verdict remove an image that
-	// only a workload template references (never one of the node's pods).
+	// only a workload template references: the pod pulls its tag again,
+	// fixed once the tag is. Images of the node's own pods stay: they are
+	// about to run, and removing them only makes the kubelet pull the same
+	// image.
 	RemoveVulnerable bool
 	// KeepNotRepullable keeps images no registry can give back.
 	KeepNotRepullable bool
@@ -227,7 +233,7 @@ func cannotBePulledBack(s *Subject) (string, bool) {
 // references (its tag is pulled again, fixed once the tag is), never one
 // of the node's own pods, which are about to run it.
 func referencedByWorkload(s *Subject) (string, bool) {
-	ref := s.Cluster.Referrer
+	ref := s.Referrer
 	if !s.Cluster.Read || ref == nil {
 		return "", false
 	}
@@ -248,7 +254,7 @@ func referencesIncomplete(s *Subject) (string, bool) {
 		return "", false
 	case s.Cluster.NodeIncomplete:
 		return "the node's pods reference more images than their set can carry: every image is kept from the automatic policies", true
-	case s.Cluster.ClusterIncomplete && s.Cluster.Referrer == nil:
+	case s.Cluster.ClusterIncomplete && s.Referrer == nil:
 		return "the cluster's references could not be written whole for this run: every image is kept from the automatic policies", true
 	}
 	return "", false

@@ -44,22 +44,23 @@ func TestReferencedByWorkload(t *testing.T) {
 	pending := &Referrer{Owner: "Pod shop/web-1"}
 	cases := map[string]struct {
 		c          Cluster
+		ref        *Referrer
 		vulnerable bool
 		want       Verdict
 	}{
 		"not referenced":                       {c: Cluster{Read: true}},
-		"references not read":                  {c: Cluster{Referrer: template}},
-		"a pod on this node":                   {c: Cluster{Read: true, Referrer: onNode}, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"a template":                           {c: Cluster{Read: true, Referrer: template}, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"a pod not yet scheduled":              {c: Cluster{Read: true, Referrer: pending}, want: Verdict{Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
-		"vulnerable, template only":            {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true}, vulnerable: true},
-		"vulnerable, template, switched off":   {c: Cluster{Read: true, Referrer: template}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"vulnerable, the node's pod":           {c: Cluster{Read: true, Referrer: onNode, RemoveVulnerable: true}, vulnerable: true, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"vulnerable, template, node set short": {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true, NodeIncomplete: true}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
+		"references not read":                  {c: Cluster{}, ref: template},
+		"a pod on this node":                   {c: Cluster{Read: true}, ref: onNode, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
+		"a template":                           {c: Cluster{Read: true}, ref: template, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
+		"a pod not yet scheduled":              {c: Cluster{Read: true}, ref: pending, want: Verdict{Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
+		"vulnerable, template only":            {c: Cluster{Read: true, RemoveVulnerable: true}, ref: template, vulnerable: true},
+		"vulnerable, template, switched off":   {c: Cluster{Read: true}, ref: template, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
+		"vulnerable, the node's pod":           {c: Cluster{Read: true, RemoveVulnerable: true}, ref: onNode, vulnerable: true, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
+		"vulnerable, template, node set short": {c: Cluster{Read: true, RemoveVulnerable: true, NodeIncomplete: true}, ref: template, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: tc.vulnerable}
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: tc.vulnerable}
 			if diff := cmp.Diff(tc.want, verdictOf(referencedByWorkload, Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -73,18 +74,19 @@ func TestReferencesIncomplete(t *testing.T) {
 	template := &Referrer{Owner: "Deployment shop/web"}
 	cases := map[string]struct {
 		c    Cluster
+		ref  *Referrer
 		want Verdict
 	}{
 		"complete":                          {c: Cluster{Read: true}},
 		"not read":                          {c: Cluster{NodeIncomplete: true, ClusterIncomplete: true}},
 		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{Referenced, node}},
-		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true, Referrer: template}, want: Verdict{Referenced, node}},
+		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true}, ref: template, want: Verdict{Referenced, node}},
 		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{Referenced, cluster}},
-		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true, Referrer: template}},
+		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true}, ref: template},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: true}
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: true}
 			if diff := cmp.Diff(tc.want, verdictOf(referencesIncomplete, Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -119,19 +121,19 @@ func TestTooYoung(t *testing.T) {
 func TestJudgeOrder(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	everything := Subject{
-		Image:  cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
-		Used:   NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
-		Policy: Policy{GuessPause: true},
-		Cluster: Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true,
-			Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true}},
-		Now: now, MinAge: time.Hour, Arrived: now,
+		Image:    cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
+		Used:     NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
+		Policy:   Policy{GuessPause: true},
+		Cluster:  Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true},
+		Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true},
+		Now:      now, MinAge: time.Hour, Arrived: now,
 	}
 	everything.Keys = Keys(everything.Image)
 	drop := map[string]func(*Subject){
 		"in use":          func(s *Subject) { s.Used = Containers{} },
 		"pinned":          func(s *Subject) { s.Image.Pinned = false },
 		"not re-pullable": func(s *Subject) { s.Cluster.KeepNotRepullable = false },
-		"referenced":      func(s *Subject) { s.Cluster.Referrer = nil },
+		"referenced":      func(s *Subject) { s.Referrer = nil },
 		"incomplete":      func(s *Subject) { s.Cluster.NodeIncomplete = false },
 		"too young":       func(s *Subject) { s.MinAge = 0 },
 	}

@@ -239,8 +239,8 @@ type Retention struct {
 	Disk *retention.Disk
 	// AgeSource is where Ages came from (NodeAges).
 	AgeSource string
-	// Protection keeps images from the automatic policies.
-	Protection Protection
+	// Cluster is what the automatic policies' cluster-aware rules are told.
+	Cluster protect.Cluster
 }
 
 // Plan resolves targets against the snapshot and the retention policy. It
