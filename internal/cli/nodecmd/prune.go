@@ -125,7 +125,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	}
 	if err := errors.Join(remover.NodeOutcome(s), info.StateErr, info.DiskErr); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
-		if s.Counts[string(remover.Failed)] > 0 {
+		if s.Count(workerresult.Failed) > 0 {
 			return ExitRemovalsFail
 		}
 		return ExitCouldNotRun
@@ -185,8 +185,8 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		verb = "would free"
 	}
 	var parts []string
-	for _, o := range remover.Outcomes {
-		if n := s.Counts[string(o)]; n > 0 {
+	for _, o := range workerresult.Outcomes {
+		if n := s.Count(o); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, o))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Scope says which removals a rule stops.
@@ -104,7 +105,7 @@ func (r Referrer) Describe() string {
 type Rule struct {
 	// Name says what keeps the image, as docs/protection.md lists it.
 	Name   string
-	Reason Reason
+	Reason workerresult.Outcome
 	Scope  Scope
 	// keep decides for one image and says why it keeps it.
 	keep func(*Subject) (detail string, kept bool)
@@ -115,15 +116,15 @@ type Rule struct {
 // that a run may apply them once when it reads the node and the automatic
 // ones per candidate later, in the same order.
 var chain = []Rule{
-	{Name: "a container uses it", Reason: InUse, Scope: Always, keep: usedByContainer},
-	{Name: "a container mounts it as an image volume", Reason: InUse, Scope: Always, keep: mountedByContainer},
-	{Name: "the runtime pins it", Reason: Pinned, Scope: Always, keep: pinnedByRuntime},
-	{Name: "it is the runtime's sandbox image", Reason: Pinned, Scope: Always, keep: sandboxImage},
-	{Name: "an exclusion list protects it", Reason: Excluded, Scope: Always, keep: excludedByList},
-	{Name: "no registry can give it back", Reason: NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
-	{Name: "a pod or a workload references it", Reason: Referenced, Scope: Automatic, keep: referencedByWorkload},
-	{Name: "the cluster's references are incomplete", Reason: Referenced, Scope: Automatic, keep: referencesIncomplete},
-	{Name: "it arrived under the minimum age", Reason: TooYoung, Scope: Automatic, keep: tooYoung},
+	{Name: "a container uses it", Reason: workerresult.InUse, Scope: Always, keep: usedByContainer},
+	{Name: "a container mounts it as an image volume", Reason: workerresult.InUse, Scope: Always, keep: mountedByContainer},
+	{Name: "the runtime pins it", Reason: workerresult.Pinned, Scope: Always, keep: pinnedByRuntime},
+	{Name: "it is the runtime's sandbox image", Reason: workerresult.Pinned, Scope: Always, keep: sandboxImage},
+	{Name: "an exclusion list protects it", Reason: workerresult.Excluded, Scope: Always, keep: excludedByList},
+	{Name: "no registry can give it back", Reason: workerresult.NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
+	{Name: "a pod or a workload references it", Reason: workerresult.Referenced, Scope: Automatic, keep: referencedByWorkload},
+	{Name: "the cluster's references are incomplete", Reason: workerresult.Referenced, Scope: Automatic, keep: referencesIncomplete},
+	{Name: "it arrived under the minimum age", Reason: workerresult.TooYoung, Scope: Automatic, keep: tooYoung},
 }
 
 // Chain is the keep rules in the order they apply.
@@ -137,7 +138,7 @@ func Judge(s *Subject, scope Scope) Verdict {
 // UsedNow applies the rules that keep an image a container uses, alone:
 // the re-check right before a removal, on a fresh container listing.
 func UsedNow(img cri.Image, used Containers) Verdict {
-	return first(&Subject{Image: img, Keys: Keys(img), Used: used}, func(r Rule) bool { return r.Reason == InUse })
+	return first(&Subject{Image: img, Keys: Keys(img), Used: used}, func(r Rule) bool { return r.Reason == workerresult.InUse })
 }
 
 // first is the verdict of the first rule, among those chosen, that keeps

@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/references"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // TestProtectionDecides: what the cluster-aware protections keep, from
@@ -103,11 +104,11 @@ func TestProtectionDecides(t *testing.T) {
 			for _, res := range results {
 				o := outcome{string(res.Outcome), res.Detail}
 				switch {
-				case res.Outcome == NotRepullable, res.Outcome == Referenced && tc.protection.ClusterIncomplete:
+				case res.Outcome == workerresult.NotRepullable, res.Outcome == workerresult.Referenced && tc.protection.ClusterIncomplete:
 					// What the runtime shows, or what is missing; the
 					// rest is the same for all (protect's tests pin it).
 					o.Detail, _, _ = strings.Cut(res.Detail, ":")
-				case res.Outcome == Referenced && tc.protection.NodeIncomplete:
+				case res.Outcome == workerresult.Referenced && tc.protection.NodeIncomplete:
 					o.Detail = ""
 				}
 				got[res.ImageID] = o

@@ -356,9 +356,9 @@ func finish(g *group) {
 		g.results[n].attempted, g.results[n].err = true, err
 		// Provisional until settle has seen the node after the removals.
 		if err != nil {
-			g.results[n].Outcome, g.results[n].Detail = Failed, err.Error()
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Failed, err.Error()
 		} else {
-			g.results[n].Outcome = Removed
+			g.results[n].Outcome = workerresult.Removed
 		}
 	}
 }
@@ -374,7 +374,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 	}
 	fail := func(detail string) *group {
 		for n := range g.results {
-			g.results[n].Outcome, g.results[n].Detail = Failed, detail
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Failed, detail
 		}
 		return g
 	}
@@ -394,7 +394,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 			continue
 		}
 		if dryRun {
-			g.results[n].Outcome, g.results[n].Detail = Removed, strings.TrimSuffix("dry run; "+g.results[n].Detail, "; ")
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Removed, strings.TrimSuffix("dry run; "+g.results[n].Detail, "; ")
 			continue
 		}
 		ids = append(ids, g.results[n].ImageID)
