@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 var (
@@ -24,14 +25,14 @@ func TestCannotBePulledBack(t *testing.T) {
 		want Verdict
 	}{
 		"pulled":                 {s: Subject{Image: pulled, Cluster: Cluster{KeepNotRepullable: true}}},
-		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
-		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 		"switched off":           {s: Subject{Image: imported}},
-		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, verdictOf(cannotBePulledBack, NotRepullable, &tc.s)); diff != "" {
+			if diff := cmp.Diff(tc.want, verdictOf(cannotBePulledBack, workerresult.NotRepullable, &tc.s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -44,23 +45,24 @@ func TestReferencedByWorkload(t *testing.T) {
 	pending := &Referrer{Owner: "Pod shop/web-1"}
 	cases := map[string]struct {
 		c          Cluster
+		ref        *Referrer
 		vulnerable bool
 		want       Verdict
 	}{
 		"not referenced":                       {c: Cluster{Read: true}},
-		"references not read":                  {c: Cluster{Referrer: template}},
-		"a pod on this node":                   {c: Cluster{Read: true, Referrer: onNode}, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"a template":                           {c: Cluster{Read: true, Referrer: template}, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"a pod not yet scheduled":              {c: Cluster{Read: true, Referrer: pending}, want: Verdict{Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
-		"vulnerable, template only":            {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true}, vulnerable: true},
-		"vulnerable, template, switched off":   {c: Cluster{Read: true, Referrer: template}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"vulnerable, the node's pod":           {c: Cluster{Read: true, Referrer: onNode, RemoveVulnerable: true}, vulnerable: true, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"vulnerable, template, node set short": {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true, NodeIncomplete: true}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
+		"references not read":                  {c: Cluster{}, ref: template},
+		"a pod on this node":                   {c: Cluster{Read: true}, ref: onNode, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"a template":                           {c: Cluster{Read: true}, ref: template, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"a pod not yet scheduled":              {c: Cluster{Read: true}, ref: pending, want: Verdict{workerresult.Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
+		"vulnerable, template only":            {c: Cluster{Read: true, RemoveVulnerable: true}, ref: template, vulnerable: true},
+		"vulnerable, template, switched off":   {c: Cluster{Read: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"vulnerable, the node's pod":           {c: Cluster{Read: true, RemoveVulnerable: true}, ref: onNode, vulnerable: true, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"vulnerable, template, node set short": {c: Cluster{Read: true, RemoveVulnerable: true, NodeIncomplete: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: tc.vulnerable}
-			if diff := cmp.Diff(tc.want, verdictOf(referencedByWorkload, Referenced, &s)); diff != "" {
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: tc.vulnerable}
+			if diff := cmp.Diff(tc.want, verdictOf(referencedByWorkload, workerresult.Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -73,19 +75,20 @@ func TestReferencesIncomplete(t *testing.T) {
 	template := &Referrer{Owner: "Deployment shop/web"}
 	cases := map[string]struct {
 		c    Cluster
+		ref  *Referrer
 		want Verdict
 	}{
 		"complete":                          {c: Cluster{Read: true}},
 		"not read":                          {c: Cluster{NodeIncomplete: true, ClusterIncomplete: true}},
-		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{Referenced, node}},
-		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true, Referrer: template}, want: Verdict{Referenced, node}},
-		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{Referenced, cluster}},
-		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true, Referrer: template}},
+		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{workerresult.Referenced, node}},
+		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true}, ref: template, want: Verdict{workerresult.Referenced, node}},
+		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{workerresult.Referenced, cluster}},
+		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true}, ref: template},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: true}
-			if diff := cmp.Diff(tc.want, verdictOf(referencesIncomplete, Referenced, &s)); diff != "" {
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: true}
+			if diff := cmp.Diff(tc.want, verdictOf(referencesIncomplete, workerresult.Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -99,15 +102,15 @@ func TestTooYoung(t *testing.T) {
 		want Verdict
 	}{
 		"old enough":         {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-10 * time.Minute)}},
-		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Verdict{TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
-		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Verdict{TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
+		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Verdict{workerresult.TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
+		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Verdict{workerresult.TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
 		"no minimum age":     {s: Subject{Now: now, Arrived: now}},
 		"age unknown is old": {s: Subject{Now: now, MinAge: time.Hour}},
 		"no clock":           {s: Subject{MinAge: time.Hour, Arrived: now}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, verdictOf(tooYoung, TooYoung, &tc.s)); diff != "" {
+			if diff := cmp.Diff(tc.want, verdictOf(tooYoung, workerresult.TooYoung, &tc.s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -119,19 +122,19 @@ func TestTooYoung(t *testing.T) {
 func TestJudgeOrder(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	everything := Subject{
-		Image:  cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
-		Used:   NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
-		Policy: Policy{GuessPause: true},
-		Cluster: Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true,
-			Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true}},
-		Now: now, MinAge: time.Hour, Arrived: now,
+		Image:    cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
+		Used:     NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
+		Policy:   Policy{GuessPause: true},
+		Cluster:  Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true},
+		Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true},
+		Now:      now, MinAge: time.Hour, Arrived: now,
 	}
 	everything.Keys = Keys(everything.Image)
 	drop := map[string]func(*Subject){
 		"in use":          func(s *Subject) { s.Used = Containers{} },
 		"pinned":          func(s *Subject) { s.Image.Pinned = false },
 		"not re-pullable": func(s *Subject) { s.Cluster.KeepNotRepullable = false },
-		"referenced":      func(s *Subject) { s.Cluster.Referrer = nil },
+		"referenced":      func(s *Subject) { s.Referrer = nil },
 		"incomplete":      func(s *Subject) { s.Cluster.NodeIncomplete = false },
 		"too young":       func(s *Subject) { s.MinAge = 0 },
 	}
@@ -145,12 +148,12 @@ func TestJudgeOrder(t *testing.T) {
 	got["nothing left"] = verdicts{Judge(&s, Always), Judge(&s, Automatic)}
 	const notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
 	want := map[string]verdicts{
-		"before dropping in use":          {Verdict{InUse, "container c"}, Verdict{NotRepullable, notRepullable}},
-		"before dropping pinned":          {Verdict{Pinned, "pinned by the runtime"}, Verdict{NotRepullable, notRepullable}},
-		"before dropping not re-pullable": {Verdict{}, Verdict{NotRepullable, notRepullable}},
-		"before dropping referenced":      {Verdict{}, Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"before dropping incomplete":      {Verdict{}, Verdict{Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"}},
-		"before dropping too young":       {Verdict{}, Verdict{TooYoung, "arrived 0s ago, under the minimum age 1h0m0s"}},
+		"before dropping in use":          {Verdict{workerresult.InUse, "container c"}, Verdict{workerresult.NotRepullable, notRepullable}},
+		"before dropping pinned":          {Verdict{workerresult.Pinned, "pinned by the runtime"}, Verdict{workerresult.NotRepullable, notRepullable}},
+		"before dropping not re-pullable": {Verdict{}, Verdict{workerresult.NotRepullable, notRepullable}},
+		"before dropping referenced":      {Verdict{}, Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"before dropping incomplete":      {Verdict{}, Verdict{workerresult.Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"}},
+		"before dropping too young":       {Verdict{}, Verdict{workerresult.TooYoung, "arrived 0s ago, under the minimum age 1h0m0s"}},
 		"nothing left":                    {},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -164,7 +167,7 @@ func TestUsedNow(t *testing.T) {
 		containers []cri.Container
 		want       Verdict
 	}{
-		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Verdict{InUse, "container c"}},
+		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Verdict{workerresult.InUse, "container c"}},
 		"unused":                    {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: imported.ID}}},
 		"pinned is not a container": {img: cri.Image{ID: imported.ID, Pinned: true}},
 	}
@@ -205,7 +208,7 @@ func TestChainDocumented(t *testing.T) {
 }
 
 // verdictOf runs one rule as the chain would.
-func verdictOf(keep func(*Subject) (string, bool), reason Reason, s *Subject) Verdict {
+func verdictOf(keep func(*Subject) (string, bool), reason workerresult.Outcome, s *Subject) Verdict {
 	if detail, ok := keep(s); ok {
 		return Verdict{Reason: reason, Detail: detail}
 	}

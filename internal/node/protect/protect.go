@@ -18,24 +18,14 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Reason says why an image is kept; Removable means no rule keeps it. It
-// is the outcome the node's summary counts, its report and its logs print.
-type Reason = workerresult.Outcome
-
-// The reasons the keep rules give (Chain lists which rule gives which).
-const (
-	Removable     Reason = ""
-	InUse                = workerresult.InUse
-	Pinned               = workerresult.Pinned
-	Excluded             = workerresult.Excluded
-	NotRepullable        = workerresult.NotRepullable
-	Referenced           = workerresult.Referenced
-	TooYoung             = workerresult.TooYoung
-)
+// Removable is the reason of a Verdict when no rule keeps the image.
+const Removable workerresult.Outcome = ""
 
 // Verdict is the decision for one image.
 type Verdict struct {
-	Reason Reason
+	// Reason says why the image is kept: the outcome the node's summary
+	// counts and its report and logs print.
+	Reason workerresult.Outcome
 	// Detail names the container, the sandbox image, the pattern, the
 	// workload or the age.
 	Detail string

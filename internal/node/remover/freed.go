@@ -161,7 +161,7 @@ func joinNote(a, b string) string {
 func removedImages(s *Snapshot, results []Result) []cri.Image {
 	want := map[string]bool{}
 	for _, r := range results {
-		if r.Outcome == Removed && r.ImageID != "" {
+		if r.Outcome == workerresult.Removed && r.ImageID != "" {
 			want[r.ImageID] = true
 		}
 	}

@@ -17,31 +17,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Outcome is what happened to one target or image.
-type Outcome = workerresult.Outcome
-
-// The outcomes, as they appear in logs and in the summary
-// (workerresult defines them, for the manager reads them too).
-const (
-	Removed       = workerresult.Removed
-	InUse         = workerresult.InUse
-	Pinned        = workerresult.Pinned
-	Excluded      = workerresult.Excluded
-	Referenced    = workerresult.Referenced
-	NotRepullable = workerresult.NotRepullable
-	TooYoung      = workerresult.TooYoung
-	RecentlyUsed  = workerresult.RecentlyUsed
-	NotNeeded     = workerresult.NotNeeded
-	NotOnNode     = workerresult.NotOnNode
-	// Refused: see judgeRemoval.
-	Refused = workerresult.Refused
-	Failed  = workerresult.Failed
-	Invalid = workerresult.Invalid
-)
-
-// Outcomes lists every outcome in a stable order.
-var Outcomes = workerresult.Outcomes
-
 // Targets are what to remove.
 type Targets struct {
 	// All selects every unprotected image old enough ("*").
@@ -74,7 +49,7 @@ func ParseTargets(entries []string) (Targets, []Result) {
 		}
 		r, err := imageref.Parse(e)
 		if err != nil {
-			invalid = append(invalid, Result{Target: e, Outcome: Invalid, Detail: err.Error()})
+			invalid = append(invalid, Result{Target: e, Outcome: workerresult.Invalid, Detail: err.Error()})
 			continue
 		}
 		t.Refs = append(t.Refs, r)
@@ -90,7 +65,8 @@ type Result struct {
 	// ImageID and Names identify the image, when one matched.
 	ImageID string
 	Names   []string
-	Outcome Outcome
+	// Outcome is what happened to it (Refused: see judgeRemoval).
+	Outcome workerresult.Outcome
 	// Bytes is the image's size: freed when Removed.
 	Bytes  uint64
 	Detail string
@@ -239,8 +215,8 @@ type Retention struct {
 	Disk *retention.Disk
 	// AgeSource is where Ages came from (NodeAges).
 	AgeSource string
-	// Protection keeps images from the automatic policies.
-	Protection Protection
+	// Cluster is what the automatic policies' cluster-aware rules are told.
+	Cluster protect.Cluster
 }
 
 // Plan resolves targets against the snapshot and the retention policy. It
@@ -285,7 +261,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	for n, ref := range t.Refs {
 		idx := s.lookup(ref.String())
 		if len(idx) == 0 {
-			results = append(results, Result{Target: t.Entries[n], Outcome: NotOnNode})
+			results = append(results, Result{Target: t.Entries[n], Outcome: workerresult.NotOnNode})
 			continue
 		}
 		for _, i := range idx {
