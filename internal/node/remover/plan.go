@@ -205,7 +205,9 @@ type Age struct {
 	Arrived, LastUsed, FirstSeen time.Time
 }
 
-// Retention is the retention policy's part of a plan.
+// Retention is what a plan is told besides the snapshot and its targets:
+// the retention policy, the images' ages and the disk, and what the chain's
+// cluster-aware rules are told.
 type Retention struct {
 	Settings retention.Settings
 	Now      time.Time
