@@ -18,6 +18,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // fill writes to dir until its filesystem has no room left, and returns
@@ -53,7 +54,7 @@ func TestFullDiskRemovesFirst(t *testing.T) {
 	for i := range 4 {
 		tag := fmt.Sprintf("example.com/full/%d:1", i)
 		tags = append(tags, tag)
-		n.Import(t, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4 << 20})
+		n.Import(t, testimage.Image{Tags: []string{tag}, RandomBytes: 4 << 20})
 	}
 	stateDir := filepath.Join(n.RootDir(), "eraser-state")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {

@@ -8,9 +8,8 @@
 // Under -short (the unit tier) the tests skip. Without containerd and runc
 // installed they skip too, except under CI, where that is a failure.
 //
-// The package also holds what every runtime's test instance shares: the
-// images tests build (Image, Pause) and the CRI operations (CRI), which
-// testcrio's CRIO embeds as Containerd does.
+// What every runtime's test instance shares lives apart: the images tests
+// build in testimage, the CRI operations in testcri.
 package testcontainerd
 
 import (
@@ -20,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +26,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // BinDirEnv names a directory holding another containerd (containerd and
@@ -45,11 +45,11 @@ func binary() (bin string, env []string) {
 }
 
 // SandboxImage is the pause image the private containerd is configured with.
-const SandboxImage = "registry.k8s.io/pause:3.10"
+const SandboxImage = testimage.SandboxImage
 
 // Containerd is a running private containerd.
 type Containerd struct {
-	*CRI
+	*testcri.CRI
 	Dir    string
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -75,41 +75,7 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
-}
-
-var (
-	pauseOnce sync.Once
-	pauseBin  []byte
-	pauseErr  error
-)
-
-// Pause is a static binary that sleeps until signalled, for test images.
-func Pause(t testing.TB) []byte {
-	t.Helper()
-	pauseOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pause")
-		if err != nil {
-			pauseErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "pause")
-		// By import path, from the test's own directory: it resolves in this
-		// module and in modules that require it (the scanner's), and does
-		// not depend on source paths, which -trimpath rewrites.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
-			return
-		}
-		pauseBin, pauseErr = os.ReadFile(out)
-	})
-	if pauseErr != nil {
-		t.Fatal(pauseErr)
-	}
-	return pauseBin
+	testcri.RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
 }
 
 // Start runs a private containerd with the sandbox image imported; the test's
@@ -134,14 +100,14 @@ func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
 func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd {
 	t.Helper()
 	Require(t)
-	pause := Pause(t)
+	pause := testimage.Pause(t)
 	// Short: the socket path must fit AF_UNIX's 107 bytes.
 	dir, err := os.MkdirTemp("", "ctrd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Containerd{Dir: dir}
-	c.CRI, err = DialCRI(filepath.Join(dir, "c.sock"), CRIOptions{Pod: c.pod, LogTail: c.logTail})
+	c.CRI, err = testcri.Dial(filepath.Join(dir, "c.sock"), testcri.Options{Pod: c.pod, LogTail: c.logTail})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		t.Fatal(err)
@@ -160,7 +126,7 @@ func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd 
 	}
 	t.Cleanup(func() { c.stop(t) })
 	c.launch(t)
-	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
+	c.Import(t, testimage.Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
 	return c
 }
 
@@ -230,7 +196,7 @@ func (c *Containerd) Restart(t testing.TB) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("containerd's CRI did not come back after a restart: %v\n%s", err, c.logTail())
+			t.Fatalf("containerd's testcri.CRI did not come back after a restart: %v\n%s", err, c.logTail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -283,7 +249,7 @@ func (c *Containerd) stop(t testing.TB) {
 		<-c.exited
 	}
 	killShims(c.Socket)
-	UnmountUnder(c.Dir)
+	testcri.UnmountUnder(c.Dir)
 	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Logf("cleaning %s: %v", c.Dir, err)
 	}
