@@ -47,7 +47,7 @@ func fill(t *testing.T, dir string) string {
 // images first and saves the node's state after, once the removals freed
 // room; before, the collector's save failed and nothing was removed.
 func TestFullDiskRemovesFirst(t *testing.T) {
-	n := &node{Containerd: testcontainerd.StartSmallDisk(t, 48)}
+	n := &node{Containerd: testcontainerd.Start(t, testcontainerd.WithSmallDisk(48))}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var tags []string

@@ -113,7 +113,7 @@ var interruptRuntimes = []interruptRuntime{
 		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
-			c := testcontainerd.StartSmallDisk(t, interruptDiskMiB)
+			c := testcontainerd.Start(t, testcontainerd.WithSmallDisk(interruptDiskMiB))
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,
 				records:    func(t *testing.T) []string { return containerdRecords(t, c.Socket) },
 				unrecorded: func(t *testing.T) (string, uint64) { return containerdUnrecorded(t, c.Socket, c.RootDir()) }}

@@ -30,7 +30,7 @@ const mib = 1 << 20
 
 func startNode(t *testing.T) testleftovers.Node {
 	t.Helper()
-	return testleftovers.New(t, testcontainerd.StartSmallDisk(t, 256))
+	return testleftovers.New(t, testcontainerd.Start(t, testcontainerd.WithSmallDisk(256)))
 }
 
 // used is what the filesystem at root holds.

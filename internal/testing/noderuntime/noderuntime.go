@@ -106,13 +106,11 @@ var Runtimes = []Runtime{
 		Name: "containerd", LayerCopies: 2, SandboxImage: testcontainerd.SandboxImage,
 		start: func(t *testing.T, o Options) Node {
 			t.Helper()
-			var c *testcontainerd.Containerd
+			var opts []testcontainerd.Option
 			if o.SmallDiskMiB > 0 {
-				c = testcontainerd.StartSmallDisk(t, o.SmallDiskMiB)
-			} else {
-				c = testcontainerd.Start(t)
+				opts = append(opts, testcontainerd.WithSmallDisk(o.SmallDiskMiB))
 			}
-			return containerd{c}
+			return containerd{testcontainerd.Start(t, opts...)}
 		},
 		workerArgs: func(Node) []string { return nil },
 	},

@@ -78,27 +78,33 @@ func Require(t testing.TB) {
 	testcri.RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
 }
 
+// Option changes how Start configures containerd.
+type Option func(*options)
+
+type options struct {
+	rootMiB             int
+	plainHTTPRegistries []string
+}
+
+// WithSmallDisk puts containerd's root (its content store and snapshots:
+// the image filesystem) on a tmpfs of sizeMiB, a filesystem the test fills
+// with a few images and measures as the kubelet would (disk-pressure tests).
+func WithSmallDisk(sizeMiB int) Option { return func(o *options) { o.rootMiB = sizeMiB } }
+
+// WithPlainHTTPRegistries has containerd pull from these registries
+// (host:port, on this machine) over plain HTTP.
+func WithPlainHTTPRegistries(hosts ...string) Option {
+	return func(o *options) { o.plainHTTPRegistries = append(o.plainHTTPRegistries, hosts...) }
+}
+
 // Start runs a private containerd with the sandbox image imported; the test's
-// cleanup stops it, with every pod and mount it made. It pulls from the
-// plainHTTPRegistries (host:port, on this machine) over plain HTTP.
-func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
+// cleanup stops it, with every pod and mount it made.
+func Start(t testing.TB, opts ...Option) *Containerd {
 	t.Helper()
-	return start(t, 0, plainHTTPRegistries)
-}
-
-// StartSmallDisk is Start with containerd's root (its content store and
-// snapshots: the image filesystem) on a tmpfs of sizeMiB, so a test fills
-// it with a few images and measures it as the kubelet would.
-func StartSmallDisk(t testing.TB, sizeMiB int) *Containerd {
-	t.Helper()
-	return start(t, sizeMiB, nil)
-}
-
-// RootDir is containerd's root directory (the image filesystem).
-func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
-
-func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd {
-	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	Require(t)
 	pause := testimage.Pause(t)
 	// Short: the socket path must fit AF_UNIX's 107 bytes.
@@ -112,16 +118,16 @@ func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd 
 		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	if rootMiB > 0 {
+	if o.rootMiB > 0 {
 		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", rootMiB)); err != nil {
+		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", o.rootMiB)); err != nil {
 			_ = os.RemoveAll(dir)
-			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", rootMiB, err)
+			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", o.rootMiB, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, o.plainHTTPRegistries)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.stop(t) })
@@ -129,6 +135,9 @@ func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd 
 	c.Import(t, testimage.Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
 	return c
 }
+
+// RootDir is containerd's root directory (the image filesystem).
+func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
 
 // pod is a pod as the tests run it on containerd: host network, logs under
 // the instance's directory.

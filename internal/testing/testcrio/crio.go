@@ -64,7 +64,6 @@ type CRIO struct {
 type Option func(*options)
 
 type options struct {
-	pauseImage   string
 	pinnedImages []string
 	rootMiB      int
 }
@@ -72,10 +71,6 @@ type options struct {
 // WithSmallDisk puts CRI-O's image store on a tmpfs of sizeMiB, a
 // filesystem the test fills and measures (disk-pressure tests).
 func WithSmallDisk(sizeMiB int) Option { return func(o *options) { o.rootMiB = sizeMiB } }
-
-// WithPauseImage sets CRI-O's pause_image (default SandboxImage). Start
-// builds it from testcontainerd's pause binary and puts it on the node.
-func WithPauseImage(ref string) Option { return func(o *options) { o.pauseImage = ref } }
 
 // WithPinnedImages sets CRI-O's pinned_images, which CRI-O reports as
 // Image.Pinned (the pause image is pinned by CRI-O whatever this says).
@@ -125,7 +120,7 @@ func binDir() (string, []string) {
 func Start(t testing.TB, opts ...Option) *CRIO {
 	t.Helper()
 	Require(t)
-	o := options{pauseImage: SandboxImage}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -164,13 +159,13 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 		}
 	}
 	c.writeFile(t, "policy.json", `{"default":[{"type":"insecureAcceptAnything"}]}`)
-	c.mirror(hostOf(o.pauseImage))
+	c.mirror(hostOf(SandboxImage))
 	c.writeFile(t, "registries.conf", c.registriesConf())
 	c.writeFile(t, "crio.conf", c.config())
 	c.launch(t)
 	c.waitReady(t)
 	c.Import(t, testimage.Image{
-		Tags: []string{o.pauseImage}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"},
+		Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"},
 	})
 	return c
 }
