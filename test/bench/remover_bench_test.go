@@ -378,7 +378,7 @@ func exclusionFigures(t *testing.T) []figure {
 		}
 		f := figure{Images: n, Method: fmt.Sprintf("exclusions: %d patterns", len(pats)), Seconds: wall.Seconds(), CPUSeconds: cpu}
 		for i := range snap.Images {
-			if snap.Verdict(i).Reason == protect.Excluded {
+			if snap.Verdict(i).Reason == workerresult.Excluded {
 				f.Excluded++
 			}
 		}

@@ -23,10 +23,10 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
@@ -537,7 +537,7 @@ func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := ctrdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
+	r, err := containerdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +596,7 @@ func diskOf(path string) uint64 {
 // record names: layer directories a deletion cut short left.
 func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +620,7 @@ func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 // layers with their parents and flags, containers.
 func crioRecords(t *testing.T, root string) []string {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,12 +644,12 @@ func crioRecords(t *testing.T, root string) []string {
 // directly, however young; no container is judged (none runs).
 func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.Leftover {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sizeOf := func(layer string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
+		n, _ := criorecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
 		return n
 	}
 	out := map[leftover.Kind][]leftover.Leftover{}

@@ -106,7 +106,7 @@ func TestContainerdRestartMidBatch(t *testing.T) {
 		t.Errorf("node error %v", nodeErr)
 	}
 	for _, r := range results {
-		if r.Outcome == remover.Removed && (r.Target == tags[0] || r.Target == "example.com/fault/late:1") {
+		if r.Outcome == workerresult.Removed && (r.Target == tags[0] || r.Target == "example.com/fault/late:1") {
 			t.Errorf("%s is used by a container but was removed", r.Target)
 		}
 	}
@@ -151,7 +151,7 @@ func TestHungRuntime(t *testing.T) {
 		t.Errorf("the run took %v with a hung runtime; the per-call timeout is 2s", took)
 	}
 	for _, r := range results {
-		if r.Outcome != remover.Failed || !strings.Contains(r.Detail, "DeadlineExceeded") || !strings.Contains(r.Detail, "image kept") {
+		if r.Outcome != workerresult.Failed || !strings.Contains(r.Detail, "DeadlineExceeded") || !strings.Contains(r.Detail, "image kept") {
 			t.Errorf("%s: %s %q, want failed on the deadline, image kept", r.Target, r.Outcome, r.Detail)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // lateStarter is the real runtime, except that right after the remover has
@@ -48,11 +49,11 @@ func containerStartedAfterCollection(t *testing.T, node noderuntime.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]remover.Outcome{}
+	got := map[string]workerresult.Outcome{}
 	for _, r := range results {
 		got[r.Target] = r.Outcome
 	}
-	if got["example.com/late:1"] != remover.InUse || got["example.com/idle:1"] != remover.Removed {
+	if got["example.com/late:1"] != workerresult.InUse || got["example.com/idle:1"] != workerresult.Removed {
 		t.Errorf("outcomes %v: the late container's image must be kept, the idle one removed", got)
 	}
 	present := node.ImageIDs(t)
