@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
@@ -37,7 +37,7 @@ const (
 // older than leaseAge), a held lease (older than leaseAge, and held on
 // purpose: never reclaimed), or neither (""): work in progress. why says
 // which, for the listing.
-func JudgeLease(l ctrdrecords.Lease, leaseAge time.Duration, now time.Time) (leftoverkind.Kind, string) {
+func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time) (leftoverkind.Kind, string) {
 	age := now.Sub(l.CreatedAt)
 	made := fmt.Sprintf("made %s ago", age.Round(time.Second))
 	old := age > leaseAge
@@ -78,7 +78,7 @@ func JudgeLease(l ctrdrecords.Lease, leaseAge time.Duration, now time.Time) (lef
 // containerd's own clients, as they make it: its random ID, the one label
 // of its expiry a day after its making, and only content, ingests and
 // snapshots held; nothing when it does not.
-func unlikeClient(l ctrdrecords.Lease, expiry time.Time) []string {
+func unlikeClient(l containerdrecords.Lease, expiry time.Time) []string {
 	var out []string
 	if !clientLeaseID.MatchString(l.ID) {
 		out = append(out, "its ID")
@@ -89,7 +89,7 @@ func unlikeClient(l ctrdrecords.Lease, expiry time.Time) []string {
 	if d := expiry.Sub(l.CreatedAt) - clientLeaseExpiry; d > clientExpirySlack || -d > clientExpirySlack {
 		out = append(out, fmt.Sprintf("an expiry %s after its making", expiry.Sub(l.CreatedAt).Round(time.Second)))
 	}
-	if slices.ContainsFunc(l.Resources, func(r ctrdrecords.Resource) bool {
+	if slices.ContainsFunc(l.Resources, func(r containerdrecords.Resource) bool {
 		return r.Type != "content" && r.Type != "ingests" && !strings.HasPrefix(r.Type, "snapshots/")
 	}) {
 		out = append(out, "what it holds")
