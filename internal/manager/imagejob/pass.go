@@ -27,6 +27,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -41,7 +42,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if st.data == nil {
 		data, nodes, done, err := r.load(ctx, job)
 		if done || err != nil {
-			return reconcile.Result{}, step("load", err)
+			return reconcile.Result{}, reconcilestep.Wrap("load", err)
 		}
 		st.loaded(job, data, nodes)
 	}
@@ -76,11 +77,11 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
 	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
-		return reconcile.Result{}, step("gather", err)
+		return reconcile.Result{}, reconcilestep.Wrap("gather", err)
 	}
 	held, err := pause.Read(ctx, r.client, r.opts.Namespace)
 	if err != nil {
-		return reconcile.Result{}, step("gather", err)
+		return reconcile.Result{}, reconcilestep.Wrap("gather", err)
 	}
 	w.Paused = held.Paused
 	o := wave.Observe(w)
@@ -88,12 +89,12 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	w.Halted = wave.OverBudget(o.Failed, budget, o.Eligible)
 	p, err := r.admit(job, data, w, o, budget)
 	if err != nil {
-		return reconcile.Result{}, step("admit", err)
+		return reconcile.Result{}, reconcilestep.Wrap("admit", err)
 	}
 	build, failed, err := r.prepare(ctx, job, data, st, w, p)
 	if err != nil || failed {
 		r.queue.Release(job.Name, nodeNames(w.Targets, p.Create)...)
-		return reconcile.Result{}, step("prepare", err)
+		return reconcile.Result{}, reconcilestep.Wrap("prepare", err)
 	}
 	errs := r.createPods(ctx, w.Targets, p.Create, build)
 	for k, i := range p.Create {
@@ -105,7 +106,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
 		job.Status.Failed = len(w.Targets)
-		return reconcile.Result{}, step("create", r.fail(ctx, job, eraserv1.ReasonPodsRefused, "the API server refused the worker pods: "+msg))
+		return reconcile.Result{}, reconcilestep.Wrap("create", r.fail(ctx, job, eraserv1.ReasonPodsRefused, "the API server refused the worker pods: "+msg))
 	}
 	r.recordCreates(job, st, w, p, errs)
 	changed := len(p.Create) > 0 || len(p.Failed) > 0 || p.Started != o.Started || len(p.Waiting) != o.Waiting
@@ -132,7 +133,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
 		if err := r.client.Status().Update(ctx, job); err != nil {
-			return reconcile.Result{}, step("status", err)
+			return reconcile.Result{}, reconcilestep.Wrap("status", err)
 		}
 	}
 	r.afterUpdate(ctx, job, st, o.TimedOut)
