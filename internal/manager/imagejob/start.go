@@ -79,12 +79,12 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 // waitedFor is how long this process has known the job, on its own clock
 // (wave/sight.go): a restarted manager waits for the data a minute again.
 func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
-	return r.clock.Since(r.firstSight(job, func(st *jobState) *time.Time { return &st.seen }))
+	return r.clock.Since(r.firstSeen(job, func(st *jobState) *time.Time { return &st.seen }))
 }
 
-// firstSight is the time in the job's memory that at returns, set to now on
+// firstSeen is the time in the job's memory that at returns, set to now on
 // first use: when this process first saw the job in some state.
-func (r *Reconciler) firstSight(job *eraserv1.ImageJob, at func(*jobState) *time.Time) time.Time {
+func (r *Reconciler) firstSeen(job *eraserv1.ImageJob, at func(*jobState) *time.Time) time.Time {
 	st := r.state(job)
 	st.mu.Lock()
 	defer st.mu.Unlock()
