@@ -7,6 +7,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -127,7 +128,7 @@ func plan(w Snapshot, o Observation) Wave {
 		}
 		if !w.Now.Before(cf.First.Add(bound)) {
 			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
-				Message: Truncate(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", bound, cf.Attempts, cf.Message))}
+				Message: textcut.Cut(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", bound, cf.Attempts, cf.Message), MaxMessage)}
 			return false
 		}
 		if w.Now.Before(cf.Next) {
