@@ -248,7 +248,6 @@ func Decode(data []byte) (Summary, error) {
 // Write writes the summary to the termination message file. Outside a pod
 // that file may not exist; the caller logs the error and carries on.
 func Write(path string, s Summary) error {
-	s.PeakRSSBytes = PeakRSS()
 	if path == "" {
 		return nil
 	}
