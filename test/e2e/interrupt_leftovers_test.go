@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // The leftover listings of an interrupted node, and their summaries for a
@@ -20,7 +21,7 @@ import (
 // stableLeftovers lists the leftovers until two listings in a row agree:
 // a restarted runtime cleans some of what it finds (containerd's garbage
 // collection, containers/storage's incomplete layers) on its own time.
-func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftover.Kind][]leftover.Leftover {
+func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftoverkind.Kind][]leftover.Leftover {
 	t.Helper()
 	prev := leftoversOf(t, endpoint, args...)
 	deadline := time.Now().Add(time.Minute)
@@ -37,7 +38,7 @@ func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftover
 	}
 }
 
-func flatten(byKind map[leftover.Kind][]leftover.Leftover) []leftover.Leftover {
+func flatten(byKind map[leftoverkind.Kind][]leftover.Leftover) []leftover.Leftover {
 	var out []leftover.Leftover
 	for _, ls := range byKind {
 		out = append(out, ls...)
@@ -51,7 +52,7 @@ func flatten(byKind map[leftover.Kind][]leftover.Leftover) []leftover.Leftover {
 	return out
 }
 
-func keys(byKind map[leftover.Kind][]leftover.Leftover) []string {
+func keys(byKind map[leftoverkind.Kind][]leftover.Leftover) []string {
 	var out []string
 	for _, l := range flatten(byKind) {
 		out = append(out, fmt.Sprintf("%s %s %s %d", l.Kind, l.Namespace, l.Name, l.Bytes))
@@ -59,7 +60,7 @@ func keys(byKind map[leftover.Kind][]leftover.Leftover) []string {
 	return out
 }
 
-func totalBytes(byKind map[leftover.Kind][]leftover.Leftover) uint64 {
+func totalBytes(byKind map[leftoverkind.Kind][]leftover.Leftover) uint64 {
 	var n uint64
 	for _, l := range flatten(byKind) {
 		n += l.Bytes
@@ -68,7 +69,7 @@ func totalBytes(byKind map[leftover.Kind][]leftover.Leftover) uint64 {
 }
 
 // kindTotals is "kind: count (bytes), ...", or "no leftovers".
-func kindTotals(byKind map[leftover.Kind][]leftover.Leftover) string {
+func kindTotals(byKind map[leftoverkind.Kind][]leftover.Leftover) string {
 	if len(byKind) == 0 {
 		return "no leftovers"
 	}

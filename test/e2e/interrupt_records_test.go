@@ -20,6 +20,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // What each runtime's store records and holds after an interruption: its
@@ -178,7 +179,7 @@ func crioRecords(t *testing.T, root string) []string {
 
 // crioStoreLeftovers are the leftovers in a CRI-O store's records, read
 // directly, however young; no container is judged (none runs).
-func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.Leftover {
+func crioStoreLeftovers(t *testing.T, root string) map[leftoverkind.Kind][]leftover.Leftover {
 	t.Helper()
 	r, err := criorecords.Read(root)
 	if err != nil {
@@ -188,7 +189,7 @@ func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.
 		n, _ := criorecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
 		return n
 	}
-	out := map[leftover.Kind][]leftover.Leftover{}
+	out := map[leftoverkind.Kind][]leftover.Leftover{}
 	for _, l := range leftover.CRIO(r, leftover.CRIOOptions{SizeOf: sizeOf, Now: time.Now()}) {
 		out[l.Kind] = append(out[l.Kind], l)
 	}

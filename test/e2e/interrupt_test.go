@@ -23,6 +23,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -72,7 +73,7 @@ type interruptNode struct {
 	// dead, where the store can be read without the runtime, are the
 	// leftovers in it while the runtime is down: what the interruption
 	// left before a restart cleaned any of it.
-	dead func(t *testing.T) map[leftover.Kind][]leftover.Leftover
+	dead func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover
 	// logged are the runtime's log lines about its store, since its start.
 	logged func() []string
 	// unrecorded is what the image filesystem holds that the runtime's
@@ -91,7 +92,7 @@ type interruptRuntime struct {
 	// age is zero).
 	zeroAges, removerAges []string
 	// reclaim are the kinds the remover's policy names.
-	reclaim []leftover.Kind
+	reclaim []leftoverkind.Kind
 	// capabilities are what the remover's container holds where it
 	// reclaims (the pod spec's), beside root.
 	capabilities []string
@@ -100,7 +101,7 @@ type interruptRuntime struct {
 var interruptRuntimes = []interruptRuntime{
 	{
 		name:     "containerd",
-		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
+		reclaim:  []leftoverkind.Kind{leftoverkind.UnnamedImage, leftoverkind.OldLease, leftoverkind.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
 			c := testcontainerd.Start(t, testcontainerd.WithSmallDisk(interruptDiskMiB))
@@ -111,7 +112,7 @@ var interruptRuntimes = []interruptRuntime{
 	},
 	{
 		name:         "crio",
-		reclaim:      []leftover.Kind{leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer},
+		reclaim:      []leftoverkind.Kind{leftoverkind.UnreferencedLayer, leftoverkind.IncompleteLayer, leftoverkind.OrphanContainer},
 		capabilities: podpaths.CRIOReclaimCapabilities,
 		zeroAges:     []string{"--record-age=0s"}, removerAges: []string{"--record-age=0s"},
 		start: func(t *testing.T) *interruptNode {
@@ -120,8 +121,10 @@ var interruptRuntimes = []interruptRuntime{
 				store:       []string{"--image-store=" + c.RootDir()},
 				reclaimArgs: []string{"--crio-run-root=" + filepath.Join(c.Dir, "run")},
 				records:     func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
-				dead:        func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
-				unrecorded:  func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
+				dead: func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover {
+					return crioStoreLeftovers(t, c.RootDir())
+				},
+				unrecorded: func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
 				logged: func() []string {
 					return logLines(filepath.Join(c.Dir, "crio.log"), "unclean shutdown", "incomplete", "repair", "wipe", "deleting")
 				}}
@@ -200,7 +203,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 	lists := func(ages []string) []string { return append(append([]string{}, n.store...), ages...) }
 	found := stableLeftovers(t, n.CRIEndpoint(), lists(rt.zeroAges)...)
 	t.Logf("%s: %s", p.name, kindTotals(found))
-	why := map[leftover.Kind]bool{}
+	why := map[leftoverkind.Kind]bool{}
 	for _, l := range flatten(found) {
 		if !why[l.Kind] {
 			why[l.Kind] = true
@@ -263,7 +266,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 
 	// 3. The policy on, the remover holding what its container holds.
 	if len(rt.reclaim) > 0 {
-		reclaimed := map[leftover.Kind]bool{}
+		reclaimed := map[leftoverkind.Kind]bool{}
 		var names []string
 		for _, k := range rt.reclaim {
 			reclaimed[k] = true
@@ -392,7 +395,7 @@ func interrupt(t *testing.T, n *interruptNode, p interruption, targets []string)
 // strict requires the two within 5%; otherwise the gap is logged beside
 // the leftovers that explain it. A store given only the images that remain
 // is logged too.
-func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftover.Kind][]leftover.Leftover) {
+func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftoverkind.Kind][]leftover.Leftover) {
 	t.Helper()
 	clean := rt.start(t)
 	clean.load(t, all...)
