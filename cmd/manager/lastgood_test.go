@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -58,9 +58,9 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.stderr)
 	}
 	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+testenv.FreePort(t))...)
-	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
+	recordKey := eraserconfig.RecordKey(client.ObjectKeyFromObject(cm))
 	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
-		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
+		raw, err := eraserconfig.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
 		return err == nil && string(raw) == good
 	})
 	// The edit hot reload refuses; then the restart.

@@ -9,8 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
-	"github.com/eraser-oss/eraser/internal/manager/configreload"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/imagelist"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
@@ -22,7 +21,7 @@ import (
 
 // setupControllers registers every controller with its dependencies.
 // The stores are those of the manager's cache.
-func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, store *configstore.Store) error {
+func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, store *eraserconfig.Store) error {
 	clk := clock.RealClock{}
 	cfg, _, _ := store.Get()
 	// The OTLP endpoint is read once: exporters are not swapped at run time.
@@ -50,7 +49,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		setup func() error
 	}{
 		{"config", func() error {
-			return configreload.NewReconciler(mgr.GetClient(), recorder, store,
+			return eraserconfig.NewReloader(mgr.GetClient(), recorder, store,
 				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {

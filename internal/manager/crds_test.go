@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -135,7 +135,7 @@ func TestHeldBackByCRDsThatLackFields(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, configstore.New(config.Default(), nil))
+		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, eraserconfig.NewStore(config.Default(), nil))
 	}()
 
 	jobs := "CRD imagejobs.eraser.sh (v1) lacks status.started, status.waitingIndexes, status.failedIndexes, status.report"

@@ -22,7 +22,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/migration"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
@@ -38,7 +38,7 @@ import (
 // LoadConfig reads and validates the EraserConfig file, applying
 // --remover-image. Warnings are logged; an invalid file is an error naming
 // every bad field.
-func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store, error) {
+func LoadConfig(log logr.Logger, path, removerImage string) (*eraserconfig.Store, error) {
 	if path == "" {
 		return nil, errors.New("--config is required: the path of the mounted EraserConfig")
 	}
@@ -59,7 +59,7 @@ func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store,
 // ErrInvalidConfig is a mounted EraserConfig that does not parse or validate.
 var ErrInvalidConfig = errors.New("invalid EraserConfig")
 
-func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*configstore.Store, error) {
+func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*eraserconfig.Store, error) {
 	if removerImage != "" {
 		img, err := config.ParseImage(removerImage)
 		if err != nil {
@@ -67,7 +67,7 @@ func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*co
 		}
 		cfg.Components.Remover.Image = img
 	}
-	return configstore.New(cfg, data), nil
+	return eraserconfig.NewStore(cfg, data), nil
 }
 
 // LoadLastGood is the start-up fallback for a mounted EraserConfig that is
@@ -75,13 +75,13 @@ func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*co
 // ConfigMap, so a restart would crash-loop on it. If the cluster has a last
 // good document on record, the manager starts with that and says so; with
 // none it still refuses to start.
-func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, loadErr error) (*configstore.Store, error) {
+func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, loadErr error) (*eraserconfig.Store, error) {
 	c, err := client.New(restConfig, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("%w (and no client to read the last good one: %w)", loadErr, err)
 	}
 	key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
-	raw, err := configstore.Recorded(ctx, c, key, ConfigKey)
+	raw, err := eraserconfig.Recorded(ctx, c, key, ConfigKey)
 	if err != nil {
 		// The mounted file lags the ConfigMap by up to a minute: a document
 		// fixed there is what the file is about to hold.
@@ -99,12 +99,12 @@ func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config,
 		return nil, fmt.Errorf("%w (and the last good one on record no longer parses: %w)", loadErr, err)
 	}
 	log.Error(loadErr, "the mounted EraserConfig is invalid; starting with the last good configuration on record, until the ConfigMap is fixed",
-		"record", configstore.RecordKey(key).Name)
+		"record", eraserconfig.RecordKey(key).Name)
 	return withRemoverImage(cfg, raw, opts.RemoverImage)
 }
 
 // Run runs the manager until ctx is cancelled.
-func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, store *configstore.Store) error {
+func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, store *eraserconfig.Store) error {
 	cfg, _, _ := store.Get()
 	log.Info("starting", "version", version.Version, "commit", version.Commit, "namespace", opts.Namespace,
 		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -64,7 +64,7 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, configstore.New(config.Default(), nil))
+		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, eraserconfig.NewStore(config.Default(), nil))
 	}()
 
 	base := "http://" + opts.ProbeAddr
