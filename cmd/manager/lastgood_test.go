@@ -44,7 +44,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
 		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
 	})
-	waitEvent(t, ns, cm.Name, manager.ReasonInvalidConfig, "manager.imageJob.successRatio")
+	waitEvent(t, ns, cm.Name, eraserconfig.ReasonInvalidConfig, "manager.imageJob.successRatio")
 	if !strings.Contains(first.stderr.String(), "no job runs and nothing is removed") {
 		t.Errorf("the log does not say the manager is held back:\n%s", first.stderr)
 	}

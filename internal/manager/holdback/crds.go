@@ -1,10 +1,9 @@
-package manager
+package holdback
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -18,12 +17,9 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 )
 
-// How long the start waits for an answer from the API server about the
-// CRDs, and how often a manager held back by them reads them again.
-var (
-	crdReadTimeout     = time.Minute
-	crdRecheckInterval = 30 * time.Second
-)
+// crdReadTimeout is how long the start waits for an answer from the API
+// server about the CRDs.
+const crdReadTimeout = time.Minute
 
 // ReasonMissingFields is the Event reason on a CRD that lacks fields.
 const ReasonMissingFields = "MissingFields"
@@ -62,14 +58,11 @@ func readCRDs(ctx context.Context, log logr.Logger, r client.Reader) ([]crdcheck
 
 func notInstalled(f crdcheck.Finding) bool { return f.Object == nil }
 
-// crdGate holds back a manager whose CRDs lack fields: it fails readiness
-// with what to run, and reads the CRDs again until they keep every field,
-// then ends the manager (errCRDsFixed) so that it restarts with its
-// controllers.
-type crdGate struct {
+// crds holds back a manager whose CRDs lack fields: it says what to run,
+// and reads the CRDs again until they keep every field.
+type crds struct {
 	log       logr.Logger
 	reader    client.Reader
-	recorder  record.EventRecorder
 	namespace string
 
 	mu       sync.Mutex
@@ -78,26 +71,29 @@ type crdGate struct {
 
 var errCRDsFixed = errors.New("the installed CRDs now keep every field the manager writes")
 
-func newCRDGate(log logr.Logger, r client.Reader, recorder record.EventRecorder, namespace string, findings []crdcheck.Finding) *crdGate {
-	g := &crdGate{log: log, reader: r, recorder: recorder, namespace: namespace}
-	g.report(findings)
-	return g
+// Name is the readiness check's.
+func (g *crds) Name() string { return "crds" }
+
+// Message says what the CRDs lack and what to run.
+func (g *crds) Message() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return crdcheck.Message(g.findings, g.namespace)
 }
 
-// report says what the findings are: a log line at error and a Warning
+// Report says what the findings are: a log line at error and a Warning
 // Event on each CRD there is. The Event is filed on the CRD because the
 // CRD is what has to change, and it is there whatever installed the
 // manager; the API server keeps Events on cluster-scoped objects in
 // namespace default.
-func (g *crdGate) report(findings []crdcheck.Finding) {
+func (g *crds) Report(_ context.Context, events record.EventRecorder) {
 	g.mu.Lock()
-	g.findings = findings
+	findings := g.findings
 	g.mu.Unlock()
-	msg := crdcheck.Message(findings, g.namespace)
-	g.log.Error(nil, msg, "crds", names(findings))
+	g.log.Error(nil, crdcheck.Message(findings, g.namespace), "crds", names(findings))
 	for _, f := range findings {
 		if f.Object != nil {
-			g.recorder.Event(f.Object, corev1.EventTypeWarning, ReasonMissingFields, f.String()+"; "+crdcheck.Remedy(g.namespace))
+			events.Event(f.Object, corev1.EventTypeWarning, ReasonMissingFields, f.String()+"; "+crdcheck.Remedy(g.namespace))
 		}
 	}
 }
@@ -110,47 +106,22 @@ func names(findings []crdcheck.Finding) []string {
 	return out
 }
 
-// Ready is the readiness check: failing, with the message, while the gate
-// holds the manager back.
-func (g *crdGate) Ready(*http.Request) error {
+// Recheck reads the CRDs: gone once they lack nothing, changed when what
+// they lack is another.
+func (g *crds) Recheck(ctx context.Context) (gone, changed bool, err error) {
+	findings, err := crdcheck.Check(ctx, g.reader, crdcheck.Needs())
+	if err != nil {
+		return false, false, fmt.Errorf("reading the installed CRDs again: %w", err)
+	}
+	if len(findings) == 0 {
+		g.log.Info(errCRDsFixed.Error() + "; exiting, so that the restarted manager runs its controllers")
+		return true, false, nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return errors.New(crdcheck.Message(g.findings, g.namespace))
+	changed = !slices.EqualFunc(findings, g.findings, func(a, b crdcheck.Finding) bool {
+		return a.String() == b.String()
+	})
+	g.findings = findings
+	return false, changed, nil
 }
-
-// Start reads the CRDs every crdRecheckInterval; it says again what they
-// lack when that changes, and returns errCRDsFixed once they lack nothing.
-func (g *crdGate) Start(ctx context.Context) error {
-	t := time.NewTicker(crdRecheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		findings, err := crdcheck.Check(ctx, g.reader, crdcheck.Needs())
-		if err != nil {
-			g.log.V(1).Info("reading the installed CRDs again", "error", err.Error())
-			continue
-		}
-		if len(findings) == 0 {
-			g.log.Info(errCRDsFixed.Error() + "; exiting, so that the restarted manager runs its controllers")
-			return errCRDsFixed
-		}
-		g.mu.Lock()
-		changed := !slices.EqualFunc(findings, g.findings, func(a, b crdcheck.Finding) bool {
-			return a.String() == b.String()
-		})
-		g.mu.Unlock()
-		if changed {
-			g.report(findings)
-		}
-	}
-}
-
-// NeedLeaderElection is false: every replica is held back, and says so.
-func (g *crdGate) NeedLeaderElection() bool { return false }
-
-// Name is the readiness check's.
-func (g *crdGate) Name() string { return "crds" }
