@@ -3,8 +3,6 @@ package scanservice
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +22,6 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/node/scanclient"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
@@ -113,7 +110,7 @@ func TestScanServiceAuthenticates(t *testing.T) {
 		}
 	}
 
-	// Through the service over HTTP, as the scanner's client asks.
+	// Through the service over HTTP, in the scanners' wire format.
 	addr := testenv.FreePort(t)
 	srv := &Server{Verdicts: NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 4}),
 		Auth: reviewer(), RetryAfter: time.Second, Log: logr.Discard()}
@@ -121,12 +118,9 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	defer stop()
 	go func() { _ = (&Runnable{Addr: addr, Server: srv}).Start(sctx) }()
 	key := scanshare.Key{Digest: "sha256:" + strings.Repeat("a", 64), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("b", 64), Policy: strings.Repeat("c", 64)}
-	file := filepath.Join(t.TempDir(), "token")
-	must(os.WriteFile(file, []byte(scannerToken), 0o600))
-	cl := scanclient.New("http://"+addr, runUID, file)
 	var resp scanshare.ClaimResponse
 	testenv.WaitFor(t, 30*time.Second, "the scan service to answer", func() bool {
-		resp, err = cl.Claim(ctx, scanshare.ClaimRequest{Keys: []scanshare.Key{key}})
+		resp, err = claimOverHTTP(ctx, "http://"+addr, runUID, scannerToken, scanshare.ClaimRequest{Keys: []scanshare.Key{key}})
 		return err == nil
 	})
 	if len(resp.Scan) != 1 {
