@@ -51,8 +51,7 @@ func TestPauseFlow(t *testing.T) {
 	}
 	deleteScheduledJobs(t) // registered first, so run after the manager stops
 	metrics := testenv.FreePort(t)
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, pauseConfig),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address="+metrics)
+	managerIn(ns).Start(t, pauseConfig, "--metrics-bind-address="+metrics)
 
 	scheduled := func() *eraserv1.ImageJob {
 		var jobs eraserv1.ImageJobList

@@ -67,8 +67,7 @@ func TestRunNowFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, runNowConfig),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
+	managerIn(ns).Start(t, runNowConfig)
 
 	const name = "rerun-flow"
 	list := builder.MakeImageList(name).Images("docker.io/library/alpine:3.7.3").Obj()
