@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -43,7 +44,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
 		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
 	})
-	waitEvent(t, ns, cm.Name, eraserconfig.ReasonInvalidConfig, "manager.imageJob.successRatio")
+	waitEvent(t, ns, cm.Name, eraserv1.ReasonInvalidConfig, "manager.imageJob.successRatio")
 	if !strings.Contains(first.Log.String(), "no job runs and nothing is removed") {
 		t.Errorf("the log does not say the manager is held back:\n%s", first.Log)
 	}

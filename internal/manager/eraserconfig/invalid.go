@@ -12,12 +12,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
-
-// ReasonInvalidConfig is the Event reason on the EraserConfig ConfigMap
-// when its document is refused, and of a manager held back by it.
-const ReasonInvalidConfig = "InvalidConfig"
 
 // RecheckEvery is how often a manager held back by its configuration
 // reads its ConfigMap again.
@@ -66,7 +63,7 @@ func (g *Invalid) Report(ctx context.Context, events record.EventRecorder) {
 	g.log.Error(nil, msg, "configMap", g.key.String())
 	cm := &corev1.ConfigMap{}
 	if err := g.reader.Get(ctx, g.key, cm); err == nil {
-		events.Event(cm, corev1.EventTypeWarning, ReasonInvalidConfig, msg)
+		events.Event(cm, corev1.EventTypeWarning, eraserv1.ReasonInvalidConfig, msg)
 	}
 }
 

@@ -17,12 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
-
-// ReasonConfigApplied is the Event reason on the EraserConfig ConfigMap
-// when its document is in force.
-const ReasonConfigApplied = "ConfigApplied"
 
 // Reloader reloads the configuration.
 type Reloader struct {
@@ -94,7 +91,7 @@ func (r *Reloader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	if err != nil {
 		// Not retried: only a new edit can fix the document.
 		logger.Error(err, "invalid EraserConfig refused; the previous configuration stays in force")
-		r.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonInvalidConfig, "refused, previous configuration kept: %v", err)
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, eraserv1.ReasonInvalidConfig, "refused, previous configuration kept: %v", err)
 		reloadSuccessful.Set(0)
 		// The record stays as it was, but owned by this ConfigMap: one
 		// re-created with a refused document must not have the garbage
@@ -107,7 +104,7 @@ func (r *Reloader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	logger.Info("EraserConfig applied", "apiVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
-	r.recorder.Eventf(cm, corev1.EventTypeNormal, ReasonConfigApplied, "applies to the next jobs (collector enabled: %v, scanner enabled: %v)",
+	r.recorder.Eventf(cm, corev1.EventTypeNormal, eraserv1.ReasonConfigApplied, "applies to the next jobs (collector enabled: %v, scanner enabled: %v)",
 		cfg.Components.Collector.Enabled, cfg.Components.Scanner.Enabled)
 	return reconcile.Result{}, nil
 }

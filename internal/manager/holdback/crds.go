@@ -14,15 +14,13 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 )
 
 // crdReadTimeout is how long the start waits for an answer from the API
 // server about the CRDs.
 const crdReadTimeout = time.Minute
-
-// ReasonMissingFields is the Event reason on a CRD that lacks fields.
-const ReasonMissingFields = "MissingFields"
 
 // readCRDs asks the API server for the CRDs until it answers, for up to
 // crdReadTimeout; a CRD not there yet is waited for as long, as when the
@@ -93,7 +91,7 @@ func (g *crds) Report(_ context.Context, events record.EventRecorder) {
 	g.log.Error(nil, crdcheck.Message(findings, g.namespace), "crds", names(findings))
 	for _, f := range findings {
 		if f.Object != nil {
-			events.Event(f.Object, corev1.EventTypeWarning, ReasonMissingFields, f.String()+"; "+crdcheck.Remedy(g.namespace))
+			events.Event(f.Object, corev1.EventTypeWarning, eraserv1.ReasonMissingFields, f.String()+"; "+crdcheck.Remedy(g.namespace))
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
@@ -107,7 +108,7 @@ func TestHeldBackByCRDsThatLackFields(t *testing.T) {
 	for crd, finding := range map[string]string{"imagejobs.eraser.sh": jobs, "imagelists.eraser.sh": lists} {
 		var events []corev1.Event
 		testenv.WaitFor(t, heldDeadline, "the Event on "+crd, func() bool {
-			events = env.Events(t, metav1.NamespaceDefault, crd, ReasonMissingFields)
+			events = env.Events(t, metav1.NamespaceDefault, crd, eraserv1.ReasonMissingFields)
 			return len(events) > 0
 		})
 		ev := events[0]

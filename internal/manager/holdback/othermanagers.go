@@ -15,13 +15,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/migration"
 )
-
-// ReasonOtherManager is the Event reason on the EraserConfig ConfigMap of
-// a manager held back by another Eraser manager.
-const ReasonOtherManager = "OtherEraserManager"
 
 // readOtherManagers finds the Eraser managers of other namespaces that
 // act on the same eraser.sh objects (package migration says which
@@ -78,7 +75,7 @@ func (g *otherManagers) Report(ctx context.Context, events record.EventRecorder)
 	g.log.Error(nil, msg, "others", n)
 	cm := &corev1.ConfigMap{}
 	if err := g.reader.Get(ctx, g.key, cm); err == nil {
-		events.Event(cm, corev1.EventTypeWarning, ReasonOtherManager, msg)
+		events.Event(cm, corev1.EventTypeWarning, eraserv1.ReasonOtherManager, msg)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -60,7 +61,7 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 	}
 	var events []corev1.Event
 	testenv.WaitFor(t, heldDeadline, "the Event on the ConfigMap", func() bool {
-		events = env.Events(t, namespace, configMapName, ReasonOtherManager)
+		events = env.Events(t, namespace, configMapName, eraserv1.ReasonOtherManager)
 		return len(events) > 0
 	})
 	if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "AKS Image Cleaner") {
