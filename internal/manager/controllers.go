@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // setupControllers registers every controller with its dependencies.
@@ -53,7 +54,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 		setup func() error
 	}{
 		{"config", func() error {
-			return eraserconfig.NewReloader(mgr.GetClient(), recorder, store, opts.configMap(), ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
+			return eraserconfig.NewReloader(mgr.GetClient(), recorder, store, opts.configMap(), config.ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,

@@ -25,6 +25,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/holdback"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Leader election reads, creates and renews one Lease in the manager's
@@ -115,7 +116,7 @@ func RunInvalidConfig(ctx context.Context, log logr.Logger, restConfig *rest.Con
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
-	cause := eraserconfig.NewInvalid(log, reader, opts.configMap(), ConfigKey, loadErr)
+	cause := eraserconfig.NewInvalid(log, reader, opts.configMap(), config.ConfigKey, loadErr)
 	return holdback.Run(ctx, log, restConfig, heldBackOptions(scheme, opts, eraserconfig.RecheckEvery), cause)
 }
 

@@ -15,14 +15,12 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Defaults shared with the manifests and the Helm chart.
 const (
-	DefaultNamespace     = "eraser-system"
-	DefaultConfigMapName = "eraser-manager-config"
-	// ConfigKey is the key of the EraserConfig document in its ConfigMap.
-	ConfigKey = "controller_manager_config.yaml"
+	DefaultNamespace = "eraser-system"
 	// LeaderElectionID names the Lease the replicas compete for.
 	LeaderElectionID = "eraser-manager.eraser.sh"
 )
@@ -84,7 +82,7 @@ type Options struct {
 
 // ConfigSource is where the EraserConfig comes from.
 func (o *Options) ConfigSource() eraserconfig.Source {
-	return eraserconfig.Source{File: o.ConfigFile, ConfigMap: o.configMap(), Key: ConfigKey, RemoverImage: o.RemoverImage}
+	return eraserconfig.Source{File: o.ConfigFile, ConfigMap: o.configMap(), Key: config.ConfigKey, RemoverImage: o.RemoverImage}
 }
 
 // configMap is the EraserConfig ConfigMap's key.
@@ -170,7 +168,7 @@ func (o *Options) ScanDBProxyURL() (*url.URL, error) {
 // FromEnv fills what upstream Eraser reads from the environment.
 func (o *Options) FromEnv() {
 	o.Namespace = envOr("POD_NAMESPACE", DefaultNamespace)
-	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", DefaultConfigMapName)
+	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", config.ConfigMapName)
 	o.PullSecrets = pullSecretNames(os.Getenv("ERASER_PULL_SECRET_NAMES"))
 	o.PodIP = os.Getenv("POD_IP")
 }
