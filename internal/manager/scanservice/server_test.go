@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 const runUID = "6a3c1f0e-0000-4000-8000-000000000001"
@@ -30,10 +31,14 @@ func (tokens) Scanner(_ context.Context, token, jobUID string) (Scanner, error) 
 	return Scanner{Node: "node-" + pod, Pod: pod, PodUID: "uid-" + pod}, nil
 }
 
-func serve(t *testing.T) (*Verdicts, string) {
+func serve(t *testing.T, set ...func(*Server)) (*Verdicts, string) {
 	t.Helper()
 	v := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
-	srv := httptest.NewServer((&Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+	s := &Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}
+	for _, f := range set {
+		f(s)
+	}
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return v, srv.URL
 }
@@ -61,6 +66,78 @@ func TestRequestBounds(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// TestClaimHeldUntilSomethingComes: a claim that asks to wait and would
+// only be told to wait is held until the verdict it waits for is shared, or
+// a claim it waits on is released (then it is handed the key), or its wait
+// runs out; a claim that does not ask to wait is answered at once.
+func TestClaimHeldUntilSomethingComes(t *testing.T) {
+	key := func(n int) scanshare.Key {
+		return scanshare.Key{Digest: fmt.Sprintf("sha256:%064x", n), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("d", 64), Policy: strings.Repeat("0", 64)}
+	}
+	verdict := scanshare.Shared{Scan: workerresult.Scan{Verdict: "clean"}}
+	type answer struct{ Verdicts, Scan, Wait int }
+	cases := map[string]struct {
+		wait int
+		// then is what the holder does while the other waits.
+		then func(holder *wireClient, k scanshare.Key) error
+		want answer
+	}{
+		"the verdict comes": {wait: scanshare.MaxClaimWait, then: func(h *wireClient, k scanshare.Key) error {
+			v := verdict
+			v.Key = k
+			_, err := h.Share(context.Background(), scanshare.ShareRequest{Verdicts: []scanshare.Shared{v}})
+			return err
+		}, want: answer{Verdicts: 1}},
+		"the claim is released": {wait: scanshare.MaxClaimWait, then: func(h *wireClient, k scanshare.Key) error {
+			_, err := h.Share(context.Background(), scanshare.ShareRequest{Released: []scanshare.Key{k}})
+			return err
+		}, want: answer{Scan: 1}},
+		"nothing comes within the wait": {wait: 1, want: answer{Wait: 1}},
+		"no wait asked":                 {wait: 0, want: answer{Wait: 1}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			held := make(chan struct{}, 1)
+			_, base := serve(t, func(s *Server) {
+				s.held = func() {
+					select {
+					case held <- struct{}{}:
+					default:
+					}
+				}
+			})
+			holder, waiter := &wireClient{base: base, run: runUID, token: "pod1@" + runUID}, &wireClient{base: base, run: runUID, token: "pod2@" + runUID}
+			k := key(1)
+			if resp, err := holder.Claim(context.Background(), scanshare.ClaimRequest{Keys: []scanshare.Key{k}}); err != nil || len(resp.Scan) != 1 {
+				t.Fatalf("the holder's claim: %+v %v", resp, err)
+			}
+			got := make(chan answer, 1)
+			go func() {
+				resp, err := waiter.Claim(context.Background(), scanshare.ClaimRequest{Keys: []scanshare.Key{k}, Wait: tc.wait})
+				if err != nil {
+					t.Error(err)
+				}
+				got <- answer{len(resp.Verdicts), len(resp.Scan), len(resp.Wait)}
+			}()
+			if tc.then != nil {
+				// After the waiter's claim is held: a claim answered at
+				// once would say wait.
+				select {
+				case <-held:
+				case <-time.After(time.Minute):
+					t.Fatal("the waiter's claim was not held within a minute")
+				}
+				if err := tc.then(holder, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, <-got); diff != "" {
+				t.Errorf("the waiter's answer (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -118,9 +118,10 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	defer stop()
 	go func() { _ = (&Runnable{Addr: addr, Server: srv}).Start(sctx) }()
 	key := scanshare.Key{Digest: "sha256:" + strings.Repeat("a", 64), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("b", 64), Policy: strings.Repeat("c", 64)}
+	cl := &wireClient{base: "http://" + addr, run: runUID, token: scannerToken}
 	var resp scanshare.ClaimResponse
 	testenv.WaitFor(t, 30*time.Second, "the scan service to answer", func() bool {
-		resp, err = claimOverHTTP(ctx, "http://"+addr, runUID, scannerToken, scanshare.ClaimRequest{Keys: []scanshare.Key{key}})
+		resp, err = cl.Claim(ctx, scanshare.ClaimRequest{Keys: []scanshare.Key{key}})
 		return err == nil
 	})
 	if len(resp.Scan) != 1 {

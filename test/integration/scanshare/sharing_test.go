@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
@@ -26,7 +25,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/node/scanclient"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
-	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 const runUID = "6a3c1f0e-0000-4000-8000-000000000001"
@@ -262,65 +260,5 @@ func TestServiceKilledMidRun(t *testing.T) {
 	}
 	if len(e.scanned) != len(imgs) {
 		t.Errorf("scanned %d images, want all %d", len(e.scanned), len(imgs))
-	}
-}
-
-// TestClaimHeldUntilSomethingComes: a claim that asks to wait and would
-// only be told to wait is held until the verdict it waits for is shared, or
-// a claim it waits on is released (then it is handed the key), or its wait
-// runs out; a claim that does not ask to wait is answered at once.
-func TestClaimHeldUntilSomethingComes(t *testing.T) {
-	key := func(n int) scanshare.Key {
-		return scanshare.Key{Digest: fmt.Sprintf("sha256:%064x", n), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("d", 64), Policy: strings.Repeat("0", 64)}
-	}
-	verdict := scanshare.Shared{Scan: workerresult.Scan{Verdict: "clean"}}
-	type answer struct{ Verdicts, Scan, Wait int }
-	cases := map[string]struct {
-		wait int
-		// then is what the holder does while the other waits.
-		then func(holder *scanclient.Client, k scanshare.Key) error
-		want answer
-	}{
-		"the verdict comes": {wait: scanshare.MaxClaimWait, then: func(h *scanclient.Client, k scanshare.Key) error {
-			v := verdict
-			v.Key = k
-			_, err := h.Share(context.Background(), scanshare.ShareRequest{Verdicts: []scanshare.Shared{v}})
-			return err
-		}, want: answer{Verdicts: 1}},
-		"the claim is released": {wait: scanshare.MaxClaimWait, then: func(h *scanclient.Client, k scanshare.Key) error {
-			_, err := h.Share(context.Background(), scanshare.ShareRequest{Released: []scanshare.Key{k}})
-			return err
-		}, want: answer{Scan: 1}},
-		"nothing comes within the wait": {wait: 1, want: answer{Wait: 1}},
-		"no wait asked":                 {wait: 0, want: answer{Wait: 1}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, base := serve(t)
-			holder, waiter := scanner(t, base, "pod1@"+runUID), scanner(t, base, "pod2@"+runUID)
-			k := key(1)
-			if resp, err := holder.Claim(context.Background(), scanshare.ClaimRequest{Keys: []scanshare.Key{k}}); err != nil || len(resp.Scan) != 1 {
-				t.Fatalf("the holder's claim: %+v %v", resp, err)
-			}
-			got := make(chan answer, 1)
-			go func() {
-				resp, err := waiter.Claim(context.Background(), scanshare.ClaimRequest{Keys: []scanshare.Key{k}, Wait: tc.wait})
-				if err != nil {
-					t.Error(err)
-				}
-				got <- answer{len(resp.Verdicts), len(resp.Scan), len(resp.Wait)}
-			}()
-			if tc.then != nil {
-				// After the waiter's claim is held: a claim answered at
-				// once would say wait.
-				time.Sleep(200 * time.Millisecond)
-				if err := tc.then(holder, k); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if diff := cmp.Diff(tc.want, <-got); diff != "" {
-				t.Errorf("the waiter's answer (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
