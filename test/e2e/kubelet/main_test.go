@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/wire/images"
 )
@@ -68,8 +69,18 @@ var registryPath string
 // by digest.
 var releasedDigests = map[string]string{}
 
-// workDir holds the tier's binaries and client configuration while it runs.
+// workDir holds the tier's client configuration while it runs.
 var workDir string
+
+// The commands the tier builds, each as released and by the first use: the
+// local cluster, the kubectl plugin, the remover's delaying entrypoint
+// (importDelayedRemover) and the scanner module's fixture DB registry.
+var (
+	kubecluster   = gobuild.New("hack/kubecluster")
+	kubectlPlugin = gobuild.New("cmd/kubectl-eraser")
+	delay         = gobuild.New("test/e2e/kubelet/testdata/delay").For("linux", "amd64")
+	fixtureDB     = gobuild.InModule(gobuild.Scanner, "test/fixturedb")
+)
 
 // assetsDir holds the control plane's binaries, kubectl included.
 var assetsDir string
@@ -139,6 +150,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	for _, c := range []*gobuild.Commands{kubecluster, kubectlPlugin, delay, fixtureDB} {
+		defer c.Remove()
+	}
 	workDir = tmp
 	before := snapshotHostPaths()
 	stop, err := startCluster(tmp)
@@ -219,10 +233,11 @@ func startCluster(tmp string) (func() error, error) {
 	}
 	assets := strings.TrimSpace(string(out))
 	assetsDir = assets
-	bin := filepath.Join(tmp, "kubecluster")
-	if out, err := command(root, "go", "build", "-o", bin, "./hack/kubecluster").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building hack/kubecluster: %w: %s", err, out)
+	dir, err := kubecluster.Build()
+	if err != nil {
+		return nil, err
 	}
+	bin := filepath.Join(dir, "kubecluster")
 	progress("binaries ready in %.0fs", time.Since(t0).Seconds())
 
 	host, stopRegistry, err := startRegistry()
