@@ -26,9 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +36,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +45,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
@@ -198,22 +195,6 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kubelet e2e: "+format+"\n", args...)
 }
 
-// startRegistry serves an in-memory OCI registry (go-containerregistry's
-// pkg/registry, a real distribution API implementation) on a free loopback
-// port, for as long as the tier runs.
-func startRegistry() (host string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{
-		Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
-		ReadHeaderTimeout: time.Minute,
-	}
-	go func() { _ = srv.Serve(ln) }()
-	return ln.Addr().String(), func() { _ = srv.Close() }, nil
-}
-
 // startCluster builds what is missing (each step is cached), starts the
 // loopback registry and releases Eraser into it (make release), starts the
 // cluster with its nodes pulling from that registry, and returns how to
@@ -240,7 +221,7 @@ func startCluster(tmp string) (func() error, error) {
 	bin := filepath.Join(dir, "kubecluster")
 	progress("binaries ready in %.0fs", time.Since(t0).Seconds())
 
-	host, stopRegistry, err := startRegistry()
+	host, stopRegistry, err := testregistry.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback registry: %w", err)
 	}
