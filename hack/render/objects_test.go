@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -209,21 +208,5 @@ func apply(t *testing.T, objs objects, dryRun bool) {
 			}
 		}
 		crdwait.Established(t, c, time.Minute, crds...)
-	}
-}
-
-// poll checks cond until it holds, fails, or a minute passes: the API
-// server acts on its own time, which the tests do not assert on.
-func poll(cond func() (bool, error)) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still not so after a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -23,14 +23,17 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -64,9 +67,9 @@ const (
 
 // interruptNode is a runtime a test kills and restarts.
 type interruptNode struct {
-	*testcontainerd.CRI
+	*testcri.CRI
 	root    string
-	load    func(testing.TB, ...testcontainerd.Image)
+	load    func(testing.TB, ...testimage.Image)
 	kill    func(testing.TB)
 	restart func(testing.TB)
 	// store names the image store to "list --leftovers" and the remover
@@ -80,7 +83,7 @@ type interruptNode struct {
 	// dead, where the store can be read without the runtime, are the
 	// leftovers in it while the runtime is down: what the interruption
 	// left before a restart cleaned any of it.
-	dead func(t *testing.T) map[leftover.Kind][]leftover.Leftover
+	dead func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover
 	// logged are the runtime's log lines about its store, since its start.
 	logged func() []string
 	// unrecorded is what the image filesystem holds that the runtime's
@@ -99,7 +102,7 @@ type interruptRuntime struct {
 	// age is zero).
 	zeroAges, removerAges []string
 	// reclaim are the kinds the remover's policy names.
-	reclaim []leftover.Kind
+	reclaim []leftoverkind.Kind
 	// capabilities are what the remover's container holds where it
 	// reclaims (the pod spec's), beside root.
 	capabilities []string
@@ -108,10 +111,10 @@ type interruptRuntime struct {
 var interruptRuntimes = []interruptRuntime{
 	{
 		name:     "containerd",
-		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
+		reclaim:  []leftoverkind.Kind{leftoverkind.UnnamedImage, leftoverkind.OldLease, leftoverkind.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
-			c := testcontainerd.StartSmallDisk(t, interruptDiskMiB)
+			c := testcontainerd.Start(t, testcontainerd.WithSmallDisk(interruptDiskMiB))
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,
 				records:    func(t *testing.T) []string { return containerdRecords(t, c.Socket) },
 				unrecorded: func(t *testing.T) (string, uint64) { return containerdUnrecorded(t, c.Socket, c.RootDir()) }}
@@ -119,7 +122,7 @@ var interruptRuntimes = []interruptRuntime{
 	},
 	{
 		name:         "crio",
-		reclaim:      []leftover.Kind{leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer},
+		reclaim:      []leftoverkind.Kind{leftoverkind.UnreferencedLayer, leftoverkind.IncompleteLayer, leftoverkind.OrphanContainer},
 		capabilities: podpaths.CRIOReclaimCapabilities,
 		zeroAges:     []string{"--record-age=0s"}, removerAges: []string{"--record-age=0s"},
 		start: func(t *testing.T) *interruptNode {
@@ -128,8 +131,10 @@ var interruptRuntimes = []interruptRuntime{
 				store:       []string{"--image-store=" + c.RootDir()},
 				reclaimArgs: []string{"--crio-run-root=" + filepath.Join(c.Dir, "run")},
 				records:     func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
-				dead:        func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
-				unrecorded:  func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
+				dead: func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover {
+					return crioStoreLeftovers(t, c.RootDir())
+				},
+				unrecorded: func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
 				logged: func() []string {
 					return logLines(filepath.Join(c.Dir, "crio.log"), "unclean shutdown", "incomplete", "repair", "wipe", "deleting")
 				}}
@@ -170,25 +175,25 @@ func TestInterruptedRemovals(t *testing.T) {
 // interruptImages are the images the calls remove, each of its own 256 KiB
 // to 1 MiB of random bytes, and two kept, as files (not RandomBytes) so
 // that a clean store builds the very same images.
-func interruptImages() (removed, kept []testcontainerd.Image) {
+func interruptImages() (removed, kept []testimage.Image) {
 	for i := range interruptRemoved {
 		size := 256<<10 + mrand.IntN(768<<10+1)
-		removed = append(removed, testcontainerd.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/removed%02d:1", i)},
+		removed = append(removed, testimage.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/removed%02d:1", i)},
 			Files: map[string][]byte{"data.bin": randomBytes(size)}})
 	}
 	for i := range 2 {
-		kept = append(kept, testcontainerd.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/kept%d:1", i)},
+		kept = append(kept, testimage.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/kept%d:1", i)},
 			Files: map[string][]byte{"data.bin": randomBytes(4 << 20)}})
 	}
 	return removed, kept
 }
 
-func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kept []testcontainerd.Image) {
+func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kept []testimage.Image) {
 	n := rt.start(t)
-	all := append(append([]testcontainerd.Image{}, removed...), kept...)
+	all := append(append([]testimage.Image{}, removed...), kept...)
 	n.load(t, all...)
 	ids := n.ImageIDs(t)
-	byID := map[string]testcontainerd.Image{}
+	byID := map[string]testimage.Image{}
 	var targets []string
 	for _, img := range all {
 		id, ok := ids[img.Tags[0]]
@@ -208,7 +213,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 	lists := func(ages []string) []string { return append(append([]string{}, n.store...), ages...) }
 	found := stableLeftovers(t, n.CRIEndpoint(), lists(rt.zeroAges)...)
 	t.Logf("%s: %s", p.name, kindTotals(found))
-	why := map[leftover.Kind]bool{}
+	why := map[leftoverkind.Kind]bool{}
 	for _, l := range flatten(found) {
 		if !why[l.Kind] {
 			why[l.Kind] = true
@@ -217,7 +222,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 		t.Logf("    %s %s: %s", l.Namespace, l.Name, human(l.Bytes))
 	}
 	named, unnamed := namedImages(t, n)
-	var remain []testcontainerd.Image
+	var remain []testimage.Image
 	gone, onlyID := 0, 0
 	for _, id := range targets {
 		switch {
@@ -271,7 +276,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 
 	// 3. The policy on, the remover holding what its container holds.
 	if len(rt.reclaim) > 0 {
-		reclaimed := map[leftover.Kind]bool{}
+		reclaimed := map[leftoverkind.Kind]bool{}
 		var names []string
 		for _, k := range rt.reclaim {
 			reclaimed[k] = true
@@ -395,7 +400,7 @@ func interrupt(t *testing.T, n *interruptNode, p interruption, targets []string)
 // stableLeftovers lists the leftovers until two listings in a row agree:
 // a restarted runtime cleans some of what it finds (containerd's garbage
 // collection, containers/storage's incomplete layers) on its own time.
-func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftover.Kind][]leftover.Leftover {
+func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftoverkind.Kind][]leftover.Leftover {
 	t.Helper()
 	prev := leftoversOf(t, endpoint, args...)
 	deadline := time.Now().Add(time.Minute)
@@ -412,7 +417,7 @@ func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftover
 	}
 }
 
-func flatten(byKind map[leftover.Kind][]leftover.Leftover) []leftover.Leftover {
+func flatten(byKind map[leftoverkind.Kind][]leftover.Leftover) []leftover.Leftover {
 	var out []leftover.Leftover
 	for _, ls := range byKind {
 		out = append(out, ls...)
@@ -426,7 +431,7 @@ func flatten(byKind map[leftover.Kind][]leftover.Leftover) []leftover.Leftover {
 	return out
 }
 
-func keys(byKind map[leftover.Kind][]leftover.Leftover) []string {
+func keys(byKind map[leftoverkind.Kind][]leftover.Leftover) []string {
 	var out []string
 	for _, l := range flatten(byKind) {
 		out = append(out, fmt.Sprintf("%s %s %s %d", l.Kind, l.Namespace, l.Name, l.Bytes))
@@ -434,7 +439,7 @@ func keys(byKind map[leftover.Kind][]leftover.Leftover) []string {
 	return out
 }
 
-func totalBytes(byKind map[leftover.Kind][]leftover.Leftover) uint64 {
+func totalBytes(byKind map[leftoverkind.Kind][]leftover.Leftover) uint64 {
 	var n uint64
 	for _, l := range flatten(byKind) {
 		n += l.Bytes
@@ -443,7 +448,7 @@ func totalBytes(byKind map[leftover.Kind][]leftover.Leftover) uint64 {
 }
 
 // kindTotals is "kind: count (bytes), ...", or "no leftovers".
-func kindTotals(byKind map[leftover.Kind][]leftover.Leftover) string {
+func kindTotals(byKind map[leftoverkind.Kind][]leftover.Leftover) string {
 	if len(byKind) == 0 {
 		return "no leftovers"
 	}
@@ -535,7 +540,7 @@ func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := ctrdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
+	r, err := containerdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +599,7 @@ func diskOf(path string) uint64 {
 // record names: layer directories a deletion cut short left.
 func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +623,7 @@ func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 // layers with their parents and flags, containers.
 func crioRecords(t *testing.T, root string) []string {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,17 +645,17 @@ func crioRecords(t *testing.T, root string) []string {
 
 // crioStoreLeftovers are the leftovers in a CRI-O store's records, read
 // directly, however young; no container is judged (none runs).
-func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.Leftover {
+func crioStoreLeftovers(t *testing.T, root string) map[leftoverkind.Kind][]leftover.Leftover {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sizeOf := func(layer string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
+		n, _ := criorecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
 		return n
 	}
-	out := map[leftover.Kind][]leftover.Leftover{}
+	out := map[leftoverkind.Kind][]leftover.Leftover{}
 	for _, l := range leftover.CRIO(r, leftover.CRIOOptions{SizeOf: sizeOf, Now: time.Now()}) {
 		out[l.Kind] = append(out[l.Kind], l)
 	}
@@ -699,7 +704,7 @@ func usedBytes(t *testing.T, root string) uint64 {
 // strict requires the two within 5%; otherwise the gap is logged beside
 // the leftovers that explain it. A store given only the images that remain
 // is logged too.
-func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testcontainerd.Image, strict bool, leftovers map[leftover.Kind][]leftover.Leftover) {
+func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftoverkind.Kind][]leftover.Leftover) {
 	t.Helper()
 	clean := rt.start(t)
 	clean.load(t, all...)

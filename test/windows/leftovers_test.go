@@ -35,7 +35,9 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -344,8 +346,8 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	bin := build(t)
 	ln := testleftovers.New(t, c)
 	made := testleftovers.Make(t, ln)
-	image := func(tag string, size int) testcontainerd.Image {
-		return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
+	image := func(tag string, size int) testimage.Image {
+		return testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
 	}
 	inUse := ln.IDOnly(t, image("example.com/windows/in-use:1", 1*mib))
 	ln.RunContainer(t, "in-use", inUse)
@@ -353,7 +355,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	ln.Pin(t, pinned)
 	excluded := ln.IDOnly(t, image("example.com/windows/excluded:1", 1*mib))
 	const junk = "example.com/windows/junk:1"
-	ln.Import(t, testcontainerd.Image{Tags: []string{junk}, RandomBytes: 2 * mib})
+	ln.Import(t, testimage.Image{Tags: []string{junk}, RandomBytes: 2 * mib})
 	// What the imports left for the next collection goes now, so that
 	// the listings compared see the same records.
 	ln.Collect(t)
@@ -369,7 +371,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 		t.Error(problem)
 	}
 	for _, id := range []string{inUse, pinned, excluded} {
-		if _, ok := testleftovers.Find(found, leftover.UnnamedImage, id); !ok {
+		if _, ok := testleftovers.Find(found, leftoverkind.UnnamedImage, id); !ok {
 			t.Errorf("no unnamed-image leftover %s", id)
 		}
 	}
@@ -408,17 +410,17 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 
 	after := n.same()
 	for _, gone := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, made.UnnamedID}, {leftover.OtherNamespace, made.OtherNamespace}, {leftover.OldLease, made.Lease}} {
+	}{{leftoverkind.UnnamedImage, made.UnnamedID}, {leftoverkind.OtherNamespace, made.OtherNamespace}, {leftoverkind.OldLease, made.Lease}} {
 		if l, ok := testleftovers.Find(after, gone.kind, gone.name); ok {
 			t.Errorf("after reclaiming, %s %s is still there: %+v", gone.kind, gone.name, l)
 		}
 	}
 	for _, kept := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, inUse}, {leftover.UnnamedImage, pinned}, {leftover.UnnamedImage, excluded}, {leftover.GCRoot, made.Root}} {
+	}{{leftoverkind.UnnamedImage, inUse}, {leftoverkind.UnnamedImage, pinned}, {leftoverkind.UnnamedImage, excluded}, {leftoverkind.GCRoot, made.Root}} {
 		if _, ok := testleftovers.Find(after, kept.kind, kept.name); !ok {
 			t.Errorf("after reclaiming, %s %s is gone: the re-check or the policy keeps it", kept.kind, kept.name)
 		}

@@ -5,24 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-)
-
-// The leftovers of CRI-O, found in containers/storage's records.
-const (
-	// UnreferencedLayer: a layer no image and no container holds, directly
-	// or as a parent: what an image removal cut short leaves. Nothing
-	// deletes it but a removal by hand.
-	UnreferencedLayer Kind = "unreferenced-layer"
-	// IncompleteLayer: a layer flagged incomplete, what an interrupted
-	// pull or removal leaves; containers/storage deletes these the next
-	// time a user of the store (CRI-O's restart) opens it for writing.
-	IncompleteLayer Kind = "incomplete-layer"
-	// OrphanContainer: the storage of a container or pod sandbox that
-	// CRI-O made and no longer lists, its root filesystem left behind
-	// (cri-o/cri-o#6981). It holds its image, which cannot be removed
-	// while it is there.
-	OrphanContainer Kind = "orphan-container"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // CRIOOptions set what counts as a leftover on CRI-O.
@@ -31,7 +15,7 @@ type CRIOOptions struct {
 	// lists, which are their storage's IDs. Nil when unknown: then no
 	// container is judged an orphan.
 	Live map[string]bool
-	// SizeOf measures the disk a layer takes (storagerecords.LayerDiskBytes)
+	// SizeOf measures the disk a layer takes (criorecords.LayerDiskBytes)
 	// when its record has no size to trust: a container's read-write
 	// layer, a layer whose making or deleting was cut short. Nil counts
 	// those by their records (0).
@@ -54,12 +38,12 @@ type CRIOOptions struct {
 // reads it before it writes the layer it makes from it), not only the
 // chain it has written: while one may be running, no layer that nothing
 // holds is judged, whichever chain it is on.
-func Pulling(r storagerecords.Records, minAge time.Duration, now time.Time) string {
+func Pulling(r criorecords.Records, minAge time.Duration, now time.Time) string {
 	containerLayers := map[string]bool{}
 	for _, c := range r.Containers {
 		containerLayers[c.Layer] = true
 	}
-	var newest storagerecords.Layer
+	var newest criorecords.Layer
 	for _, l := range r.Layers {
 		if !containerLayers[l.ID] && l.Created.After(newest.Created) {
 			newest = l
@@ -75,8 +59,8 @@ func Pulling(r storagerecords.Records, minAge time.Duration, now time.Time) stri
 // layer's Bytes are its own (a layer under it nothing holds either is a
 // leftover of its own); a container's are its read-write layer's and those
 // of whatever only it holds.
-func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
-	layers := make(map[string]storagerecords.Layer, len(r.Layers))
+func CRIO(r criorecords.Records, o CRIOOptions) []Leftover {
+	layers := make(map[string]criorecords.Layer, len(r.Layers))
 	for _, l := range r.Layers {
 		if _, ok := layers[l.ID]; !ok {
 			layers[l.ID] = l
@@ -106,7 +90,7 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 	}
 	pulling := Pulling(r, o.MinAge, o.Now)
 
-	held := storagerecords.HeldBy(r, nil, nil)
+	held := criorecords.HeldBy(r, nil, nil)
 	var out []Leftover
 	judged := map[string]bool{}
 	for _, l := range r.Layers {
@@ -116,10 +100,10 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 		judged[l.ID] = true
 		switch {
 		case l.Incomplete:
-			out = append(out, Leftover{Kind: IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
+			out = append(out, Leftover{Kind: leftoverkind.IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "flagged incomplete: a pull or a removal of it was cut short; containers/storage deletes it when CRI-O next starts"})
 		case !held.Layers[l.ID] && pulling == "":
-			out = append(out, Leftover{Kind: UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
+			out = append(out, Leftover{Kind: leftoverkind.UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "no image or container stands on this layer: what a removal cut short leaves, kept until deleted by hand"})
 		}
 	}
@@ -133,8 +117,8 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 				continue
 			}
 			orphans[c.ID] = true
-			only := held.Minus(storagerecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
-			l := Leftover{Kind: OrphanContainer, Name: c.ID,
+			only := held.Minus(criorecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
+			l := Leftover{Kind: leftoverkind.OrphanContainer, Name: c.ID,
 				Why: "storage of a container or pod sandbox CRI-O no longer lists: its root filesystem left behind (cri-o/cri-o#6981)"}
 			if len(c.Names) > 0 {
 				l.Name += " (" + c.Names[0] + ")"

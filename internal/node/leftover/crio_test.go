@@ -8,7 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // TestCRIO: each kind of CRI-O leftover is found with the bytes only it
@@ -19,13 +20,13 @@ func TestCRIO(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	const mib = 1 << 20
 	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
-	r := storagerecords.Records{
+	r := criorecords.Records{
 		Driver: "overlay",
-		Images: []storagerecords.Image{
+		Images: []criorecords.Image{
 			{ID: "i-app", Names: []string{"example.com/app:1"}, TopLayer: "l-app", BigDataBytes: 3 << 10},
 			{ID: "i-old", Names: []string{"example.com/old:1"}, TopLayer: "l-old", BigDataBytes: 1 << 10},
 		},
-		Layers: []storagerecords.Layer{
+		Layers: []criorecords.Layer{
 			{ID: "l-base", DiffBytes: 20 * mib, Created: old},
 			{ID: "l-app", Parent: "l-base", DiffBytes: 5 * mib, Created: old},
 			{ID: "l-old", Parent: "l-base", DiffBytes: 2 * mib, Created: old},
@@ -45,7 +46,7 @@ func TestCRIO(t *testing.T) {
 			{ID: "rw-podman", Parent: "l-app", Created: old},
 			{ID: "rw-creating", Parent: "l-app", Created: recent},
 		},
-		Containers: []storagerecords.Container{
+		Containers: []criorecords.Container{
 			{ID: "c-live", Image: "i-app", Layer: "rw-live", Names: []string{"k8s_app_pod_ns_uid_0"}, PodID: "s-pod", Created: old},
 			{ID: "s-pod", Image: "i-app", Layer: "rw-sandbox", Names: []string{"k8s_POD_pod_ns_uid_0"}, PodID: "s-pod", Created: old},
 			{ID: "c-gone", Image: "i-old", Layer: "rw-gone", Names: []string{"k8s_old_gone_ns_uid_3"}, PodID: "s-gone", Created: old},
@@ -69,11 +70,11 @@ func TestCRIO(t *testing.T) {
 		got[l.Name] = l
 	}
 	want := map[string]Leftover{
-		"l-cut":                          {Kind: UnreferencedLayer, Name: "l-cut", Bytes: 4 * mib, Why: "no"},
-		"l-cut-top":                      {Kind: UnreferencedLayer, Name: "l-cut-top", Bytes: 2 * mib, Why: "no"},
-		"l-interrupted":                  {Kind: IncompleteLayer, Name: "l-interrupted", Bytes: 3 * mib, Why: "flagged"},
-		"c-gone (k8s_old_gone_ns_uid_3)": {Kind: OrphanContainer, Name: "c-gone (k8s_old_gone_ns_uid_3)", Bytes: 7 * mib, Why: "storage"},
-		"c-forced":                       {Kind: OrphanContainer, Name: "c-forced", Bytes: 1*mib + 8*mib, Why: "storage"},
+		"l-cut":                          {Kind: leftoverkind.UnreferencedLayer, Name: "l-cut", Bytes: 4 * mib, Why: "no"},
+		"l-cut-top":                      {Kind: leftoverkind.UnreferencedLayer, Name: "l-cut-top", Bytes: 2 * mib, Why: "no"},
+		"l-interrupted":                  {Kind: leftoverkind.IncompleteLayer, Name: "l-interrupted", Bytes: 3 * mib, Why: "flagged"},
+		"c-gone (k8s_old_gone_ns_uid_3)": {Kind: leftoverkind.OrphanContainer, Name: "c-gone (k8s_old_gone_ns_uid_3)", Bytes: 7 * mib, Why: "storage"},
+		"c-forced":                       {Kind: leftoverkind.OrphanContainer, Name: "c-forced", Bytes: 1*mib + 8*mib, Why: "storage"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -94,7 +95,7 @@ func TestCRIO(t *testing.T) {
 		o := o
 		o.Live = nil
 		for _, l := range CRIO(r, o) {
-			if l.Kind == OrphanContainer {
+			if l.Kind == leftoverkind.OrphanContainer {
 				t.Errorf("without the live containers: %+v", l)
 			}
 		}
@@ -114,11 +115,11 @@ func TestCRIO(t *testing.T) {
 	t.Run("nothing young: the container being made judged too", func(t *testing.T) {
 		o := o
 		o.MinAge = 0
-		got := map[string]Kind{}
+		got := map[string]leftoverkind.Kind{}
 		for _, l := range CRIO(r, o) {
 			got[l.Name] = l.Kind
 		}
-		for name, kind := range map[string]Kind{"c-creating": OrphanContainer} {
+		for name, kind := range map[string]leftoverkind.Kind{"c-creating": leftoverkind.OrphanContainer} {
 			if got[name] != kind {
 				t.Errorf("%s: %q, want %q", name, got[name], kind)
 			}
@@ -134,10 +135,10 @@ func TestCRIO(t *testing.T) {
 func TestCRIOPullInProgress(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
-	base := storagerecords.Records{
+	base := criorecords.Records{
 		Driver: "overlay",
-		Images: []storagerecords.Image{{ID: "i-app", TopLayer: "l-app"}},
-		Layers: []storagerecords.Layer{
+		Images: []criorecords.Image{{ID: "i-app", TopLayer: "l-app"}},
+		Layers: []criorecords.Layer{
 			{ID: "l-app", DiffBytes: 1, Created: old},
 			{ID: "rw-gone", Parent: "l-app", Created: old},
 			// A slow pull's first layers, or a removal's leftover chain:
@@ -146,17 +147,17 @@ func TestCRIOPullInProgress(t *testing.T) {
 			{ID: "l-chain-top", Parent: "l-chain", DiffBytes: 1, Created: old},
 			{ID: "l-dead", Incomplete: true, Created: old},
 		},
-		Containers: []storagerecords.Container{{ID: "c-gone", Image: "i-app", Layer: "rw-gone", PodID: "s-gone", Created: old}},
+		Containers: []criorecords.Container{{ID: "c-gone", Image: "i-app", Layer: "rw-gone", PodID: "s-gone", Created: old}},
 	}
-	with := func(extra ...any) storagerecords.Records {
+	with := func(extra ...any) criorecords.Records {
 		r := base
 		r.Layers = slices.Clone(base.Layers)
 		r.Containers = slices.Clone(base.Containers)
 		for _, e := range extra {
 			switch e := e.(type) {
-			case storagerecords.Layer:
+			case criorecords.Layer:
 				r.Layers = append(r.Layers, e)
-			case storagerecords.Container:
+			case criorecords.Container:
 				r.Containers = append(r.Containers, e)
 			}
 		}
@@ -164,26 +165,26 @@ func TestCRIOPullInProgress(t *testing.T) {
 	}
 	settled := []string{"c-gone", "l-chain", "l-chain-top", "l-dead"}
 	for name, tc := range map[string]struct {
-		records     storagerecords.Records
+		records     criorecords.Records
 		wantPulling bool
 		want        []string
 	}{
 		"nothing written lately": {records: with(), want: settled},
 		"another pull's layer landed a minute ago": {
-			records:     with(storagerecords.Layer{ID: "l-new", Created: recent}),
+			records:     with(criorecords.Layer{ID: "l-new", Created: recent}),
 			wantPulling: true, want: []string{"c-gone", "l-dead"},
 		},
 		"a pull's layer being written": {
-			records:     with(storagerecords.Layer{ID: "l-writing", Parent: "l-chain-top", Incomplete: true, Created: recent}),
+			records:     with(criorecords.Layer{ID: "l-writing", Parent: "l-chain-top", Incomplete: true, Created: recent}),
 			wantPulling: true, want: []string{"c-gone", "l-dead"},
 		},
 		"a container made a minute ago": {
-			records: with(storagerecords.Layer{ID: "rw-new", Parent: "l-app", Created: recent},
-				storagerecords.Container{ID: "c-new", Image: "i-app", Layer: "rw-new", PodID: "s-new", Created: recent}),
+			records: with(criorecords.Layer{ID: "rw-new", Parent: "l-app", Created: recent},
+				criorecords.Container{ID: "c-new", Image: "i-app", Layer: "rw-new", PodID: "s-new", Created: recent}),
 			want: settled,
 		},
 		"a layer written just over the record age ago": {
-			records: with(storagerecords.Layer{ID: "l-hour", Created: now.Add(-time.Hour - time.Second)}),
+			records: with(criorecords.Layer{ID: "l-hour", Created: now.Add(-time.Hour - time.Second)}),
 			want:    append(slices.Clone(settled), "l-hour"),
 		},
 	} {

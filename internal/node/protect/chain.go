@@ -120,6 +120,7 @@ var chain = []Rule{
 	{Name: "a container mounts it as an image volume", Reason: workerresult.InUse, Scope: Always, keep: mountedByContainer},
 	{Name: "the runtime pins it", Reason: workerresult.Pinned, Scope: Always, keep: pinnedByRuntime},
 	{Name: "it is the runtime's sandbox image", Reason: workerresult.Pinned, Scope: Always, keep: sandboxImage},
+	{Name: "it looks like a pause image, and the runtime named none", Reason: workerresult.Pinned, Scope: Always, keep: guessedPause},
 	{Name: "an exclusion list protects it", Reason: workerresult.Excluded, Scope: Always, keep: excludedByList},
 	{Name: "no registry can give it back", Reason: workerresult.NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
 	{Name: "a pod or a workload references it", Reason: workerresult.Referenced, Scope: Automatic, keep: referencedByWorkload},
@@ -185,8 +186,7 @@ func pinnedByRuntime(s *Subject) (string, bool) {
 }
 
 // sandboxImage: removing the pause image breaks every new pod on the node.
-// The runtime's status names it; pod sandboxes name the ones in use; where
-// neither does, what looks like a pause image is kept.
+// The runtime's status names it; pod sandboxes name the ones in use.
 func sandboxImage(s *Subject) (string, bool) {
 	for _, k := range refKeys(s.Policy.SandboxImage) {
 		if slices.Contains(s.Keys, k) {
@@ -200,10 +200,14 @@ func sandboxImage(s *Subject) (string, bool) {
 			}
 		}
 	}
-	if s.Policy.GuessPause && LooksLikePause(s.Image) {
-		return guessDetail, true
-	}
 	return "", false
+}
+
+// guessedPause: where neither the runtime's status nor a pod sandbox names
+// the pause image (the run says so in GuessPause), keeping every image that
+// looks like one is the only way not to remove it.
+func guessedPause(s *Subject) (string, bool) {
+	return guessDetail, s.Policy.GuessPause && LooksLikePause(s.Image)
 }
 
 // excludedByList: the operator's exclusion lists name the image.

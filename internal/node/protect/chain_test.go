@@ -3,6 +3,7 @@ package protect
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -117,47 +119,119 @@ func TestTooYoung(t *testing.T) {
 	}
 }
 
-// TestJudgeOrder: where several rules keep an image, the first of the
-// chain names the reason, and each scope applies its own rules alone.
-func TestJudgeOrder(t *testing.T) {
+// ruleFact makes one rule of the chain keep the image of ruleSubject:
+// set changes the subject or adds to the node's containers.
+type ruleFact struct {
+	rule string
+	set  func(*Subject, *[]cri.Container)
+}
+
+// ruleFacts are a fact for each rule, in the chain's order.
+var ruleFacts = []ruleFact{
+	{"uses", func(_ *Subject, cs *[]cri.Container) { *cs = append(*cs, cri.Container{Name: "c", ImageID: pause.ID}) }},
+	{"mounts", func(_ *Subject, cs *[]cri.Container) {
+		*cs = append(*cs, cri.Container{Name: "m", Image: "app:1", MountedImages: []string{pause.Tags[0]}})
+	}},
+	{"pinned", func(s *Subject, _ *[]cri.Container) { s.Image.Pinned = true }},
+	{"sandbox", func(s *Subject, _ *[]cri.Container) { s.Policy.SandboxImage = pause.Tags[0] }},
+	{"guessed pause", func(s *Subject, _ *[]cri.Container) { s.Policy.GuessPause = true }},
+	{"excluded", func(s *Subject, _ *[]cri.Container) {
+		s.Policy.Exclusions = []imageref.Pattern{imageref.ParsePattern("registry.k8s.io/pause:*")}
+	}},
+	{"not re-pullable", func(s *Subject, _ *[]cri.Container) { s.Cluster.KeepNotRepullable = true }},
+	{"referenced", func(s *Subject, _ *[]cri.Container) { s.Referrer = &Referrer{Owner: "CronJob batch/nightly"} }},
+	{"incomplete", func(s *Subject, _ *[]cri.Container) { s.Cluster.NodeIncomplete = true }},
+	{"too young", func(s *Subject, _ *[]cri.Container) { s.MinAge = time.Hour }},
+}
+
+// pause is an image every rule of the chain can keep: it looks like a
+// pause image and no registry can give it back.
+var pause = cri.Image{ID: "sha256:" + strings.Repeat("e", 64), Tags: []string{"registry.k8s.io/pause:3.9"}}
+
+// ruleSubject is pause, with the facts that make the named rules keep it.
+func ruleSubject(t *testing.T, rules ...string) *Subject {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	everything := Subject{
-		Image:    cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
-		Used:     NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
-		Policy:   Policy{GuessPause: true},
-		Cluster:  Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true},
-		Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true},
-		Now:      now, MinAge: time.Hour, Arrived: now,
+	s := &Subject{Image: pause, Keys: Keys(pause), Cluster: Cluster{Read: true}, Now: now, Arrived: now.Add(-time.Minute)}
+	var containers []cri.Container
+	for _, r := range rules {
+		i := slices.IndexFunc(ruleFacts, func(f ruleFact) bool { return f.rule == r })
+		if i < 0 {
+			t.Fatalf("no fact for rule %q", r)
+		}
+		ruleFacts[i].set(s, &containers)
 	}
-	everything.Keys = Keys(everything.Image)
-	drop := map[string]func(*Subject){
-		"in use":          func(s *Subject) { s.Used = Containers{} },
-		"pinned":          func(s *Subject) { s.Image.Pinned = false },
-		"not re-pullable": func(s *Subject) { s.Cluster.KeepNotRepullable = false },
-		"referenced":      func(s *Subject) { s.Referrer = nil },
-		"incomplete":      func(s *Subject) { s.Cluster.NodeIncomplete = false },
-		"too young":       func(s *Subject) { s.MinAge = 0 },
+	s.Used = NewContainers(containers)
+	return s
+}
+
+// judged is the verdict an ImageList naming the image gets, and the one an
+// automatic policy gets: the rules of every removal, then, for what they
+// leave, the automatic ones, as the remover applies them.
+type judged struct{ ImageList, Automatic Verdict }
+
+func judgeBoth(s *Subject) judged {
+	v := Judge(s, Always)
+	if v.Reason == Removable {
+		return judged{ImageList: v, Automatic: Judge(s, Automatic)}
 	}
-	type verdicts struct{ Always, Automatic Verdict }
-	got := map[string]verdicts{}
-	s := everything
-	for _, step := range []string{"in use", "pinned", "not re-pullable", "referenced", "incomplete", "too young"} {
-		got["before dropping "+step] = verdicts{Judge(&s, Always), Judge(&s, Automatic)}
-		drop[step](&s)
+	return judged{ImageList: v, Automatic: v}
+}
+
+// TestJudgeOrder: where several rules keep an image, the first of the
+// chain names the reason; an ImageList naming the image meets the rules
+// of every removal alone.
+func TestJudgeOrder(t *testing.T) {
+	const (
+		notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
+		incomplete    = "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
+	)
+	inUse := Verdict{workerresult.InUse, "container c"}
+	cases := map[string]struct {
+		rules []string
+		want  judged
+	}{
+		"none":                             {},
+		"used and mounted":                 {rules: []string{"mounts", "uses"}, want: judged{inUse, inUse}},
+		"mounted and pinned":               {rules: []string{"pinned", "mounts"}, want: judged{Verdict{workerresult.InUse, "container m mounts it as an image volume"}, Verdict{workerresult.InUse, "container m mounts it as an image volume"}}},
+		"used and excluded":                {rules: []string{"excluded", "uses"}, want: judged{inUse, inUse}},
+		"pinned and the sandbox image":     {rules: []string{"sandbox", "pinned"}, want: judged{Verdict{workerresult.Pinned, "pinned by the runtime"}, Verdict{workerresult.Pinned, "pinned by the runtime"}}},
+		"the sandbox image and a guess":    {rules: []string{"guessed pause", "sandbox"}, want: judged{Verdict{workerresult.Pinned, "the runtime's sandbox image"}, Verdict{workerresult.Pinned, "the runtime's sandbox image"}}},
+		"a guessed pause and excluded":     {rules: []string{"excluded", "guessed pause"}, want: judged{Verdict{workerresult.Pinned, guessDetail}, Verdict{workerresult.Pinned, guessDetail}}},
+		"excluded and not re-pullable":     {rules: []string{"not re-pullable", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"excluded and too young":           {rules: []string{"too young", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"not re-pullable and referenced":   {rules: []string{"referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
+		"referenced and incomplete":        {rules: []string{"incomplete", "referenced"}, want: judged{Automatic: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}}},
+		"incomplete and too young":         {rules: []string{"too young", "incomplete"}, want: judged{Automatic: Verdict{workerresult.Referenced, incomplete}}},
+		"the automatic rules, all of them": {rules: []string{"too young", "incomplete", "referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
+		"every rule":                       {rules: []string{"too young", "incomplete", "referenced", "not re-pullable", "excluded", "guessed pause", "sandbox", "pinned", "mounts", "uses"}, want: judged{inUse, inUse}},
 	}
-	got["nothing left"] = verdicts{Judge(&s, Always), Judge(&s, Automatic)}
-	const notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
-	want := map[string]verdicts{
-		"before dropping in use":          {Verdict{workerresult.InUse, "container c"}, Verdict{workerresult.NotRepullable, notRepullable}},
-		"before dropping pinned":          {Verdict{workerresult.Pinned, "pinned by the runtime"}, Verdict{workerresult.NotRepullable, notRepullable}},
-		"before dropping not re-pullable": {Verdict{}, Verdict{workerresult.NotRepullable, notRepullable}},
-		"before dropping referenced":      {Verdict{}, Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
-		"before dropping incomplete":      {Verdict{}, Verdict{workerresult.Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"}},
-		"before dropping too young":       {Verdict{}, Verdict{workerresult.TooYoung, "arrived 0s ago, under the minimum age 1h0m0s"}},
-		"nothing left":                    {},
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, judgeBoth(ruleSubject(t, tc.rules...))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+}
+
+// TestJudgeFirstWins: for every two rules, the image both keep gets the
+// verdict of the one earlier in the chain, as if it alone kept it; and
+// each fact makes its own rule keep the image, no other.
+func TestJudgeFirstWins(t *testing.T) {
+	chain := Chain()
+	if len(ruleFacts) != len(chain) {
+		t.Fatalf("ruleFacts has %d facts for the chain's %d rules: give the new rule its fact", len(ruleFacts), len(chain))
+	}
+	for i, f := range ruleFacts {
+		v := judgeBoth(ruleSubject(t, f.rule)).Automatic
+		if detail, ok := chain[i].keep(ruleSubject(t, f.rule)); !ok || v != (Verdict{chain[i].Reason, detail}) {
+			t.Errorf("fact %q: verdict %+v, want rule %d (%q) to give it", f.rule, v, i+1, chain[i].Name)
+		}
+		for _, later := range ruleFacts[i+1:] {
+			if got := judgeBoth(ruleSubject(t, later.rule, f.rule)); got.Automatic != v {
+				t.Errorf("rules %q and %q: %+v, want the first's %+v", f.rule, later.rule, got.Automatic, v)
+			}
+		}
 	}
 }
 

@@ -1,13 +1,18 @@
-// Package protect holds every rule that keeps an image on a node, in the
-// order they apply (Chain): images any container uses or mounts as an
-// image volume (in any state), images the runtime pins, the runtime's
-// sandbox (pause) image, images an exclusion list protects; then, from the
-// automatic policies only, images no registry can give back, images the
-// cluster's pods and workloads reference, and images too young. The
-// remover, the retention policy's planning, the collector and reclaim ask
-// these rules; nothing else decides that an image stays. The container
-// runtime enforces none of it: containerd removes images that running
-// containers use, and pinned ones too.
+// Package protect answers whether an image may go: it holds every rule
+// that keeps an image on a node, as one ordered chain (Chain; docs/protection.md
+// lists it): images any container uses or mounts as an image volume
+// (in any state), images the runtime pins, the runtime's sandbox (pause)
+// image or, when no source names it, what looks like one, images an
+// exclusion list protects; then, from the automatic policies only, images
+// no registry can give back, images the cluster's pods and workloads
+// reference (or any image, when the references are incomplete), and images
+// too young. The first rule that keeps an image names the outcome the node
+// reports. What the chain leaves, the retention policy chooses among
+// (internal/node/retention), and the remover asks UsedNow again right
+// before each removal. The remover, the collector and reclaim ask these
+// rules; nothing else decides that an image stays. The container runtime
+// enforces none of it: containerd removes images that running containers
+// use, and pinned ones too.
 package protect
 
 import (

@@ -28,12 +28,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -119,15 +121,15 @@ func TestReclaimOnCRIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foundKinds := map[string]leftover.Kind{}
+	foundKinds := map[string]leftoverkind.Kind{}
 	for _, l := range found {
 		id, _, _ := strings.Cut(l.Name, " ")
 		foundKinds[id] = l.Kind
 	}
-	wantFound := map[string]leftover.Kind{
-		lower: leftover.UnreferencedLayer, upper: leftover.UnreferencedLayer,
-		takenByImage: leftover.UnreferencedLayer, takenByLayer: leftover.UnreferencedLayer,
-		incomplete: leftover.IncompleteLayer, orphan.ID: leftover.OrphanContainer, mounted.ID: leftover.OrphanContainer,
+	wantFound := map[string]leftoverkind.Kind{
+		lower: leftoverkind.UnreferencedLayer, upper: leftoverkind.UnreferencedLayer,
+		takenByImage: leftoverkind.UnreferencedLayer, takenByLayer: leftoverkind.UnreferencedLayer,
+		incomplete: leftoverkind.IncompleteLayer, orphan.ID: leftoverkind.OrphanContainer, mounted.ID: leftoverkind.OrphanContainer,
 	}
 	if diff := cmp.Diff(wantFound, foundKinds); diff != "" {
 		t.Fatalf("leftovers found (-want +got):\n%s", diff)
@@ -143,7 +145,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 	usedBefore := used(t, c.RootDir())
 
 	policy := reclaim.Policy{
-		Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true, leftover.IncompleteLayer: true, leftover.OrphanContainer: true},
+		Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true, leftoverkind.IncompleteLayer: true, leftoverkind.OrphanContainer: true},
 		CRIO:  crioStore(c, 0),
 	}
 	if dry := reclaim.Run(ctx, client, client, found, policy, true); len(dry) != len(found) || reclaim.Sum(dry).Count[reclaim.WouldReclaim] != len(found) {
@@ -156,7 +158,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 		got[id] = string(r.Outcome)
 		// The incomplete layer went at the store's first write after the
 		// finding (the races'), before usedBefore.
-		if r.Outcome == reclaim.Reclaimed && r.Kind != leftover.IncompleteLayer {
+		if r.Outcome == reclaim.Reclaimed && r.Kind != leftoverkind.IncompleteLayer {
 			freed += r.Bytes
 		}
 		t.Logf("%s %s: %s %s (%s)", r.Kind, r.Name, r.Outcome, r.Detail, r.Why)
@@ -184,7 +186,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 		t.Errorf("leftovers after reclaiming (-want +got):\n%s", diff)
 	}
 	for _, id := range []string{lower, upper, incomplete, orphan.LayerID} {
-		if dir, err := storagerecords.LayerDir(c.RootDir(), "overlay", id); err == nil {
+		if dir, err := criorecords.LayerDir(c.RootDir(), "overlay", id); err == nil {
 			if _, err := os.Stat(filepath.Dir(dir)); err == nil {
 				t.Errorf("layer %s's directory is still there", id)
 			}
@@ -238,7 +240,7 @@ const childEnv = "ERASER_RECLAIM_CHILD"
 type childOrder struct {
 	Endpoint string
 	Found    []leftover.Leftover
-	Kinds    []leftover.Kind
+	Kinds    []leftoverkind.Kind
 	CRIO     reclaim.CRIOStore
 }
 
@@ -286,7 +288,7 @@ func reclaimChild() int {
 		return 2
 	}
 	defer client.Close()
-	p := reclaim.Policy{Kinds: map[leftover.Kind]bool{}, CRIO: order.CRIO}
+	p := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{}, CRIO: order.CRIO}
 	for _, k := range order.Kinds {
 		p.Kinds[k] = true
 	}
@@ -326,7 +328,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := testcontainerd.Layer(layerTar(t, 1*mib))
+	last, err := testimage.Layer(layerTar(t, 1*mib))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +362,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 		}
 		releases = append(releases, c.HoldBlob(t, d.String()))
 	}
-	before, err := storagerecords.Read(c.RootDir())
+	before, err := criorecords.Read(c.RootDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,20 +377,18 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 	}
 	// The slow pull commits the layers before its held one.
 	var committed []string
-	for deadline := time.Now().Add(time.Minute); len(committed) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow pull committed no layer within a minute")
-		}
-		r, err := storagerecords.Read(c.RootDir())
+	wait.For(t, time.Minute, "the slow pull to commit a layer", func() bool {
+		r, err := criorecords.Read(c.RootDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range r.Layers {
-			if !slices.ContainsFunc(before.Layers, func(b storagerecords.Layer) bool { return b.ID == l.ID }) {
+			if !slices.ContainsFunc(before.Layers, func(b criorecords.Layer) bool { return b.ID == l.ID }) {
 				committed = append(committed, l.ID)
 			}
 		}
-	}
+		return len(committed) > 0
+	})
 	time.Sleep(1100 * time.Millisecond)
 
 	client := c.Client(t)
@@ -405,10 +405,10 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 			t.Fatalf("layer %s is not among the leftovers found (%+v): the test holds no pull's layer", id, found)
 		}
 	}
-	policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, time.Second)}
+	policy := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true}, CRIO: crioStore(c, time.Second)}
 	for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
 		t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
-		if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Kept || !strings.Contains(r.Detail, "pull is under way")) {
+		if r.Kind == leftoverkind.UnreferencedLayer && (r.Outcome != reclaim.Kept || !strings.Contains(r.Detail, "pull is under way")) {
 			t.Errorf("%s: %s %q, want kept: a pull is under way", r.Name, r.Outcome, r.Detail)
 		}
 	}
@@ -492,10 +492,10 @@ func TestReclaimRefusesAStoreItDoesNotKnow(t *testing.T) {
 			if len(found) == 0 {
 				t.Fatal("no leftover found")
 			}
-			policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, 0)}
+			policy := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true}, CRIO: crioStore(c, 0)}
 			for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
 				t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
-				if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Failed || !strings.Contains(r.Detail, tc.want)) {
+				if r.Kind == leftoverkind.UnreferencedLayer && (r.Outcome != reclaim.Failed || !strings.Contains(r.Detail, tc.want)) {
 					t.Errorf("%s: %s %q, want refused naming %s", r.Name, r.Outcome, r.Detail, tc.want)
 				}
 			}

@@ -12,43 +12,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // CRINamespace is containerd's namespace of the kubelet's images.
 const CRINamespace = "k8s.io"
 
-// Reclaimable are the kinds a policy may turn on. A gc.root is left
-// alone: someone marked it to be kept.
-var Reclaimable = []leftover.Kind{
-	leftover.UnnamedImage, leftover.OtherNamespace, leftover.OldLease, leftover.Unreferenced,
-	leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer,
-}
-
 // ParseKinds reads a comma-separated list of kinds to reclaim.
-func ParseKinds(list string) (map[leftover.Kind]bool, error) {
-	out := map[leftover.Kind]bool{}
+func ParseKinds(list string) (map[leftoverkind.Kind]bool, error) {
+	out := map[leftoverkind.Kind]bool{}
 	for _, k := range strings.Split(list, ",") {
 		k = strings.TrimSpace(k)
 		if k == "" {
 			continue
 		}
-		if !slices.Contains(Reclaimable, leftover.Kind(k)) {
+		if !slices.Contains(leftoverkind.Reclaimable, leftoverkind.Kind(k)) {
 			return nil, fmt.Errorf("%q is not a kind of leftover that can be reclaimed (want %s)", k, kindList())
 		}
-		out[leftover.Kind(k)] = true
+		out[leftoverkind.Kind(k)] = true
 	}
 	return out, nil
 }
 
 func kindList() string {
 	var s []string
-	for _, k := range Reclaimable {
+	for _, k := range leftoverkind.Reclaimable {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
@@ -57,7 +51,7 @@ func kindList() string {
 // Policy is what the operator opted into.
 type Policy struct {
 	// Kinds are reclaimed; others are listed.
-	Kinds map[leftover.Kind]bool
+	Kinds map[leftoverkind.Kind]bool
 	// Namespaces are the namespaces besides the kubelet's where images
 	// and leases may be reclaimed: another namespace is someone's (Docker's
 	// moby, BuildKit's buildkit), and only its name here lets its images
@@ -95,10 +89,6 @@ type CRIOStore struct {
 	// layer nothing holds is deleted (Ages.Record).
 	RecordAge time.Duration
 }
-
-// DefaultCRIORunRoot is CRI-O's run root unless its configuration moves
-// it (crio.conf's runroot).
-const DefaultCRIORunRoot = "/run/containers/storage"
 
 // Outcome is what became of a leftover.
 type Outcome string
@@ -138,10 +128,9 @@ type Ages struct {
 	Record time.Duration
 }
 
-// DefaultAges: a pull's or an import's lease lives minutes; one a day old
-// holds what nothing finished (leaseage). An hour for CRI-O's records,
-// which a pull writes before the image that holds them.
-var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
+// DefaultAges are the ages a remover given no flag uses, the
+// configuration's defaults.
+var DefaultAges = Ages{Lease: workerdefaults.LeaseAge, Record: workerdefaults.RecordAge}
 
 // Find reads the runtime's own records: containerd's through its CRI
 // endpoint (containerd's own API too: its unix socket, or its named pipe on
@@ -150,7 +139,7 @@ var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
 func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages, now time.Time) ([]leftover.Leftover, error) {
 	switch client.RuntimeName {
 	case "containerd":
-		records, err := ctrdrecords.Read(ctx, client.Address)
+		records, err := containerdrecords.Read(ctx, client.Address)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +148,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		if imageStore == "" {
 			return nil, fmt.Errorf("finding leftovers on CRI-O needs its image store")
 		}
-		records, err := storagerecords.Read(imageStore)
+		records, err := criorecords.Read(imageStore)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +161,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		measure, cancel := context.WithTimeout(ctx, measureBudget)
 		defer cancel()
 		sizeOf := func(layer string) int64 {
-			n, _ := storagerecords.LayerDiskBytes(measure, imageStore, records.Driver, layer)
+			n, _ := criorecords.LayerDiskBytes(measure, imageStore, records.Driver, layer)
 			return n
 		}
 		return leftover.CRIO(records, leftover.CRIOOptions{Live: live, SizeOf: sizeOf, MinAge: ages.Record, Now: now}), nil
@@ -188,7 +177,7 @@ const measureBudget = time.Minute
 // a remover judges the reading it took after its removals rather than
 // read every namespace again. Reclaiming re-reads each leftover before
 // its deletion, so records a few seconds old decide nothing alone.
-func InContainerd(records ctrdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
+func InContainerd(records containerdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
 	return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now})
 }
 
@@ -235,7 +224,7 @@ func Decide(found []leftover.Leftover, p Policy) (take []leftover.Leftover, list
 // policy's to scope: a collection of any namespace's makes it.
 func (p Policy) inScope(l leftover.Leftover) bool {
 	switch l.Kind {
-	case leftover.OtherNamespace, leftover.OldLease:
+	case leftoverkind.OtherNamespace, leftoverkind.OldLease:
 		return l.Namespace == CRINamespace || p.Namespaces[l.Namespace]
 	default:
 		return true
@@ -256,14 +245,14 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 	// Reclaiming unreferenced leftovers also sweeps containerd's stores of
 	// what no record names, which no listing finds: it runs whenever the
 	// policy names the kind.
-	if len(take) == 0 && (!p.Kinds[leftover.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
+	if len(take) == 0 && (!p.Kinds[leftoverkind.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
 		return out
 	}
 	switch {
 	case client.RuntimeName == "cri-o":
 		store := p.CRIO
 		if store.Driver == "" {
-			driver, err := storagerecords.Driver(store.GraphRoot)
+			driver, err := criorecords.Driver(store.GraphRoot)
 			if err != nil {
 				for _, l := range take {
 					out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})

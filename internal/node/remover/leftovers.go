@@ -8,14 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -33,7 +34,7 @@ type LeftoverFlags struct {
 	// which layers are mounted; reclaiming on CRI-O reads it.
 	CRIORunRoot string
 	// MinLeaseAge is the least LeaseAge with which old-lease is reclaimed:
-	// the worker's is the configuration's least leaseAge (leaseage.Min),
+	// the worker's is the configuration's least leaseAge (workerdefaults.MinLeaseAge),
 	// a pull under way being older; "eraser node prune", run by hand on a
 	// node whose pulls its operator knows, takes any. Listing takes any.
 	MinLeaseAge time.Duration
@@ -47,8 +48,8 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Find, "find-leftovers", true, "after the removals, look for what removals left on the runtime (containerd's and CRI-O's own records) and report it")
 	fs.StringVar(&f.Reclaim, "reclaim", "", "comma-separated kinds of leftover to delete ("+strings.Join(kindNames(), ", ")+"); empty: report them only")
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
-	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+leaseage.Min.String())
-	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
+	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+workerdefaults.MinLeaseAge.String())
+	fs.StringVar(&f.CRIORunRoot, "crio-run-root", workerdefaults.CRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
 	fs.StringVar(&f.CRIOHostRoot, "crio-host-root", "", "where the node's /etc/crio, /etc/containers and /var/tmp are seen (read-only), which say how CRI-O's store is set up and whether a pull is under way; empty: at their own paths. Read when reclaiming on CRI-O")
 	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
 }
@@ -60,7 +61,7 @@ func (f LeftoverFlags) Ages() reclaim.Ages {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range reclaim.Reclaimable {
+	for _, k := range leftoverkind.Reclaimable {
 		out = append(out, string(k))
 	}
 	return out
@@ -70,12 +71,12 @@ func kindNames() []string {
 // the node of client, protected as removals are; nil when off.
 // measure reads the image filesystem where the run sees it (MeasureFreed),
 // nil where not: what the sweep of containerd's stores frees is told by it.
-func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
+func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error), error) {
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
 	}
-	if kinds[leftover.OldLease] && f.LeaseAge < f.MinLeaseAge {
+	if kinds[leftoverkind.OldLease] && f.LeaseAge < f.MinLeaseAge {
 		return nil, fmt.Errorf("--lease-age %s: reclaiming old-lease takes at least %s, as a pull under way holds its lease that long", f.LeaseAge, f.MinLeaseAge)
 	}
 	if !f.Find {
@@ -90,7 +91,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 			namespaces[ns] = true
 		}
 	}
-	return func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error) {
+	return func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error) {
 		found, err := search(read, f.Ages(), time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
 			return reclaim.Find(ctx, client, imageStore, f.Ages(), now)
 		})
@@ -111,7 +112,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 
 // search finds the leftovers in containerd's records the run read after
 // its removals, when it did, else through a reading of its own (find).
-func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
+func search(read *containerdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
 	if read != nil {
 		return reclaim.InContainerd(*read, ages, now), nil
 	}
@@ -121,7 +122,7 @@ func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find fu
 // leftovers runs the step and logs each leftover as a result line, for the
 // node's report; read is containerd's records as read after the removals,
 // or nil.
-func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *ctrdrecords.Records) *workerresult.Leftovers {
+func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *containerdrecords.Records) *workerresult.Leftovers {
 	if opts.Leftovers == nil {
 		return nil
 	}

@@ -205,7 +205,9 @@ type Age struct {
 	Arrived, LastUsed, FirstSeen time.Time
 }
 
-// Retention is the retention policy's part of a plan.
+// Retention is what a plan is told besides the snapshot and its targets:
+// the retention policy, the images' ages and the disk, and what the chain's
+// cluster-aware rules are told.
 type Retention struct {
 	Settings retention.Settings
 	Now      time.Time
@@ -219,10 +221,15 @@ type Retention struct {
 	Cluster protect.Cluster
 }
 
-// Plan resolves targets against the snapshot and the retention policy. It
-// returns the images to remove (each once, however many entries name it),
-// the results of every target or candidate that resolves to nothing to do,
-// and the candidates the disk policy may still take in a later round.
+// Plan resolves targets against the snapshot in three steps, each
+// another package's decision: protect's chain keeps what must stay (its
+// rules of every removal were applied when the node was read, its
+// automatic ones apply here to whatever an ImageList does not name); the
+// retention policy chooses among what the chain leaves; Run then asks
+// protect.UsedNow again right before each removal. Plan returns the images
+// to remove (each once, however many entries name it), the results of
+// every target or candidate that resolves to nothing to do, and the
+// candidates the disk policy may still take in a later round.
 func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Result, spare []retention.Candidate) {
 	// Per image, by index (slices, not maps: tens of thousands of images
 	// under a 30Mi limit): whether considered, the entry that named it
@@ -235,7 +242,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	// run with no scanner or with a policy of its own), not only the
 	// scanner's choices.
 	auto := t.All || (t.Scheduled && (!t.Scanned || r.Settings.Choosing()))
-	// consider adds image i as a candidate, or its result when protected.
+	// consider adds image i as a candidate, or its result when protect's
+	// chain keeps it.
 	consider := func(i int, entry string, listed, vulnerable bool) {
 		if seen[i] {
 			return

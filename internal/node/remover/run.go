@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
@@ -81,13 +81,13 @@ type Options struct {
 	// containerd's: the reading after the removals is taken through it,
 	// once for both the bytes they freed and the leftover search. nil:
 	// each reads for itself.
-	ContainerdRecords func(ctx context.Context) (ctrdrecords.Records, error)
+	ContainerdRecords func(ctx context.Context) (containerdrecords.Records, error)
 	// Leftovers finds what removals left on the runtime once the run's
 	// removals are done, and reclaims what its policy takes, protected by
 	// the run's policy; nil: not looked for (LeftoverFlags.Leftovers).
 	// read is containerd's records as read after the removals, when the
 	// run read them, or nil: it reads the runtime's records itself.
-	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error)
+	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error)
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -277,7 +277,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
 	}
-	var read *ctrdrecords.Records
+	var read *containerdrecords.Records
 	if info.Freed, read = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
 		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
 	}

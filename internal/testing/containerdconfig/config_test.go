@@ -52,7 +52,7 @@ func TestPullsFromPlainHTTPRegistry(t *testing.T) {
 	if err := testregistry.Push(host, "e2e/pulled:1", img); err != nil {
 		t.Fatal(err)
 	}
-	c := testcontainerd.Start(t, host)
+	c := testcontainerd.Start(t, testcontainerd.WithPlainHTTPRegistries(host))
 	resp, err := c.Images.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if err != nil {
 		t.Fatalf("pulling %s: %v", ref, err)

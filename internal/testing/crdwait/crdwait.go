@@ -11,7 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // Established waits until every named CRD is established, failing the
@@ -19,7 +19,7 @@ import (
 func Established(t testing.TB, c client.Client, timeout time.Duration, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		testenv.WaitFor(t, timeout, "CRD "+name+" to be established", func() bool {
+		wait.For(t, timeout, "CRD "+name+" to be established", func() bool {
 			var crd apiextensionsv1.CustomResourceDefinition
 			return c.Get(context.Background(), client.ObjectKey{Name: name}, &crd) == nil && established(&crd)
 		})

@@ -28,6 +28,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -61,7 +63,7 @@ func New(t testing.TB, c *testcontainerd.Containerd) Node {
 // makes beside the names (an import makes none): what a CRI removal cut
 // short between the names and the ID leaves (containerd#13875), pinning
 // the image's content and snapshot. It returns the ID.
-func (n Node) IDOnly(t testing.TB, img testcontainerd.Image) string {
+func (n Node) IDOnly(t testing.TB, img testimage.Image) string {
 	t.Helper()
 	n.Import(t, img)
 	id := n.ImageIDs(t)[img.Tags[0]]
@@ -101,10 +103,10 @@ func (n Node) Pin(t testing.TB, name string) {
 
 // ImportInto imports the images into namespace ns with ctr, as a user
 // does (ctr, nerdctl and build tools use namespaces of their own).
-func (n Node) ImportInto(t testing.TB, ns string, imgs ...testcontainerd.Image) {
+func (n Node) ImportInto(t testing.TB, ns string, imgs ...testimage.Image) {
 	t.Helper()
 	archive := filepath.Join(t.TempDir(), "images.tar")
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
+	if err := testimage.WriteArchive(archive, imgs); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", ns, "images", "import", archive).CombinedOutput(); err != nil {
@@ -187,9 +189,9 @@ type Made struct {
 func Make(t testing.TB, n Node) Made {
 	t.Helper()
 	m := Made{OtherNamespace: "example.com/leftover/other:1", Kept: "example.com/leftover/kept:1"}
-	n.Import(t, testcontainerd.Image{Tags: []string{m.Kept}, RandomBytes: 1 * mib})
-	m.UnnamedID = n.IDOnly(t, testcontainerd.Image{Tags: []string{"example.com/leftover/cut:1"}, RandomBytes: 3 * mib})
-	n.ImportInto(t, "default", testcontainerd.Image{Tags: []string{m.OtherNamespace}, RandomBytes: 2 * mib})
+	n.Import(t, testimage.Image{Tags: []string{m.Kept}, RandomBytes: 1 * mib})
+	m.UnnamedID = n.IDOnly(t, testimage.Image{Tags: []string{"example.com/leftover/cut:1"}, RandomBytes: 3 * mib})
+	n.ImportInto(t, "default", testimage.Image{Tags: []string{m.OtherNamespace}, RandomBytes: 2 * mib})
 	m.Lease = n.ClientLease(t, CRINamespace)
 	n.Blob(t, m.Lease, bytes.Repeat([]byte("l"), 1*mib), nil)
 	// The root's own lease ends: its label alone keeps it.
@@ -209,15 +211,15 @@ func Make(t testing.TB, n Node) Made {
 func (m Made) Missing(found []leftover.Leftover) []string {
 	var out []string
 	want := []struct {
-		kind    leftover.Kind
+		kind    leftoverkind.Kind
 		name    string
 		atLeast uint64
 	}{
-		{leftover.UnnamedImage, m.UnnamedID, 2 * 3 * mib},
-		{leftover.OtherNamespace, m.OtherNamespace, 2 * 2 * mib},
+		{leftoverkind.UnnamedImage, m.UnnamedID, 2 * 3 * mib},
+		{leftoverkind.OtherNamespace, m.OtherNamespace, 2 * 2 * mib},
 		// The lease holds the blob no root holds; the rooted blob is its own.
-		{leftover.OldLease, m.Lease, 1 * mib},
-		{leftover.GCRoot, m.Root, 1*mib + 1},
+		{leftoverkind.OldLease, m.Lease, 1 * mib},
+		{leftoverkind.GCRoot, m.Root, 1*mib + 1},
 	}
 	for _, w := range want {
 		l, ok := Find(found, w.kind, w.name)
@@ -250,7 +252,7 @@ func checkFound(t testing.TB, err error) bool {
 }
 
 // Find is the leftover of kind whose name starts with name.
-func Find(found []leftover.Leftover, kind leftover.Kind, name string) (leftover.Leftover, bool) {
+func Find(found []leftover.Leftover, kind leftoverkind.Kind, name string) (leftover.Leftover, bool) {
 	for _, l := range found {
 		if l.Kind == kind && strings.HasPrefix(l.Name, name) {
 			return l, true
