@@ -424,7 +424,7 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 // jobs' passes never both take one node, and the queue records the plan.
 func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.Snapshot, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
 	var p wave.Wave
-	err := r.queue.Take(job.Name, job.UID, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Offer) nodequeue.Choice {
+	err := r.queue.Take(job.Name, job.UID, rankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Offer) nodequeue.Choice {
 		w.Headroom, w.Bounded, w.HeldBy = s.Headroom, s.Bounded, s.HeldBy
 		p = wave.Next(w, o, budget)
 		return nodequeue.Choice{Create: nodeNames(w.Targets, p.Create), Waiting: slices.Collect(maps.Keys(p.Waiting)), AtBound: p.AtBound}
