@@ -28,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -334,7 +335,7 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.
 		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
 			st.refusals[msg] = true
 			r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonCreateFailed,
-				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", wave.Truncate(msg))
+				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", textcut.Cut(msg, wave.MaxMessage))
 		}
 	}
 }
@@ -417,7 +418,7 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 	if more := len(fs) - shown; more > 0 {
 		text += fmt.Sprintf("; and %d more", more)
 	}
-	return wave.Truncate(text)
+	return textcut.Cut(text, wave.MaxMessage)
 }
 
 // admit plans the job's next wave inside the queue's take, so that two

@@ -190,6 +190,7 @@ func ExitCode(err error) int {
 // summary's Error, which the manager shows for a failed node.
 func Finish(log *slog.Logger, summaryFile string, summary workerresult.Summary, err error) int {
 	summary.Node = os.Getenv("NODE_NAME")
+	summary.PeakRSSBytes = memlimit.PeakRSS()
 	if err != nil {
 		log.Error(summary.Component+" failed", "error", err, "exitCode", ExitCode(err))
 		summary.Error = err.Error()

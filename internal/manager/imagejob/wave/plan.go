@@ -7,6 +7,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -232,7 +233,7 @@ func (pl *planner) creatable(name string) bool {
 	}
 	if !w.Now.Before(cf.First.Add(pl.createBound)) {
 		p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
-			Message: Truncate(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", pl.createBound, cf.Attempts, cf.Message))}
+			Message: textcut.Cut(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", pl.createBound, cf.Attempts, cf.Message), MaxMessage)}
 		return false
 	}
 	if w.Now.Before(cf.Next) {
