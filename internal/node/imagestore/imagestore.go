@@ -18,16 +18,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
-// maxRecords bounds the bytes of the image and layer records the scanner
-// reads (Store): a node's records are a few hundred bytes per image, so
-// 64 MiB is far beyond any node's.
-const maxRecords = 64 << 20
-
-// ErrNoStore means root holds no image records (not a containers/storage
-// root, or a driver's records missing). It is criorecords' error, so
-// that either package's callers can tell it.
-var ErrNoStore = criorecords.ErrNoStore
-
 // Times returns when each image of the store at root arrived, keyed by its
 // ID and by each of its names, as the remover looks ages up. Records
 // without a time are left out: their images count from when Eraser first

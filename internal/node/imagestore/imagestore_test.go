@@ -128,7 +128,7 @@ func TestTimes(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
-			if tc.noStore && !errors.Is(err, imagestore.ErrNoStore) {
+			if tc.noStore && !errors.Is(err, criorecords.ErrNoStore) {
 				t.Errorf("error %v, want ErrNoStore", err)
 			}
 			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
