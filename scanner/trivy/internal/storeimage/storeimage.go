@@ -21,7 +21,6 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/handoff"
-	"github.com/eraser-oss/eraser/internal/node/imagestore"
 	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
@@ -104,7 +103,7 @@ func find(recs []criorecords.Image, ref handoff.Image) (criorecords.Image, error
 
 func (s *Store) image(driver string, rec criorecords.Image, records map[string]criorecords.Layer) (*image, error) {
 	cfgKey := "sha256:" + rec.ID
-	raw, err := imagestore.BigData(s.root, driver, rec, cfgKey)
+	raw, err := bigData(s.root, driver, rec, cfgKey)
 	if err != nil {
 		return nil, fmt.Errorf("its config: %w", err)
 	}
@@ -112,7 +111,7 @@ func (s *Store) image(driver string, rec criorecords.Image, records map[string]c
 	if err != nil {
 		return nil, fmt.Errorf("its config: %w", err)
 	}
-	chain, err := imagestore.Chain(records, rec.TopLayer)
+	chain, err := layerChain(records, rec.TopLayer)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +239,7 @@ func (l *layer) MediaType() (types.MediaType, error) {
 
 // Uncompressed is what the scanner reads: the rebuilt, checked tar.
 func (l *layer) Uncompressed() (io.ReadCloser, error) {
-	return imagestore.LayerTar(l.root, l.driver, l.rec)
+	return layerTar(l.root, l.driver, l.rec)
 }
 
 // Compressed is refused: the store keeps the layer unpacked, and any

@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"encoding/base64"
@@ -28,9 +28,9 @@ import (
 // under a megabyte.
 const maxBigData = 16 << 20
 
-// Chain returns the layers of the image whose top layer is top, base
+// layerChain returns the layers of the image whose top layer is top, base
 // first, as the config's diff IDs list them.
-func Chain(layers map[string]criorecords.Layer, top string) ([]criorecords.Layer, error) {
+func layerChain(layers map[string]criorecords.Layer, top string) ([]criorecords.Layer, error) {
 	var chain []criorecords.Layer
 	for id := top; id != ""; {
 		l, ok := layers[id]
@@ -51,14 +51,14 @@ func Chain(layers map[string]criorecords.Layer, top string) ([]criorecords.Layer
 	return chain, nil
 }
 
-// ErrNoBigData means the image has no stored document under the key.
-var ErrNoBigData = errors.New("no such document stored with the image")
+// errNoBigData means the image has no stored document under the key.
+var errNoBigData = errors.New("no such document stored with the image")
 
-// BigData reads one of the documents stored with the image in the store at
+// bigData reads one of the documents stored with the image in the store at
 // root, of the driver.
-func BigData(root, driver string, img criorecords.Image, key string) ([]byte, error) {
+func bigData(root, driver string, img criorecords.Image, key string) ([]byte, error) {
 	if !slices.Contains(img.BigDataNames, key) {
-		return nil, fmt.Errorf("image %s, %q: %w", img.ID, key, ErrNoBigData)
+		return nil, fmt.Errorf("image %s, %q: %w", img.ID, key, errNoBigData)
 	}
 	if !storeID(img.ID) {
 		return nil, fmt.Errorf("image ID %q is not a store ID", img.ID)

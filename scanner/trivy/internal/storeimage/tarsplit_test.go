@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"archive/tar"
@@ -145,7 +145,7 @@ func TestLayerTar(t *testing.T) {
 			if tc.change != nil {
 				tc.change(t, filepath.Join(root, "overlay", "l1", "diff"))
 			}
-			rc, err := LayerTar(root, "overlay", l)
+			rc, err := layerTar(root, "overlay", l)
 			check(t, err)
 			defer rc.Close()
 			got, err := io.ReadAll(rc)
@@ -181,7 +181,7 @@ func TestLayerTarRefuses(t *testing.T) {
 			if name == "no tar-split" {
 				check(t, os.MkdirAll(filepath.Join(root, "overlay", "l2", "diff"), 0o755))
 			}
-			rc, err := LayerTar(root, tc.driver, tc.layer)
+			rc, err := layerTar(root, tc.driver, tc.layer)
 			if err == nil {
 				rc.Close()
 				t.Fatal("no error")
@@ -217,7 +217,7 @@ func FuzzLayerTar(f *testing.F) {
 		check(t, zw.Close())
 		check(t, os.MkdirAll(filepath.Join(root, "overlay-layers"), 0o755))
 		check(t, os.WriteFile(filepath.Join(root, "overlay-layers", "l1.tar-split.gz"), gz.Bytes(), 0o644))
-		rc, err := LayerTar(root, "overlay", criorecords.Layer{ID: "l1", DiffDigest: "sha256:" + strings.Repeat("0", 64)})
+		rc, err := layerTar(root, "overlay", criorecords.Layer{ID: "l1", DiffDigest: "sha256:" + strings.Repeat("0", 64)})
 		check(t, err)
 		defer rc.Close()
 		got, _ := io.ReadAll(io.LimitReader(rc, 1<<20))

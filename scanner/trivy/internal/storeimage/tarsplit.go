@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
-// LayerTar streams the layer's tar exactly as it was pulled, rebuilt from
+// layerTar streams the layer's tar exactly as it was pulled, rebuilt from
 // what the store keeps: the tar's headers and padding (containers/storage's
 // tar-split record, <id>.tar-split.gz) around the files' contents read from
 // the layer's diff directory. Rebuilding the original stream, not walking
@@ -27,7 +27,7 @@ import (
 // result be checked: the stream's digest must be the layer's diff ID, or
 // the read ends in an error instead of io.EOF, so content changed on the
 // node is never judged as the image's.
-func LayerTar(root, driver string, l criorecords.Layer) (io.ReadCloser, error) {
+func layerTar(root, driver string, l criorecords.Layer) (io.ReadCloser, error) {
 	if !storeID(l.ID) {
 		return nil, fmt.Errorf("layer ID %q is not a store ID", l.ID)
 	}

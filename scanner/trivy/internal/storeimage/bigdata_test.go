@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ func TestChain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			chain, err := Chain(layers, tc.top)
+			chain, err := layerChain(layers, tc.top)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -82,19 +82,19 @@ func TestBigData(t *testing.T) {
 	dir := filepath.Join(root, "overlay-images", "abc")
 	check(t, os.MkdirAll(dir, 0o755))
 	check(t, os.WriteFile(filepath.Join(dir, bigDataFile("sha256:abc")), []byte(`{"os":"linux"}`), 0o644))
-	if data, err := BigData(root, "overlay", img, "sha256:abc"); err != nil || string(data) != `{"os":"linux"}` {
+	if data, err := bigData(root, "overlay", img, "sha256:abc"); err != nil || string(data) != `{"os":"linux"}` {
 		t.Errorf("the config: %q, %v", data, err)
 	}
-	if _, err := BigData(root, "overlay", img, "signature-1"); !errors.Is(err, ErrNoBigData) {
-		t.Errorf("a key the record does not list: %v, want ErrNoBigData", err)
+	if _, err := bigData(root, "overlay", img, "signature-1"); !errors.Is(err, errNoBigData) {
+		t.Errorf("a key the record does not list: %v, want errNoBigData", err)
 	}
-	if _, err := BigData(root, "overlay", criorecords.Image{ID: "../abc", BigDataNames: []string{"manifest"}}, "manifest"); err == nil {
+	if _, err := bigData(root, "overlay", criorecords.Image{ID: "../abc", BigDataNames: []string{"manifest"}}, "manifest"); err == nil {
 		t.Error("an ID with a path: no error")
 	}
 	// Sparse: the bound and a byte, no disk.
 	check(t, os.WriteFile(filepath.Join(dir, "manifest"), nil, 0o644))
 	check(t, os.Truncate(filepath.Join(dir, "manifest"), maxBigData+1))
-	if _, err := BigData(root, "overlay", img, "manifest"); err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
+	if _, err := bigData(root, "overlay", img, "manifest"); err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
 		t.Errorf("a document past the bound: %v, want refused", err)
 	}
 }
