@@ -80,7 +80,7 @@ func TestPauseFlow(t *testing.T) {
 	}
 	paused := func(cs []metav1.Condition) bool {
 		c := meta.FindStatusCondition(cs, eraserv1.ConditionReady)
-		return c != nil && c.Reason == pause.ReasonPaused && strings.Contains(c.Message, "change freeze")
+		return c != nil && c.Reason == eraserv1.ReasonPaused && strings.Contains(c.Message, "change freeze")
 	}
 	var job *eraserv1.ImageJob
 	testenv.WaitFor(t, time.Minute, "the run, its first node done, to say Paused", func() bool {

@@ -20,8 +20,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestOnCRIO: a real CRI-O's store, read from its files. Two images pulled
@@ -34,12 +34,12 @@ func TestOnCRIO(t *testing.T) {
 	c := testcrio.Start(t)
 	ctx := context.Background()
 
-	base, err := testcontainerd.Image{Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 256 << 10}.Build()
+	base, err := testimage.Image{Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 256 << 10}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	top := func(n int) v1.Layer {
-		img, err := testcontainerd.Image{RandomBytes: n}.Build()
+		img, err := testimage.Image{RandomBytes: n}.Build()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestTimesOnCRIO: on a real CRI-O, every image pulled has its pull time,
@@ -25,7 +25,7 @@ func TestTimesOnCRIO(t *testing.T) {
 	c := testcrio.Start(t)
 	before := time.Now().Add(-time.Second)
 	const app = "example.com/age/app:1"
-	c.Import(t, testcontainerd.Image{Tags: []string{app}, RandomBytes: 1 << 10})
+	c.Import(t, testimage.Image{Tags: []string{app}, RandomBytes: 1 << 10})
 	after := time.Now().Add(time.Second)
 	times, err := criorecords.Times(c.RootDir())
 	if err != nil {

@@ -31,8 +31,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
@@ -326,7 +326,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := testcontainerd.Layer(layerTar(t, 1*mib))
+	last, err := testimage.Layer(layerTar(t, 1*mib))
 	if err != nil {
 		t.Fatal(err)
 	}

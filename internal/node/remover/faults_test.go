@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -51,12 +52,12 @@ func (f *faultyRuntime) StartRemovals(ctx context.Context, ids []string) func() 
 	return wait
 }
 
-func junk(n int) ([]testcontainerd.Image, []string) {
-	var imgs []testcontainerd.Image
+func junk(n int) ([]testimage.Image, []string) {
+	var imgs []testimage.Image
 	var tags []string
 	for i := range n {
 		tag := fmt.Sprintf("example.com/fault/junk%03d:1", i)
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 64})
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, RandomBytes: 64})
 		tags = append(tags, tag)
 	}
 	return imgs, tags
@@ -69,8 +70,8 @@ func junk(n int) ([]testcontainerd.Image, []string) {
 func TestContainerdRestartMidBatch(t *testing.T) {
 	ctrd := testcontainerd.Start(t)
 	imgs, tags := junk(4 * remover.RecheckGroup)
-	imgs[0].Files, imgs[0].Entrypoint = map[string][]byte{"pause": testcontainerd.Pause(t)}, []string{"/pause"}
-	late := testcontainerd.Image{Tags: []string{"example.com/fault/late:1"}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 64}
+	imgs[0].Files, imgs[0].Entrypoint = map[string][]byte{"pause": testimage.Pause(t)}, []string{"/pause"}
+	late := testimage.Image{Tags: []string{"example.com/fault/late:1"}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 64}
 	ctrd.Import(t, append(imgs, late)...)
 	ctrd.RunContainer(t, "running", tags[0])
 

@@ -10,7 +10,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -36,10 +36,10 @@ func TestContainerStartedAfterCollectionKeepsImage(t *testing.T) {
 }
 
 func containerStartedAfterCollection(t *testing.T, node noderuntime.Node) {
-	pause := testcontainerd.Pause(t)
+	pause := testimage.Pause(t)
 	node.Import(t,
-		testcontainerd.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},
-		testcontainerd.Image{Tags: []string{"example.com/idle:1"}, RandomBytes: 512},
+		testimage.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},
+		testimage.Image{Tags: []string{"example.com/idle:1"}, RandomBytes: 512},
 	)
 	rt := &lateStarter{Client: node.Client(t)}
 	rt.start = func() { node.RunContainer(t, "late", "example.com/late:1") }
