@@ -10,9 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestManagerStartsWithLastGoodConfig: an edit that hot reload refused is
@@ -26,8 +27,8 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	ensureNamespace(t, ns)
 	good := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 0.5}}\n"
 	bad := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: bad}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: bad}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +44,13 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
 		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
 	})
-	waitEvent(t, ns, cm.Name, manager.ReasonInvalidConfig, "manager.imageJob.successRatio")
+	waitEvent(t, ns, cm.Name, eraserv1.ReasonInvalidConfig, "manager.imageJob.successRatio")
 	if !strings.Contains(first.Log.String(), "no job runs and nothing is removed") {
 		t.Errorf("the log does not say the manager is held back:\n%s", first.Log)
 	}
 
 	// A manager that ran with the good document records it.
-	cm.Data[manager.ConfigKey] = good
+	cm.Data[config.ConfigKey] = good
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +58,13 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.Log)
 	}
 	running := m.Start(t, good, "--leader-elect=false")
-	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
+	recordKey := eraserconfig.RecordKey(client.ObjectKeyFromObject(cm))
 	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
-		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
+		raw, err := eraserconfig.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), config.ConfigKey)
 		return err == nil && string(raw) == good
 	})
 	// The edit hot reload refuses; then the restart.
-	cm.Data[manager.ConfigKey] = bad
+	cm.Data[config.ConfigKey] = bad
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
@@ -207,43 +207,6 @@ func apply(t *testing.T, objs objects, dryRun bool) {
 				crds = append(crds, u.GetName())
 			}
 		}
-		waitEstablished(t, c, crds)
-	}
-}
-
-func waitEstablished(t *testing.T, c client.Client, names []string) {
-	t.Helper()
-	for _, name := range names {
-		err := poll(func() (bool, error) {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
-				return false, err
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s not established: %v", name, err)
-		}
-	}
-}
-
-// poll checks cond until it holds, fails, or a minute passes: the API
-// server acts on its own time, which the tests do not assert on.
-func poll(cond func() (bool, error)) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still not so after a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
+		crdwait.Established(t, c, time.Minute, crds...)
 	}
 }

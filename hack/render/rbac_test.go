@@ -19,9 +19,12 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -68,28 +71,28 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 
 	// The config the Deployment mounts, so that the ConfigMap the manager
 	// watches agrees with the file it started with.
-	shipped := get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName)
+	shipped := get[corev1.ConfigMap](t, objs, "ConfigMap", config.ConfigMapName)
 	// Finished jobs go with their pods here (keepReportFor 0s), so that
 	// the job's own deletion is exercised with the shipped RBAC too.
-	doc := strings.Replace(shipped.Data[manager.ConfigKey], "keepReportFor: 24h", "keepReportFor: 0s", 1)
-	if doc == shipped.Data[manager.ConfigKey] {
+	doc := strings.Replace(shipped.Data[config.ConfigKey], "keepReportFor: 24h", "keepReportFor: 0s", 1)
+	if doc == shipped.Data[config.ConfigKey] {
 		t.Fatal("the shipped configuration no longer sets keepReportFor")
 	}
 	live := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(shipped), live); err != nil {
 		t.Fatal(err)
 	}
-	live.Data[manager.ConfigKey] = doc
+	live.Data[config.ConfigKey] = doc
 	if err := env.Client.Update(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), manager.ConfigKey)
+	file := filepath.Join(t.TempDir(), config.ConfigKey)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logs := &testenv.Buffer{}
 	log := manager.NewLogger("info", logs)
-	store, err := manager.LoadConfig(log, file, "")
+	store, err := eraserconfig.Load(log, eraserconfig.Source{File: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +112,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 		defer close(exited)
 		runErr = manager.Run(runCtx, log, cfg, manager.Options{
 			ConfigFile: file, LogLevel: "info", MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true,
-			Namespace: DefaultNamespace, ConfigMapName: manager.DefaultConfigMapName,
+			Namespace: DefaultNamespace, ConfigMapName: config.ConfigMapName,
 		}, store)
 	}()
 	t.Cleanup(func() {
@@ -158,7 +161,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 		}
 		return len(jobs.Items), nil
 	}
-	err = poll(func() (bool, error) {
+	err = wait.Until(time.Minute, func() (bool, error) {
 		select {
 		case <-exited:
 			return false, errors.New("the manager stopped")
@@ -205,7 +208,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	if err := env.Client.Patch(ctx, list, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(func() (bool, error) {
+	err = wait.Until(time.Minute, func() (bool, error) {
 		jobs, err := step(list)
 		if err != nil {
 			return false, err

@@ -33,9 +33,11 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -68,35 +70,35 @@ func requireWine(t *testing.T) {
 	t.Skip(msg)
 }
 
+// The commands the test runs: the Linux eraser, and the Windows eraser and
+// relay as a release builds them (static, amd64).
+var (
+	linuxCommands   = gobuild.New("cmd/eraser")
+	windowsCommands = gobuild.New("cmd/eraser", "internal/testing/piperelay").For("windows", "amd64")
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	linuxCommands.Remove()
+	windowsCommands.Remove()
+	os.Exit(code)
+}
+
 // binaries are the commands the test runs.
 type binaries struct {
 	eraser, eraserExe, relayExe string
 }
 
-// build builds the Linux eraser, and the Windows eraser and relay as a
-// release builds them (static, amd64), into dir.
-func build(t *testing.T, dir string) binaries {
+// build builds the commands, both platforms at once.
+func build(t *testing.T) binaries {
 	t.Helper()
-	b := binaries{eraser: filepath.Join(dir, "eraser"), eraserExe: filepath.Join(dir, "eraser.exe"), relayExe: filepath.Join(dir, "piperelay.exe")}
-	builds := []*exec.Cmd{
-		exec.Command("go", "build", "-o", b.eraser, "../../cmd/eraser"),
-		exec.Command("go", "build", "-o", dir+"/", "../../cmd/eraser", "../../internal/testing/piperelay"),
-	}
-	builds[0].Env = append(os.Environ(), "CGO_ENABLED=0")
-	builds[1].Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
-	for i, cmd := range builds {
-		wg.Go(func() {
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-			}
-		})
-	}
+	wg.Go(func() { _, _ = linuxCommands.Build() })
+	wg.Go(func() { _, _ = windowsCommands.Build() })
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	b := binaries{eraser: linuxCommands.Path(t)}
+	windows := windowsCommands.Dir(t)
+	b.eraserExe, b.relayExe = filepath.Join(windows, "eraser.exe"), filepath.Join(windows, "piperelay.exe")
 	return b
 }
 
@@ -341,7 +343,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	requireWine(t)
 	c := testcontainerd.Start(t)
 	dir := t.TempDir()
-	bin := build(t, dir)
+	bin := build(t)
 	ln := testleftovers.New(t, c)
 	made := testleftovers.Make(t, ln)
 	image := func(tag string, size int) testimage.Image {
@@ -369,7 +371,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 		t.Error(problem)
 	}
 	for _, id := range []string{inUse, pinned, excluded} {
-		if _, ok := testleftovers.Find(found, leftover.UnnamedImage, id); !ok {
+		if _, ok := testleftovers.Find(found, leftoverkind.UnnamedImage, id); !ok {
 			t.Errorf("no unnamed-image leftover %s", id)
 		}
 	}
@@ -408,17 +410,17 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 
 	after := n.same()
 	for _, gone := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, made.UnnamedID}, {leftover.OtherNamespace, made.OtherNamespace}, {leftover.OldLease, made.Lease}} {
+	}{{leftoverkind.UnnamedImage, made.UnnamedID}, {leftoverkind.OtherNamespace, made.OtherNamespace}, {leftoverkind.OldLease, made.Lease}} {
 		if l, ok := testleftovers.Find(after, gone.kind, gone.name); ok {
 			t.Errorf("after reclaiming, %s %s is still there: %+v", gone.kind, gone.name, l)
 		}
 	}
 	for _, kept := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, inUse}, {leftover.UnnamedImage, pinned}, {leftover.UnnamedImage, excluded}, {leftover.GCRoot, made.Root}} {
+	}{{leftoverkind.UnnamedImage, inUse}, {leftoverkind.UnnamedImage, pinned}, {leftoverkind.UnnamedImage, excluded}, {leftoverkind.GCRoot, made.Root}} {
 		if _, ok := testleftovers.Find(after, kept.kind, kept.name); !ok {
 			t.Errorf("after reclaiming, %s %s is gone: the re-check or the policy keeps it", kept.kind, kept.name)
 		}

@@ -18,15 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
-// Keys of the job ConfigMap.
+// Keys of the job ConfigMap, beside config.ConfigKey, which holds the
+// EraserConfig document as in the manager's own ConfigMap.
 const (
-	ConfigKey       = "controller_manager_config.yaml"
 	keyKind         = "kind"
 	keyDryRun       = "dryRun"
 	keyExclusions   = "exclusions"
@@ -124,8 +125,8 @@ func Check(d Data) error {
 
 func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, job.Name), Immutable: ptr.To(true), Data: map[string]string{
-		keyKind:   string(d.Kind),
-		ConfigKey: string(d.Raw),
+		keyKind:          string(d.Kind),
+		config.ConfigKey: string(d.Raw),
 	}}
 	if d.DryRun {
 		cm.Data[keyDryRun] = "true"
@@ -230,7 +231,7 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 		return nil, err
 	}
 	job := j.Name
-	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
+	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[config.ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
 	if d.Kind != podspec.KindManual && d.Kind != podspec.KindCollector {
 		return nil, fmt.Errorf("%w: job ConfigMap %s: unknown kind %q", ErrInvalid, job, d.Kind)
 	}
@@ -238,12 +239,8 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 	if err != nil {
 		return nil, fmt.Errorf("%w: job ConfigMap %s: %w", ErrInvalid, job, err)
 	}
-	if d.RemoverImage != "" {
-		img, err := config.ParseImage(d.RemoverImage)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		cfg.Components.Remover.Image = img
+	if err := eraserconfig.ApplyRemoverImage(cfg, d.RemoverImage); err != nil {
+		return nil, fmt.Errorf("%w: job ConfigMap %s: %w", ErrInvalid, job, err)
 	}
 	d.Config = cfg
 	if d.Kind == podspec.KindManual {

@@ -28,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -35,7 +36,14 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+// plugin is kubectl-eraser, built by the first test running it.
+var plugin = gobuild.New("cmd/kubectl-eraser")
+
+func TestMain(m *testing.M) {
+	code := testenv.Run(m, &env)
+	plugin.Remove()
+	os.Exit(code)
+}
 
 const ns = "report-test"
 
@@ -194,11 +202,7 @@ func TestReportFromLogs(t *testing.T) {
 func pluginRunner(t *testing.T) func(args ...string) (string, error) {
 	t.Helper()
 	kubectl := testenv.Kubectl(t)
-	plugin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	plugin := plugin.Path(t)
 	return func(args ...string) (string, error) {
 		cmd := exec.Command(kubectl, append([]string{"eraser"}, args...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, "PATH="+filepath.Dir(plugin)+":"+os.Getenv("PATH"))

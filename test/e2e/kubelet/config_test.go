@@ -8,7 +8,6 @@ package kubelet
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // baseConfig is the shipped configuration with what a test run needs: no
@@ -102,7 +103,7 @@ func scannerConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
-	run := scannerModuleCommand("go", "run", "./test/fixturedb", "-cache-dir", dir)
+	run := command(repo.Path(gobuild.Scanner), fixtureDB.Path(t), "-cache-dir", dir)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("writing the fixture DB: %v: %s", err, out)
 	}
@@ -154,15 +155,6 @@ components:
 ` + scanner
 }
 
-// scannerModuleCommand runs a go command in the Trivy scanner's module, in
-// its configuration (make's SCANNER_ENV), in which the worker tier compiled
-// the DB's packages.
-func scannerModuleCommand(name string, args ...string) *exec.Cmd {
-	cmd := command(filepath.Join(repoRoot(), "scanner", "trivy"), name, args...)
-	cmd.Env = append(cmd.Env, "GOEXPERIMENT=jsonv2", "CGO_ENABLED=0")
-	return cmd
-}
-
 // The exclusion list protects the test's "excluded" image and Eraser's own
 // images (which a "*" run would otherwise remove while they are unused, as
 // in any cluster), those of the registry the tier released them to.
@@ -196,7 +188,7 @@ func setConfig(t *testing.T, config string) {
 	// The manager records a document once it is in force: from then on
 	// every new job runs with it, so no scenario races the reload.
 	eventually(t, time.Minute, "the manager to apply the configuration", func() (bool, string) {
-		got, err := configstore.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
+		got, err := eraserconfig.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 const (
@@ -40,14 +41,7 @@ const (
 // operator would, and returns its output.
 func kubectlEraser(t *testing.T, args ...string) string {
 	t.Helper()
-	plugin := filepath.Join(workDir, "plugins", "kubectl-eraser")
-	if _, err := os.Stat(plugin); err != nil {
-		build := exec.Command("go", "build", "-o", plugin, "./cmd/kubectl-eraser")
-		build.Dir = repoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building kubectl-eraser: %v: %s", err, out)
-		}
-	}
+	plugin := kubectlPlugin.Path(t)
 	cmd := exec.Command(filepath.Join(assetsDir, "kubectl"), append([]string{"eraser"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "PATH="+filepath.Dir(plugin)+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
@@ -159,17 +153,14 @@ func startPod(t *testing.T, pod *corev1.Pod) {
 // cluster holds and fails the test.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			dump(t)
-			t.Fatalf("waiting %s for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(250 * time.Millisecond)
+	var detail string
+	if err := wait.Until(timeout, func() (bool, error) {
+		var ok bool
+		ok, detail = cond()
+		return ok, nil
+	}); err != nil {
+		dump(t)
+		t.Fatalf("waiting %s for %s: %s", timeout, what, detail)
 	}
 }
 

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package workerresult
-
-// PeakRSS is not measured on this platform.
-func PeakRSS() uint64 { return 0 }
