@@ -17,11 +17,11 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/cli/plugin"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 )
 
 // pluginBin is kubectl-eraser, built by the first test running it.

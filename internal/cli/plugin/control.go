@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
@@ -76,7 +76,7 @@ func pauseFlags(fs *flag.FlagSet) func(context.Context, env, []string) int {
 		}
 		err := e.c.Create(ctx, pause.New(e.namespace, *reason, e.who))
 		if apierrors.IsAlreadyExists(err) {
-			s, rerr := pause.Read(ctx, e.c, e.namespace)
+			s, rerr := readPause(ctx, e.c, e.namespace)
 			if rerr == nil {
 				fmt.Fprintf(e.out, "already paused since %s%s\n", s.Since.UTC().Format(time.RFC3339), byWhom(s))
 				return ExitOK
@@ -101,6 +101,19 @@ func byWhom(s pause.State) string {
 		out += " (" + s.Reason + ")"
 	}
 	return out
+}
+
+// readPause reads the pause switch in namespace (absent: not paused).
+func readPause(ctx context.Context, c client.Reader, namespace string) (pause.State, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: pause.Name}, cm)
+	if apierrors.IsNotFound(err) {
+		return pause.State{}, nil
+	}
+	if err != nil {
+		return pause.State{}, fmt.Errorf("reading the pause switch, ConfigMap %s: %w", pause.Name, err)
+	}
+	return pause.Of(cm), nil
 }
 
 func resumeFlags(*flag.FlagSet) func(context.Context, env, []string) int {

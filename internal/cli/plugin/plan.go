@@ -20,7 +20,6 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -75,7 +74,7 @@ func planFlags(fs *flag.FlagSet) func(context.Context, env, []string) int {
 			fmt.Fprintln(e.errOut, "usage: kubectl eraser plan [--timeout 10m] [--keep] [-o text|json]")
 			return ExitUsage
 		}
-		if held, err := pause.Read(ctx, e.c, e.namespace); err != nil || held.Paused {
+		if held, err := readPause(ctx, e.c, e.namespace); err != nil || held.Paused {
 			if err == nil {
 				err = errors.New("Eraser is paused, and a plan is a (dry) run: kubectl eraser resume first")
 			}

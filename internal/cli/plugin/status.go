@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
@@ -117,7 +117,7 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, env, []string) int {
 // Collect reads the status from the cluster.
 func Collect(ctx context.Context, c client.Reader, namespace string, now time.Time) (Status, error) {
 	s := Status{Namespace: namespace, Now: now.UTC(), Lists: []List{}, Jobs: []Job{}}
-	held, err := pause.Read(ctx, c, namespace)
+	held, err := readPause(ctx, c, namespace)
 	if err != nil {
 		return s, err
 	}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 )
 
 // hold says, in the list's Ready condition, that the pause holds what

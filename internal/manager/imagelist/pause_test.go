@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 )
 
 // TestPauseHoldsRunNow on the real API server: paused, a run-now request on

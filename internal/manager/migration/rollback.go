@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/pause"
 )
 
 // Neutralise is what rollback --apply does to an object before upstream's

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	pauseswitch "github.com/eraser-oss/eraser/internal/wire/pause"
 )
 
 // paused is the switch as the manager last read it: a plain Prometheus
@@ -59,9 +61,9 @@ func (r *Reporter) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	}
 	if r.last == nil || *r.last != s.Paused {
 		if s.Paused {
-			log.FromContext(ctx).Info("paused: no run or wave starts until the switch is deleted", "configMap", Name, "since", s.Since, "by", s.By, "reason", s.Reason)
+			log.FromContext(ctx).Info("paused: no run or wave starts until the switch is deleted", "configMap", pauseswitch.Name, "since", s.Since, "by", s.By, "reason", s.Reason)
 		} else if r.last != nil {
-			log.FromContext(ctx).Info("resumed", "configMap", Name)
+			log.FromContext(ctx).Info("resumed", "configMap", pauseswitch.Name)
 		}
 		r.last = &s.Paused
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	pauseswitch "github.com/eraser-oss/eraser/internal/wire/pause"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
 
@@ -364,11 +365,11 @@ func (r *Reconciler) publishLastSuccess(st State) {
 // holdOnce announces, once per pause, that it holds the schedule: an Event
 // on the state ConfigMap, which `kubectl eraser status` shows beside the
 // schedule's times.
-func (r *Reconciler) holdOnce(ctx context.Context, cm *corev1.ConfigMap, held pause.State) {
+func (r *Reconciler) holdOnce(ctx context.Context, cm *corev1.ConfigMap, held pauseswitch.State) {
 	if r.heldSince.Equal(held.Since) {
 		return
 	}
 	r.heldSince = held.Since
 	r.recorder.Event(cm, corev1.EventTypeNormal, eraserv1.ReasonPaused, held.Message("scheduled runs, catch-ups and run-now requests"))
-	log.FromContext(ctx).Info("schedule held by the pause switch", "configMap", pause.Name)
+	log.FromContext(ctx).Info("schedule held by the pause switch", "configMap", pauseswitch.Name)
 }
