@@ -16,6 +16,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -24,7 +25,7 @@ func runCheck(t *testing.T, ns string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, managerBin.Path(t), append([]string{"check", "--namespace=" + ns, "--within=1m"}, args...)...)
+	cmd := exec.CommandContext(ctx, managertest.Binary.Path(t), append([]string{"check", "--namespace=" + ns, "--within=1m"}, args...)...)
 	cmd.Env = append(cmd.Environ(), "KUBECONFIG="+env.KubeconfigPath)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -95,8 +96,7 @@ func TestReleaseCheck(t *testing.T) {
 			}
 		}
 	})
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, cm.Data[manager.ConfigKey]),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
+	managerIn(ns).Start(t, cm.Data[manager.ConfigKey])
 	out, code = runCheck(t, ns)
 	if code != 0 {
 		t.Fatalf("manager check on a working release: exit %d", code)

@@ -48,8 +48,7 @@ func TestEventsThroughKubectl(t *testing.T) {
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	start(t, []string{"POD_NAMESPACE=" + eventsNS}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, doc),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
+	managerIn(eventsNS).Start(t, doc)
 
 	list := builder.MakeImageList("events-list").Images("docker.io/library/alpine:3.7.3").Obj()
 	if err := env.Client.Create(ctx, list); err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,10 +17,10 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
-	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 const flowNS = "eraser-flow"
@@ -33,50 +32,20 @@ manager:
     cleanup: {delayOnSuccess: 0s}
 `
 
-func startManager(t *testing.T, doc string, extra ...string) *process {
+// kubeletIn plays the node agents of a manager in namespace ns: every
+// pending worker pod succeeds, the remover having removed 2 images.
+func kubeletIn(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
-	args := append([]string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + writeConfig(t, doc),
-		"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug"}, extra...)
-	return start(t, []string{"POD_NAMESPACE=" + flowNS}, args...)
-}
-
-// kubelet plays the node agents: every pending worker pod succeeds, with a
-// remover summary in its termination message. It returns how many it finished.
-func kubelet(t *testing.T, ctx context.Context) int {
-	t.Helper()
-	return kubeletIn(t, ctx, flowNS)
-}
-
-// kubeletIn is kubelet for the worker pods of a manager in namespace ns.
-func kubeletIn(t *testing.T, ctx context.Context, ns string) int {
-	t.Helper()
-	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	if _, err := (managertest.FakeKubelet{Client: env.Client, Namespace: ns}).Finish(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
-			continue
-		}
-		s := workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 2}, BytesFreed: 1000}
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: string(s.Encode())}}}}
-		if err := env.Client.Status().Update(ctx, p); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		n++
-	}
-	return n
 }
 
 func waitList(t *testing.T, ctx context.Context, what string, cond func(*eraserv1.ImageList) bool) *eraserv1.ImageList {
 	t.Helper()
 	list := &eraserv1.ImageList{}
 	testenv.WaitFor(t, 60*time.Second, what, func() bool {
-		kubelet(t, ctx)
+		kubeletIn(t, ctx, flowNS)
 		return env.Client.Get(ctx, client.ObjectKey{Name: "imagelist"}, list) == nil && cond(list)
 	})
 	return list
@@ -120,7 +89,7 @@ func TestImageListFlow(t *testing.T) {
 	if err := env.Client.Create(ctx, excl); err != nil {
 		t.Fatal(err)
 	}
-	mgr := startManager(t, flowConfig)
+	mgr := managerIn(flowNS).Start(t, flowConfig)
 
 	// imagelist_rm_images: a job on every eligible node; the node labelled
 	// eraser.sh/cleanup.filter gets no pod (imagelist_skip_nodes).
@@ -220,9 +189,9 @@ func TestImageListFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 60*time.Second, "the third run's pods", func() bool { return len(jobPods(t, ctx)) == 1 })
-	_ = mgr.cmd.Process.Signal(syscall.SIGKILL)
-	mgr.waitExit(t, 30*time.Second)
-	startManager(t, flowConfig)
+	_ = mgr.Cmd.Process.Signal(syscall.SIGKILL)
+	mgr.WaitExit(t, 30*time.Second)
+	managerIn(flowNS).Start(t, flowConfig)
 	waitList(t, ctx, "the third run, after a restart", func(l *eraserv1.ImageList) bool { return l.Status.ObservedGeneration == 3 })
 	var jobs eraserv1.ImageJobList
 	if err := env.Client.List(ctx, &jobs); err != nil {

@@ -28,9 +28,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
 	for range 2 {
-		args := []string{"--kubeconfig=" + env.KubeconfigPath, "--config=" + writeConfig(t, flowConfig),
-			"--health-probe-bind-address=" + testenv.FreePort(t), "--metrics-bind-address=0"}
-		start(t, []string{"POD_NAMESPACE=" + ns}, args...)
+		managerIn(ns).Start(t, flowConfig)
 	}
 	list := builder.MakeImageList("ha-list").Images("busybox").Obj()
 	if err := env.Client.Create(ctx, list); err != nil {

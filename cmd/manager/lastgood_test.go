@@ -31,22 +31,21 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	envs := []string{"POD_NAMESPACE=" + ns}
-	base := []string{"--kubeconfig=" + env.KubeconfigPath, "--metrics-bind-address=0", "--leader-elect=false"}
+	m := managerIn(ns)
 
 	// Never a good one: held back rather than crash-looping; live, unready,
 	// the error in its log and in an Event on the ConfigMap. Fixed, it
 	// exits to be restarted with the fix.
 	probe := testenv.FreePort(t)
-	first := start(t, envs, append(base, "--config="+writeConfig(t, bad), "--health-probe-bind-address="+probe)...)
+	first := m.Start(t, bad, "--leader-elect=false", "--health-probe-bind-address="+probe)
 	testenv.WaitFor(t, 30*time.Second, "the held-back manager, live and unready", func() bool {
 		live, _, lerr := get("http://" + probe + "/healthz")
 		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
 		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
 	})
 	waitEvent(t, ns, cm.Name, manager.ReasonInvalidConfig, "manager.imageJob.successRatio")
-	if !strings.Contains(first.stderr.String(), "no job runs and nothing is removed") {
-		t.Errorf("the log does not say the manager is held back:\n%s", first.stderr)
+	if !strings.Contains(first.Log.String(), "no job runs and nothing is removed") {
+		t.Errorf("the log does not say the manager is held back:\n%s", first.Log)
 	}
 
 	// A manager that ran with the good document records it.
@@ -54,10 +53,10 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	if code := first.waitExit(t, 2*time.Minute); code != 0 {
-		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.stderr)
+	if code := first.WaitExit(t, 2*time.Minute); code != 0 {
+		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.Log)
 	}
-	running := start(t, envs, append(base, "--config="+writeConfig(t, good), "--health-probe-bind-address="+testenv.FreePort(t))...)
+	running := m.Start(t, good, "--leader-elect=false")
 	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
 	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
 		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
@@ -68,17 +67,16 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 30*time.Second, "the refusal", func() bool { return strings.Contains(running.stderr.String(), "invalid EraserConfig refused") })
-	_ = running.cmd.Process.Kill()
+	testenv.WaitFor(t, 30*time.Second, "the refusal", func() bool { return strings.Contains(running.Log.String(), "invalid EraserConfig refused") })
+	running.Stop()
 
 	probe, metrics := testenv.FreePort(t), testenv.FreePort(t)
-	restarted := start(t, envs, "--kubeconfig="+env.KubeconfigPath, "--leader-elect=false", "--config="+writeConfig(t, bad),
-		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
+	restarted := m.Start(t, bad, "--leader-elect=false", "--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
 	testenv.WaitFor(t, 60*time.Second, "readiness on the last good configuration", func() bool {
 		code, _, err := get("http://" + probe + "/readyz")
 		return err == nil && code == 200
 	})
-	if log := restarted.stderr.String(); !strings.Contains(log, "starting with the last good configuration on record") ||
+	if log := restarted.Log.String(); !strings.Contains(log, "starting with the last good configuration on record") ||
 		!strings.Contains(log, "manager.imageJob.successRatio") || !strings.Contains(log, recordKey.Name) {
 		t.Errorf("the log does not say which configuration is in force and why:\n%s", log)
 	}

@@ -1,14 +1,10 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,76 +19,25 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
-var (
-	env        *testenv.Env
-	managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
-)
+var env *testenv.Env
 
 // TestMain shares one control plane and one build of the real manager
 // binary among the tests, each made by the first test needing it.
 func TestMain(m *testing.M) {
 	code := testenv.Run(m, &env)
-	managerBin.Remove()
+	managertest.Binary.Remove()
 	pluginBin.Remove()
 	os.Exit(code)
 }
 
-func writeConfig(t *testing.T, doc string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), manager.ConfigKey)
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-type process struct {
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-	done   chan error
-}
-
-func start(t *testing.T, env []string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(managerBin.Path(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	p := &process{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("manager stderr:\n%s", p.stderr)
-		}
-	})
-	return p
-}
-
-// waitExit waits for the process to end and returns its exit code.
-func (p *process) waitExit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err // let the cleanup's receive go through
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			return exitErr.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(timeout):
-		t.Fatalf("manager still running after %v", timeout)
-		return -1
-	}
+// managerIn is a manager of the test control plane with namespace ns as
+// its own.
+func managerIn(ns string) managertest.Manager {
+	return managertest.Manager{Kubeconfig: env.KubeconfigPath, Namespace: ns}
 }
 
 func get(url string) (int, string, error) {
@@ -135,9 +80,7 @@ func TestManagerBecomesReady(t *testing.T) {
 	testenv.Require(t)
 	ensureNamespace(t, "eraser-system")
 	probe, metrics := testenv.FreePort(t), testenv.FreePort(t)
-	cfg := writeConfig(t, "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nhealth: {}\n")
-	p := start(t, []string{"POD_NAMESPACE=eraser-system"},
-		"--kubeconfig="+env.KubeconfigPath, "--config="+cfg, "--log-level=debug",
+	p := managerIn("eraser-system").Start(t, "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nhealth: {}\n",
 		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
 
 	deadline := time.Now().Add(60 * time.Second)
@@ -149,12 +92,10 @@ func TestManagerBecomesReady(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 60s: code %d, err %v", code, err)
 		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("manager exited: %v", err)
-		case <-time.After(200 * time.Millisecond):
+		if p.Exited() {
+			t.Fatalf("manager exited: code %d", p.WaitExit(t, 0))
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if code, body, err := get("http://" + probe + "/healthz"); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz: %d %q %v", code, body, err)
@@ -170,14 +111,14 @@ func TestManagerBecomesReady(t *testing.T) {
 		return env.Client.Get(context.Background(), key, lease) == nil &&
 			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
 	})
-	if !strings.Contains(p.stderr.String(), `"EraserConfig warning"`) || !strings.Contains(p.stderr.String(), "health: ignored") {
+	if !strings.Contains(p.Log.String(), `"EraserConfig warning"`) || !strings.Contains(p.Log.String(), "health: ignored") {
 		t.Errorf("the ignored key was not logged as a warning")
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.waitExit(t, 30*time.Second); code != 0 {
+	if code := p.WaitExit(t, 30*time.Second); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
 	}
 	if err := env.Client.Get(context.Background(), key, lease); err != nil {
@@ -210,15 +151,15 @@ func TestManagerRefusesInvalidConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"--kubeconfig=/nonexistent/kubeconfig"}, tc.args...)
 			if tc.doc != "" {
-				args = append(args, "--config="+writeConfig(t, tc.doc))
+				args = append(args, "--config="+managertest.WriteConfig(t, tc.doc))
 			}
-			p := start(t, nil, args...)
-			if code := p.waitExit(t, 30*time.Second); code != 1 {
+			p := managertest.Manager{}.Exec(t, args...)
+			if code := p.WaitExit(t, 30*time.Second); code != 1 {
 				t.Errorf("exit code = %d, want 1", code)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(p.stderr.String(), w) {
-					t.Errorf("log does not mention %q:\n%s", w, p.stderr)
+				if !strings.Contains(p.Log.String(), w) {
+					t.Errorf("log does not mention %q:\n%s", w, p.Log)
 				}
 			}
 		})
@@ -235,12 +176,12 @@ func TestManagerRejectsBadFlags(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := start(t, nil, tc.args...)
-			if code := p.waitExit(t, 30*time.Second); code != 2 {
+			p := managertest.Manager{}.Exec(t, tc.args...)
+			if code := p.WaitExit(t, 30*time.Second); code != 2 {
 				t.Errorf("exit code = %d, want 2 (usage)", code)
 			}
-			if !strings.Contains(p.stderr.String(), tc.want) {
-				t.Errorf("usage error does not say %q:\n%s", tc.want, p.stderr)
+			if !strings.Contains(p.Log.String(), tc.want) {
+				t.Errorf("usage error does not say %q:\n%s", tc.want, p.Log)
 			}
 		})
 	}

@@ -51,8 +51,7 @@ func TestPauseFlow(t *testing.T) {
 	}
 	deleteScheduledJobs(t) // registered first, so run after the manager stops
 	metrics := testenv.FreePort(t)
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, pauseConfig),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address="+metrics)
+	managerIn(ns).Start(t, pauseConfig, "--metrics-bind-address="+metrics)
 
 	scheduled := func() *eraserv1.ImageJob {
 		var jobs eraserv1.ImageJobList
@@ -81,7 +80,7 @@ func TestPauseFlow(t *testing.T) {
 	}
 	paused := func(cs []metav1.Condition) bool {
 		c := meta.FindStatusCondition(cs, eraserv1.ConditionReady)
-		return c != nil && c.Reason == pause.ReasonPaused && strings.Contains(c.Message, "change freeze")
+		return c != nil && c.Reason == eraserv1.ReasonPaused && strings.Contains(c.Message, "change freeze")
 	}
 	var job *eraserv1.ImageJob
 	testenv.WaitFor(t, time.Minute, "the run, its first node done, to say Paused", func() bool {

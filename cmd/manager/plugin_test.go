@@ -82,8 +82,7 @@ func TestPluginDayToDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteScheduledJobs(t) // registered first, so run after the manager stops
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, pluginConfig),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
+	managerIn(ns).Start(t, pluginConfig)
 	// The kubelet, played until the test ends: every worker pod succeeds.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -67,8 +67,7 @@ func TestRunNowFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, runNowConfig),
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
+	managerIn(ns).Start(t, runNowConfig)
 
 	const name = "rerun-flow"
 	list := builder.MakeImageList(name).Images("docker.io/library/alpine:3.7.3").Obj()
@@ -100,7 +99,7 @@ func TestRunNowFlow(t *testing.T) {
 		var pods corev1.PodList
 		return env.Client.List(ctx, &pods, client.InNamespace(ns)) == nil && len(pods.Items) == 1 && len(listJobs()) == 1
 	})
-	waitEvent(t, metav1.NamespaceDefault, name, runnow.ReasonRunNow, "generation 1")
+	waitEvent(t, metav1.NamespaceDefault, name, eraserv1.ReasonRunNow, "generation 1")
 	rerun := listJobs()[0].Name
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, list); err != nil || runnow.Requested(list) || list.Generation != 1 {
 		t.Errorf("after run-now: annotations %v, generation %d, %v", list.Annotations, list.Generation, err)
@@ -108,7 +107,7 @@ func TestRunNowFlow(t *testing.T) {
 
 	// Again while the re-run goes (its pods left pending): refused.
 	annotateRunNow(t, ctx, list)
-	waitEvent(t, metav1.NamespaceDefault, name, runnow.ReasonRunNowRefused, rerun)
+	waitEvent(t, metav1.NamespaceDefault, name, eraserv1.ReasonRunNowRefused, rerun)
 	testenv.WaitFor(t, 10*time.Second, "the refused request to be consumed", func() bool {
 		return env.Client.Get(ctx, client.ObjectKey{Name: name}, list) == nil && !runnow.Requested(list)
 	})
@@ -145,12 +144,12 @@ func TestRunNowFlow(t *testing.T) {
 	annotateRunNow(t, ctx, state)
 	testenv.WaitFor(t, 30*time.Second, "a scheduled job", func() bool { return len(scheduled()) == 1 })
 	job := scheduled()[0].Name
-	waitEvent(t, ns, schedule.StateName, runnow.ReasonRunNow, job)
+	waitEvent(t, ns, schedule.StateName, eraserv1.ReasonRunNow, job)
 	testenv.WaitFor(t, 10*time.Second, "the request to be consumed", func() bool {
 		return env.Client.Get(ctx, stateKey, state) == nil && !runnow.Requested(state)
 	})
 	annotateRunNow(t, ctx, state)
-	waitEvent(t, ns, schedule.StateName, runnow.ReasonRunNowRefused, job)
+	waitEvent(t, ns, schedule.StateName, eraserv1.ReasonRunNowRefused, job)
 	testenv.WaitFor(t, 10*time.Second, "the refused request to be consumed", func() bool {
 		return env.Client.Get(ctx, stateKey, state) == nil && !runnow.Requested(state)
 	})

@@ -32,9 +32,9 @@ func TestPullSecretNamesFromEnvironment(t *testing.T) {
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
 	}
 	doc := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {pullSecrets: [regcred]}\n"
-	start(t, []string{"POD_NAMESPACE=" + ns, "ERASER_PULL_SECRET_NAMES=mirror-cred, backup-cred"},
-		"--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, doc), "--leader-elect=false",
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0")
+	m := managerIn(ns)
+	m.Env = []string{"ERASER_PULL_SECRET_NAMES=mirror-cred, backup-cred"}
+	m.Start(t, doc, "--leader-elect=false")
 
 	var pods corev1.PodList
 	testenv.WaitFor(t, 60*time.Second, "the worker pod", func() bool {
@@ -65,8 +65,7 @@ func TestScannerRuntimeRefusedOnEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := testenv.FreePort(t)
-	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+env.KubeconfigPath, "--config="+writeConfig(t, good),
-		"--leader-elect=false", "--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	managerIn(ns).Start(t, good, "--leader-elect=false", "--health-probe-bind-address="+probe)
 	testenv.WaitFor(t, 60*time.Second, "readiness", func() bool {
 		code, _, err := get("http://" + probe + "/readyz")
 		return err == nil && code == 200

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // buildPause builds the sandbox image every node's containerd runs pods in;
@@ -36,7 +36,7 @@ func (c *cluster) buildPause() (string, error) {
 		return "", err
 	}
 	archive := filepath.Join(c.o.state, "pause.tar")
-	err = testcontainerd.WriteArchive(archive, []testcontainerd.Image{{
+	err = testimage.WriteArchive(archive, []testimage.Image{{
 		Tags: []string{sandboxImage}, Files: map[string][]byte{"pause": data}, Entrypoint: []string{"/pause"},
 	}})
 	return archive, err

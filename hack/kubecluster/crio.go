@@ -28,8 +28,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 const (
@@ -72,7 +72,7 @@ func serveCRIOPause(pauseBinary string) (crioSetup, error) {
 	if err != nil {
 		return crioSetup{}, err
 	}
-	img, err := testcontainerd.Image{Tags: []string{sandboxImage}, Files: map[string][]byte{"pause": data},
+	img, err := testimage.Image{Tags: []string{sandboxImage}, Files: map[string][]byte{"pause": data},
 		Entrypoint: []string{"/pause"}}.Build()
 	if err != nil {
 		return crioSetup{}, err

@@ -48,7 +48,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
@@ -163,9 +163,9 @@ func seed(state, nodeName string, size int, tags []string) error {
 		}
 		return fmt.Errorf("no node %s: %w", nodeName, err)
 	}
-	var imgs []testcontainerd.Image
+	var imgs []testimage.Image
 	for _, t := range tags {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{t}, Files: map[string][]byte{"pause": pause},
+		imgs = append(imgs, testimage.Image{Tags: []string{t}, Files: map[string][]byte{"pause": pause},
 			Entrypoint: []string{"/pause"}, RandomBytes: size})
 	}
 	f, err := os.CreateTemp(state, "seed-*.tar")
@@ -174,7 +174,7 @@ func seed(state, nodeName string, size int, tags []string) error {
 	}
 	_ = f.Close()
 	defer os.Remove(f.Name())
-	if err := testcontainerd.WriteArchive(f.Name(), imgs); err != nil {
+	if err := testimage.WriteArchive(f.Name(), imgs); err != nil {
 		return err
 	}
 	if out, err := exec.Command("ctr", "--address", socket, "--namespace", "k8s.io", "images", "import", f.Name()).CombinedOutput(); err != nil {

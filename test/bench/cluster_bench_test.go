@@ -27,6 +27,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/benchworkload"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/util/parallel"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -43,15 +44,11 @@ func buildKwok(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// buildManager builds the manager binary as released (stripped) into a
-// temporary directory and returns its path.
-func buildManager(t *testing.T) string {
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "../../cmd/manager")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "manager")
+// TestMain removes the manager binary the benchmarks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	managertest.Binary.Remove()
+	os.Exit(code)
 }
 
 // simCluster is a control plane with n KWOK nodes, all Ready, and the
@@ -181,26 +178,21 @@ func (s *simCluster) clearBare(t *testing.T, pods int) {
 
 // benchManager is the manager binary running against the cluster.
 type benchManager struct {
-	cmd                    *exec.Cmd
+	*managertest.Process
 	metricsAddr, pprofAddr string
 }
 
-// startManager runs the manager with the given EraserConfig document;
-// call stop to end it. pprof serves profiles too (BENCH_PPROF).
-func (s *simCluster) startManager(t *testing.T, bin, cfgDoc string, pprof bool) (m *benchManager, stop func()) {
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgFile, []byte(cfgDoc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+// startManager runs the manager (the released binary, the leader at once)
+// with the given EraserConfig document; call stop to end it. pprof serves
+// profiles too (BENCH_PPROF).
+func (s *simCluster) startManager(t *testing.T, cfgDoc string, pprof bool) (m *benchManager, stop func()) {
 	m = &benchManager{metricsAddr: freeAddr(t)}
-	args := []string{"--kubeconfig=" + s.env.KubeconfigPath, "--config=" + cfgFile, "--leader-elect=false",
-		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--log-level=error"}
+	mgr := managertest.Manager{Kubeconfig: s.env.KubeconfigPath, Namespace: "eraser-system"}
+	args := []string{"--leader-elect=false", "--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--log-level=error"}
 	if pprof {
 		m.pprofAddr = freeAddr(t)
 		args = append(args, "--pprof-bind-address="+m.pprofAddr)
 	}
-	m.cmd = exec.Command(bin, args...)
-	m.cmd.Env = append(os.Environ(), "POD_NAMESPACE=eraser-system")
 	// BENCH_MANAGER_LOG=file keeps the manager's log (at --log-level=info
 	// then) for a run that needs explaining.
 	if path := os.Getenv("BENCH_MANAGER_LOG"); path != "" {
@@ -209,17 +201,15 @@ func (s *simCluster) startManager(t *testing.T, bin, cfgDoc string, pprof bool) 
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = f.Close() })
-		m.cmd.Stderr = f
-		m.cmd.Args = append(m.cmd.Args, "--log-level=info")
+		mgr.Log = f
+		args = append(args, "--log-level=info")
 	}
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return m, func() { _ = m.cmd.Process.Kill(); _ = m.cmd.Wait() }
+	m.Process = mgr.Start(t, cfgDoc, args...)
+	return m, m.Stop
 }
 
 // pid is the manager's process id.
-func (m *benchManager) pid() int { return m.cmd.Process.Pid }
+func (m *benchManager) pid() int { return m.Cmd.Process.Pid }
 
 // waitNoPods polls (metadata only, once a second) until the namespace has
 // no pods: a watch held this long may be ended by the server.

@@ -29,7 +29,7 @@ import (
 //
 //	make bench-manager   (BENCH_NODES=1000,5000,10000 by default)
 func TestManagerBench(t *testing.T) {
-	kwok, managerBin := buildKwok(t), buildManager(t)
+	kwok := buildKwok(t)
 	sizes := []int{1000, 5000, 10000}
 	if s := os.Getenv("BENCH_NODES"); s != "" {
 		sizes = nil
@@ -54,7 +54,7 @@ func TestManagerBench(t *testing.T) {
 		}
 		var these []map[string]any
 		for range runs {
-			these = append(these, benchNodes(t, kwok, managerBin, n))
+			these = append(these, benchNodes(t, kwok, n))
 		}
 		rows = append(rows, these...)
 		out = append(out, map[string]any{"nodes": n, "runs": these,
@@ -82,7 +82,7 @@ func TestManagerBench(t *testing.T) {
 	writeResults(t, "manager", "sizes", out)
 }
 
-func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
+func benchNodes(t *testing.T, kwok string, n int) map[string]any {
 	s, stop := startCluster(t, kwok, n)
 	defer stop()
 	ctx := context.Background()
@@ -152,10 +152,10 @@ func benchNodes(t *testing.T, kwok, managerBin string, n int) map[string]any {
 
 	// The manager: ImageList → all pods created → job Completed → pods
 	// deleted (delayOnSuccess 0s, keepReportFor 0s: cleanup is measured).
-	m, stopManager := s.startManager(t, managerBin, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+maxPods+"}}\n",
+	m, stopManager := s.startManager(t, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+maxPods+"}}\n",
 		os.Getenv("BENCH_PPROF") != "")
 	defer stopManager()
-	metricsAddr, pprofAddr, mgr := m.metricsAddr, m.pprofAddr, m.cmd
+	metricsAddr, pprofAddr, mgr := m.metricsAddr, m.pprofAddr, m.Cmd
 	time.Sleep(3 * time.Second) // caches synced
 	// The reference index lists every pod and template before the first
 	// wave: measured from here once the manager's CPU has settled.

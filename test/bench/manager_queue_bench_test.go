@@ -37,7 +37,7 @@ func TestManagerBenchQueue(t *testing.T) {
 	if n <= 0 || runs <= 0 {
 		t.Skip("BENCH_QUEUE_NODES or BENCH_QUEUE_RUNS is 0")
 	}
-	kwok, managerBin := buildKwok(t), buildManager(t)
+	kwok := buildKwok(t)
 	s, stop := startCluster(t, kwok, n)
 	defer stop()
 	// The API server's metrics, read in JSON.
@@ -48,8 +48,8 @@ func TestManagerBenchQueue(t *testing.T) {
 
 	bare := queueBare(t, s, runs)
 	s.clearBare(t, n*runs)
-	queued := queueManager(t, s, admin, managerBin, "queued", runs, true)
-	sequential := queueManager(t, s, admin, managerBin, "sequential", runs, false)
+	queued := queueManager(t, s, admin, "queued", runs, true)
+	sequential := queueManager(t, s, admin, "sequential", runs, false)
 
 	q, sq, b := queued["seconds"].(float64), sequential["seconds"].(float64), bare["seconds"].(float64)
 	oneRun := median1(sequential["runSeconds"].([]float64))
@@ -161,14 +161,14 @@ func queueBare(t *testing.T, s *simCluster, runs int) map[string]any {
 // peak RSS and requests are this phase's): created at once (together), or
 // each once the one before is Completed. It waits for the cleanup (delay
 // 0s) and deletes the lists.
-func queueManager(t *testing.T, s *simCluster, admin kubernetes.Interface, bin, phase string, runs int, together bool) map[string]any {
+func queueManager(t *testing.T, s *simCluster, admin kubernetes.Interface, phase string, runs int, together bool) map[string]any {
 	ctx := context.Background()
 	n := s.n
 	bound := ""
 	if v := os.Getenv("BENCH_QUEUE_MAX_WORKER_PODS"); v != "" {
 		bound = ", maxWorkerPods: " + v
 	}
-	m, stopManager := s.startManager(t, bin, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+bound+"}}\n", false)
+	m, stopManager := s.startManager(t, "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {cleanup: {delayOnSuccess: 0s, keepReportFor: 0s}"+bound+"}}\n", false)
 	defer stopManager()
 	time.Sleep(3 * time.Second) // caches synced
 	writesBefore := managerWrites(t, m.metricsAddr)

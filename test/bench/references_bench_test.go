@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,13 +180,13 @@ func since(s time.Time) float64 { return float64(time.Since(s).Microseconds()) /
 // once its CPU use has settled: the index synced, nothing else to do.
 func managerRSS(t *testing.T, env *testenv.Env, row map[string]any) {
 	s := &simCluster{env: env}
-	m, stop := s.startManager(t, buildManager(t), "apiVersion: eraser.sh/v1alpha3\n", false)
+	m, stop := s.startManager(t, "apiVersion: eraser.sh/v1alpha3\n", false)
 	defer stop()
 	start := time.Now()
 	last, quiet := 0.0, 0
 	for quiet < 3 && time.Since(start) < 10*time.Minute {
 		time.Sleep(2 * time.Second)
-		if exited(m.pid()) {
+		if m.Exited() {
 			t.Errorf("the manager exited after %.0fs", time.Since(start).Seconds())
 			return
 		}
@@ -201,16 +200,6 @@ func managerRSS(t *testing.T, env *testenv.Env, row map[string]any) {
 	}
 	row["managerSettledSeconds"], row["managerCpuSeconds"] = time.Since(start).Seconds()-6, last
 	row["managerPeakRssMiB"], row["managerRssMiB"] = peakRSS(m.pid()), vmRSS(m.pid())
-}
-
-// exited is whether a child process has exited (a zombie until waited for).
-func exited(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // createCluster creates the namespaces, nodes, templates and pods, 48 at a

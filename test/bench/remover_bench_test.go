@@ -30,6 +30,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -104,9 +105,9 @@ func buildWorkers(t *testing.T) string {
 func seed(t *testing.T, c *testcontainerd.Containerd, n int, round int) []string {
 	const batch = 250
 	for start := 0; start < n; start += batch {
-		var imgs []testcontainerd.Image
+		var imgs []testimage.Image
 		for i := start; i < min(n, start+batch); i++ {
-			imgs = append(imgs, testcontainerd.Image{Tags: []string{fmt.Sprintf("bench.example.com/r%d/img%05d:1", round, i)}, RandomBytes: 256})
+			imgs = append(imgs, testimage.Image{Tags: []string{fmt.Sprintf("bench.example.com/r%d/img%05d:1", round, i)}, RandomBytes: 256})
 		}
 		c.Import(t, imgs...)
 	}
@@ -377,7 +378,7 @@ func exclusionFigures(t *testing.T) []figure {
 		}
 		f := figure{Images: n, Method: fmt.Sprintf("exclusions: %d patterns", len(pats)), Seconds: wall.Seconds(), CPUSeconds: cpu}
 		for i := range snap.Images {
-			if snap.Verdict(i).Reason == protect.Excluded {
+			if snap.Verdict(i).Reason == workerresult.Excluded {
 				f.Excluded++
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -33,7 +33,7 @@ func TestFreedMatchesMeasured(t *testing.T) {
 		defer cancel()
 		shared := map[string][]byte{"base.bin": randomBytes(12 * mib)}
 		keptBase := map[string][]byte{"kept-base.bin": randomBytes(9 * mib)}
-		images := []testcontainerd.Image{
+		images := []testimage.Image{
 			{Tags: []string{"example.com/freed/a:1"}, Base: shared, Files: map[string][]byte{"a.bin": randomBytes(8 * mib)}},
 			{Tags: []string{"example.com/freed/b:1"}, Base: shared, Files: map[string][]byte{"b.bin": randomBytes(10 * mib)}},
 			{Tags: []string{"example.com/freed/c:1"}, Base: keptBase, Files: map[string][]byte{"c.bin": randomBytes(4 * mib)}},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // fill writes to dir until its filesystem has no room left, and returns
@@ -46,14 +47,14 @@ func fill(t *testing.T, dir string) string {
 // images first and saves the node's state after, once the removals freed
 // room; before, the collector's save failed and nothing was removed.
 func TestFullDiskRemovesFirst(t *testing.T) {
-	n := &node{Containerd: testcontainerd.StartSmallDisk(t, 48)}
+	n := &node{Containerd: testcontainerd.Start(t, testcontainerd.WithSmallDisk(48))}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var tags []string
 	for i := range 4 {
 		tag := fmt.Sprintf("example.com/full/%d:1", i)
 		tags = append(tags, tag)
-		n.Import(t, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4 << 20})
+		n.Import(t, testimage.Image{Tags: []string{tag}, RandomBytes: 4 << 20})
 	}
 	stateDir := filepath.Join(n.RootDir(), "eraser-state")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {

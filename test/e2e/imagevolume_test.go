@@ -13,7 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // The images of the image volume scenario: a runnable image whose
@@ -84,16 +85,16 @@ func verdicts(t *testing.T, stderr string, names ...string) map[string][2]string
 // runs are as before.
 func TestImageVolumesKept(t *testing.T) {
 	noderuntime.EachNode(t, noderuntime.Options{}, func(t *testing.T, rt noderuntime.Runtime, n noderuntime.Node) {
-		pause := testcontainerd.Pause(t)
-		data := func(tag string) testcontainerd.Image {
-			return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"data/" + tag[strings.LastIndex(tag, "/")+1:]: []byte(tag)}, RandomBytes: 2048}
+		pause := testimage.Pause(t)
+		data := func(tag string) testimage.Image {
+			return testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"data/" + tag[strings.LastIndex(tag, "/")+1:]: []byte(tag)}, RandomBytes: 2048}
 		}
-		n.Import(t, testcontainerd.Image{Tags: []string{volApp}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024},
+		n.Import(t, testimage.Image{Tags: []string{volApp}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024},
 			data(volRunning), data(volExited), data(volCreated), data(volJunk))
 		ids := n.ImageIDs(t)
 		client := n.Client(t)
-		volume := func(tag string) testcontainerd.ImageVolume {
-			return testcontainerd.ImageVolume{Path: "/data", Image: ids[tag], Reference: tag}
+		volume := func(tag string) testcri.ImageVolume {
+			return testcri.ImageVolume{Path: "/data", Image: ids[tag], Reference: tag}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

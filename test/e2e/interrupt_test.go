@@ -23,12 +23,14 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
@@ -64,9 +66,9 @@ const (
 
 // interruptNode is a runtime a test kills and restarts.
 type interruptNode struct {
-	*testcontainerd.CRI
+	*testcri.CRI
 	root    string
-	load    func(testing.TB, ...testcontainerd.Image)
+	load    func(testing.TB, ...testimage.Image)
 	kill    func(testing.TB)
 	restart func(testing.TB)
 	// store names the image store to "list --leftovers" and the remover
@@ -111,7 +113,7 @@ var interruptRuntimes = []interruptRuntime{
 		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
-			c := testcontainerd.StartSmallDisk(t, interruptDiskMiB)
+			c := testcontainerd.Start(t, testcontainerd.WithSmallDisk(interruptDiskMiB))
 			return &interruptNode{CRI: c.CRI, root: c.RootDir(), load: c.Import, kill: c.Kill, restart: c.Restart,
 				records:    func(t *testing.T) []string { return containerdRecords(t, c.Socket) },
 				unrecorded: func(t *testing.T) (string, uint64) { return containerdUnrecorded(t, c.Socket, c.RootDir()) }}
@@ -170,25 +172,25 @@ func TestInterruptedRemovals(t *testing.T) {
 // interruptImages are the images the calls remove, each of its own 256 KiB
 // to 1 MiB of random bytes, and two kept, as files (not RandomBytes) so
 // that a clean store builds the very same images.
-func interruptImages() (removed, kept []testcontainerd.Image) {
+func interruptImages() (removed, kept []testimage.Image) {
 	for i := range interruptRemoved {
 		size := 256<<10 + mrand.IntN(768<<10+1)
-		removed = append(removed, testcontainerd.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/removed%02d:1", i)},
+		removed = append(removed, testimage.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/removed%02d:1", i)},
 			Files: map[string][]byte{"data.bin": randomBytes(size)}})
 	}
 	for i := range 2 {
-		kept = append(kept, testcontainerd.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/kept%d:1", i)},
+		kept = append(kept, testimage.Image{Tags: []string{fmt.Sprintf("example.com/interrupt/kept%d:1", i)},
 			Files: map[string][]byte{"data.bin": randomBytes(4 << 20)}})
 	}
 	return removed, kept
 }
 
-func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kept []testcontainerd.Image) {
+func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kept []testimage.Image) {
 	n := rt.start(t)
-	all := append(append([]testcontainerd.Image{}, removed...), kept...)
+	all := append(append([]testimage.Image{}, removed...), kept...)
 	n.load(t, all...)
 	ids := n.ImageIDs(t)
-	byID := map[string]testcontainerd.Image{}
+	byID := map[string]testimage.Image{}
 	var targets []string
 	for _, img := range all {
 		id, ok := ids[img.Tags[0]]
@@ -217,7 +219,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 		t.Logf("    %s %s: %s", l.Namespace, l.Name, human(l.Bytes))
 	}
 	named, unnamed := namedImages(t, n)
-	var remain []testcontainerd.Image
+	var remain []testimage.Image
 	gone, onlyID := 0, 0
 	for _, id := range targets {
 		switch {
@@ -535,7 +537,7 @@ func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := ctrdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
+	r, err := containerdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +596,7 @@ func diskOf(path string) uint64 {
 // record names: layer directories a deletion cut short left.
 func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +620,7 @@ func crioUnrecorded(t *testing.T, root string) (string, uint64) {
 // layers with their parents and flags, containers.
 func crioRecords(t *testing.T, root string) []string {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,12 +644,12 @@ func crioRecords(t *testing.T, root string) []string {
 // directly, however young; no container is judged (none runs).
 func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.Leftover {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sizeOf := func(layer string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
+		n, _ := criorecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
 		return n
 	}
 	out := map[leftover.Kind][]leftover.Leftover{}
@@ -699,7 +701,7 @@ func usedBytes(t *testing.T, root string) uint64 {
 // strict requires the two within 5%; otherwise the gap is logged beside
 // the leftovers that explain it. A store given only the images that remain
 // is logged too.
-func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testcontainerd.Image, strict bool, leftovers map[leftover.Kind][]leftover.Leftover) {
+func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftover.Kind][]leftover.Leftover) {
 	t.Helper()
 	clean := rt.start(t)
 	clean.load(t, all...)

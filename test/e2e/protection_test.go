@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
@@ -30,7 +30,7 @@ const sideLoaded = "localhost/e2e/side-loaded:1"
 // junk c by a CronJob.
 func protectedNode(t *testing.T, n *workerNode) string {
 	t.Helper()
-	n.SideLoad(t, testcontainerd.Image{Tags: []string{sideLoaded}, RandomBytes: 2048})
+	n.SideLoad(t, testimage.Image{Tags: []string{sideLoaded}, RandomBytes: 2048})
 	dir := t.TempDir()
 	err := references.WriteDir(dir,
 		[]references.Ref{{Image: junkA, Owner: "Pod shop/web-0"}},

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -29,7 +29,7 @@ import (
 func sideloadStuck(t *testing.T, n *node, tag string) string {
 	t.Helper()
 	archive := filepath.Join(t.TempDir(), "side.tar")
-	if err := testcontainerd.WriteArchive(archive, []testcontainerd.Image{{Tags: []string{tag}, RandomBytes: 2048}}); err != nil {
+	if err := testimage.WriteArchive(archive, []testimage.Image{{Tags: []string{tag}, RandomBytes: 2048}}); err != nil {
 		t.Fatal(err)
 	}
 	n.Ctr(t, "images", "import", "--index-name", "side-index", archive)

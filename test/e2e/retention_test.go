@@ -11,7 +11,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
@@ -140,7 +140,7 @@ func diskPressure(t *testing.T, n *workerNode) {
 		tag := fmt.Sprintf("example.com/fill/%d:1", i)
 		tags = append(tags, tag)
 		// One import at a time: each arrives after the one before.
-		n.Import(t, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 3 << 20})
+		n.Import(t, testimage.Image{Tags: []string{tag}, RandomBytes: 3 << 20})
 	}
 	usage := func() diskusage.Usage {
 		u, err := diskusage.Stat(n.RootDir())

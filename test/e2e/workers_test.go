@@ -21,6 +21,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
@@ -66,16 +67,16 @@ const (
 
 // seedImages are the images every scenario's node holds: runnable ones
 // (a container can start from them) and junk, with the extra images given.
-func seedImages(t *testing.T, runnableExtra, junkExtra []string) []testcontainerd.Image {
+func seedImages(t *testing.T, runnableExtra, junkExtra []string) []testimage.Image {
 	t.Helper()
-	pause := testcontainerd.Pause(t)
-	runnable := func(tags ...string) testcontainerd.Image {
-		return testcontainerd.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
+	pause := testimage.Pause(t)
+	runnable := func(tags ...string) testimage.Image {
+		return testimage.Image{Tags: tags, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 1024}
 	}
-	junk := func(tag string) testcontainerd.Image {
-		return testcontainerd.Image{Tags: []string{tag}, RandomBytes: 4096}
+	junk := func(tag string) testimage.Image {
+		return testimage.Image{Tags: []string{tag}, RandomBytes: 4096}
 	}
-	out := []testcontainerd.Image{runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
+	out := []testimage.Image{runnable(appImage, appAlias), junk(junkA), junk(junkB), junk(junkC), junk(junkD),
 		junk(keepExact), junk(keepWildcard), runnable(runImage), runnable(exitedImage)}
 	for _, tag := range runnableExtra {
 		out = append(out, runnable(tag))

@@ -46,10 +46,10 @@ func TestAPIServerRestartMidJob(t *testing.T) {
 	restarts := 0
 	first := mgr
 	supervise := func() {
-		if mgr.exited() {
+		if mgr.Exited() {
 			restarts++
 			t.Logf("the manager exited (%v); restarting it, as the kubelet would. Its last line: %.300s",
-				mgr.cmd.ProcessState, tail(mgr.log.String(), 2))
+				mgr.Cmd.ProcessState, mgr.Log.Tail(2))
 			mgr = s.startManager(doc)
 		}
 	}
@@ -77,12 +77,12 @@ func TestAPIServerRestartMidJob(t *testing.T) {
 	}
 	// What the outage looked like from the manager.
 	t.Logf("manager restarts: %d; during the outage it logged %d \"Reconciler error\" lines and %d lease errors",
-		restarts, len(first.lines("Reconciler error")), len(first.lines(`"logger":"leaderelection"`, `"level":"error"`)))
-	if l := first.lines("Reconciler error"); len(l) > 0 {
+		restarts, len(first.Lines("Reconciler error")), len(first.Lines(`"logger":"leaderelection"`, `"level":"error"`)))
+	if l := first.Lines("Reconciler error"); len(l) > 0 {
 		t.Logf("manager log: %.330s", l[0])
 	}
 	if restarts > 0 {
-		if l := first.lines(`"msg":"manager exited"`); len(l) == 0 || !strings.Contains(l[0], "leader election lost") {
+		if l := first.Lines(`"msg":"manager exited"`); len(l) == 0 || !strings.Contains(l[0], "leader election lost") {
 			t.Errorf("the manager exited without saying it lost the leader election: %v", l)
 		} else {
 			t.Logf("manager log: %.120s", l[0])

@@ -64,7 +64,7 @@ func TestFailureBudgetStopsTheCanary(t *testing.T) {
 	for _, f := range job.Status.FailedNodes {
 		reasons[f.Node] = f.Reason
 	}
-	want := map[string]string{canary[0].Spec.NodeName: podspec.ReasonPodFailed, canary[1].Spec.NodeName: podspec.ReasonRemovalsFailed}
+	want := map[string]string{canary[0].Spec.NodeName: eraserv1.ReasonPodFailed, canary[1].Spec.NodeName: eraserv1.ReasonRemovalsFailed}
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Errorf("failed nodes %v, want %v", reasons, want)
 	}

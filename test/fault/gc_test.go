@@ -44,7 +44,7 @@ func TestGarbageCollectorTakesADeletedJobsPods(t *testing.T) {
 		return len(s.podsOf(job.UID)) == nodes
 	})
 	// Stopped, so that only the collector can delete anything.
-	_ = mgr.cmd.Process.Kill()
+	_ = mgr.Cmd.Process.Kill()
 	dataKey := client.ObjectKey{Namespace: s.ns, Name: job.Name}
 	if err := env.Client.Get(s.ctx, dataKey, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("the job's data ConfigMap: %v", err)
@@ -65,7 +65,7 @@ func TestGarbageCollectorTakesADeletedJobsPods(t *testing.T) {
 func (s *scenario) keepGCLog() {
 	s.t.Cleanup(func() {
 		if s.t.Failed() {
-			s.t.Logf("kube-controller-manager log, last 60 lines:\n%s", tail(env.ControllerManagerLog(), 60))
+			s.t.Logf("kube-controller-manager log, last 60 lines:\n%s", env.ControllerManagerLog(60))
 		}
 	})
 }

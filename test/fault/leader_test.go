@@ -33,7 +33,7 @@ func TestLeaderKilledMidJob(t *testing.T) {
 			return false
 		}
 		holder = *lease.Spec.HolderIdentity
-		return holder != "" && len(leader.lines("Successfully acquired lease")) > 0
+		return holder != "" && len(leader.Lines("Successfully acquired lease")) > 0
 	})
 	t.Logf("leader: %s", holder)
 	standby := s.startManager(doc)
@@ -44,13 +44,13 @@ func TestLeaderKilledMidJob(t *testing.T) {
 		s.kubelet(func(n string) bool { return n == names[0] })
 		return len(s.pods()) == 2
 	})
-	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := leader.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 
 	testenv.WaitFor(t, 40*time.Second, "the standby to take the lease", func() bool {
-		return len(standby.lines("Successfully acquired lease")) > 0
+		return len(standby.Lines("Successfully acquired lease")) > 0
 	})
 	t.Logf("the standby leads %v after the leader was killed", time.Since(killed).Round(100*time.Millisecond))
 	job := s.waitJob(60*time.Second, "the job to finish", func() { s.kubelet(nil) }, finished)
@@ -94,10 +94,10 @@ func TestLeaderKilledMidJob(t *testing.T) {
 	if started := countStarted(evs); started != 1 {
 		t.Errorf("%d Started Events, want 1", started)
 	}
-	if l := standby.lines("became leader"); len(l) > 0 {
+	if l := standby.Lines("became leader"); len(l) > 0 {
 		t.Logf("standby log: %.200s", l[0])
 	}
-	if strings.Contains(standby.log.String(), `"reason":"JobCreated"`) {
+	if strings.Contains(standby.Log.String(), `"reason":"JobCreated"`) {
 		t.Errorf("the new leader created a job")
 	}
 }

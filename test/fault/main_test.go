@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -30,17 +31,13 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
-	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/util/kname"
-	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-var (
-	env        *testenv.Env
-	managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
-)
+var env *testenv.Env
 
 // TestMain shares among the tests the real manager binary and a control
 // plane whose API server can be restarted, with kube-controller-manager's
@@ -51,7 +48,7 @@ func TestMain(m *testing.M) {
 	// test is a separate process with its own log.
 	ctrllog.SetLogger(logr.Discard())
 	code := testenv.Run(m, &env, testenv.Tier("fault"), testenv.WithRestartableAPIServer(), testenv.WithGarbageCollector())
-	managerBin.Remove()
+	managertest.Binary.Remove()
 	os.Exit(code)
 }
 
@@ -201,22 +198,27 @@ func ready(conds []metav1.Condition) metav1.Condition {
 	return metav1.Condition{}
 }
 
+// fakeKubelet plays the node agents of the scenario's manager.
+func (s *scenario) fakeKubelet() managertest.FakeKubelet {
+	return managertest.FakeKubelet{Client: env.Client, Namespace: s.ns, Removed: removedOn}
+}
+
 // pods lists the scenario's worker pods; errors (the API server down) give
 // nil.
 func (s *scenario) pods() []corev1.Pod {
-	var pods corev1.PodList
-	if err := env.Client.List(s.ctx, &pods, client.InNamespace(s.ns), client.HasLabels{podspec.LabelJob}); err != nil {
+	pods, err := s.fakeKubelet().Pods(s.ctx)
+	if err != nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if s.podUIDs[p.Spec.NodeName] == nil {
 			s.podUIDs[p.Spec.NodeName] = map[string]bool{}
 		}
 		s.podUIDs[p.Spec.NodeName][string(p.UID)] = true
 	}
-	return pods.Items
+	return pods
 }
 
 // removedOn is the remover's count the kubelet reports for a node: varied,
@@ -236,21 +238,10 @@ func (s *scenario) kubelet(ok func(node string) bool) {
 
 // kubeletPods is kubelet for the pods that ok accepts.
 func (s *scenario) kubeletPods(ok func(*corev1.Pod) bool) {
-	for _, p := range s.pods() {
-		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil || !ok(&p) {
-			continue
-		}
-		removed := removedOn(p.Spec.NodeName)
-		sum := workerresult.Summary{Component: "remover", Node: p.Spec.NodeName, Counts: map[string]int{"removed": removed}, BytesFreed: 1000}
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podspec.RemoverContainer, State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: string(sum.Encode())}}}}
-		if err := env.Client.Status().Update(s.ctx, &p); err == nil {
-			s.mu.Lock()
-			s.written[p.Spec.NodeName] = removed
-			s.mu.Unlock()
-		}
-	}
+	written, _ := s.fakeKubelet().FinishPods(s.ctx, s.pods(), ok)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.written, written)
 }
 
 // writtenSum is the sum of the removed counts the kubelet reported.

@@ -106,7 +106,7 @@ func TestQuotaAdmitsSome(t *testing.T) {
 	if refusals != 1 {
 		t.Errorf("%d CreateFailed Events for one quota refusing 3 nodes, want 1", refusals)
 	}
-	if l := mgr.lines(`"reason":"CreateFailed"`); len(l) > 0 {
+	if l := mgr.Lines(`"reason":"CreateFailed"`); len(l) > 0 {
 		t.Logf("manager log: %s", l[0])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
@@ -17,7 +18,7 @@ import (
 // PodsRefused and the API server's answer (every part of want), the same on
 // the ImageList, a Warning Event on each, and no pod. It returns the job and
 // the manager.
-func refusedJob(t *testing.T, s *scenario, doc string, nodes int, want ...string) (*eraserv1.ImageJob, *process) {
+func refusedJob(t *testing.T, s *scenario, doc string, nodes int, want ...string) (*eraserv1.ImageJob, *managertest.Process) {
 	t.Helper()
 	s.addNodes(s.ns, nodes)
 	mgr := s.startManager(doc)
@@ -60,7 +61,7 @@ func refusedJob(t *testing.T, s *scenario, doc string, nodes int, want ...string
 	}
 	t.Logf("ImageJob events:%s", describeEvents(jobEvents))
 	// The manager logs the Events it emits (debug).
-	if l := mgr.lines(`"reason":"PodsRefused"`); len(l) == 0 {
+	if l := mgr.Lines(`"reason":"PodsRefused"`); len(l) == 0 {
 		t.Errorf("no PodsRefused line in the manager's log")
 	} else {
 		t.Logf("manager log: %s", l[0])

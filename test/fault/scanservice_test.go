@@ -28,6 +28,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -49,7 +50,7 @@ const scanConfig = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n" +
 type scanHarness struct {
 	t    *testing.T
 	s    *scenario
-	mgr  *process
+	mgr  *managertest.Process
 	base string
 	job  eraserv1.ImageJob
 	// pods are the run's worker pods by name, as the test last wrote them.
@@ -73,7 +74,9 @@ func newScanHarness(t *testing.T, ns string, nodes int) *scanHarness {
 	addr := testenv.FreePort(t)
 	// No writable DB directory: the run's scanners would fetch their own
 	// DB, and the manager fetches none (the test has no registry).
-	mgr := s.startManagerEnv(scanConfig, []string{"POD_IP=127.0.0.1"}, "--scan-service-bind-address="+addr, "--scan-db-dir=/dev/null/scan-db")
+	m := s.manager()
+	m.Env = []string{"POD_IP=127.0.0.1"}
+	mgr := m.Start(t, scanConfig, "--scan-service-bind-address="+addr, "--scan-db-dir=/dev/null/scan-db")
 	h := &scanHarness{t: t, s: s, mgr: mgr, base: "http://" + addr, pods: map[string]*corev1.Pod{}, cs: kubernetes.NewForConfigOrDie(env.Config)}
 	testenv.WaitFor(t, 2*time.Minute, "the scheduled run's pods on every node", func() bool {
 		jobs := s.scheduledJobs()
@@ -94,7 +97,7 @@ func newScanHarness(t *testing.T, ns string, nodes int) *scanHarness {
 			}
 		})
 	}
-	testenv.WaitFor(t, time.Minute, "the scan service to listen", func() bool { return len(mgr.lines("scan service listening")) > 0 })
+	testenv.WaitFor(t, time.Minute, "the scan service to listen", func() bool { return len(mgr.Lines("scan service listening")) > 0 })
 	return h
 }
 
@@ -528,7 +531,7 @@ func watchLease(t *testing.T, ns string) *leaseWatch {
 // check asserts that one leader held the lease and renewed it throughout
 // and after: never did its renew time stand still for a whole lease (15
 // s), after which a standby would take over.
-func (w *leaseWatch) check(t *testing.T, mgr *process) {
+func (w *leaseWatch) check(t *testing.T, mgr *managertest.Process) {
 	t.Helper()
 	// A flood over in a second or two may fall between two renewals (every
 	// 2 s): the lease must be seen renewed after it, too.
@@ -545,7 +548,7 @@ func (w *leaseWatch) check(t *testing.T, mgr *process) {
 	if len(w.holders) != 1 || w.renews < 3 || w.longest >= 15*time.Second {
 		t.Errorf("the leader's lease: holders %v, %d renewals, still for up to %v; want one holder renewing within the lease duration", w.holders, w.renews, w.longest)
 	}
-	if mgr.exited() {
+	if mgr.Exited() {
 		t.Errorf("the manager exited")
 	}
 }

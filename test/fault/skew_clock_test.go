@@ -11,6 +11,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -145,7 +146,7 @@ func testSkew(t *testing.T, ns string, offset time.Duration) {
 	if l := s.waitRecorded(time.Minute); l.Status.Success != 1 || l.Status.Failed != 2 {
 		t.Errorf("ImageList success %d, failed %d; want 1 and 2", l.Status.Success, l.Status.Failed)
 	}
-	if len(mgr.lines("Successfully acquired lease")) == 0 {
+	if len(mgr.Lines("Successfully acquired lease")) == 0 {
 		t.Errorf("the restarted manager never led")
 	}
 	proxy.check()
@@ -153,12 +154,12 @@ func testSkew(t *testing.T, ns string, offset time.Duration) {
 
 // restartSkewed stops the manager (SIGTERM: it hands the lease over) and
 // starts another through the same proxy.
-func (s *scenario) restartSkewed(p *skewProxy, old *process) *process {
+func (s *scenario) restartSkewed(p *skewProxy, old *managertest.Process) *managertest.Process {
 	s.t.Helper()
-	if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := old.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		s.t.Fatal(err)
 	}
-	testenv.WaitFor(s.t, time.Minute, "the manager to exit", old.exited)
+	testenv.WaitFor(s.t, time.Minute, "the manager to exit", old.Exited)
 	s.t.Logf("manager restarted")
 	return s.startSkewedManager(p, skewConfig)
 }

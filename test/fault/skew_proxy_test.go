@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,8 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 )
 
 // A manager whose clock is off. The manager binary reads the clock of the
@@ -289,29 +287,7 @@ func (p *skewProxy) check() {
 
 // startSkewedManager runs the manager binary as startManager does, but
 // against the API server through the proxy.
-func (s *scenario) startSkewedManager(p *skewProxy, doc string) *process {
+func (s *scenario) startSkewedManager(p *skewProxy, doc string) *managertest.Process {
 	s.t.Helper()
-	t := s.t
-	cfg := filepath.Join(t.TempDir(), manager.ConfigKey)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(managerBin.Path(t), "--kubeconfig="+p.kubeconfig, "--config="+cfg,
-		"--health-probe-bind-address="+testenv.FreePort(t), "--metrics-bind-address=0", "--log-level=debug")
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+s.ns)
-	proc := &process{cmd: cmd, log: &testenv.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = proc.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { proc.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		err := <-proc.done
-		proc.done <- err
-		if t.Failed() {
-			t.Logf("manager (pid %d, clock %+v) log, last 100 lines:\n%s", cmd.Process.Pid, p.offset, tail(proc.log.String(), 100))
-		}
-	})
-	return proc
+	return managertest.Manager{Kubeconfig: p.kubeconfig, Namespace: s.ns}.Start(s.t, doc)
 }

@@ -104,7 +104,7 @@ func TestHundredPodsNeverStart(t *testing.T) {
 	}
 	if !outcome(evs) {
 		t.Errorf("no Failed Event with the job's outcome on the ImageJob: the manager emitted it (%d log lines) but it never reached the API server",
-			len(mgr.lines(`"reason":"Failed"`, "0 of 100 nodes succeeded")))
+			len(mgr.Lines(`"reason":"Failed"`, "0 of 100 nodes succeeded")))
 	}
 	listEvs := eventsUntil(t, "ImageList", s.list, time.Minute, func(evs []corev1.Event) bool { return findEvent(evs, "JobFailed") != nil })
 	if e := findEvent(listEvs, "JobFailed"); e == nil {

@@ -119,7 +119,7 @@ func TestTenantImageDoesNotStopRuns(t *testing.T) {
 	if got := droppedMetric(t, metricsAddr); got < 1 {
 		t.Errorf("eraser_inputs_dropped_total{source=workload_image,reason=too_long} = %v, want at least 1", got)
 	}
-	if l := mgr.lines("images left out of the references", `"name":"big"`); len(l) == 0 {
+	if l := mgr.Lines("images left out of the references", `"name":"big"`); len(l) == 0 {
 		t.Error("no log line names the Deployment whose image was left out")
 	} else {
 		t.Logf("manager log: %.300s", l[0])

@@ -34,6 +34,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
 )
 
@@ -343,8 +344,8 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	bin := build(t, dir)
 	ln := testleftovers.New(t, c)
 	made := testleftovers.Make(t, ln)
-	image := func(tag string, size int) testcontainerd.Image {
-		return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
+	image := func(tag string, size int) testimage.Image {
+		return testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
 	}
 	inUse := ln.IDOnly(t, image("example.com/windows/in-use:1", 1*mib))
 	ln.RunContainer(t, "in-use", inUse)
@@ -352,7 +353,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	ln.Pin(t, pinned)
 	excluded := ln.IDOnly(t, image("example.com/windows/excluded:1", 1*mib))
 	const junk = "example.com/windows/junk:1"
-	ln.Import(t, testcontainerd.Image{Tags: []string{junk}, RandomBytes: 2 * mib})
+	ln.Import(t, testimage.Image{Tags: []string{junk}, RandomBytes: 2 * mib})
 	// What the imports left for the next collection goes now, so that
 	// the listings compared see the same records.
 	ln.Collect(t)

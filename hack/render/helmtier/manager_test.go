@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,16 +18,14 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
-// managerBin is the real manager binary, built once for the package by
-// the first test running it.
-var managerBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
-
+// TestMain removes the manager binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	managerBin.Remove()
+	managertest.Binary.Remove()
 	os.Exit(code)
 }
 
@@ -36,10 +33,8 @@ func TestMain(m *testing.M) {
 // would: its ServiceAccount's permissions, the installed ConfigMap, the
 // namespace.
 type managerProc struct {
-	c      *cluster
-	cmd    *exec.Cmd
-	logs   *testenv.Buffer
-	exited chan error
+	*managertest.Process
+	c *cluster
 }
 
 // startManager starts the manager; the test's end stops it.
@@ -50,28 +45,8 @@ func (c *cluster) startManager() *managerProc {
 	if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: manager.DefaultConfigMapName}, cm); err != nil {
 		c.t.Fatalf("the installed config: %v", err)
 	}
-	dir := c.t.TempDir()
-	file := filepath.Join(dir, manager.ConfigKey)
-	if err := os.WriteFile(file, []byte(cm.Data[manager.ConfigKey]), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := exec.Command(managerBin.Path(c.t), "--kubeconfig="+c.serviceAccountKubeconfig(dir), "--config="+file,
-		"--health-probe-bind-address="+testenv.FreePort(c.t), "--metrics-bind-address=0")
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+namespace)
-	m := &managerProc{c: c, cmd: cmd, logs: &testenv.Buffer{}, exited: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = m.logs, m.logs
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	go func() { m.exited <- cmd.Wait() }()
-	c.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-m.exited
-		if c.t.Failed() {
-			c.t.Logf("manager log:\n%s", m.logs.String())
-		}
-	})
-	return m
+	mgr := managertest.Manager{Kubeconfig: c.serviceAccountKubeconfig(c.t.TempDir()), Namespace: namespace}
+	return &managerProc{c: c, Process: mgr.Start(c.t, cm.Data[manager.ConfigKey], "--log-level=info")}
 }
 
 // waitFor waits for cond, failing at once if the manager exits or the API
@@ -81,13 +56,10 @@ func (m *managerProc) waitFor(what string, cond func() bool) {
 	// Leader election and the first reconcile take seconds; the deadline
 	// is many times that, for a busy machine.
 	testenv.WaitFor(m.c.t, 3*time.Minute, what, func() bool {
-		select {
-		case err := <-m.exited:
-			m.exited <- err
-			m.c.t.Fatalf("the manager exited: %v", err)
-		default:
+		if m.Exited() {
+			m.c.t.Fatalf("the manager exited: code %d", m.WaitExit(m.c.t, 0))
 		}
-		if strings.Contains(m.logs.String(), "forbidden") {
+		if strings.Contains(m.Log.String(), "forbidden") {
 			m.c.t.Fatal("the API server refused the manager with the installed RBAC")
 		}
 		return cond()
@@ -97,7 +69,7 @@ func (m *managerProc) waitFor(what string, cond func() bool) {
 // peakRSS is the manager process's peak resident memory, in bytes.
 func (m *managerProc) peakRSS() uint64 {
 	m.c.t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.Cmd.Process.Pid))
 	if err != nil {
 		m.c.t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type pruneOptions struct {
 	dryRun      bool
 	concurrency int
 	retention   retention.Flags
-	protection  remover.ProtectionFlags
+	protection  protect.Flags
 	leftover    remover.LeftoverFlags
 	now         time.Time
 	json        bool
@@ -101,14 +101,13 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 		Policy: o.policy, DryRun: o.dryRun, Concurrency: o.concurrency,
 		Log: slog.New(slog.DiscardHandler), Progress: progressTo(errOut, start), Info: info,
 		Retention: o.retention.Settings, Now: o.now, StateDir: o.retention.StateDir, StateLockWait: o.retention.StateLockWait,
-		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath),
+		ImageStore: o.retention.ImageStore, MeasureDisk: remover.ImageFsMeter(client, o.retention.ImageFsPath), Protection: o.protection,
 	}
 	remover.SetFreedMeters(&opts, client, o.retention.ImageFsPath, o.retention.ImageStore, true)
 	var err error
 	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore, opts.MeasureFreed); err != nil {
 		return fail(err)
 	}
-	o.protection.Apply(&opts)
 	results, err := remover.Run(ctx, client, targets, opts)
 	if err != nil {
 		return fail(err)
@@ -126,7 +125,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	}
 	if err := errors.Join(remover.NodeOutcome(s), info.StateErr, info.DiskErr); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
-		if s.Counts[string(remover.Failed)] > 0 {
+		if s.Count(workerresult.Failed) > 0 {
 			return ExitRemovalsFail
 		}
 		return ExitCouldNotRun
@@ -186,8 +185,8 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		verb = "would free"
 	}
 	var parts []string
-	for _, o := range remover.Outcomes {
-		if n := s.Counts[string(o)]; n > 0 {
+	for _, o := range workerresult.Outcomes {
+		if n := s.Count(o); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, o))
 		}
 	}

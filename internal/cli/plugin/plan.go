@@ -23,14 +23,11 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // LabelPlan marks the dry-run ImageLists the plan command creates.
 const LabelPlan = "eraser.sh/plan"
-
-// outcomeRemoved is a report entry's outcome for an image the run removed,
-// or in a dry run would have.
-const outcomeRemoved = "removed"
 
 // Plan is the -o json form.
 type Plan struct {
@@ -158,7 +155,7 @@ func Summarize(out reportcmd.Output) Plan {
 		}
 		pn := PlanNode{Name: n.Name}
 		for _, e := range n.Entries {
-			if e.Outcome != outcomeRemoved {
+			if e.Outcome != string(workerresult.Removed) {
 				if p.Kept == nil {
 					p.Kept = map[string]int{}
 				}
@@ -183,7 +180,7 @@ func Summarize(out reportcmd.Output) Plan {
 		}
 		if pn.Unavailable != "" {
 			// The worker's own totals hold whatever its log says.
-			pn.Images, pn.Bytes = n.Counts[outcomeRemoved], n.BytesFreed
+			pn.Images, pn.Bytes = n.Counts[string(workerresult.Removed)], n.BytesFreed
 		}
 		p.TotalImages += pn.Images
 		p.TotalBytes += pn.Bytes

@@ -8,16 +8,17 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 func TestSummarize(t *testing.T) {
 	removed := func(img string, bytes uint64) nodereport.Entry {
-		return nodereport.Entry{Image: img, Outcome: outcomeRemoved, Bytes: bytes}
+		return nodereport.Entry{Image: img, Outcome: string(workerresult.Removed), Bytes: bytes}
 	}
 	out := reportcmd.Output{Job: "imagejob-eraser-plan-1", Complete: true, Nodes: []nodereport.Node{
 		{Name: "a", Entries: []nodereport.Entry{removed("nginx:1", 100), removed("redis:7", 50), {Image: "pause:3", Outcome: "kept"}}},
 		{Name: "b", Entries: []nodereport.Entry{removed("nginx:1", 100)}},
-		{Name: "c", Unavailable: "the log was gone", Counts: map[string]int{outcomeRemoved: 4}, BytesFreed: 400},
+		{Name: "c", Unavailable: "the log was gone", Counts: map[string]int{string(workerresult.Removed): 4}, BytesFreed: 400},
 		{Name: "d", Failed: true, Reason: "PodFailed"},
 		{Name: "e", Reason: "FailureBudgetExceeded"},
 	}}

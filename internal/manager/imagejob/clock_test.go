@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
@@ -67,9 +66,9 @@ func TestSkewedManagerClock(t *testing.T) {
 				}
 			}
 			f.clock.Step(40 * time.Second)
-			failed(map[string]string{node("pending"): wave.ReasonStartTimeout})
+			failed(map[string]string{node("pending"): eraserv1.ReasonStartTimeout})
 			f.clock.Step(3 * time.Minute)
-			failed(map[string]string{node("pending"): wave.ReasonStartTimeout, node("running"): wave.ReasonRunTimeout})
+			failed(map[string]string{node("pending"): eraserv1.ReasonStartTimeout, node("running"): eraserv1.ReasonRunTimeout})
 			if job := f.get(name); job.Status.Phase != eraserv1.PhaseFailed || job.Status.Succeeded != 1 {
 				t.Errorf("job %+v, want Failed with one node succeeded", job.Status)
 			}

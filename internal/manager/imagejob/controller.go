@@ -251,14 +251,14 @@ func (r *Reconciler) nodes(ctx context.Context, job *eraserv1.ImageJob) (jobdata
 func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob) (*jobdata.Data, jobdata.Nodes, bool, error) {
 	data, err := r.data(ctx, job)
 	if apierrors.IsNotFound(err) || errors.Is(err, jobdata.ErrInvalid) {
-		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "ConfigMissing", "reading the job's ConfigMap: "+err.Error())
+		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, eraserv1.ReasonConfigMissing, "reading the job's ConfigMap: "+err.Error())
 	}
 	if err != nil {
 		return nil, jobdata.Nodes{}, false, err
 	}
 	nodes, err := r.nodes(ctx, job)
 	if apierrors.IsNotFound(err) {
-		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, "NodesMissing", "reading the job's node list: "+err.Error())
+		return nil, jobdata.Nodes{}, true, r.fail(ctx, job, eraserv1.ReasonNodesMissing, "reading the job's node list: "+err.Error())
 	}
 	return data, nodes, false, err
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
@@ -220,7 +219,7 @@ func TestStuckPodTimesOut(t *testing.T) {
 	if job.Status.Phase != eraserv1.PhaseFailed || job.Status.Failed != 1 || job.Status.Succeeded != 1 {
 		t.Fatalf("after the timeout: %+v", job.Status)
 	}
-	want := []eraserv1.NodeFailure{{Node: "stuck", Reason: wave.ReasonStartTimeout, Message: "did not start within 2m0s (remover: ImagePullBackOff)"}}
+	want := []eraserv1.NodeFailure{{Node: "stuck", Reason: eraserv1.ReasonStartTimeout, Message: "did not start within 2m0s (remover: ImagePullBackOff)"}}
 	if diff := cmp.Diff(want, job.Status.FailedNodes); diff != "" {
 		t.Errorf("failed nodes (-want +got):\n%s", diff)
 	}
@@ -276,7 +275,7 @@ func TestSuccessRatio(t *testing.T) {
 			if job.Status.Phase != tc.want || job.Status.Succeeded != 99 || job.Status.Failed != 1 {
 				t.Fatalf("status %+v", job.Status)
 			}
-			if len(job.Status.FailedNodes) != 1 || job.Status.FailedNodes[0].Reason != wave.ReasonPodFailed {
+			if len(job.Status.FailedNodes) != 1 || job.Status.FailedNodes[0].Reason != eraserv1.ReasonPodFailed {
 				t.Errorf("failed nodes %+v", job.Status.FailedNodes)
 			}
 		})
@@ -304,7 +303,7 @@ func TestNodeDeletedMidRun(t *testing.T) {
 	if job.Status.Phase != eraserv1.PhaseCompleted || job.Status.Failed != 1 {
 		t.Fatalf("status %+v", job.Status)
 	}
-	if job.Status.FailedNodes[0].Reason != wave.ReasonNodeDeleted {
+	if job.Status.FailedNodes[0].Reason != eraserv1.ReasonNodeDeleted {
 		t.Errorf("failed nodes %+v", job.Status.FailedNodes)
 	}
 }

@@ -14,18 +14,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
 )
 
-// Event reasons on an exclusion-list ConfigMap.
-const (
-	// ReasonLegacyExclusion: the workers read an entry or field of the
-	// list differently from upstream Eraser; it still protects at least
-	// what it did there.
-	ReasonLegacyExclusion = "LegacyExclusionEntry"
-	// ReasonUnreadableExclusionList: the key upstream read holds no list;
-	// every node's worker fails on it, as upstream's did, and removes
-	// nothing.
-	ReasonUnreadableExclusionList = "UnreadableExclusionList"
-)
-
 // maxNotesPerEvent bounds one Event's message; the rest are counted.
 const maxNotesPerEvent = 10
 
@@ -53,12 +41,12 @@ func (r *Reconciler) warnExclusions(ctx context.Context, job *eraserv1.ImageJob,
 		}
 		st.exclusionsWarned[seen] = true
 		if err != nil {
-			r.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonUnreadableExclusionList,
+			r.recorder.Eventf(cm, corev1.EventTypeWarning, eraserv1.ReasonUnreadableExclusionList,
 				"job %s: every node's worker fails on this list and removes nothing: %v", job.Name, err)
 			continue
 		}
 		if len(notes) > 0 {
-			r.recorder.Event(cm, corev1.EventTypeWarning, ReasonLegacyExclusion, NotesMessage(notes))
+			r.recorder.Event(cm, corev1.EventTypeWarning, eraserv1.ReasonLegacyExclusion, NotesMessage(notes))
 		}
 	}
 	metrics.SetExclusionsLegacy(counts)

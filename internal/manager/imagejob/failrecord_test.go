@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 )
@@ -48,11 +47,11 @@ func TestFailureRecord(t *testing.T) {
 	}{
 		"no failure, no record": {nodes: 3, failures: map[string]eraserv1.NodeFailure{}},
 		"runs and singles, by reason": {nodes: 10,
-			failures: merge(failed(wave.ReasonStartTimeout, 0, 1, 2, 3, 7), failed(wave.ReasonPodFailed, 5), failed(wave.ReasonRemovalsFailed, 8, 9)),
-			want:     map[string]string{wave.ReasonStartTimeout: "0-3,7", wave.ReasonPodFailed: "5", wave.ReasonRemovalsFailed: "8-9"}},
+			failures: merge(failed(eraserv1.ReasonStartTimeout, 0, 1, 2, 3, 7), failed(eraserv1.ReasonPodFailed, 5), failed(eraserv1.ReasonRemovalsFailed, 8, 9)),
+			want:     map[string]string{eraserv1.ReasonStartTimeout: "0-3,7", eraserv1.ReasonPodFailed: "5", eraserv1.ReasonRemovalsFailed: "8-9"}},
 		"a failure of a node not in the list is not recorded": {nodes: 2,
-			failures: merge(failed(wave.ReasonCreateFailed, 1), map[string]eraserv1.NodeFailure{"gone": {Node: "gone", Reason: wave.ReasonPodMissing}}),
-			want:     map[string]string{wave.ReasonCreateFailed: "1"}},
+			failures: merge(failed(eraserv1.ReasonCreateFailed, 1), map[string]eraserv1.NodeFailure{"gone": {Node: "gone", Reason: eraserv1.ReasonPodMissing}}),
+			want:     map[string]string{eraserv1.ReasonCreateFailed: "1"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -114,12 +113,12 @@ func TestRestartKeepsFailuresBeyondTheNamed(t *testing.T) {
 	if job.Status.Phase != eraserv1.PhaseFailed || job.Status.Failed != 36 || job.Status.Succeeded != 4 {
 		t.Fatalf("after the restart: %+v", job.Status)
 	}
-	if diff := cmp.Diff(map[string]string{wave.ReasonStartTimeout: "0-35"}, job.Status.FailedIndexes); diff != "" {
+	if diff := cmp.Diff(map[string]string{eraserv1.ReasonStartTimeout: "0-35"}, job.Status.FailedIndexes); diff != "" {
 		t.Errorf("failure record (-want +got):\n%s", diff)
 	}
 	for _, nf := range job.Status.FailedNodes {
-		if nf.Reason != wave.ReasonStartTimeout {
-			t.Errorf("failed node %+v, want %s", nf, wave.ReasonStartTimeout)
+		if nf.Reason != eraserv1.ReasonStartTimeout {
+			t.Errorf("failed node %+v, want %s", nf, eraserv1.ReasonStartTimeout)
 		}
 	}
 	close(f.rec.Events)

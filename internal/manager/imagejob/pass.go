@@ -105,7 +105,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
 		job.Status.Failed = len(w.Targets)
-		return reconcile.Result{}, step("create", r.fail(ctx, job, ReasonPodsRefused, "the API server refused the worker pods: "+msg))
+		return reconcile.Result{}, step("create", r.fail(ctx, job, eraserv1.ReasonPodsRefused, "the API server refused the worker pods: "+msg))
 	}
 	r.recordCreates(job, st, w, p, errs)
 	changed := len(p.Create) > 0 || len(p.Failed) > 0 || p.Started != o.Started || len(p.Waiting) != o.Waiting
@@ -122,7 +122,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	recordWaiting(job, w, p.Waiting)
 	finished := r.compose(job, data.Config, nodes, o.Progress, st.failures, halted)
 	if !finished && !halted && held.Paused {
-		setCondition(job, metav1.ConditionUnknown, pause.ReasonPaused, held.Message(fmt.Sprintf("%d of %d nodes done, %d running; the rest",
+		setCondition(job, metav1.ConditionUnknown, eraserv1.ReasonPaused, held.Message(fmt.Sprintf("%d of %d nodes done, %d running; the rest",
 			job.Status.Succeeded+job.Status.Failed, o.Eligible, o.Active)))
 	}
 	if finished {
@@ -172,7 +172,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 			st.seen = r.clock.Now()
 		}
 		if bound := data.Config.Manager.ImageJob.PodStartTimeout; r.clock.Since(st.seen) > bound {
-			return nil, true, r.fail(ctx, job, ReasonReferencesNotSynced, fmt.Sprintf(
+			return nil, true, r.fail(ctx, job, eraserv1.ReasonReferencesNotSynced, fmt.Sprintf(
 				"the reference index did not sync within podStartTimeout %v of the run's start: check the manager's log for the list or watch that fails (RBAC to list and watch pods and workloads cluster-wide)", bound))
 		}
 	}
@@ -186,7 +186,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *
 	// Checked once here, so that a bad configuration fails the job rather
 	// than every node.
 	if _, err := build(p.Create[0], w.Targets[p.Create[0]]); err != nil {
-		return nil, true, r.fail(ctx, job, "InvalidPodSpec", err.Error())
+		return nil, true, r.fail(ctx, job, eraserv1.ReasonInvalidPodSpec, err.Error())
 	}
 	return build, false, nil
 }
@@ -332,7 +332,7 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.
 		msg := apiMessage(errs[k])
 		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
 			st.refusals[msg] = true
-			r.recorder.Eventf(job, corev1.EventTypeWarning, wave.ReasonCreateFailed,
+			r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonCreateFailed,
 				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", wave.Truncate(msg))
 		}
 	}
@@ -395,7 +395,7 @@ func (r *Reconciler) afterUpdate(ctx context.Context, job *eraserv1.ImageJob, st
 	// must still get through. The status counts every failure.
 	if st.failureEvents < maxFailureEvents {
 		st.failureEvents++
-		r.recorder.Eventf(job, corev1.EventTypeWarning, "NodeFailed", "%d node(s) failed: %s", len(fresh), text)
+		r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonNodeFailed, "%d node(s) failed: %s", len(fresh), text)
 	}
 }
 

@@ -365,12 +365,12 @@ func TestLegacyExclusionsWarned(t *testing.T) {
 	f.reconcile("legacy")
 	var warned []string
 	for len(f.rec.Events) > 0 {
-		if e := <-f.rec.Events; strings.Contains(e, ReasonLegacyExclusion) {
+		if e := <-f.rec.Events; strings.Contains(e, eraserv1.ReasonLegacyExclusion) {
 			warned = append(warned, e)
 		}
 	}
 	if len(warned) != 1 {
-		t.Fatalf("want one %s Event over two waves, got %q", ReasonLegacyExclusion, warned)
+		t.Fatalf("want one %s Event over two waves, got %q", eraserv1.ReasonLegacyExclusion, warned)
 	}
 	for _, want := range []string{`"nginx:1.*"`, `"*/pause:*"`, `"Excluded"`, `"note"`, `key "README"`, "read as a glob"} {
 		if !strings.Contains(warned[0], want) {

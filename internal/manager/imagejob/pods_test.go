@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -79,13 +78,13 @@ func TestEveryPodRefused(t *testing.T) {
 		t.Fatalf("phase %q after the first pass, want Failed; status %+v", job.Status.Phase, job.Status)
 	}
 	c := meta.FindStatusCondition(job.Status.Conditions, eraserv1.ConditionReady)
-	if c == nil || c.Reason != ReasonPodsRefused || !strings.Contains(c.Message, "PodSecurity") || !strings.Contains(c.Message, "hostPath") {
-		t.Errorf("Ready condition %+v, want %s naming Pod Security and the hostPath volume", c, ReasonPodsRefused)
+	if c == nil || c.Reason != eraserv1.ReasonPodsRefused || !strings.Contains(c.Message, "PodSecurity") || !strings.Contains(c.Message, "hostPath") {
+		t.Errorf("Ready condition %+v, want %s naming Pod Security and the hostPath volume", c, eraserv1.ReasonPodsRefused)
 	}
 	if n := len(f.pods("psa")); n != 0 {
 		t.Errorf("%d pods", n)
 	}
-	f.expectEvent(ReasonPodsRefused)
+	f.expectEvent(eraserv1.ReasonPodsRefused)
 }
 
 // TestQuotaRefusesSome: a quota admits one worker pod of three. The others
@@ -116,7 +115,7 @@ func TestQuotaRefusesSome(t *testing.T) {
 	if res.RequeueAfter < time.Second || res.RequeueAfter > 2*time.Second {
 		t.Errorf("requeue after %v, want the first backoff (1-2s)", res.RequeueAfter)
 	}
-	f.expectEvent(wave.ReasonCreateFailed)
+	f.expectEvent(eraserv1.ReasonCreateFailed)
 	pod := f.pods("quota")[0]
 	f.finishPod(&pod, corev1.PodSucceeded, removed(1, 1))
 	// The quota still counts the finished pod: the others stay refused.
@@ -127,8 +126,8 @@ func TestQuotaRefusesSome(t *testing.T) {
 		t.Fatalf("status %+v, want Completed (ratio 0.3) with 2 failed nodes", job.Status)
 	}
 	for _, fn := range job.Status.FailedNodes {
-		if fn.Reason != wave.ReasonCreateFailed || !strings.Contains(fn.Message, "exceeded quota") {
-			t.Errorf("failed node %+v, want %s with the quota's message", fn, wave.ReasonCreateFailed)
+		if fn.Reason != eraserv1.ReasonCreateFailed || !strings.Contains(fn.Message, "exceeded quota") {
+			t.Errorf("failed node %+v, want %s with the quota's message", fn, eraserv1.ReasonCreateFailed)
 		}
 	}
 }

@@ -27,11 +27,6 @@ type References interface {
 	Node(name string) []references.Ref
 }
 
-// ReasonReferencesIncomplete is the Event of a job whose wave was given a
-// cluster set without some of its references: its workers keep every image
-// from the automatic policies.
-const ReasonReferencesIncomplete = "ReferencesIncomplete"
-
 // waveRefs are the references a wave's pods are built with: the cluster
 // set's ConfigMaps and the set they are of, and the node sets, read as each
 // pod is built.
@@ -117,7 +112,7 @@ func (r *Reconciler) writeReferences(ctx context.Context, job *eraserv1.ImageJob
 		logger.Info("the cluster's references were written incomplete: the wave's workers keep every image from the automatic policies", "set", enc.Set, "referencesLeftOut", enc.Dropped)
 		// Once per set written: a job writes a set when its images change,
 		// not on every pass.
-		r.recorder.Eventf(job, corev1.EventTypeWarning, ReasonReferencesIncomplete,
+		r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonReferencesIncomplete,
 			"the cluster's references did not fit their parts (%d left out): this wave's workers keep every image from the automatic policies; an ImageList entry still removes what it names", enc.Dropped)
 	}
 	return enc, names, nil

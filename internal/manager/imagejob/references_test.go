@@ -220,7 +220,7 @@ func TestReferencesTooLargeForAPart(t *testing.T) {
 	}
 	parts := f.refParts("huge")
 	checkPod(t, pods[0], parts)
-	f.expectEvent(ReasonReferencesIncomplete)
+	f.expectEvent(eraserv1.ReasonReferencesIncomplete)
 	var cm corev1.ConfigMap
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: parts[0]}, &cm); err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func (r *Reconciler) boundReports(ctx context.Context) error {
 		msg := fmt.Sprintf("deleted with its report (%s) before keepReportFor: the reports of all jobs took %s, over manager.imageJob.cleanup.maxReportSize (%s); the oldest finished jobs go first",
 			bytesize.FormatSigned(bytes[j.UID]), bytesize.FormatSigned(total), bytesize.FormatSigned(bound))
 		log.FromContext(ctx).Info("report dropped early", "job", j.Name, "reportBytes", bytes[j.UID], "allReportsBytes", total, "maxReportSize", bound)
-		r.recorder.Event(j, corev1.EventTypeWarning, ReasonReportDropped, msg)
+		r.recorder.Event(j, corev1.EventTypeWarning, eraserv1.ReasonReportDropped, msg)
 		// A failed job's pods may still be kept (delayOnFailure).
 		if err := r.deletePods(ctx, j); err != nil {
 			return err
@@ -138,10 +138,6 @@ func (r *Reconciler) boundReports(ctx context.Context) error {
 	}
 	return nil
 }
-
-// ReasonReportDropped is the Event of a job deleted with its report before
-// keepReportFor, to keep all reports within their bound.
-const ReasonReportDropped = "ReportDropped"
 
 // sweepDue says whether a look at all reports is due, and if so takes it.
 func (r *Reconciler) sweepDue() bool {

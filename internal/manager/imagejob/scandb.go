@@ -25,9 +25,6 @@ type ScanDBs interface {
 	Archive(repository, digest string) scandb.State
 }
 
-// ReasonScanDBUnavailable is the Event of a run whose scanners have no DB.
-const ReasonScanDBUnavailable = "VulnerabilityDBUnavailable"
-
 // errWaitingForDB: the DB's first fetch is running; the run's first wave
 // waits for it, bounded by dbDownloadTimeout.
 var errWaitingForDB = errors.New("waiting for the vulnerability DB")
@@ -92,7 +89,7 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 		if s.DB.Schema > 0 {
 			msg += fmt.Sprintf("; schema %d, built %s", s.DB.Schema, s.DB.Built.UTC().Format(time.RFC3339))
 		}
-		setDBCondition(job, metav1.ConditionTrue, "Fetched", msg)
+		setDBCondition(job, metav1.ConditionTrue, eraserv1.ReasonDBFetched, msg)
 		return nil
 	}
 	now := r.clock.Now()
@@ -104,17 +101,17 @@ func (r *Reconciler) scanDB(job *eraserv1.ImageJob, data *jobdata.Data, st *jobS
 	case s.Fetching && now.Sub(st.db.since) < wait:
 		return fmt.Errorf("%w from %s", errWaitingForDB, repo)
 	case s.Fetching:
-		reason, why = "FetchTimedOut", fmt.Sprintf("no vulnerability DB from %s within dbDownloadTimeout %v", repo, wait)
+		reason, why = eraserv1.ReasonDBFetchTimedOut, fmt.Sprintf("no vulnerability DB from %s within dbDownloadTimeout %v", repo, wait)
 	case s.RateLimited:
-		reason, why = "RateLimited", fmt.Sprintf("the vulnerability DB's repository %s refused the download for its rate limit (retried with backoff for the next runs): %v", repo, s.Err)
+		reason, why = eraserv1.ReasonDBRateLimited, fmt.Sprintf("the vulnerability DB's repository %s refused the download for its rate limit (retried with backoff for the next runs): %v", repo, s.Err)
 	case s.Err != nil:
-		reason, why = "FetchFailed", fmt.Sprintf("fetching the vulnerability DB from %s failed (retried with backoff for the next runs): %v", repo, s.Err)
+		reason, why = eraserv1.ReasonDBFetchFailed, fmt.Sprintf("fetching the vulnerability DB from %s failed (retried with backoff for the next runs): %v", repo, s.Err)
 	default:
-		reason, why = "FetchFailed", "no vulnerability DB from "+repo
+		reason, why = eraserv1.ReasonDBFetchFailed, "no vulnerability DB from "+repo
 	}
 	st.db.unavailable = why
 	setDBCondition(job, metav1.ConditionFalse, reason, why+"; this run's scanners judge no image")
-	r.recorder.Event(job, corev1.EventTypeWarning, ReasonScanDBUnavailable, why+"; this run's scanners judge no image, so remove none")
+	r.recorder.Event(job, corev1.EventTypeWarning, eraserv1.ReasonVulnerabilityDBUnavailable, why+"; this run's scanners judge no image, so remove none")
 	return nil
 }
 

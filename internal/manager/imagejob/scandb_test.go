@@ -161,7 +161,7 @@ func TestRunDB(t *testing.T) {
 				}
 			}
 			if tc.wantEvent {
-				f.expectEvent(ReasonScanDBUnavailable)
+				f.expectEvent(eraserv1.ReasonVulnerabilityDBUnavailable)
 			}
 			got := "none"
 			if c := meta.FindStatusCondition(f.get("scan").Status.Conditions, eraserv1.ConditionVulnerabilityDB); c != nil {

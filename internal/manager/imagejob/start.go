@@ -31,10 +31,10 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 			// only covers a lost event.
 			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 		}
-		return reconcile.Result{}, r.fail(ctx, job, "ConfigMissing", "the job's ConfigMap "+job.Name+" does not exist")
+		return reconcile.Result{}, r.fail(ctx, job, eraserv1.ReasonConfigMissing, "the job's ConfigMap "+job.Name+" does not exist")
 	}
 	if errors.Is(err, jobdata.ErrInvalid) {
-		return reconcile.Result{}, r.fail(ctx, job, "InvalidJobData", err.Error())
+		return reconcile.Result{}, r.fail(ctx, job, eraserv1.ReasonInvalidJobData, err.Error())
 	}
 	if err != nil {
 		return reconcile.Result{}, step("data", err)
@@ -48,7 +48,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		}
 		targets, skipped, err := nodefilter.Select(list.Items, nodefilter.RulesFor(data.Kind == podspec.KindCollector, data.Config))
 		if err != nil {
-			return reconcile.Result{}, r.fail(ctx, job, "InvalidNodeFilter", err.Error())
+			return reconcile.Result{}, r.fail(ctx, job, eraserv1.ReasonInvalidNodeFilter, err.Error())
 		}
 		nodes = confine(jobdata.Nodes{Targets: targets, Skipped: skipped}, data.Nodes)
 		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -68,7 +68,7 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	if err := r.client.Status().Update(ctx, job); err != nil {
 		return reconcile.Result{}, step("status", err)
 	}
-	r.recorder.Eventf(job, corev1.EventTypeNormal, "Started", "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
+	r.recorder.Eventf(job, corev1.EventTypeNormal, eraserv1.ReasonStarted, "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
 	// Straight on to the first wave, rather than waiting for the status
 	// update to come back as an event.
 	res, err := r.run(ctx, job)

@@ -51,7 +51,7 @@ func TestIncludeFilter(t *testing.T) {
 func TestConfine(t *testing.T) {
 	all := jobdata.Nodes{
 		Targets: []nodefilter.Target{{Name: "a", OS: "linux"}, {Name: "b", OS: "linux"}, {Name: "c", OS: "windows"}},
-		Skipped: []nodefilter.Skipped{{Name: "d", Reason: nodefilter.ReasonNotReady}},
+		Skipped: []nodefilter.Skipped{{Name: "d", Reason: eraserv1.ReasonNotReady}},
 	}
 	cases := map[string]struct {
 		only []string

@@ -26,15 +26,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
-// Reasons a whole job fails for, beside those of its nodes (wave).
-const (
-	// ReasonPodsRefused fails a whole job whose every pod was refused.
-	ReasonPodsRefused = "PodsRefused"
-	// ReasonReferencesNotSynced fails a job whose wave waited for the
-	// reference index longer than podStartTimeout.
-	ReasonReferencesNotSynced = "ReferencesNotSynced"
-)
-
 // finish writes the outcome of an ended run (wave.Ended): its phase by
 // wave.Result, when it is cleaned up, and the condition that explains it.
 func (r *Reconciler) finish(job *eraserv1.ImageJob, p wave.Progress, cfg *config.Config, halted bool) {

@@ -3,15 +3,14 @@ package imagejob
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestConsecutiveFailedRunsCountFinishedPods: eraser_node_consecutive_failed_runs
@@ -56,7 +55,7 @@ func TestConsecutiveFailedRunsCountFinishedPods(t *testing.T) {
 	for _, nf := range f.get("first").Status.FailedNodes {
 		reasons[nf.Node] = nf.Reason
 	}
-	if diff := cmp.Diff(map[string]string{"failed": wave.ReasonPodFailed, "removals": wave.ReasonRemovalsFailed}, reasons); diff != "" {
+	if diff := cmp.Diff(map[string]string{"failed": eraserv1.ReasonPodFailed, "removals": eraserv1.ReasonRemovalsFailed}, reasons); diff != "" {
 		t.Errorf("the first job's failed nodes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]float64{"ok": 0, "failed": 1, "removals": 1}, failedRuns(t, reg)); diff != "" {

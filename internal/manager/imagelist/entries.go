@@ -4,10 +4,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
 
-// ReasonEntriesDropped is the Event of a list some of whose entries were
-// left out of its run for their length.
-const ReasonEntriesDropped = "EntriesDropped"
-
 // boundEntries leaves out the entries longer than any reference can be
 // (imageref.MaxLength). The shipped CRD refuses them already; a CRD the
 // release does not own (upstream's) may not, and each such entry would be

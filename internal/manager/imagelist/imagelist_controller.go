@@ -233,7 +233,7 @@ func (r *Reconciler) runNow(ctx context.Context, list *eraserv1.ImageList, jobs 
 		return nil, fmt.Errorf("removing %s from ImageList %s: %w", eraserv1.AnnotationRunNow, list.Name, err)
 	}
 	if v.Action == runnow.Refuse {
-		r.recorder.Eventf(list, corev1.EventTypeWarning, runnow.ReasonRunNowRefused,
+		r.recorder.Eventf(list, corev1.EventTypeWarning, eraserv1.ReasonRunNowRefused,
 			"%s refused: ImageJob %s of this ImageList is running; set it again once it has finished", eraserv1.AnnotationRunNow, v.Job)
 	}
 	return jobs, nil
@@ -275,7 +275,7 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, nam
 	}
 	if err != nil {
 		if !errors.Is(err, jobdata.ErrConflict) { // the caller reports it
-			r.recorder.Eventf(list, corev1.EventTypeWarning, "JobNotCreated", "%v", err)
+			r.recorder.Eventf(list, corev1.EventTypeWarning, eraserv1.ReasonJobNotCreated, "%v", err)
 		}
 		return nil, err
 	}
@@ -286,12 +286,12 @@ func (r *Reconciler) startJob(ctx context.Context, list *eraserv1.ImageList, nam
 		// Once per generation, as the job is: an edit is what fixes it.
 		metrics.InputsDropped(metrics.SourceImageListEntry, metrics.ReasonTooLong, dropped)
 		log.FromContext(ctx).Info("ImageList entries left out of the run: longer than any image reference", "imageList", list.Name, "dropped", dropped, "longestBytes", longest, "maxBytes", imageref.MaxLength)
-		r.recorder.Eventf(list, corev1.EventTypeWarning, ReasonEntriesDropped,
+		r.recorder.Eventf(list, corev1.EventTypeWarning, eraserv1.ReasonEntriesDropped,
 			"%d entries left out of ImageJob %s: longer than any image reference can be (%d bytes; the longest %d)", dropped, job.Name, imageref.MaxLength, longest)
 	}
-	reason, how := "JobCreated", ""
+	reason, how := eraserv1.ReasonJobCreated, ""
 	if runNow {
-		reason, how = runnow.ReasonRunNow, ", on "+eraserv1.AnnotationRunNow
+		reason, how = eraserv1.ReasonRunNow, ", on "+eraserv1.AnnotationRunNow
 	}
 	r.recorder.Eventf(list, corev1.EventTypeNormal, reason, "ImageJob %s created for generation %d (%d entries%s)%s",
 		job.Name, list.Generation, len(list.Spec.Images), dryRunText(list.Spec.DryRun), how)

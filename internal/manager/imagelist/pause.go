@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) hold(ctx context.Context, list *eraserv1.ImageList, held pause.State, what string) error {
 	before := list.Status.DeepCopy()
 	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
-		Type: eraserv1.ConditionReady, Status: metav1.ConditionUnknown, Reason: pause.ReasonPaused,
+		Type: eraserv1.ConditionReady, Status: metav1.ConditionUnknown, Reason: eraserv1.ReasonPaused,
 		Message: held.Message(what), ObservedGeneration: list.Generation,
 	})
 	if equalStatus(before, &list.Status) {

@@ -63,7 +63,7 @@ func TestPauseHoldsRunNow(t *testing.T) {
 	if !runnow.Requested(list) {
 		t.Error("the run-now request was consumed while paused")
 	}
-	if c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Reason != pause.ReasonPaused {
+	if c := meta.FindStatusCondition(list.Status.Conditions, eraserv1.ConditionReady); c == nil || c.Reason != eraserv1.ReasonPaused {
 		t.Errorf("Ready while paused: %+v", c)
 	}
 

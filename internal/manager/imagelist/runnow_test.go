@@ -120,7 +120,7 @@ func TestRunNow(t *testing.T) {
 		t.Errorf("after run-now: annotations %v, generation %d", l.Annotations, l.Generation)
 	}
 	testenv.WaitFor(t, 10*time.Second, "a RunNow event on the ImageList", func() bool {
-		return len(env.Events(t, metav1.NamespaceDefault, name, runnow.ReasonRunNow)) == 1
+		return len(env.Events(t, metav1.NamespaceDefault, name, eraserv1.ReasonRunNow)) == 1
 	})
 
 	// A stale read of the consumed request: the job exists, the patch fails.
@@ -144,7 +144,7 @@ func TestRunNow(t *testing.T) {
 		t.Errorf("refused request not consumed: %v", l.Annotations)
 	}
 	testenv.WaitFor(t, 10*time.Second, "a RunNowRefused Warning naming the running job", func() bool {
-		for _, e := range env.Events(t, metav1.NamespaceDefault, name, runnow.ReasonRunNowRefused) {
+		for _, e := range env.Events(t, metav1.NamespaceDefault, name, eraserv1.ReasonRunNowRefused) {
 			if e.Type == "Warning" && strings.Contains(e.Message, rerun.Name) {
 				return true
 			}

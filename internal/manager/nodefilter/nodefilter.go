@@ -11,29 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
-)
-
-// Skip reasons.
-const (
-	ReasonFiltered      = "Filtered"
-	ReasonCleanupFilter = "CleanupFilter"
-	ReasonNotReady      = "NotReady"
-	ReasonUnsupportedOS = "UnsupportedOS"
-	// ReasonNoWindowsScanner: Trivy cannot scan Windows images; a scheduled
-	// run with the scanner on skips Windows nodes unless a Windows scanner
-	// image is configured, so they never lose more than Linux nodes would.
-	ReasonNoWindowsScanner = "NoWindowsScanner"
-	// ReasonNodeSelector: the node lacks a label of
-	// manager.imageJob.nodeSelector.
-	ReasonNodeSelector = "NodeSelector"
-	// ReasonTainted: the node has a NoSchedule or NoExecute taint that
-	// manager.imageJob.tolerations do not tolerate. Worker pods are bound
-	// with nodeName, past the scheduler: the kubelet would still run one on
-	// a NoSchedule node, and on a NoExecute one the pod would be refused or
-	// evicted; so the choice the scheduler would have made is made here.
-	ReasonTainted = "Tainted"
 )
 
 // Target is an eligible node.
@@ -84,11 +64,11 @@ func Workers(scheduled bool, cfg *config.Config) func(podpaths.OS) string {
 			return ""
 		case podpaths.Windows:
 			if scheduled && cfg.Components.Scanner.Enabled && cfg.Components.Scanner.Windows.Image.Repo == "" {
-				return ReasonNoWindowsScanner
+				return eraserv1.ReasonNoWindowsScanner
 			}
 			return ""
 		}
-		return ReasonUnsupportedOS
+		return eraserv1.ReasonUnsupportedOS
 	}
 }
 
@@ -132,19 +112,19 @@ func Select(nodes []corev1.Node, r Rules) ([]Target, []Skipped, error) {
 		})
 		switch {
 		case cleanup && r.Filter.Type == config.FilterExclude:
-			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonCleanupFilter})
+			skipped = append(skipped, Skipped{Name: n.Name, Reason: eraserv1.ReasonCleanupFilter})
 		case r.Filter.Type == config.FilterExclude && matches(n), r.Filter.Type == config.FilterInclude && !cleanup && !matches(n):
-			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonFiltered})
+			skipped = append(skipped, Skipped{Name: n.Name, Reason: eraserv1.ReasonFiltered})
 		case missing >= 0:
 			k := required[missing]
-			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonNodeSelector, Detail: k + "=" + r.NodeSelector[k]})
+			skipped = append(skipped, Skipped{Name: n.Name, Reason: eraserv1.ReasonNodeSelector, Detail: k + "=" + r.NodeSelector[k]})
 		case !ready(n):
-			skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonNotReady})
+			skipped = append(skipped, Skipped{Name: n.Name, Reason: eraserv1.ReasonNotReady})
 		case r.Unsupported(os) != "":
 			skipped = append(skipped, Skipped{Name: n.Name, Reason: r.Unsupported(os)})
 		default:
 			if taint := untolerated(n, r.Tolerations); taint != nil {
-				skipped = append(skipped, Skipped{Name: n.Name, Reason: ReasonTainted, Detail: taint.ToString()})
+				skipped = append(skipped, Skipped{Name: n.Name, Reason: eraserv1.ReasonTainted, Detail: taint.ToString()})
 				continue
 			}
 			targets = append(targets, Target{Name: n.Name, OS: os})

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
@@ -27,7 +28,7 @@ func TestSelect(t *testing.T) {
 		if os == podpaths.Linux {
 			return ""
 		}
-		return ReasonUnsupportedOS
+		return eraserv1.ReasonUnsupportedOS
 	}
 	all := func(podpaths.OS) string { return "" }
 	cases := map[string]struct {
@@ -38,54 +39,54 @@ func TestSelect(t *testing.T) {
 		"default exclude": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude, Selectors: []string{config.CleanupFilterLabel}}, Unsupported: linuxOnly},
 			wantTargets: []string{"a", "b"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}, {Name: "win", Reason: ReasonUnsupportedOS}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}, {Name: "win", Reason: eraserv1.ReasonUnsupportedOS}},
 		},
 		"exclude windows as upstream ships": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude, Selectors: []string{config.CleanupFilterLabel, "kubernetes.io/os=windows"}}, Unsupported: all},
 			wantTargets: []string{"a", "b"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}, {Name: "win", Reason: ReasonFiltered}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}, {Name: "win", Reason: eraserv1.ReasonFiltered}},
 		},
 		// Upstream appends the label to an include filter's selectors too,
 		// so it takes a node in whether the configuration lists it or not.
 		"include a pool; cleanup.filter includes too": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude, Selectors: []string{"pool=gpu"}}, Unsupported: all},
 			wantTargets: []string{"a", "c", "c2"},
-			wantSkipped: []Skipped{{Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+			wantSkipped: []Skipped{{Name: "b", Reason: eraserv1.ReasonFiltered}, {Name: "down", Reason: eraserv1.ReasonFiltered}, {Name: "win", Reason: eraserv1.ReasonFiltered}},
 		},
 		"include by cleanup.filter, as upstream's include configuration": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude, Selectors: []string{config.CleanupFilterLabel}}, Unsupported: all},
 			wantTargets: []string{"c", "c2"},
-			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+			wantSkipped: []Skipped{{Name: "a", Reason: eraserv1.ReasonFiltered}, {Name: "b", Reason: eraserv1.ReasonFiltered}, {Name: "down", Reason: eraserv1.ReasonFiltered}, {Name: "win", Reason: eraserv1.ReasonFiltered}},
 		},
 		"include with no selectors takes the labelled nodes only": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterInclude}, Unsupported: all},
 			wantTargets: []string{"c", "c2"},
-			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "b", Reason: ReasonFiltered}, {Name: "down", Reason: ReasonFiltered}, {Name: "win", Reason: ReasonFiltered}},
+			wantSkipped: []Skipped{{Name: "a", Reason: eraserv1.ReasonFiltered}, {Name: "b", Reason: eraserv1.ReasonFiltered}, {Name: "down", Reason: eraserv1.ReasonFiltered}, {Name: "win", Reason: eraserv1.ReasonFiltered}},
 		},
 		"exclude without listing cleanup.filter still leaves labelled nodes out": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude, Selectors: []string{"pool=gpu"}}, Unsupported: all},
 			wantTargets: []string{"b", "win"},
-			wantSkipped: []Skipped{{Name: "a", Reason: ReasonFiltered}, {Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "a", Reason: eraserv1.ReasonFiltered}, {Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 		"scheduled scan without a Windows scanner": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude}, Unsupported: Workers(true, scanning(false))},
 			wantTargets: []string{"a", "b"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}, {Name: "win", Reason: ReasonNoWindowsScanner}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}, {Name: "win", Reason: eraserv1.ReasonNoWindowsScanner}},
 		},
 		"scheduled scan with a Windows scanner": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude}, Unsupported: Workers(true, scanning(true))},
 			wantTargets: []string{"a", "b", "win"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 		"imagelist runs on windows": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude}, Unsupported: Workers(false, scanning(false))},
 			wantTargets: []string{"a", "b", "win"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 		"windows supported": {
 			rules:       Rules{Filter: config.NodeFilter{Type: config.FilterExclude}, Unsupported: all},
 			wantTargets: []string{"a", "b", "win"},
-			wantSkipped: []Skipped{{Name: "c", Reason: ReasonCleanupFilter}, {Name: "c2", Reason: ReasonCleanupFilter}, {Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "c", Reason: eraserv1.ReasonCleanupFilter}, {Name: "c2", Reason: eraserv1.ReasonCleanupFilter}, {Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 	}
 	for name, tc := range cases {
@@ -136,28 +137,28 @@ func TestSelectBySelectorAndTaints(t *testing.T) {
 	}{
 		"unset tolerates every taint, as upstream": {
 			wantTargets: []string{"bare", "cp", "cpu", "evict", "gpu", "spot", "win"},
-			wantSkipped: []Skipped{{Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 		"node selector": {
 			selector:    map[string]string{"pool": "gpu"},
 			wantTargets: []string{"cp", "evict", "gpu", "spot", "win"},
 			wantSkipped: []Skipped{
-				{Name: "bare", Reason: ReasonNodeSelector, Detail: "pool=gpu"},
-				{Name: "cpu", Reason: ReasonNodeSelector, Detail: "pool=gpu"},
-				{Name: "down", Reason: ReasonNotReady},
+				{Name: "bare", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=gpu"},
+				{Name: "cpu", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=gpu"},
+				{Name: "down", Reason: eraserv1.ReasonNotReady},
 			},
 		},
 		"every pair must match; the first missing by key is named": {
 			selector:    map[string]string{"zone": "a", "pool": "gpu"},
 			wantTargets: []string{"spot"},
 			wantSkipped: []Skipped{
-				{Name: "bare", Reason: ReasonNodeSelector, Detail: "pool=gpu"},
-				{Name: "cp", Reason: ReasonNodeSelector, Detail: "zone=a"},
-				{Name: "cpu", Reason: ReasonNodeSelector, Detail: "pool=gpu"},
-				{Name: "down", Reason: ReasonNodeSelector, Detail: "zone=a"},
-				{Name: "evict", Reason: ReasonNodeSelector, Detail: "zone=a"},
-				{Name: "gpu", Reason: ReasonNodeSelector, Detail: "zone=a"},
-				{Name: "win", Reason: ReasonNodeSelector, Detail: "zone=a"},
+				{Name: "bare", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=gpu"},
+				{Name: "cp", Reason: eraserv1.ReasonNodeSelector, Detail: "zone=a"},
+				{Name: "cpu", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=gpu"},
+				{Name: "down", Reason: eraserv1.ReasonNodeSelector, Detail: "zone=a"},
+				{Name: "evict", Reason: eraserv1.ReasonNodeSelector, Detail: "zone=a"},
+				{Name: "gpu", Reason: eraserv1.ReasonNodeSelector, Detail: "zone=a"},
+				{Name: "win", Reason: eraserv1.ReasonNodeSelector, Detail: "zone=a"},
 			},
 		},
 		// PreferNoSchedule never skips; NotReady is told rather than the
@@ -166,11 +167,11 @@ func TestSelectBySelectorAndTaints(t *testing.T) {
 			tolerations: []corev1.Toleration{},
 			wantTargets: []string{"bare", "cpu", "spot"},
 			wantSkipped: []Skipped{
-				{Name: "cp", Reason: ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
-				{Name: "down", Reason: ReasonNotReady},
-				{Name: "evict", Reason: ReasonTainted, Detail: "maintenance:NoExecute"},
-				{Name: "gpu", Reason: ReasonTainted, Detail: "dedicated=gpu:NoSchedule"},
-				{Name: "win", Reason: ReasonTainted, Detail: "os=windows:NoSchedule"},
+				{Name: "cp", Reason: eraserv1.ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
+				{Name: "down", Reason: eraserv1.ReasonNotReady},
+				{Name: "evict", Reason: eraserv1.ReasonTainted, Detail: "maintenance:NoExecute"},
+				{Name: "gpu", Reason: eraserv1.ReasonTainted, Detail: "dedicated=gpu:NoSchedule"},
+				{Name: "win", Reason: eraserv1.ReasonTainted, Detail: "os=windows:NoSchedule"},
 			},
 		},
 		"tolerated by key, value and effect": {
@@ -180,7 +181,7 @@ func TestSelectBySelectorAndTaints(t *testing.T) {
 				{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
 			},
 			wantTargets: []string{"bare", "cp", "cpu", "evict", "gpu", "spot"},
-			wantSkipped: []Skipped{{Name: "down", Reason: ReasonNotReady}, {Name: "win", Reason: ReasonTainted, Detail: "os=windows:NoSchedule"}},
+			wantSkipped: []Skipped{{Name: "down", Reason: eraserv1.ReasonNotReady}, {Name: "win", Reason: eraserv1.ReasonTainted, Detail: "os=windows:NoSchedule"}},
 		},
 		"another value or effect is not tolerated": {
 			tolerations: []corev1.Toleration{
@@ -189,30 +190,30 @@ func TestSelectBySelectorAndTaints(t *testing.T) {
 			},
 			wantTargets: []string{"bare", "cpu", "spot"},
 			wantSkipped: []Skipped{
-				{Name: "cp", Reason: ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
-				{Name: "down", Reason: ReasonNotReady},
-				{Name: "evict", Reason: ReasonTainted, Detail: "maintenance:NoExecute"},
-				{Name: "gpu", Reason: ReasonTainted, Detail: "dedicated=gpu:NoSchedule"},
-				{Name: "win", Reason: ReasonTainted, Detail: "os=windows:NoSchedule"},
+				{Name: "cp", Reason: eraserv1.ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
+				{Name: "down", Reason: eraserv1.ReasonNotReady},
+				{Name: "evict", Reason: eraserv1.ReasonTainted, Detail: "maintenance:NoExecute"},
+				{Name: "gpu", Reason: eraserv1.ReasonTainted, Detail: "dedicated=gpu:NoSchedule"},
+				{Name: "win", Reason: eraserv1.ReasonTainted, Detail: "os=windows:NoSchedule"},
 			},
 		},
 		"an empty key with Exists tolerates all": {
 			tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			wantTargets: []string{"bare", "cp", "cpu", "evict", "gpu", "spot", "win"},
-			wantSkipped: []Skipped{{Name: "down", Reason: ReasonNotReady}},
+			wantSkipped: []Skipped{{Name: "down", Reason: eraserv1.ReasonNotReady}},
 		},
 		"the node selector is told before a taint": {
 			selector:    map[string]string{"pool": "cpu"},
 			tolerations: []corev1.Toleration{},
 			wantTargets: []string{"cpu"},
 			wantSkipped: []Skipped{
-				{Name: "bare", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "cp", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "down", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "evict", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "gpu", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "spot", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
-				{Name: "win", Reason: ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "bare", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "cp", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "down", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "evict", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "gpu", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "spot", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
+				{Name: "win", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=cpu"},
 			},
 		},
 	}
@@ -255,8 +256,8 @@ func TestRulesFor(t *testing.T) {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 	want := []Skipped{
-		{Name: "cpu", Reason: ReasonNodeSelector, Detail: "pool=gpu"},
-		{Name: "gpu-cp", Reason: ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
+		{Name: "cpu", Reason: eraserv1.ReasonNodeSelector, Detail: "pool=gpu"},
+		{Name: "gpu-cp", Reason: eraserv1.ReasonTainted, Detail: "node-role.kubernetes.io/control-plane:NoSchedule"},
 	}
 	if diff := cmp.Diff(want, skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)

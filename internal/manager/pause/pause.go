@@ -35,10 +35,6 @@ const (
 	KeyBy = "by"
 )
 
-// ReasonPaused is the condition reason (and Event reason) of what the
-// switch holds.
-const ReasonPaused = "Paused"
-
 // State is the switch as read.
 type State struct {
 	Paused bool

@@ -28,11 +28,6 @@ import (
 // has the reason the run ended, as its Ready condition gives it:
 // FailureBudgetExceeded when maxFailedNodes stopped its waves.
 const (
-	// ReasonWaitTimedOut is the failure the ImageJob controller records for
-	// a node it gave up waiting for (another run's worker would not leave
-	// it): no pod was ever created there. That controller's own constant
-	// must have this value.
-	ReasonWaitTimedOut = "WaitTimedOut"
 	// CauseWaiting: the node waited for its worker pod when the run ended.
 	CauseWaiting = "Waiting"
 	// causeRunEnded stands for the reason the run ended when its status
@@ -153,8 +148,8 @@ func Missing(job *eraserv1.ImageJob, nodes *jobdata.Nodes, written, pending map[
 // run gave up waiting for never had a pod: it did not start, though the
 // job counts it failed.
 func failedNode(f eraserv1.NodeFailure) nodereport.Node {
-	if f.Reason == ReasonWaitTimedOut {
-		return nodereport.Node{Name: f.Node, Reason: nodereport.Reason(nodereport.KindNotStarted, ReasonWaitTimedOut),
+	if f.Reason == eraserv1.ReasonWaitTimedOut {
+		return nodereport.Node{Name: f.Node, Reason: nodereport.Reason(nodereport.KindNotStarted, eraserv1.ReasonWaitTimedOut),
 			Message: "the run gave up waiting to create this node's worker pod (the job counts the node failed): " + f.Message}
 	}
 	return nodereport.Node{Name: f.Node, Failed: true, Reason: f.Reason, Message: f.Message, Unavailable: noPodFailed}

@@ -53,7 +53,7 @@ func TestMissing(t *testing.T) {
 		gaveUp = "the run gave up waiting to create this node's worker pod (the job counts the node failed): "
 	)
 	nodes := &jobdata.Nodes{Targets: targets("a", "b", "c", "d", "e", "f"),
-		Skipped: []nodefilter.Skipped{{Name: "s1", Reason: nodefilter.ReasonNotReady}, {Name: "s2", Reason: nodefilter.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
+		Skipped: []nodefilter.Skipped{{Name: "s1", Reason: eraserv1.ReasonNotReady}, {Name: "s2", Reason: eraserv1.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
 	halted := func() *builder.ImageJobWrapper {
 		return builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(4).Condition(readyCondition(eraserv1.ReasonFailureBudgetExceeded))
 	}
@@ -112,8 +112,8 @@ func TestMissing(t *testing.T) {
 		"given up waiting: not started, with the failure's message": {
 			// b named with its message, c only in failedIndexes; neither
 			// is a failed pod.
-			job: halted().Started(3).FailedNode("b", ReasonWaitTimedOut, "run x's pod on the node did not go within 10m").
-				FailedIndexes(ReasonWaitTimedOut, "1-2").Obj(),
+			job: halted().Started(3).FailedNode("b", eraserv1.ReasonWaitTimedOut, "run x's pod on the node did not go within 10m").
+				FailedIndexes(eraserv1.ReasonWaitTimedOut, "1-2").Obj(),
 			nodes: &jobdata.Nodes{Targets: targets("a", "b", "c", "d")}, written: map[string]bool{"a": true},
 			want: []nodereport.Node{
 				{Name: "b", Reason: "NotStarted/WaitTimedOut", Message: gaveUp + "run x's pod on the node did not go within 10m"},
@@ -141,7 +141,7 @@ func TestMissing(t *testing.T) {
 		},
 		"no node list: the named failures only": {
 			job: builder.MakeImageJob("j").Phase(eraserv1.PhaseFailed).Started(3).
-				FailedNode("x", "PodMissing", "gone").FailedNode("y", "PodFailed", "exit 1").FailedNode("z", ReasonWaitTimedOut, "gave up").
+				FailedNode("x", "PodMissing", "gone").FailedNode("y", "PodFailed", "exit 1").FailedNode("z", eraserv1.ReasonWaitTimedOut, "gave up").
 				FailedIndexes("PodFailed", "0-40").Obj(),
 			written: map[string]bool{"y": true},
 			want: []nodereport.Node{
@@ -177,7 +177,7 @@ func TestReportNamesEveryNode(t *testing.T) {
 	for i := range 100 {
 		names = append(names, fmt.Sprintf("n-%03d", i))
 	}
-	list := jobdata.Nodes{Targets: targets(names...), Skipped: []nodefilter.Skipped{{Name: "cordoned", Reason: nodefilter.ReasonNotReady}, {Name: "gpu", Reason: nodefilter.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
+	list := jobdata.Nodes{Targets: targets(names...), Skipped: []nodefilter.Skipped{{Name: "cordoned", Reason: eraserv1.ReasonNotReady}, {Name: "gpu", Reason: eraserv1.ReasonTainted, Detail: "gpu=true:NoSchedule"}}}
 	if err := jobdata.CreateNodes(ctx, env.Client, ns, job, list); err != nil {
 		t.Fatal(err)
 	}

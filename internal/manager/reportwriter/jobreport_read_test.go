@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 )
 
@@ -27,20 +28,20 @@ func TestNodeOfReason(t *testing.T) {
 	}{
 		"succeeded": {phase: corev1.PodSucceeded, statuses: []corev1.ContainerStatus{exited(podspec.CollectorContainer, 0), exited(podspec.RemoverContainer, 0)}},
 		"remover exited 2": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.CollectorContainer, 0), exited(podspec.RemoverContainer, 2)},
-			want: verdict{true, podspec.ReasonRemovalsFailed}},
+			want: verdict{true, eraserv1.ReasonRemovalsFailed}},
 		"manual remover exited 2": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.RemoverContainer, 2)},
-			want: verdict{true, podspec.ReasonRemovalsFailed}},
+			want: verdict{true, eraserv1.ReasonRemovalsFailed}},
 		"remover exited 1": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.RemoverContainer, 1)},
-			want: verdict{true, podspec.ReasonPodFailed}},
+			want: verdict{true, eraserv1.ReasonPodFailed}},
 		"collector exited 2": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.CollectorContainer, 2), exited(podspec.RemoverContainer, 0)},
-			want: verdict{true, podspec.ReasonPodFailed}},
+			want: verdict{true, eraserv1.ReasonPodFailed}},
 		// As the job's status: the remover's exit 2 decides, whichever
 		// container is listed first.
 		"collector 1, remover 2": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.CollectorContainer, 1), exited(podspec.RemoverContainer, 2)},
-			want: verdict{true, podspec.ReasonRemovalsFailed}},
+			want: verdict{true, eraserv1.ReasonRemovalsFailed}},
 		"scanner 1, remover 2": {phase: corev1.PodFailed, statuses: []corev1.ContainerStatus{exited(podspec.ScannerContainer, 1), exited(podspec.RemoverContainer, 2)},
-			want: verdict{true, podspec.ReasonRemovalsFailed}},
-		"evicted, no container ended": {phase: corev1.PodFailed, want: verdict{true, podspec.ReasonPodFailed}},
+			want: verdict{true, eraserv1.ReasonRemovalsFailed}},
+		"evicted, no container ended": {phase: corev1.PodFailed, want: verdict{true, eraserv1.ReasonPodFailed}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -20,14 +20,6 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 )
 
-// Event reasons, on the annotated object.
-const (
-	// ReasonRunNow: the request started a job.
-	ReasonRunNow = "RunNow"
-	// ReasonRunNowRefused: the request was dropped, not queued.
-	ReasonRunNowRefused = "RunNowRefused"
-)
-
 // Requested says whether obj carries the annotation.
 func Requested(obj client.Object) bool {
 	_, ok := obj.GetAnnotations()[eraserv1.AnnotationRunNow]

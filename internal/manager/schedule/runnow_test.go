@@ -67,7 +67,7 @@ func TestRunNow(t *testing.T) {
 	refusedWith := func(text string) {
 		t.Helper()
 		testenv.WaitFor(t, 10*time.Second, "a RunNowRefused Warning saying "+text, func() bool {
-			for _, e := range env.Events(t, ns, StateName, runnow.ReasonRunNowRefused) {
+			for _, e := range env.Events(t, ns, StateName, eraserv1.ReasonRunNowRefused) {
 				if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, text) {
 					return true
 				}
@@ -89,7 +89,7 @@ func TestRunNow(t *testing.T) {
 	}
 	consumed("started")
 	testenv.WaitFor(t, 10*time.Second, "a RunNow event on the state ConfigMap", func() bool {
-		return len(env.Events(t, ns, StateName, runnow.ReasonRunNow)) == 1
+		return len(env.Events(t, ns, StateName, eraserv1.ReasonRunNow)) == 1
 	})
 	if st, _, err := r.state(ctx); err != nil || !st.LastStart.Equal(clk.Now()) {
 		t.Errorf("state after run-now: %+v, %v; want the start recorded", st, err)

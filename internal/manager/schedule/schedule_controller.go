@@ -256,9 +256,9 @@ func (r *Reconciler) runNow(ctx context.Context, cfg *config.Config, raw []byte,
 	}
 	switch v.Action {
 	case runnow.Start:
-		r.recorder.Eventf(cm, corev1.EventTypeNormal, runnow.ReasonRunNow, "scheduled ImageJob %s started on %s", v.Job, eraserv1.AnnotationRunNow)
+		r.recorder.Eventf(cm, corev1.EventTypeNormal, eraserv1.ReasonRunNow, "scheduled ImageJob %s started on %s", v.Job, eraserv1.AnnotationRunNow)
 	case runnow.Refuse:
-		r.recorder.Eventf(cm, corev1.EventTypeWarning, runnow.ReasonRunNowRefused, "%s refused: %s", eraserv1.AnnotationRunNow, refusal)
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, eraserv1.ReasonRunNowRefused, "%s refused: %s", eraserv1.AnnotationRunNow, refusal)
 	}
 	return v.Action == runnow.Start, nil
 }
@@ -286,7 +286,7 @@ func (r *Reconciler) createJob(ctx context.Context, name string, cfg *config.Con
 		return err
 	}
 	if created {
-		r.recorder.Eventf(job, corev1.EventTypeNormal, "Scheduled", "%s (scanner enabled: %v, dry run: %v)", what, cfg.Components.Scanner.Enabled, dryRun)
+		r.recorder.Eventf(job, corev1.EventTypeNormal, eraserv1.ReasonScheduled, "%s (scanner enabled: %v, dry run: %v)", what, cfg.Components.Scanner.Enabled, dryRun)
 	}
 	return nil
 }
@@ -320,7 +320,7 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 	data, bin, err := encodeState(st, r.stateLimit)
 	if errors.Is(err, errStateTooLarge) {
 		log.FromContext(ctx).Error(err, "the schedule's state is written without its per-node record", "configMap", StateName)
-		r.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonStateTooLarge, "%v", err)
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, eraserv1.ReasonScheduleStateTooLarge, "%v", err)
 	} else if err != nil {
 		return fmt.Errorf("encoding ConfigMap %s: %w", StateName, err)
 	}
@@ -331,10 +331,6 @@ func (r *Reconciler) saveState(ctx context.Context, cm *corev1.ConfigMap, st Sta
 // stateLimit bounds the state ConfigMap's values, a little under the 1 MiB
 // the API server allows, with room for its metadata.
 const stateLimit = jobdata.MaxSize
-
-// ReasonStateTooLarge is the Event of a state written without its per-node
-// record.
-const ReasonStateTooLarge = "ScheduleStateTooLarge"
 
 // publishLastSuccess gives the metrics the last scheduled success from the
 // state: a restarted manager serves it at once, so that the scheduled-runs
@@ -353,6 +349,6 @@ func (r *Reconciler) holdOnce(ctx context.Context, cm *corev1.ConfigMap, held pa
 		return
 	}
 	r.heldSince = held.Since
-	r.recorder.Event(cm, corev1.EventTypeNormal, pause.ReasonPaused, held.Message("scheduled runs, catch-ups and run-now requests"))
+	r.recorder.Event(cm, corev1.EventTypeNormal, eraserv1.ReasonPaused, held.Message("scheduled runs, catch-ups and run-now requests"))
 	log.FromContext(ctx).Info("schedule held by the pause switch", "configMap", pause.Name)
 }

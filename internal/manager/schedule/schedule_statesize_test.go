@@ -75,12 +75,12 @@ func TestStateTooLargeScheduleGoesOn(t *testing.T) {
 	// The fake recorder sends each Event as it is made.
 	var found string
 	for len(events.Events) > 0 {
-		if e := <-events.Events; strings.Contains(e, ReasonStateTooLarge) {
+		if e := <-events.Events; strings.Contains(e, eraserv1.ReasonScheduleStateTooLarge) {
 			found = e
 		}
 	}
 	if !strings.HasPrefix(found, corev1.EventTypeWarning) || !strings.Contains(found, "50 nodes") {
-		t.Errorf("event %q: want a Warning %s counting the 50 nodes", found, ReasonStateTooLarge)
+		t.Errorf("event %q: want a Warning %s counting the 50 nodes", found, eraserv1.ReasonScheduleStateTooLarge)
 	}
 	if err := env.Client.Delete(ctx, &job); err != nil {
 		t.Fatal(err)

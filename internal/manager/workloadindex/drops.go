@@ -9,13 +9,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
-
-// ReasonImageDropped is the Event on a pod or workload one of whose images
-// the index left out (imageref.MaxImageString).
-const ReasonImageDropped = "ImageDropped"
 
 // drop is what one object's conversion left out, and whose it is.
 type drop struct {
@@ -87,7 +84,7 @@ func (r *dropReporter) report(d drop) {
 		"maxBytes", imageref.MaxImageString, "warningsSuppressedBefore", suppressed)
 	if r.recorder != nil {
 		ref := &corev1.ObjectReference{Kind: d.kind.String(), APIVersion: d.kind.apiVersion(), Namespace: d.meta.Namespace, Name: d.meta.Name, UID: d.meta.UID}
-		r.recorder.Eventf(ref, corev1.EventTypeWarning, ReasonImageDropped,
+		r.recorder.Eventf(ref, corev1.EventTypeWarning, eraserv1.ReasonImageDropped,
 			"Eraser left %d image(s) of this object out of the images it protects: %d over %d bytes (the longest %d), %d with a newline; no image on a node can be named by them",
 			d.tooLong+d.malformed, d.tooLong, imageref.MaxImageString, d.longest, d.malformed)
 	}

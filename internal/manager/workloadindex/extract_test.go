@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/references"
@@ -216,7 +217,7 @@ func TestDropsReportedOnce(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if ev := <-rec.Events; !strings.Contains(ev, ReasonImageDropped) || !strings.Contains(ev, "over 4096 bytes") {
+	if ev := <-rec.Events; !strings.Contains(ev, eraserv1.ReasonImageDropped) || !strings.Contains(ev, "over 4096 bytes") {
 		t.Errorf("event %q", ev)
 	}
 }

@@ -17,14 +17,15 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestAgainstContainerd exercises every call against a real containerd.
 func TestAgainstContainerd(t *testing.T) {
 	ctrd := testcontainerd.Start(t)
 	ctrd.Import(t,
-		testcontainerd.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 4096},
-		testcontainerd.Image{Tags: []string{"example.com/junk:1"}, RandomBytes: 2048},
+		testimage.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 4096},
+		testimage.Image{Tags: []string{"example.com/junk:1"}, RandomBytes: 2048},
 	)
 	c := ctrd.Client(t)
 	ctx := context.Background()

@@ -15,7 +15,7 @@ import (
 const DefaultEndpoint = podpaths.CRIEndpoint
 
 // Dialer dials addr: the runtime's CRI, and containerd's own API on the
-// same socket (internal/node/ctrdrecords).
+// same socket (internal/node/containerdrecords).
 func Dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
 	if addr.Scheme != endpoint.Unix {
 		return nil, fmt.Errorf("runtime endpoint %s: only unix:// sockets can be dialed here; named pipes exist on Windows", addr)

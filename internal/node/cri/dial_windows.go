@@ -17,7 +17,7 @@ import (
 const DefaultEndpoint = "npipe://./pipe/containerd-containerd"
 
 // Dialer dials addr: the runtime's CRI, and containerd's own API on the
-// same named pipe (internal/node/ctrdrecords).
+// same named pipe (internal/node/containerdrecords).
 func Dialer(addr endpoint.Address) (func(context.Context, string) (net.Conn, error), error) {
 	switch addr.Scheme {
 	case endpoint.NamedPipe:

@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // recordNames are the names containerd may keep a record under for one
@@ -98,8 +99,8 @@ func TestImageTimes(t *testing.T) {
 	// containerd stores nanoseconds, but allow for a coarse clock.
 	before := time.Now().Add(-time.Second)
 	ctrd.ImportUnpulled(t, // no repository digest yet: AddRepoDigest below adds one
-		testcontainerd.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, RandomBytes: 1024},
-		testcontainerd.Image{Tags: []string{"example.com/other:1"}, RandomBytes: 1024},
+		testimage.Image{Tags: []string{"example.com/app:1", "example.com/app:latest"}, RandomBytes: 1024},
+		testimage.Image{Tags: []string{"example.com/other:1"}, RandomBytes: 1024},
 	)
 	tags := []string{"example.com/app:1", "example.com/app:latest", "example.com/other:1", testcontainerd.SandboxImage}
 	// Interleaved with CRI calls on the same connection, which the raw codec

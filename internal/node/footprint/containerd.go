@@ -3,8 +3,8 @@ package footprint
 import (
 	"context"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
 )
 
@@ -13,7 +13,7 @@ import (
 // image holds is not freed by removing the kubelet's.
 func Containerd(addr endpoint.Address, criNamespace string) Reader {
 	return func(ctx context.Context) (Store, error) {
-		r, err := ctrdrecords.Read(ctx, addr)
+		r, err := containerdrecords.Read(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -22,22 +22,22 @@ func Containerd(addr endpoint.Address, criNamespace string) Reader {
 }
 
 // ContainerdStore is the store of records already read.
-func ContainerdStore(r ctrdrecords.Records, criNamespace string) Store {
-	return containerdStore{g: ctrdrecords.NewGraph(r), ns: criNamespace}
+func ContainerdStore(r containerdrecords.Records, criNamespace string) Store {
+	return containerdStore{g: containerdrecords.NewGraph(r), ns: criNamespace}
 }
 
 type containerdStore struct {
-	g  *ctrdrecords.Graph
+	g  *containerdrecords.Graph
 	ns string
 }
 
 // Exclusive counts the CRI images' records in the kubelet's namespace: a
 // CRI image is every record named by its ID, a tag or a repo digest.
 func (s containerdStore) Exclusive(images []cri.Image) uint64 {
-	var refs []ctrdrecords.Ref
+	var refs []containerdrecords.Ref
 	for _, img := range images {
 		for _, name := range append(append([]string{img.ID}, img.Tags...), img.Digests...) {
-			refs = append(refs, ctrdrecords.Ref{Kind: ctrdrecords.ImageRef, Namespace: s.ns, ID: name})
+			refs = append(refs, containerdrecords.Ref{Kind: containerdrecords.ImageRef, Namespace: s.ns, ID: name})
 		}
 	}
 	return s.g.Exclusive(refs)

@@ -4,13 +4,13 @@ import (
 	"context"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // CRIO reads the containers/storage store CRI-O keeps at root.
 func CRIO(root string) Reader {
 	return func(context.Context) (Store, error) {
-		r, err := storagerecords.Read(root)
+		r, err := criorecords.Read(root)
 		if err != nil {
 			return nil, err
 		}
@@ -18,7 +18,7 @@ func CRIO(root string) Reader {
 	}
 }
 
-type crioStore struct{ r storagerecords.Records }
+type crioStore struct{ r criorecords.Records }
 
 // Exclusive counts CRI images by ID: CRI-O's image IDs are the store's.
 func (s crioStore) Exclusive(images []cri.Image) uint64 {
@@ -26,11 +26,11 @@ func (s crioStore) Exclusive(images []cri.Image) uint64 {
 	for _, img := range images {
 		ids = append(ids, img.ID)
 	}
-	return uint64(max(storagerecords.Exclusive(s.r, ids), 0))
+	return uint64(max(criorecords.Exclusive(s.r, ids), 0))
 }
 
 func (s crioStore) Total() uint64 {
-	all := storagerecords.Held{Images: map[string]bool{}, Layers: map[string]bool{}}
+	all := criorecords.Held{Images: map[string]bool{}, Layers: map[string]bool{}}
 	for _, img := range s.r.Images {
 		all.Images[img.ID] = true
 	}

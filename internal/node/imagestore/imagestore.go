@@ -7,7 +7,7 @@
 // The store's records are <root>/<driver>-images/images.json (overlay-images
 // with the overlay driver), a JSON array whose entries carry the image's ID,
 // names and "created", the time the record was made: the pull. They are
-// read by internal/node/storagerecords, which reads the rest of the store's
+// read by internal/node/criorecords, which reads the rest of the store's
 // records for the leftovers and the bytes removals free: one parser of
 // them, bounded once.
 package imagestore
@@ -15,7 +15,7 @@ package imagestore
 import (
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // maxRecords bounds the bytes of the image and layer records the scanner
@@ -24,9 +24,9 @@ import (
 const maxRecords = 64 << 20
 
 // ErrNoStore means root holds no image records (not a containers/storage
-// root, or a driver's records missing). It is storagerecords' error, so
+// root, or a driver's records missing). It is criorecords' error, so
 // that either package's callers can tell it.
-var ErrNoStore = storagerecords.ErrNoStore
+var ErrNoStore = criorecords.ErrNoStore
 
 // Times returns when each image of the store at root arrived, keyed by its
 // ID and by each of its names, as the remover looks ages up. Records
@@ -34,13 +34,13 @@ var ErrNoStore = storagerecords.ErrNoStore
 // sees them. A root with several drivers' records gives the times of all:
 // an image's time does not depend on its driver.
 func Times(root string) (map[string]time.Time, error) {
-	drivers, err := storagerecords.Drivers(root)
+	drivers, err := criorecords.Drivers(root)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]time.Time{}
 	for _, driver := range drivers {
-		images, err := storagerecords.Images(root, driver)
+		images, err := criorecords.Images(root, driver)
 		if err != nil {
 			return nil, err
 		}

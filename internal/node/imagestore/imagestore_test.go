@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/imagestore"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestTimesOnCRIO: on a real CRI-O, every image pulled has its pull time,
@@ -26,7 +26,7 @@ func TestTimesOnCRIO(t *testing.T) {
 	c := testcrio.Start(t)
 	before := time.Now().Add(-time.Second)
 	const app = "example.com/age/app:1"
-	c.Import(t, testcontainerd.Image{Tags: []string{app}, RandomBytes: 1 << 10})
+	c.Import(t, testimage.Image{Tags: []string{app}, RandomBytes: 1 << 10})
 	after := time.Now().Add(time.Second)
 	times, err := imagestore.Times(c.RootDir())
 	if err != nil {
@@ -45,11 +45,11 @@ func TestTimesOnCRIO(t *testing.T) {
 }
 
 // TestTimesFromTheStoreRecords: the times are those of the store's image
-// records as storagerecords reads them, the one parser of images.json.
+// records as criorecords reads them, the one parser of images.json.
 func TestTimesFromTheStoreRecords(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "overlay", `[{"id":"aa","names":["a:1"],"created":"2026-11-01T00:00:00Z"},{"id":"bb","names":["b:1"]}]`)
-	images, err := storagerecords.Images(dir, "overlay")
+	images, err := criorecords.Images(dir, "overlay")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestTimesFromTheStoreRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-storagerecords +imagestore):\n%s", diff)
+		t.Errorf("(-criorecords +imagestore):\n%s", diff)
 	}
 }
 

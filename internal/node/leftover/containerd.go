@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 )
 
 var idName = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
@@ -16,8 +16,8 @@ var idName = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 func IsIDName(name string) bool { return idName.MatchString(name) }
 
 // Containerd finds the leftovers in containerd's records, largest first.
-func Containerd(r ctrdrecords.Records, o Options) []Leftover {
-	g := ctrdrecords.NewGraph(r)
+func Containerd(r containerdrecords.Records, o Options) []Leftover {
+	g := containerdrecords.NewGraph(r)
 	var found []candidate
 	for _, ns := range r.Namespaces {
 		found = append(found, images(ns, o)...)
@@ -30,20 +30,20 @@ func Containerd(r ctrdrecords.Records, o Options) []Leftover {
 			}
 			read := l
 			found = append(found, candidate{Leftover: Leftover{Kind: kind, Namespace: ns.Name, Name: l.ID, Why: why, Lease: &read},
-				refs: []ctrdrecords.Ref{{Kind: ctrdrecords.LeaseRef, Namespace: ns.Name, ID: l.ID}}})
+				refs: []containerdrecords.Ref{{Kind: containerdrecords.LeaseRef, Namespace: ns.Name, ID: l.ID}}})
 		}
 		for _, b := range ns.Content {
-			if _, ok := b.Labels[ctrdrecords.LabelRoot]; ok {
+			if _, ok := b.Labels[containerdrecords.LabelRoot]; ok {
 				found = append(found, candidate{Leftover: Leftover{Kind: GCRoot, Namespace: ns.Name, Name: b.Digest,
-					Why: "content labelled " + ctrdrecords.LabelRoot + ", which the garbage collector never removes"},
-					refs: []ctrdrecords.Ref{{Kind: ctrdrecords.ContentRef, Namespace: ns.Name, ID: b.Digest}}})
+					Why: "content labelled " + containerdrecords.LabelRoot + ", which the garbage collector never removes"},
+					refs: []containerdrecords.Ref{{Kind: containerdrecords.ContentRef, Namespace: ns.Name, ID: b.Digest}}})
 			}
 		}
 		for _, s := range ns.Snapshots {
-			if _, ok := s.Labels[ctrdrecords.LabelRoot]; ok {
+			if _, ok := s.Labels[containerdrecords.LabelRoot]; ok {
 				found = append(found, candidate{Leftover: Leftover{Kind: GCRoot, Namespace: ns.Name, Name: s.Snapshotter + "/" + s.Key,
-					Why: "a snapshot labelled " + ctrdrecords.LabelRoot + ", which the garbage collector never removes"},
-					refs: []ctrdrecords.Ref{{Kind: ctrdrecords.SnapshotRef, Namespace: ns.Name, ID: s.Snapshotter + "/" + s.Key}}})
+					Why: "a snapshot labelled " + containerdrecords.LabelRoot + ", which the garbage collector never removes"},
+					refs: []containerdrecords.Ref{{Kind: containerdrecords.SnapshotRef, Namespace: ns.Name, ID: s.Snapshotter + "/" + s.Key}}})
 			}
 		}
 	}
@@ -55,7 +55,7 @@ func Containerd(r ctrdrecords.Records, o Options) []Leftover {
 	for _, u := range g.Unheld() {
 		l := Leftover{Kind: Unreferenced, Namespace: u.Namespace, Name: u.ID, Bytes: u.Bytes,
 			Why: "a snapshot no image, container or lease holds: containerd's garbage collector removes it at its next collection"}
-		if u.Kind == ctrdrecords.ContentRef {
+		if u.Kind == containerdrecords.ContentRef {
 			l.Why = "content no image, container or lease holds: containerd's garbage collector removes it at its next collection"
 		}
 		out = append(out, l)
@@ -76,13 +76,13 @@ func sortLargestFirst(out []Leftover) {
 
 type candidate struct {
 	Leftover
-	refs []ctrdrecords.Ref
+	refs []containerdrecords.Ref
 }
 
 // images are the image leftovers of one namespace: in the kubelet's, the
 // images whose every record is named by the ID; in any other, every image.
 // An image's records (its tags, digests and ID) share their target.
-func images(ns ctrdrecords.Namespace, o Options) []candidate {
+func images(ns containerdrecords.Namespace, o Options) []candidate {
 	byTarget := map[string][]string{}
 	var targets []string
 	for _, img := range ns.Images {
@@ -95,9 +95,9 @@ func images(ns ctrdrecords.Namespace, o Options) []candidate {
 	for _, t := range targets {
 		names := byTarget[t]
 		sort.Strings(names)
-		var refs []ctrdrecords.Ref
+		var refs []containerdrecords.Ref
 		for _, n := range names {
-			refs = append(refs, ctrdrecords.Ref{Kind: ctrdrecords.ImageRef, Namespace: ns.Name, ID: n})
+			refs = append(refs, containerdrecords.Ref{Kind: containerdrecords.ImageRef, Namespace: ns.Name, ID: n})
 		}
 		targets := make(map[string]string, len(names))
 		for _, n := range names {

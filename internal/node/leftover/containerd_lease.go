@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 )
 
 // containerd's lease labels: the garbage collector drops a lease whose
@@ -36,7 +36,7 @@ const (
 // older than leaseAge), a HeldLease (older than leaseAge, and held on
 // purpose: never reclaimed), or neither (""): work in progress. why says
 // which, for the listing.
-func JudgeLease(l ctrdrecords.Lease, leaseAge time.Duration, now time.Time) (Kind, string) {
+func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time) (Kind, string) {
 	age := now.Sub(l.CreatedAt)
 	made := fmt.Sprintf("made %s ago", age.Round(time.Second))
 	old := age > leaseAge
@@ -77,7 +77,7 @@ func JudgeLease(l ctrdrecords.Lease, leaseAge time.Duration, now time.Time) (Kin
 // containerd's own clients, as they make it: its random ID, the one label
 // of its expiry a day after its making, and only content, ingests and
 // snapshots held; nothing when it does not.
-func unlikeClient(l ctrdrecords.Lease, expiry time.Time) []string {
+func unlikeClient(l containerdrecords.Lease, expiry time.Time) []string {
 	var out []string
 	if !clientLeaseID.MatchString(l.ID) {
 		out = append(out, "its ID")
@@ -88,7 +88,7 @@ func unlikeClient(l ctrdrecords.Lease, expiry time.Time) []string {
 	if d := expiry.Sub(l.CreatedAt) - clientLeaseExpiry; d > clientExpirySlack || -d > clientExpirySlack {
 		out = append(out, fmt.Sprintf("an expiry %s after its making", expiry.Sub(l.CreatedAt).Round(time.Second)))
 	}
-	if slices.ContainsFunc(l.Resources, func(r ctrdrecords.Resource) bool {
+	if slices.ContainsFunc(l.Resources, func(r containerdrecords.Resource) bool {
 		return r.Type != "content" && r.Type != "ingests" && !strings.HasPrefix(r.Type, "snapshots/")
 	}) {
 		out = append(out, "what it holds")

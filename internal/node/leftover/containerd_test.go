@@ -8,30 +8,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 )
 
 func digest(name string) string { return fmt.Sprintf("sha256:%064x", name) }
 
 // image is an image's content: its manifest, holding its config and
 // layers by gc.ref labels; its config, holding its top snapshot.
-func image(manifest, config, snapshot string, layers ...string) []ctrdrecords.Blob {
-	m := ctrdrecords.Blob{Digest: digest(manifest), Bytes: 1 << 10, Labels: map[string]string{"containerd.io/gc.ref.content." + "config": digest(config)}}
+func image(manifest, config, snapshot string, layers ...string) []containerdrecords.Blob {
+	m := containerdrecords.Blob{Digest: digest(manifest), Bytes: 1 << 10, Labels: map[string]string{"containerd.io/gc.ref.content." + "config": digest(config)}}
 	for i, l := range layers {
 		m.Labels[fmt.Sprintf("%sl.%d", "containerd.io/gc.ref.content.", i)] = digest(l)
 	}
-	c := ctrdrecords.Blob{Digest: digest(config), Bytes: 2 << 10, Labels: map[string]string{"containerd.io/gc.ref.snapshot." + "overlayfs": snapshot}}
-	return []ctrdrecords.Blob{m, c}
+	c := containerdrecords.Blob{Digest: digest(config), Bytes: 2 << 10, Labels: map[string]string{"containerd.io/gc.ref.snapshot." + "overlayfs": snapshot}}
+	return []containerdrecords.Blob{m, c}
 }
 
 // clientLease is a lease as containerd's own clients make one for a pull
 // or an import: a random ID, an expiry a day after its making.
-func clientLease(id string, made time.Time, holds ...ctrdrecords.Resource) ctrdrecords.Lease {
-	return ctrdrecords.Lease{ID: id, CreatedAt: made, Labels: map[string]string{LabelExpire: made.Add(24 * time.Hour).Format(time.RFC3339)}, Resources: holds}
+func clientLease(id string, made time.Time, holds ...containerdrecords.Resource) containerdrecords.Lease {
+	return containerdrecords.Lease{ID: id, CreatedAt: made, Labels: map[string]string{LabelExpire: made.Add(24 * time.Hour).Format(time.RFC3339)}, Resources: holds}
 }
 
-func layer(name string, bytes int64) ctrdrecords.Blob {
-	return ctrdrecords.Blob{Digest: digest(name), Bytes: bytes}
+func layer(name string, bytes int64) containerdrecords.Blob {
+	return containerdrecords.Blob{Digest: digest(name), Bytes: bytes}
 }
 
 // TestContainerd: each kind of leftover is found, with the bytes only it
@@ -44,46 +44,46 @@ func TestContainerd(t *testing.T) {
 	const mib = 1 << 20
 	// A pull under way; one whose client was killed two hours ago; one
 	// whose expiry passed; one a tool holds on purpose (no expiry).
-	pullNow := clientLease("100-pul_", now.Add(-time.Minute), ctrdrecords.Resource{Type: "content", ID: digest("l-pulling")})
-	killedPull := clientLease("200-kil-", now.Add(-2*time.Hour), ctrdrecords.Resource{Type: "content", ID: digest("l-leased")})
-	expired := ctrdrecords.Lease{ID: "import-expired", CreatedAt: now.Add(-30 * time.Minute), Labels: map[string]string{LabelExpire: now.Add(-time.Minute).Format(time.RFC3339)},
-		Resources: []ctrdrecords.Resource{{Type: "content", ID: digest("l-expired")}}}
-	heldByTool := ctrdrecords.Lease{ID: "tool-cache", CreatedAt: now.Add(-24 * time.Hour * 300), Resources: []ctrdrecords.Resource{{Type: "content", ID: digest("l-tool")}}}
-	k8s := ctrdrecords.Namespace{Name: "k8s.io",
-		Images: []ctrdrecords.Image{
+	pullNow := clientLease("100-pul_", now.Add(-time.Minute), containerdrecords.Resource{Type: "content", ID: digest("l-pulling")})
+	killedPull := clientLease("200-kil-", now.Add(-2*time.Hour), containerdrecords.Resource{Type: "content", ID: digest("l-leased")})
+	expired := containerdrecords.Lease{ID: "import-expired", CreatedAt: now.Add(-30 * time.Minute), Labels: map[string]string{LabelExpire: now.Add(-time.Minute).Format(time.RFC3339)},
+		Resources: []containerdrecords.Resource{{Type: "content", ID: digest("l-expired")}}}
+	heldByTool := containerdrecords.Lease{ID: "tool-cache", CreatedAt: now.Add(-24 * time.Hour * 300), Resources: []containerdrecords.Resource{{Type: "content", ID: digest("l-tool")}}}
+	k8s := containerdrecords.Namespace{Name: "k8s.io",
+		Images: []containerdrecords.Image{
 			{Name: "example.com/app:1", Target: digest("m-app")},
 			{Name: "example.com/app@" + digest("m-app"), Target: digest("m-app")},
 			{Name: digest("c-app"), Target: digest("m-app")},
 			// The #13875 shape: only the ID record is left.
 			{Name: digest("c-gone"), Target: digest("m-gone")},
 		},
-		Snapshots: []ctrdrecords.Snapshot{
+		Snapshots: []containerdrecords.Snapshot{
 			{Snapshotter: "overlayfs", Key: "s-base", Bytes: 20 * mib},
 			{Snapshotter: "overlayfs", Key: "s-gone", Parent: "s-base", Bytes: 5 * mib},
 			{Snapshotter: "overlayfs", Key: "rw-running", Parent: "s-base", Active: true, Bytes: 1 * mib},
 			{Snapshotter: "overlayfs", Key: "s-orphan", Bytes: 3 * mib},
-			{Snapshotter: "overlayfs", Key: "s-rooted", Bytes: 7 * mib, Labels: map[string]string{ctrdrecords.LabelRoot: "2026-01-01T00:00:00Z"}},
+			{Snapshotter: "overlayfs", Key: "s-rooted", Bytes: 7 * mib, Labels: map[string]string{containerdrecords.LabelRoot: "2026-01-01T00:00:00Z"}},
 		},
-		Containers: []ctrdrecords.Container{{ID: "running", Image: "example.com/app:1", Snapshotter: "overlayfs", SnapshotKey: "rw-running"}},
-		Leases:     []ctrdrecords.Lease{pullNow, killedPull, expired, heldByTool},
+		Containers: []containerdrecords.Container{{ID: "running", Image: "example.com/app:1", Snapshotter: "overlayfs", SnapshotKey: "rw-running"}},
+		Leases:     []containerdrecords.Lease{pullNow, killedPull, expired, heldByTool},
 	}
 	k8s.Content = append(k8s.Content, image("m-app", "c-app", "s-base", "l-base")...)
 	k8s.Content = append(k8s.Content, image("m-gone", "c-gone", "s-gone", "l-base", "l-gone")...)
 	k8s.Content = append(k8s.Content, layer("l-base", 10*mib), layer("l-gone", 4*mib), layer("l-pulling", 8*mib), layer("l-leased", 6*mib), layer("l-stray", 2*mib),
 		layer("l-expired", 1*mib), layer("l-tool", 5*mib))
-	other := ctrdrecords.Namespace{Name: "default",
-		Images:    []ctrdrecords.Image{{Name: "docker.io/library/busybox:1.36", Target: digest("m-busybox")}, {Name: "docker.io/library/busybox:latest", Target: digest("m-busybox")}},
+	other := containerdrecords.Namespace{Name: "default",
+		Images:    []containerdrecords.Image{{Name: "docker.io/library/busybox:1.36", Target: digest("m-busybox")}, {Name: "docker.io/library/busybox:latest", Target: digest("m-busybox")}},
 		Content:   append(image("m-busybox", "c-busybox", "s-busybox", "l-busybox", "l-base"), layer("l-busybox", 3*mib), layer("l-base", 10*mib)),
-		Snapshots: []ctrdrecords.Snapshot{{Snapshotter: "overlayfs", Key: "s-busybox", Bytes: 9 * mib}},
+		Snapshots: []containerdrecords.Snapshot{{Snapshotter: "overlayfs", Key: "s-busybox", Bytes: 9 * mib}},
 	}
 	// Docker's container lease (no label) is its own and not listed; an
 	// expired lease is listed wherever it is, for the policy to scope.
-	mobyContainer := ctrdrecords.Lease{ID: digest("container")[7:], CreatedAt: now.Add(-24 * time.Hour * 30), Resources: []ctrdrecords.Resource{{Type: "snapshots/overlayfs", ID: "rw-docker"}}}
+	mobyContainer := containerdrecords.Lease{ID: digest("container")[7:], CreatedAt: now.Add(-24 * time.Hour * 30), Resources: []containerdrecords.Resource{{Type: "snapshots/overlayfs", ID: "rw-docker"}}}
 	mobyExpired := clientLease("300-exp_", now.Add(-25*time.Hour))
-	moby := ctrdrecords.Namespace{Name: "moby", Leases: []ctrdrecords.Lease{mobyContainer, mobyExpired},
-		Snapshots: []ctrdrecords.Snapshot{{Snapshotter: "overlayfs", Key: "rw-docker", Active: true, Bytes: 2 * mib}}}
+	moby := containerdrecords.Namespace{Name: "moby", Leases: []containerdrecords.Lease{mobyContainer, mobyExpired},
+		Snapshots: []containerdrecords.Snapshot{{Snapshotter: "overlayfs", Key: "rw-docker", Active: true, Bytes: 2 * mib}}}
 	got := map[string]Leftover{}
-	for _, l := range Containerd(ctrdrecords.Records{Namespaces: []ctrdrecords.Namespace{k8s, other, moby}}, Options{CRINamespace: "k8s.io", LeaseAge: time.Hour, Now: now}) {
+	for _, l := range Containerd(containerdrecords.Records{Namespaces: []containerdrecords.Namespace{k8s, other, moby}}, Options{CRINamespace: "k8s.io", LeaseAge: time.Hour, Now: now}) {
 		l.Why = strings.SplitN(l.Why, " ", 2)[0] // the reason's gist; its text is the docs'
 		got[l.Namespace+" "+l.Name] = l
 	}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // The leftovers of CRI-O, found in containers/storage's records.
@@ -31,7 +31,7 @@ type CRIOOptions struct {
 	// lists, which are their storage's IDs. Nil when unknown: then no
 	// container is judged an orphan.
 	Live map[string]bool
-	// SizeOf measures the disk a layer takes (storagerecords.LayerDiskBytes)
+	// SizeOf measures the disk a layer takes (criorecords.LayerDiskBytes)
 	// when its record has no size to trust: a container's read-write
 	// layer, a layer whose making or deleting was cut short. Nil counts
 	// those by their records (0).
@@ -54,12 +54,12 @@ type CRIOOptions struct {
 // reads it before it writes the layer it makes from it), not only the
 // chain it has written: while one may be running, no layer that nothing
 // holds is judged, whichever chain it is on.
-func Pulling(r storagerecords.Records, minAge time.Duration, now time.Time) string {
+func Pulling(r criorecords.Records, minAge time.Duration, now time.Time) string {
 	containerLayers := map[string]bool{}
 	for _, c := range r.Containers {
 		containerLayers[c.Layer] = true
 	}
-	var newest storagerecords.Layer
+	var newest criorecords.Layer
 	for _, l := range r.Layers {
 		if !containerLayers[l.ID] && l.Created.After(newest.Created) {
 			newest = l
@@ -75,8 +75,8 @@ func Pulling(r storagerecords.Records, minAge time.Duration, now time.Time) stri
 // layer's Bytes are its own (a layer under it nothing holds either is a
 // leftover of its own); a container's are its read-write layer's and those
 // of whatever only it holds.
-func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
-	layers := make(map[string]storagerecords.Layer, len(r.Layers))
+func CRIO(r criorecords.Records, o CRIOOptions) []Leftover {
+	layers := make(map[string]criorecords.Layer, len(r.Layers))
 	for _, l := range r.Layers {
 		if _, ok := layers[l.ID]; !ok {
 			layers[l.ID] = l
@@ -106,7 +106,7 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 	}
 	pulling := Pulling(r, o.MinAge, o.Now)
 
-	held := storagerecords.HeldBy(r, nil, nil)
+	held := criorecords.HeldBy(r, nil, nil)
 	var out []Leftover
 	judged := map[string]bool{}
 	for _, l := range r.Layers {
@@ -133,7 +133,7 @@ func CRIO(r storagerecords.Records, o CRIOOptions) []Leftover {
 				continue
 			}
 			orphans[c.ID] = true
-			only := held.Minus(storagerecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
+			only := held.Minus(criorecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
 			l := Leftover{Kind: OrphanContainer, Name: c.ID,
 				Why: "storage of a container or pod sandbox CRI-O no longer lists: its root filesystem left behind (cri-o/cri-o#6981)"}
 			if len(c.Names) > 0 {

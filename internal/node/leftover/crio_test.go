@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // TestCRIO: each kind of CRI-O leftover is found with the bytes only it
@@ -19,13 +19,13 @@ func TestCRIO(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	const mib = 1 << 20
 	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
-	r := storagerecords.Records{
+	r := criorecords.Records{
 		Driver: "overlay",
-		Images: []storagerecords.Image{
+		Images: []criorecords.Image{
 			{ID: "i-app", Names: []string{"example.com/app:1"}, TopLayer: "l-app", BigDataBytes: 3 << 10},
 			{ID: "i-old", Names: []string{"example.com/old:1"}, TopLayer: "l-old", BigDataBytes: 1 << 10},
 		},
-		Layers: []storagerecords.Layer{
+		Layers: []criorecords.Layer{
 			{ID: "l-base", DiffBytes: 20 * mib, Created: old},
 			{ID: "l-app", Parent: "l-base", DiffBytes: 5 * mib, Created: old},
 			{ID: "l-old", Parent: "l-base", DiffBytes: 2 * mib, Created: old},
@@ -45,7 +45,7 @@ func TestCRIO(t *testing.T) {
 			{ID: "rw-podman", Parent: "l-app", Created: old},
 			{ID: "rw-creating", Parent: "l-app", Created: recent},
 		},
-		Containers: []storagerecords.Container{
+		Containers: []criorecords.Container{
 			{ID: "c-live", Image: "i-app", Layer: "rw-live", Names: []string{"k8s_app_pod_ns_uid_0"}, PodID: "s-pod", Created: old},
 			{ID: "s-pod", Image: "i-app", Layer: "rw-sandbox", Names: []string{"k8s_POD_pod_ns_uid_0"}, PodID: "s-pod", Created: old},
 			{ID: "c-gone", Image: "i-old", Layer: "rw-gone", Names: []string{"k8s_old_gone_ns_uid_3"}, PodID: "s-gone", Created: old},
@@ -134,10 +134,10 @@ func TestCRIO(t *testing.T) {
 func TestCRIOPullInProgress(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	old, recent := now.Add(-48*time.Hour), now.Add(-time.Minute)
-	base := storagerecords.Records{
+	base := criorecords.Records{
 		Driver: "overlay",
-		Images: []storagerecords.Image{{ID: "i-app", TopLayer: "l-app"}},
-		Layers: []storagerecords.Layer{
+		Images: []criorecords.Image{{ID: "i-app", TopLayer: "l-app"}},
+		Layers: []criorecords.Layer{
 			{ID: "l-app", DiffBytes: 1, Created: old},
 			{ID: "rw-gone", Parent: "l-app", Created: old},
 			// A slow pull's first layers, or a removal's leftover chain:
@@ -146,17 +146,17 @@ func TestCRIOPullInProgress(t *testing.T) {
 			{ID: "l-chain-top", Parent: "l-chain", DiffBytes: 1, Created: old},
 			{ID: "l-dead", Incomplete: true, Created: old},
 		},
-		Containers: []storagerecords.Container{{ID: "c-gone", Image: "i-app", Layer: "rw-gone", PodID: "s-gone", Created: old}},
+		Containers: []criorecords.Container{{ID: "c-gone", Image: "i-app", Layer: "rw-gone", PodID: "s-gone", Created: old}},
 	}
-	with := func(extra ...any) storagerecords.Records {
+	with := func(extra ...any) criorecords.Records {
 		r := base
 		r.Layers = slices.Clone(base.Layers)
 		r.Containers = slices.Clone(base.Containers)
 		for _, e := range extra {
 			switch e := e.(type) {
-			case storagerecords.Layer:
+			case criorecords.Layer:
 				r.Layers = append(r.Layers, e)
-			case storagerecords.Container:
+			case criorecords.Container:
 				r.Containers = append(r.Containers, e)
 			}
 		}
@@ -164,26 +164,26 @@ func TestCRIOPullInProgress(t *testing.T) {
 	}
 	settled := []string{"c-gone", "l-chain", "l-chain-top", "l-dead"}
 	for name, tc := range map[string]struct {
-		records     storagerecords.Records
+		records     criorecords.Records
 		wantPulling bool
 		want        []string
 	}{
 		"nothing written lately": {records: with(), want: settled},
 		"another pull's layer landed a minute ago": {
-			records:     with(storagerecords.Layer{ID: "l-new", Created: recent}),
+			records:     with(criorecords.Layer{ID: "l-new", Created: recent}),
 			wantPulling: true, want: []string{"c-gone", "l-dead"},
 		},
 		"a pull's layer being written": {
-			records:     with(storagerecords.Layer{ID: "l-writing", Parent: "l-chain-top", Incomplete: true, Created: recent}),
+			records:     with(criorecords.Layer{ID: "l-writing", Parent: "l-chain-top", Incomplete: true, Created: recent}),
 			wantPulling: true, want: []string{"c-gone", "l-dead"},
 		},
 		"a container made a minute ago": {
-			records: with(storagerecords.Layer{ID: "rw-new", Parent: "l-app", Created: recent},
-				storagerecords.Container{ID: "c-new", Image: "i-app", Layer: "rw-new", PodID: "s-new", Created: recent}),
+			records: with(criorecords.Layer{ID: "rw-new", Parent: "l-app", Created: recent},
+				criorecords.Container{ID: "c-new", Image: "i-app", Layer: "rw-new", PodID: "s-new", Created: recent}),
 			want: settled,
 		},
 		"a layer written just over the record age ago": {
-			records: with(storagerecords.Layer{ID: "l-hour", Created: now.Add(-time.Hour - time.Second)}),
+			records: with(criorecords.Layer{ID: "l-hour", Created: now.Add(-time.Hour - time.Second)}),
 			want:    append(slices.Clone(settled), "l-hour"),
 		},
 	} {

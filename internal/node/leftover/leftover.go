@@ -1,7 +1,7 @@
 // Package leftover finds what image removals left behind on a node's
 // runtime, and how many bytes each leftover holds that nothing else does:
 // what removing it would free. It decides from the runtime's records alone
-// (ctrdrecords for containerd, storagerecords for CRI-O's containers/storage)
+// (containerdrecords for containerd, criorecords for CRI-O's containers/storage)
 // and needs neither the runtime nor the cluster; on CRI-O, only which
 // containers are live comes from its CRI.
 package leftover
@@ -9,7 +9,7 @@ package leftover
 import (
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 )
 
 // Kind is a kind of leftover.
@@ -67,7 +67,7 @@ type Leftover struct {
 	Targets map[string]string `json:"targets,omitempty"`
 	// Lease is a lease leftover's record as read: its deletion goes ahead
 	// only while the lease is still this one.
-	Lease *ctrdrecords.Lease `json:"lease,omitempty"`
+	Lease *containerdrecords.Lease `json:"lease,omitempty"`
 }
 
 // Options set what counts as a leftover on containerd.

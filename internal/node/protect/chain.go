@@ -8,6 +8,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Scope says which removals a rule stops.
@@ -44,8 +45,11 @@ type Subject struct {
 	Used Containers
 	// Policy is the node's sandbox images and exclusions.
 	Policy Policy
-	// Cluster is what the cluster's references say of the image.
-	Cluster Cluster
+	// Cluster is what the run was told of the cluster's references and
+	// its switches; Referrer is the reference that names the image, nil:
+	// none.
+	Cluster  Cluster
+	Referrer *Referrer
 	// Vulnerable: the scanner's verdict chose the image.
 	Vulnerable bool
 	// Arrived is when the image was pulled or re-tagged on the node; Now
@@ -56,20 +60,23 @@ type Subject struct {
 	AgeNote      string
 }
 
-// Cluster is what the manager's references tell a node of one image.
+// Cluster is what the automatic policies' rules are told of the cluster
+// and its switches, once per run. An ImageList that names an image
+// removes it all the same.
 type Cluster struct {
 	// Read: the run was given the cluster's references. Without them the
 	// rules below keep nothing: the protection is switched off.
 	Read bool
-	// Referrer is the first reference that names the image; nil: none.
-	Referrer *Referrer
 	// NodeIncomplete: the node's pods referenced more images than their
 	// set could carry; ClusterIncomplete: the cluster's set was written
 	// without some of its references. Either way any image may be
 	// referenced.
 	NodeIncomplete, ClusterIncomplete bool
 	// RemoveVulnerable lets the scanner's verdict remove an image that
-	// only a workload template references (never one of the node's pods).
+	// only a workload template references: the pod pulls its tag again,
+	// fixed once the tag is. Images of the node's own pods stay: they are
+	// about to run, and removing them only makes the kubelet pull the same
+	// image.
 	RemoveVulnerable bool
 	// KeepNotRepullable keeps images no registry can give back.
 	KeepNotRepullable bool
@@ -98,7 +105,7 @@ func (r Referrer) Describe() string {
 type Rule struct {
 	// Name says what keeps the image, as docs/protection.md lists it.
 	Name   string
-	Reason Reason
+	Reason workerresult.Outcome
 	Scope  Scope
 	// keep decides for one image and says why it keeps it.
 	keep func(*Subject) (detail string, kept bool)
@@ -109,15 +116,16 @@ type Rule struct {
 // that a run may apply them once when it reads the node and the automatic
 // ones per candidate later, in the same order.
 var chain = []Rule{
-	{Name: "a container uses it", Reason: InUse, Scope: Always, keep: usedByContainer},
-	{Name: "a container mounts it as an image volume", Reason: InUse, Scope: Always, keep: mountedByContainer},
-	{Name: "the runtime pins it", Reason: Pinned, Scope: Always, keep: pinnedByRuntime},
-	{Name: "it is the runtime's sandbox image", Reason: Pinned, Scope: Always, keep: sandboxImage},
-	{Name: "an exclusion list protects it", Reason: Excluded, Scope: Always, keep: excludedByList},
-	{Name: "no registry can give it back", Reason: NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
-	{Name: "a pod or a workload references it", Reason: Referenced, Scope: Automatic, keep: referencedByWorkload},
-	{Name: "the cluster's references are incomplete", Reason: Referenced, Scope: Automatic, keep: referencesIncomplete},
-	{Name: "it arrived under the minimum age", Reason: TooYoung, Scope: Automatic, keep: tooYoung},
+	{Name: "a container uses it", Reason: workerresult.InUse, Scope: Always, keep: usedByContainer},
+	{Name: "a container mounts it as an image volume", Reason: workerresult.InUse, Scope: Always, keep: mountedByContainer},
+	{Name: "the runtime pins it", Reason: workerresult.Pinned, Scope: Always, keep: pinnedByRuntime},
+	{Name: "it is the runtime's sandbox image", Reason: workerresult.Pinned, Scope: Always, keep: sandboxImage},
+	{Name: "it looks like a pause image, and the runtime named none", Reason: workerresult.Pinned, Scope: Always, keep: guessedPause},
+	{Name: "an exclusion list protects it", Reason: workerresult.Excluded, Scope: Always, keep: excludedByList},
+	{Name: "no registry can give it back", Reason: workerresult.NotRepullable, Scope: Automatic, keep: cannotBePulledBack},
+	{Name: "a pod or a workload references it", Reason: workerresult.Referenced, Scope: Automatic, keep: referencedByWorkload},
+	{Name: "the cluster's references are incomplete", Reason: workerresult.Referenced, Scope: Automatic, keep: referencesIncomplete},
+	{Name: "it arrived under the minimum age", Reason: workerresult.TooYoung, Scope: Automatic, keep: tooYoung},
 }
 
 // Chain is the keep rules in the order they apply.
@@ -131,7 +139,7 @@ func Judge(s *Subject, scope Scope) Verdict {
 // UsedNow applies the rules that keep an image a container uses, alone:
 // the re-check right before a removal, on a fresh container listing.
 func UsedNow(img cri.Image, used Containers) Verdict {
-	return first(&Subject{Image: img, Keys: Keys(img), Used: used}, func(r Rule) bool { return r.Reason == InUse })
+	return first(&Subject{Image: img, Keys: Keys(img), Used: used}, func(r Rule) bool { return r.Reason == workerresult.InUse })
 }
 
 // first is the verdict of the first rule, among those chosen, that keeps
@@ -178,8 +186,7 @@ func pinnedByRuntime(s *Subject) (string, bool) {
 }
 
 // sandboxImage: removing the pause image breaks every new pod on the node.
-// The runtime's status names it; pod sandboxes name the ones in use; where
-// neither does, what looks like a pause image is kept.
+// The runtime's status names it; pod sandboxes name the ones in use.
 func sandboxImage(s *Subject) (string, bool) {
 	for _, k := range refKeys(s.Policy.SandboxImage) {
 		if slices.Contains(s.Keys, k) {
@@ -193,10 +200,14 @@ func sandboxImage(s *Subject) (string, bool) {
 			}
 		}
 	}
-	if s.Policy.GuessPause && LooksLikePause(s.Image) {
-		return guessDetail, true
-	}
 	return "", false
+}
+
+// guessedPause: where neither the runtime's status nor a pod sandbox names
+// the pause image (the run says so in GuessPause), keeping every image that
+// looks like one is the only way not to remove it.
+func guessedPause(s *Subject) (string, bool) {
+	return guessDetail, s.Policy.GuessPause && LooksLikePause(s.Image)
 }
 
 // excludedByList: the operator's exclusion lists name the image.
@@ -227,7 +238,7 @@ func cannotBePulledBack(s *Subject) (string, bool) {
 // references (its tag is pulled again, fixed once the tag is), never one
 // of the node's own pods, which are about to run it.
 func referencedByWorkload(s *Subject) (string, bool) {
-	ref := s.Cluster.Referrer
+	ref := s.Referrer
 	if !s.Cluster.Read || ref == nil {
 		return "", false
 	}
@@ -248,7 +259,7 @@ func referencesIncomplete(s *Subject) (string, bool) {
 		return "", false
 	case s.Cluster.NodeIncomplete:
 		return "the node's pods reference more images than their set can carry: every image is kept from the automatic policies", true
-	case s.Cluster.ClusterIncomplete && s.Cluster.Referrer == nil:
+	case s.Cluster.ClusterIncomplete && s.Referrer == nil:
 		return "the cluster's references could not be written whole for this run: every image is kept from the automatic policies", true
 	}
 	return "", false

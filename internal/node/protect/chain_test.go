@@ -3,6 +3,7 @@ package protect
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 var (
@@ -24,14 +27,14 @@ func TestCannotBePulledBack(t *testing.T) {
 		want Verdict
 	}{
 		"pulled":                 {s: Subject{Image: pulled, Cluster: Cluster{KeepNotRepullable: true}}},
-		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
-		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 		"switched off":           {s: Subject{Image: imported}},
-		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, verdictOf(cannotBePulledBack, NotRepullable, &tc.s)); diff != "" {
+			if diff := cmp.Diff(tc.want, verdictOf(cannotBePulledBack, workerresult.NotRepullable, &tc.s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -44,23 +47,24 @@ func TestReferencedByWorkload(t *testing.T) {
 	pending := &Referrer{Owner: "Pod shop/web-1"}
 	cases := map[string]struct {
 		c          Cluster
+		ref        *Referrer
 		vulnerable bool
 		want       Verdict
 	}{
 		"not referenced":                       {c: Cluster{Read: true}},
-		"references not read":                  {c: Cluster{Referrer: template}},
-		"a pod on this node":                   {c: Cluster{Read: true, Referrer: onNode}, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"a template":                           {c: Cluster{Read: true, Referrer: template}, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"a pod not yet scheduled":              {c: Cluster{Read: true, Referrer: pending}, want: Verdict{Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
-		"vulnerable, template only":            {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true}, vulnerable: true},
-		"vulnerable, template, switched off":   {c: Cluster{Read: true, Referrer: template}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
-		"vulnerable, the node's pod":           {c: Cluster{Read: true, Referrer: onNode, RemoveVulnerable: true}, vulnerable: true, want: Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"vulnerable, template, node set short": {c: Cluster{Read: true, Referrer: template, RemoveVulnerable: true, NodeIncomplete: true}, vulnerable: true, want: Verdict{Referenced, "referenced by CronJob batch/nightly"}},
+		"references not read":                  {c: Cluster{}, ref: template},
+		"a pod on this node":                   {c: Cluster{Read: true}, ref: onNode, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"a template":                           {c: Cluster{Read: true}, ref: template, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"a pod not yet scheduled":              {c: Cluster{Read: true}, ref: pending, want: Verdict{workerresult.Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
+		"vulnerable, template only":            {c: Cluster{Read: true, RemoveVulnerable: true}, ref: template, vulnerable: true},
+		"vulnerable, template, switched off":   {c: Cluster{Read: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"vulnerable, the node's pod":           {c: Cluster{Read: true, RemoveVulnerable: true}, ref: onNode, vulnerable: true, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"vulnerable, template, node set short": {c: Cluster{Read: true, RemoveVulnerable: true, NodeIncomplete: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: tc.vulnerable}
-			if diff := cmp.Diff(tc.want, verdictOf(referencedByWorkload, Referenced, &s)); diff != "" {
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: tc.vulnerable}
+			if diff := cmp.Diff(tc.want, verdictOf(referencedByWorkload, workerresult.Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -73,19 +77,20 @@ func TestReferencesIncomplete(t *testing.T) {
 	template := &Referrer{Owner: "Deployment shop/web"}
 	cases := map[string]struct {
 		c    Cluster
+		ref  *Referrer
 		want Verdict
 	}{
 		"complete":                          {c: Cluster{Read: true}},
 		"not read":                          {c: Cluster{NodeIncomplete: true, ClusterIncomplete: true}},
-		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{Referenced, node}},
-		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true, Referrer: template}, want: Verdict{Referenced, node}},
-		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{Referenced, cluster}},
-		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true, Referrer: template}},
+		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{workerresult.Referenced, node}},
+		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true}, ref: template, want: Verdict{workerresult.Referenced, node}},
+		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{workerresult.Referenced, cluster}},
+		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true}, ref: template},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := Subject{Image: pulled, Cluster: tc.c, Vulnerable: true}
-			if diff := cmp.Diff(tc.want, verdictOf(referencesIncomplete, Referenced, &s)); diff != "" {
+			s := Subject{Image: pulled, Cluster: tc.c, Referrer: tc.ref, Vulnerable: true}
+			if diff := cmp.Diff(tc.want, verdictOf(referencesIncomplete, workerresult.Referenced, &s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -99,62 +104,134 @@ func TestTooYoung(t *testing.T) {
 		want Verdict
 	}{
 		"old enough":         {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-10 * time.Minute)}},
-		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Verdict{TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
-		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Verdict{TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
+		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Verdict{workerresult.TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
+		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Verdict{workerresult.TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
 		"no minimum age":     {s: Subject{Now: now, Arrived: now}},
 		"age unknown is old": {s: Subject{Now: now, MinAge: time.Hour}},
 		"no clock":           {s: Subject{MinAge: time.Hour, Arrived: now}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, verdictOf(tooYoung, TooYoung, &tc.s)); diff != "" {
+			if diff := cmp.Diff(tc.want, verdictOf(tooYoung, workerresult.TooYoung, &tc.s)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestJudgeOrder: where several rules keep an image, the first of the
-// chain names the reason, and each scope applies its own rules alone.
-func TestJudgeOrder(t *testing.T) {
+// ruleFact makes one rule of the chain keep the image of ruleSubject:
+// set changes the subject or adds to the node's containers.
+type ruleFact struct {
+	rule string
+	set  func(*Subject, *[]cri.Container)
+}
+
+// ruleFacts are a fact for each rule, in the chain's order.
+var ruleFacts = []ruleFact{
+	{"uses", func(_ *Subject, cs *[]cri.Container) { *cs = append(*cs, cri.Container{Name: "c", ImageID: pause.ID}) }},
+	{"mounts", func(_ *Subject, cs *[]cri.Container) {
+		*cs = append(*cs, cri.Container{Name: "m", Image: "app:1", MountedImages: []string{pause.Tags[0]}})
+	}},
+	{"pinned", func(s *Subject, _ *[]cri.Container) { s.Image.Pinned = true }},
+	{"sandbox", func(s *Subject, _ *[]cri.Container) { s.Policy.SandboxImage = pause.Tags[0] }},
+	{"guessed pause", func(s *Subject, _ *[]cri.Container) { s.Policy.GuessPause = true }},
+	{"excluded", func(s *Subject, _ *[]cri.Container) {
+		s.Policy.Exclusions = []imageref.Pattern{imageref.ParsePattern("registry.k8s.io/pause:*")}
+	}},
+	{"not re-pullable", func(s *Subject, _ *[]cri.Container) { s.Cluster.KeepNotRepullable = true }},
+	{"referenced", func(s *Subject, _ *[]cri.Container) { s.Referrer = &Referrer{Owner: "CronJob batch/nightly"} }},
+	{"incomplete", func(s *Subject, _ *[]cri.Container) { s.Cluster.NodeIncomplete = true }},
+	{"too young", func(s *Subject, _ *[]cri.Container) { s.MinAge = time.Hour }},
+}
+
+// pause is an image every rule of the chain can keep: it looks like a
+// pause image and no registry can give it back.
+var pause = cri.Image{ID: "sha256:" + strings.Repeat("e", 64), Tags: []string{"registry.k8s.io/pause:3.9"}}
+
+// ruleSubject is pause, with the facts that make the named rules keep it.
+func ruleSubject(t *testing.T, rules ...string) *Subject {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	everything := Subject{
-		Image:  cri.Image{ID: imported.ID, Tags: imported.Tags, Pinned: true},
-		Used:   NewContainers([]cri.Container{{Name: "c", ImageID: imported.ID}}),
-		Policy: Policy{GuessPause: true},
-		Cluster: Cluster{Read: true, KeepNotRepullable: true, NodeIncomplete: true,
-			Referrer: &Referrer{Owner: "Pod shop/web-0", OnNode: true}},
-		Now: now, MinAge: time.Hour, Arrived: now,
+	s := &Subject{Image: pause, Keys: Keys(pause), Cluster: Cluster{Read: true}, Now: now, Arrived: now.Add(-time.Minute)}
+	var containers []cri.Container
+	for _, r := range rules {
+		i := slices.IndexFunc(ruleFacts, func(f ruleFact) bool { return f.rule == r })
+		if i < 0 {
+			t.Fatalf("no fact for rule %q", r)
+		}
+		ruleFacts[i].set(s, &containers)
 	}
-	everything.Keys = Keys(everything.Image)
-	drop := map[string]func(*Subject){
-		"in use":          func(s *Subject) { s.Used = Containers{} },
-		"pinned":          func(s *Subject) { s.Image.Pinned = false },
-		"not re-pullable": func(s *Subject) { s.Cluster.KeepNotRepullable = false },
-		"referenced":      func(s *Subject) { s.Cluster.Referrer = nil },
-		"incomplete":      func(s *Subject) { s.Cluster.NodeIncomplete = false },
-		"too young":       func(s *Subject) { s.MinAge = 0 },
+	s.Used = NewContainers(containers)
+	return s
+}
+
+// judged is the verdict an ImageList naming the image gets, and the one an
+// automatic policy gets: the rules of every removal, then, for what they
+// leave, the automatic ones, as the remover applies them.
+type judged struct{ ImageList, Automatic Verdict }
+
+func judgeBoth(s *Subject) judged {
+	v := Judge(s, Always)
+	if v.Reason == Removable {
+		return judged{ImageList: v, Automatic: Judge(s, Automatic)}
 	}
-	type verdicts struct{ Always, Automatic Verdict }
-	got := map[string]verdicts{}
-	s := everything
-	for _, step := range []string{"in use", "pinned", "not re-pullable", "referenced", "incomplete", "too young"} {
-		got["before dropping "+step] = verdicts{Judge(&s, Always), Judge(&s, Automatic)}
-		drop[step](&s)
+	return judged{ImageList: v, Automatic: v}
+}
+
+// TestJudgeOrder: where several rules keep an image, the first of the
+// chain names the reason; an ImageList naming the image meets the rules
+// of every removal alone.
+func TestJudgeOrder(t *testing.T) {
+	const (
+		notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
+		incomplete    = "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
+	)
+	inUse := Verdict{workerresult.InUse, "container c"}
+	cases := map[string]struct {
+		rules []string
+		want  judged
+	}{
+		"none":                             {},
+		"used and mounted":                 {rules: []string{"mounts", "uses"}, want: judged{inUse, inUse}},
+		"mounted and pinned":               {rules: []string{"pinned", "mounts"}, want: judged{Verdict{workerresult.InUse, "container m mounts it as an image volume"}, Verdict{workerresult.InUse, "container m mounts it as an image volume"}}},
+		"used and excluded":                {rules: []string{"excluded", "uses"}, want: judged{inUse, inUse}},
+		"pinned and the sandbox image":     {rules: []string{"sandbox", "pinned"}, want: judged{Verdict{workerresult.Pinned, "pinned by the runtime"}, Verdict{workerresult.Pinned, "pinned by the runtime"}}},
+		"the sandbox image and a guess":    {rules: []string{"guessed pause", "sandbox"}, want: judged{Verdict{workerresult.Pinned, "the runtime's sandbox image"}, Verdict{workerresult.Pinned, "the runtime's sandbox image"}}},
+		"a guessed pause and excluded":     {rules: []string{"excluded", "guessed pause"}, want: judged{Verdict{workerresult.Pinned, guessDetail}, Verdict{workerresult.Pinned, guessDetail}}},
+		"excluded and not re-pullable":     {rules: []string{"not re-pullable", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"excluded and too young":           {rules: []string{"too young", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"not re-pullable and referenced":   {rules: []string{"referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
+		"referenced and incomplete":        {rules: []string{"incomplete", "referenced"}, want: judged{Automatic: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}}},
+		"incomplete and too young":         {rules: []string{"too young", "incomplete"}, want: judged{Automatic: Verdict{workerresult.Referenced, incomplete}}},
+		"the automatic rules, all of them": {rules: []string{"too young", "incomplete", "referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
+		"every rule":                       {rules: []string{"too young", "incomplete", "referenced", "not re-pullable", "excluded", "guessed pause", "sandbox", "pinned", "mounts", "uses"}, want: judged{inUse, inUse}},
 	}
-	got["nothing left"] = verdicts{Judge(&s, Always), Judge(&s, Automatic)}
-	const notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
-	want := map[string]verdicts{
-		"before dropping in use":          {Verdict{InUse, "container c"}, Verdict{NotRepullable, notRepullable}},
-		"before dropping pinned":          {Verdict{Pinned, "pinned by the runtime"}, Verdict{NotRepullable, notRepullable}},
-		"before dropping not re-pullable": {Verdict{}, Verdict{NotRepullable, notRepullable}},
-		"before dropping referenced":      {Verdict{}, Verdict{Referenced, "pod shop/web-0 on this node"}},
-		"before dropping incomplete":      {Verdict{}, Verdict{Referenced, "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"}},
-		"before dropping too young":       {Verdict{}, Verdict{TooYoung, "arrived 0s ago, under the minimum age 1h0m0s"}},
-		"nothing left":                    {},
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, judgeBoth(ruleSubject(t, tc.rules...))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+}
+
+// TestJudgeFirstWins: for every two rules, the image both keep gets the
+// verdict of the one earlier in the chain, as if it alone kept it; and
+// each fact makes its own rule keep the image, no other.
+func TestJudgeFirstWins(t *testing.T) {
+	chain := Chain()
+	if len(ruleFacts) != len(chain) {
+		t.Fatalf("ruleFacts has %d facts for the chain's %d rules: give the new rule its fact", len(ruleFacts), len(chain))
+	}
+	for i, f := range ruleFacts {
+		v := judgeBoth(ruleSubject(t, f.rule)).Automatic
+		if detail, ok := chain[i].keep(ruleSubject(t, f.rule)); !ok || v != (Verdict{chain[i].Reason, detail}) {
+			t.Errorf("fact %q: verdict %+v, want rule %d (%q) to give it", f.rule, v, i+1, chain[i].Name)
+		}
+		for _, later := range ruleFacts[i+1:] {
+			if got := judgeBoth(ruleSubject(t, later.rule, f.rule)); got.Automatic != v {
+				t.Errorf("rules %q and %q: %+v, want the first's %+v", f.rule, later.rule, got.Automatic, v)
+			}
+		}
 	}
 }
 
@@ -164,7 +241,7 @@ func TestUsedNow(t *testing.T) {
 		containers []cri.Container
 		want       Verdict
 	}{
-		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Verdict{InUse, "container c"}},
+		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Verdict{workerresult.InUse, "container c"}},
 		"unused":                    {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: imported.ID}}},
 		"pinned is not a container": {img: cri.Image{ID: imported.ID, Pinned: true}},
 	}
@@ -205,7 +282,7 @@ func TestChainDocumented(t *testing.T) {
 }
 
 // verdictOf runs one rule as the chain would.
-func verdictOf(keep func(*Subject) (string, bool), reason Reason, s *Subject) Verdict {
+func verdictOf(keep func(*Subject) (string, bool), reason workerresult.Outcome, s *Subject) Verdict {
 	if detail, ok := keep(s); ok {
 		return Verdict{Reason: reason, Detail: detail}
 	}

@@ -1,13 +1,18 @@
-// Package protect holds every rule that keeps an image on a node, in the
-// order they apply (Chain): images any container uses or mounts as an
-// image volume (in any state), images the runtime pins, the runtime's
-// sandbox (pause) image, images an exclusion list protects; then, from the
-// automatic policies only, images no registry can give back, images the
-// cluster's pods and workloads reference, and images too young. The
-// remover, the retention policy's planning, the collector and reclaim ask
-// these rules; nothing else decides that an image stays. The container
-// runtime enforces none of it: containerd removes images that running
-// containers use, and pinned ones too.
+// Package protect answers whether an image may go: it holds every rule
+// that keeps an image on a node, as one ordered chain (Chain; docs/protection.md
+// lists it): images any container uses or mounts as an image volume
+// (in any state), images the runtime pins, the runtime's sandbox (pause)
+// image or, when no source names it, what looks like one, images an
+// exclusion list protects; then, from the automatic policies only, images
+// no registry can give back, images the cluster's pods and workloads
+// reference (or any image, when the references are incomplete), and images
+// too young. The first rule that keeps an image names the outcome the node
+// reports. What the chain leaves, the retention policy chooses among
+// (internal/node/retention), and the remover asks UsedNow again right
+// before each removal. The remover, the collector and reclaim ask these
+// rules; nothing else decides that an image stays. The container runtime
+// enforces none of it: containerd removes images that running containers
+// use, and pinned ones too.
 package protect
 
 import (
@@ -18,24 +23,14 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Reason says why an image is kept; Removable means no rule keeps it. It
-// is the outcome the node's summary counts, its report and its logs print.
-type Reason = workerresult.Outcome
-
-// The reasons the keep rules give (Chain lists which rule gives which).
-const (
-	Removable     Reason = ""
-	InUse                = workerresult.InUse
-	Pinned               = workerresult.Pinned
-	Excluded             = workerresult.Excluded
-	NotRepullable        = workerresult.NotRepullable
-	Referenced           = workerresult.Referenced
-	TooYoung             = workerresult.TooYoung
-)
+// Removable is the reason of a Verdict when no rule keeps the image.
+const Removable workerresult.Outcome = ""
 
 // Verdict is the decision for one image.
 type Verdict struct {
-	Reason Reason
+	// Reason says why the image is kept: the outcome the node's summary
+	// counts and its report and logs print.
+	Reason workerresult.Outcome
 	// Detail names the container, the sandbox image, the pattern, the
 	// workload or the age.
 	Detail string

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
@@ -40,7 +40,7 @@ func reclaimContainerd(ctx context.Context, addr endpoint.Address, rt Runtime, t
 		}
 		return out
 	}
-	c, err := ctrdrecords.Dial(addr)
+	c, err := containerdrecords.Dial(addr)
 	if err != nil {
 		return fail(err)
 	}
@@ -64,7 +64,7 @@ func reclaimContainerd(ctx context.Context, addr endpoint.Address, rt Runtime, t
 }
 
 type reclaimer struct {
-	c       *ctrdrecords.Conn
+	c       *containerdrecords.Conn
 	rt      Runtime
 	p       Policy
 	protect protect.Policy
@@ -76,7 +76,7 @@ type reclaimer struct {
 // and snapshots when the deletion returns.
 func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
-	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
+	ctx = containerdrecords.InNamespace(ctx, l.Namespace)
 	why, gone, err := r.imageProtected(ctx, l)
 	switch {
 	case err != nil:
@@ -104,7 +104,7 @@ func (r reclaimer) image(ctx context.Context, l leftover.Leftover) Result {
 		case err == nil:
 			deleted = append(deleted, name)
 			synced = synced || req.Sync
-		case !ctrdrecords.IsNotFound(err):
+		case !containerdrecords.IsNotFound(err):
 			res.Outcome, res.Detail = Failed, fmt.Sprintf("deleting image record %s: %v", name, err)
 			return res
 		default:
@@ -152,7 +152,7 @@ func (r reclaimer) imageProtected(ctx context.Context, l leftover.Leftover) (why
 	var targets []string
 	for _, name := range l.Records {
 		resp, err := r.c.Images().Get(ctx, &imagesapi.GetImageRequest{Name: name})
-		if ctrdrecords.IsNotFound(err) {
+		if containerdrecords.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -226,10 +226,10 @@ func addName(img *cri.Image, name string) {
 // and still an old lease by the policy's age.
 func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 	res := Result{Leftover: l}
-	ctx = ctrdrecords.InNamespace(ctx, l.Namespace)
+	ctx = containerdrecords.InNamespace(ctx, l.Namespace)
 	now, err := r.readLease(ctx, l.Name)
 	switch {
-	case ctrdrecords.IsNotFound(err):
+	case containerdrecords.IsNotFound(err):
 		return goneResult(res)
 	case err != nil:
 		res.Outcome, res.Detail = Failed, "re-check: "+err.Error()
@@ -247,7 +247,7 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 		res.Outcome = WouldReclaim
 		return res
 	}
-	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); ctrdrecords.IsNotFound(err) {
+	if _, err := r.c.Leases().Delete(ctx, &leasesapi.DeleteRequest{ID: l.Name, Sync: true}); containerdrecords.IsNotFound(err) {
 		return goneResult(res)
 	} else if err != nil {
 		res.Outcome, res.Detail = Failed, "deleting the lease: "+err.Error()
@@ -259,23 +259,23 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 
 // readLease reads the lease id of ctx's namespace as Read does; NotFound
 // when it is not there.
-func (r reclaimer) readLease(ctx context.Context, id string) (ctrdrecords.Lease, error) {
+func (r reclaimer) readLease(ctx context.Context, id string) (containerdrecords.Lease, error) {
 	ls, err := r.c.Leases().List(ctx, &leasesapi.ListRequest{Filters: []string{"id==" + id}})
 	if err != nil {
-		return ctrdrecords.Lease{}, err
+		return containerdrecords.Lease{}, err
 	}
 	i := slices.IndexFunc(ls.GetLeases(), func(l *leasesapi.Lease) bool { return l.GetID() == id })
 	if i < 0 {
-		return ctrdrecords.Lease{}, status.Error(codes.NotFound, "lease "+id)
+		return containerdrecords.Lease{}, status.Error(codes.NotFound, "lease "+id)
 	}
 	got := ls.GetLeases()[i]
 	resources, err := r.c.Leases().ListResources(ctx, &leasesapi.ListResourcesRequest{ID: id})
 	if err != nil {
-		return ctrdrecords.Lease{}, err
+		return containerdrecords.Lease{}, err
 	}
-	out := ctrdrecords.Lease{ID: id, CreatedAt: got.GetCreatedAt().AsTime(), Labels: got.GetLabels()}
+	out := containerdrecords.Lease{ID: id, CreatedAt: got.GetCreatedAt().AsTime(), Labels: got.GetLabels()}
 	for _, res := range resources.GetResources() {
-		out.Resources = append(out.Resources, ctrdrecords.Resource{Type: res.GetType(), ID: res.GetID()})
+		out.Resources = append(out.Resources, containerdrecords.Resource{Type: res.GetType(), ID: res.GetID()})
 	}
 	return out, nil
 }
@@ -283,7 +283,7 @@ func (r reclaimer) readLease(ctx context.Context, id string) (ctrdrecords.Lease,
 // leaseChanged says how a lease differs from the one judged: made anew
 // under its ID, labelled otherwise (its expiry among its labels), or
 // holding other content or snapshots; empty when it is the same.
-func leaseChanged(judged *ctrdrecords.Lease, now ctrdrecords.Lease) string {
+func leaseChanged(judged *containerdrecords.Lease, now containerdrecords.Lease) string {
 	switch {
 	case judged == nil:
 		return "its record was not read with it"
@@ -292,7 +292,7 @@ func leaseChanged(judged *ctrdrecords.Lease, now ctrdrecords.Lease) string {
 	case !maps.Equal(judged.Labels, now.Labels):
 		return "its labels changed since the node was read"
 	}
-	key := func(r ctrdrecords.Resource) string { return r.Type + " " + r.ID }
+	key := func(r containerdrecords.Resource) string { return r.Type + " " + r.ID }
 	was, is := sortedKeys(judged.Resources, key), sortedKeys(now.Resources, key)
 	if !slices.Equal(was, is) {
 		return fmt.Sprintf("what it holds changed since the node was read (%d resources then, %d now)", len(was), len(is))
@@ -335,7 +335,7 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 		}
 		return out
 	}
-	ctx = ctrdrecords.InNamespace(ctx, CRINamespace)
+	ctx = containerdrecords.InNamespace(ctx, CRINamespace)
 	before := measureUsed(ctx, r.p.ImageFsUsed)
 	err := r.sweep(ctx)
 	var after used
@@ -434,7 +434,7 @@ func (r reclaimer) usedSnapshotters(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, sn := range loaded {
 		for _, ns := range nss {
-			held, err := r.c.HasSnapshot(ctrdrecords.InNamespace(ctx, ns), sn)
+			held, err := r.c.HasSnapshot(containerdrecords.InNamespace(ctx, ns), sn)
 			if err != nil {
 				return nil, fmt.Errorf("listing snapshotter %s: %w", sn, err)
 			}
@@ -454,7 +454,7 @@ func (r reclaimer) unheld(ctx context.Context) (map[string]bool, error) {
 		return nil, err
 	}
 	out := map[string]bool{}
-	for _, u := range ctrdrecords.NewGraph(records).Unheld() {
+	for _, u := range containerdrecords.NewGraph(records).Unheld() {
 		out[u.Namespace+"/"+u.ID] = true
 	}
 	return out, nil

@@ -22,7 +22,7 @@ type recordsFile struct {
 }
 
 // maxRecordsBytes bounds a records file read for its keys, as
-// storagerecords bounds its reading.
+// criorecords bounds its reading.
 const maxRecordsBytes = 64 << 20
 
 // unknownRecordKeys are the keys of the records in data that known does

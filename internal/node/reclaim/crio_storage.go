@@ -19,8 +19,8 @@ import (
 	"go.podman.io/storage"
 	storagetypes "go.podman.io/storage/types"
 
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 )
 
 // stores keeps each opened store for the life of the process. A store is
@@ -147,7 +147,7 @@ func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight,
 	if pf.refused, err = newerRecords(recordsFiles(s)); err != nil || pf.refused != "" {
 		return pf, err
 	}
-	records, err := storagerecords.Read(s.GraphRoot)
+	records, err := criorecords.Read(s.GraphRoot)
 	if err != nil {
 		return pf, err
 	}
@@ -166,7 +166,7 @@ func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight,
 
 // pulling says why a pull may be under way, or "": a pull's directory of
 // blobs, or a layer written within the record age or since start.
-func pulling(records storagerecords.Records, s CRIOStore, pullTemp string, start, now time.Time) string {
+func pulling(records criorecords.Records, s CRIOStore, pullTemp string, start, now time.Time) string {
 	temps, err := readPullTemps(pullTemp)
 	if err != nil {
 		return "whether a pull is under way is not known: " + err.Error()
@@ -180,21 +180,21 @@ func pulling(records storagerecords.Records, s CRIOStore, pullTemp string, start
 
 // storeRecords are the store's layers and containers as containers/storage
 // has them now.
-func storeRecords(st storage.Store) (storagerecords.Records, error) {
+func storeRecords(st storage.Store) (criorecords.Records, error) {
 	layers, err := st.Layers()
 	if err != nil {
-		return storagerecords.Records{}, err
+		return criorecords.Records{}, err
 	}
 	containers, err := st.Containers()
 	if err != nil {
-		return storagerecords.Records{}, err
+		return criorecords.Records{}, err
 	}
-	var r storagerecords.Records
+	var r criorecords.Records
 	for _, l := range layers {
-		r.Layers = append(r.Layers, storagerecords.Layer{ID: l.ID, Parent: l.Parent, Created: l.Created})
+		r.Layers = append(r.Layers, criorecords.Layer{ID: l.ID, Parent: l.Parent, Created: l.Created})
 	}
 	for _, c := range containers {
-		r.Containers = append(r.Containers, storagerecords.Container{ID: c.ID, Layer: c.LayerID})
+		r.Containers = append(r.Containers, criorecords.Container{ID: c.ID, Layer: c.LayerID})
 	}
 	return r, nil
 }

@@ -28,11 +28,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
@@ -184,7 +184,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 		t.Errorf("leftovers after reclaiming (-want +got):\n%s", diff)
 	}
 	for _, id := range []string{lower, upper, incomplete, orphan.LayerID} {
-		if dir, err := storagerecords.LayerDir(c.RootDir(), "overlay", id); err == nil {
+		if dir, err := criorecords.LayerDir(c.RootDir(), "overlay", id); err == nil {
 			if _, err := os.Stat(filepath.Dir(dir)); err == nil {
 				t.Errorf("layer %s's directory is still there", id)
 			}
@@ -326,7 +326,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := testcontainerd.Layer(layerTar(t, 1*mib))
+	last, err := testimage.Layer(layerTar(t, 1*mib))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 		}
 		releases = append(releases, c.HoldBlob(t, d.String()))
 	}
-	before, err := storagerecords.Read(c.RootDir())
+	before, err := criorecords.Read(c.RootDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,12 +379,12 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow pull committed no layer within a minute")
 		}
-		r, err := storagerecords.Read(c.RootDir())
+		r, err := criorecords.Read(c.RootDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range r.Layers {
-			if !slices.ContainsFunc(before.Layers, func(b storagerecords.Layer) bool { return b.ID == l.ID }) {
+			if !slices.ContainsFunc(before.Layers, func(b criorecords.Layer) bool { return b.ID == l.ID }) {
 				committed = append(committed, l.ID)
 			}
 		}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
 	"github.com/eraser-oss/eraser/internal/wire/leaseage"
 )
 
@@ -150,7 +150,7 @@ var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
 func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages, now time.Time) ([]leftover.Leftover, error) {
 	switch client.RuntimeName {
 	case "containerd":
-		records, err := ctrdrecords.Read(ctx, client.Address)
+		records, err := containerdrecords.Read(ctx, client.Address)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		if imageStore == "" {
 			return nil, fmt.Errorf("finding leftovers on CRI-O needs its image store")
 		}
-		records, err := storagerecords.Read(imageStore)
+		records, err := criorecords.Read(imageStore)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +172,7 @@ func Find(ctx context.Context, client *cri.Client, imageStore string, ages Ages,
 		measure, cancel := context.WithTimeout(ctx, measureBudget)
 		defer cancel()
 		sizeOf := func(layer string) int64 {
-			n, _ := storagerecords.LayerDiskBytes(measure, imageStore, records.Driver, layer)
+			n, _ := criorecords.LayerDiskBytes(measure, imageStore, records.Driver, layer)
 			return n
 		}
 		return leftover.CRIO(records, leftover.CRIOOptions{Live: live, SizeOf: sizeOf, MinAge: ages.Record, Now: now}), nil
@@ -188,7 +188,7 @@ const measureBudget = time.Minute
 // a remover judges the reading it took after its removals rather than
 // read every namespace again. Reclaiming re-reads each leftover before
 // its deletion, so records a few seconds old decide nothing alone.
-func InContainerd(records ctrdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
+func InContainerd(records containerdrecords.Records, ages Ages, now time.Time) []leftover.Leftover {
 	return leftover.Containerd(records, leftover.Options{CRINamespace: CRINamespace, LeaseAge: ages.Lease, Now: now})
 }
 
@@ -263,7 +263,7 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 	case client.RuntimeName == "cri-o":
 		store := p.CRIO
 		if store.Driver == "" {
-			driver, err := storagerecords.Driver(store.GraphRoot)
+			driver, err := criorecords.Driver(store.GraphRoot)
 			if err != nil {
 				for _, l := range take {
 					out = append(out, Result{Leftover: l, Outcome: Failed, Detail: err.Error()})

@@ -21,6 +21,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
@@ -29,7 +30,7 @@ const mib = 1 << 20
 
 func startNode(t *testing.T) testleftovers.Node {
 	t.Helper()
-	return testleftovers.New(t, testcontainerd.StartSmallDisk(t, 256))
+	return testleftovers.New(t, testcontainerd.Start(t, testcontainerd.WithSmallDisk(256)))
 }
 
 // used is what the filesystem at root holds.
@@ -43,8 +44,8 @@ func used(t *testing.T, root string) uint64 {
 }
 
 // image is a runnable test image of its own size.
-func image(t *testing.T, tag string, size int) testcontainerd.Image {
-	return testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
+func image(t *testing.T, tag string, size int) testimage.Image {
+	return testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: size}
 }
 
 // TestReclaimOnContainerd: every kind of leftover on a real containerd

@@ -35,7 +35,7 @@ type Command struct {
 	// Scanner is --scanner: whether the pod runs a scanner (see Sender).
 	Scanner    string
 	Retention  retention.Flags
-	Protection ProtectionFlags
+	Protection protect.Flags
 	Leftover   LeftoverFlags
 }
 
@@ -114,10 +114,9 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	opts := Options{
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
-		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath),
+		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath), Protection: c.Protection,
 	}
 	SetFreedMeters(&opts, client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
-	c.Protection.Apply(&opts)
 	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore, opts.MeasureFreed); err != nil {
 		return empty, err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // diskQueue takes the disk policy's removals out of the plan, and the
@@ -98,8 +99,8 @@ func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, que
 		case disk != nil:
 			detail = fmt.Sprintf("enough space freed: image filesystem at %.1f%%, below the low threshold %d%%", disk.Percent(), r.Settings.LowThresholdPercent)
 		}
-		res := Result{Target: img.ID, ImageID: img.ID, Names: img.Tags, Outcome: NotNeeded, Bytes: img.Size, Detail: detail}
-		if p, ok := prior[idx]; ok && p.Outcome == RecentlyUsed {
+		res := Result{Target: img.ID, ImageID: img.ID, Names: img.Tags, Outcome: workerresult.NotNeeded, Bytes: img.Size, Detail: detail}
+		if p, ok := prior[idx]; ok && p.Outcome == workerresult.RecentlyUsed {
 			res = p
 		}
 		out = append(out, res)
@@ -128,7 +129,7 @@ func measure(ctx context.Context, opts Options) *retention.Disk {
 // removedAny is whether any of the results removed an image.
 func removedAny(results []Result) bool {
 	for _, r := range results {
-		if r.Outcome == Removed {
+		if r.Outcome == workerresult.Removed {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -51,12 +52,12 @@ func (f *faultyRuntime) StartRemovals(ctx context.Context, ids []string) func() 
 	return wait
 }
 
-func junk(n int) ([]testcontainerd.Image, []string) {
-	var imgs []testcontainerd.Image
+func junk(n int) ([]testimage.Image, []string) {
+	var imgs []testimage.Image
 	var tags []string
 	for i := range n {
 		tag := fmt.Sprintf("example.com/fault/junk%03d:1", i)
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, RandomBytes: 64})
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, RandomBytes: 64})
 		tags = append(tags, tag)
 	}
 	return imgs, tags
@@ -69,8 +70,8 @@ func junk(n int) ([]testcontainerd.Image, []string) {
 func TestContainerdRestartMidBatch(t *testing.T) {
 	ctrd := testcontainerd.Start(t)
 	imgs, tags := junk(4 * remover.RecheckGroup)
-	imgs[0].Files, imgs[0].Entrypoint = map[string][]byte{"pause": testcontainerd.Pause(t)}, []string{"/pause"}
-	late := testcontainerd.Image{Tags: []string{"example.com/fault/late:1"}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 64}
+	imgs[0].Files, imgs[0].Entrypoint = map[string][]byte{"pause": testimage.Pause(t)}, []string{"/pause"}
+	late := testimage.Image{Tags: []string{"example.com/fault/late:1"}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 64}
 	ctrd.Import(t, append(imgs, late)...)
 	ctrd.RunContainer(t, "running", tags[0])
 
@@ -105,7 +106,7 @@ func TestContainerdRestartMidBatch(t *testing.T) {
 		t.Errorf("node error %v", nodeErr)
 	}
 	for _, r := range results {
-		if r.Outcome == remover.Removed && (r.Target == tags[0] || r.Target == "example.com/fault/late:1") {
+		if r.Outcome == workerresult.Removed && (r.Target == tags[0] || r.Target == "example.com/fault/late:1") {
 			t.Errorf("%s is used by a container but was removed", r.Target)
 		}
 	}
@@ -150,7 +151,7 @@ func TestHungRuntime(t *testing.T) {
 		t.Errorf("the run took %v with a hung runtime; the per-call timeout is 2s", took)
 	}
 	for _, r := range results {
-		if r.Outcome != remover.Failed || !strings.Contains(r.Detail, "DeadlineExceeded") || !strings.Contains(r.Detail, "image kept") {
+		if r.Outcome != workerresult.Failed || !strings.Contains(r.Detail, "DeadlineExceeded") || !strings.Contains(r.Detail, "image kept") {
 			t.Errorf("%s: %s %q, want failed on the deadline, image kept", r.Target, r.Outcome, r.Detail)
 		}
 	}

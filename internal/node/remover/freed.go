@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
@@ -79,7 +79,7 @@ func probeFreed(ctx context.Context, opts Options, disk *retention.Disk) *freedP
 // what they should have. It returns containerd's records as read after the
 // removals, when it read them, for the leftover search to judge (nil
 // otherwise: the search reads them itself).
-func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, results []Result) (*workerresult.Freed, *ctrdrecords.Records) {
+func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, results []Result) (*workerresult.Freed, *containerdrecords.Records) {
 	removed := removedImages(s, results)
 	if len(removed) == 0 {
 		return nil, nil
@@ -106,7 +106,7 @@ func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, resu
 		disk = &d
 	}
 	var after footprint.Store
-	var handed *ctrdrecords.Records
+	var handed *containerdrecords.Records
 	if opts.Footprint != nil && p.records != nil {
 		var err error
 		if after, handed, err = readAfter(ctx, opts); err != nil {
@@ -137,7 +137,7 @@ func (p *freedProbe) finish(ctx context.Context, opts Options, s *Snapshot, resu
 // readAfter reads the runtime's records after the removals: containerd's
 // through opts.ContainerdRecords when set, so that the same reading serves
 // the leftover search, which would read every namespace again.
-func readAfter(ctx context.Context, opts Options) (footprint.Store, *ctrdrecords.Records, error) {
+func readAfter(ctx context.Context, opts Options) (footprint.Store, *containerdrecords.Records, error) {
 	if opts.ContainerdRecords == nil {
 		s, err := opts.Footprint(ctx)
 		return s, nil, err
@@ -161,7 +161,7 @@ func joinNote(a, b string) string {
 func removedImages(s *Snapshot, results []Result) []cri.Image {
 	want := map[string]bool{}
 	for _, r := range results {
-		if r.Outcome == Removed && r.ImageID != "" {
+		if r.Outcome == workerresult.Removed && r.ImageID != "" {
 			want[r.ImageID] = true
 		}
 	}
@@ -256,7 +256,9 @@ func SetFreedMeters(opts *Options, client *cri.Client, imageFsPath, imageStore s
 	case client.RuntimeName == "containerd":
 		address := client.Address
 		opts.Footprint = footprint.Containerd(address, reclaim.CRINamespace)
-		opts.ContainerdRecords = func(ctx context.Context) (ctrdrecords.Records, error) { return ctrdrecords.Read(ctx, address) }
+		opts.ContainerdRecords = func(ctx context.Context) (containerdrecords.Records, error) {
+			return containerdrecords.Read(ctx, address)
+		}
 	case imageStore != "":
 		opts.Footprint = footprint.CRIO(imageStore)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
@@ -206,24 +206,24 @@ func TestRunReadsContainerdOnce(t *testing.T) {
 			rt := &fakeRuntime{images: []cri.Image{{ID: id('a'), Tags: []string{"a:1"}}, {ID: id('b'), Tags: []string{"b:1"}}, {ID: id('k'), Tags: []string{"k:1"}}}}
 			var events []string
 			reads := 0
-			read := func(ctx context.Context) (ctrdrecords.Records, error) {
+			read := func(ctx context.Context) (containerdrecords.Records, error) {
 				reads++
 				if reads == 1 && c.firstFails {
 					events = append(events, "read 1 failed")
-					return ctrdrecords.Records{}, errors.New("containerd is restarting")
+					return containerdrecords.Records{}, errors.New("containerd is restarting")
 				}
 				rt.mu.Lock()
 				removed := len(rt.removed)
 				rt.mu.Unlock()
 				events = append(events, fmt.Sprintf("read %d, %d removed", reads, removed))
 				imgs, _ := rt.ListImages(ctx)
-				k8s := ctrdrecords.Namespace{Name: reclaim.CRINamespace}
+				k8s := containerdrecords.Namespace{Name: reclaim.CRINamespace}
 				for _, img := range imgs {
-					k8s.Images = append(k8s.Images, ctrdrecords.Image{Name: img.Tags[0], Target: img.ID})
+					k8s.Images = append(k8s.Images, containerdrecords.Image{Name: img.Tags[0], Target: img.ID})
 				}
 				// An image of another namespace names the reading.
-				marker := ctrdrecords.Namespace{Name: fmt.Sprintf("read-%d", reads), Images: []ctrdrecords.Image{{Name: "x:1", Target: id('x')}}}
-				return ctrdrecords.Records{Namespaces: []ctrdrecords.Namespace{k8s, marker}}, nil
+				marker := containerdrecords.Namespace{Name: fmt.Sprintf("read-%d", reads), Images: []containerdrecords.Image{{Name: "x:1", Target: id('x')}}}
+				return containerdrecords.Records{Namespaces: []containerdrecords.Namespace{k8s, marker}}, nil
 			}
 			opts := Options{DryRun: c.dryRun, ContainerdRecords: read,
 				Footprint: func(ctx context.Context) (footprint.Store, error) {
@@ -240,7 +240,7 @@ func TestRunReadsContainerdOnce(t *testing.T) {
 				}
 			}
 			if !c.noLeftovers {
-				opts.Leftovers = func(_ context.Context, _ protect.Policy, _ bool, handed *ctrdrecords.Records) ([]reclaim.Result, error) {
+				opts.Leftovers = func(_ context.Context, _ protect.Policy, _ bool, handed *containerdrecords.Records) ([]reclaim.Result, error) {
 					found, err := search(handed, reclaim.DefaultAges, time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
 						r, err := read(context.Background())
 						return reclaim.InContainerd(r, reclaim.DefaultAges, now), err

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
@@ -70,7 +70,7 @@ func kindNames() []string {
 // the node of client, protected as removals are; nil when off.
 // measure reads the image filesystem where the run sees it (MeasureFreed),
 // nil where not: what the sweep of containerd's stores frees is told by it.
-func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error), error) {
+func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure func(context.Context) (retention.Disk, error)) (func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error), error) {
 	kinds, err := reclaim.ParseKinds(f.Reclaim)
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
@@ -90,7 +90,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 			namespaces[ns] = true
 		}
 	}
-	return func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error) {
+	return func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error) {
 		found, err := search(read, f.Ages(), time.Now(), func(now time.Time) ([]leftover.Leftover, error) {
 			return reclaim.Find(ctx, client, imageStore, f.Ages(), now)
 		})
@@ -111,7 +111,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 
 // search finds the leftovers in containerd's records the run read after
 // its removals, when it did, else through a reading of its own (find).
-func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
+func search(read *containerdrecords.Records, ages reclaim.Ages, now time.Time, find func(now time.Time) ([]leftover.Leftover, error)) ([]leftover.Leftover, error) {
 	if read != nil {
 		return reclaim.InContainerd(*read, ages, now), nil
 	}
@@ -121,7 +121,7 @@ func search(read *ctrdrecords.Records, ages reclaim.Ages, now time.Time, find fu
 // leftovers runs the step and logs each leftover as a result line, for the
 // node's report; read is containerd's records as read after the removals,
 // or nil.
-func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *ctrdrecords.Records) *workerresult.Leftovers {
+func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *containerdrecords.Records) *workerresult.Leftovers {
 	if opts.Leftovers == nil {
 		return nil
 	}

@@ -17,31 +17,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Outcome is what happened to one target or image.
-type Outcome = workerresult.Outcome
-
-// The outcomes, as they appear in logs and in the summary
-// (workerresult defines them, for the manager reads them too).
-const (
-	Removed       = workerresult.Removed
-	InUse         = workerresult.InUse
-	Pinned        = workerresult.Pinned
-	Excluded      = workerresult.Excluded
-	Referenced    = workerresult.Referenced
-	NotRepullable = workerresult.NotRepullable
-	TooYoung      = workerresult.TooYoung
-	RecentlyUsed  = workerresult.RecentlyUsed
-	NotNeeded     = workerresult.NotNeeded
-	NotOnNode     = workerresult.NotOnNode
-	// Refused: see judgeRemoval.
-	Refused = workerresult.Refused
-	Failed  = workerresult.Failed
-	Invalid = workerresult.Invalid
-)
-
-// Outcomes lists every outcome in a stable order.
-var Outcomes = workerresult.Outcomes
-
 // Targets are what to remove.
 type Targets struct {
 	// All selects every unprotected image old enough ("*").
@@ -74,7 +49,7 @@ func ParseTargets(entries []string) (Targets, []Result) {
 		}
 		r, err := imageref.Parse(e)
 		if err != nil {
-			invalid = append(invalid, Result{Target: e, Outcome: Invalid, Detail: err.Error()})
+			invalid = append(invalid, Result{Target: e, Outcome: workerresult.Invalid, Detail: err.Error()})
 			continue
 		}
 		t.Refs = append(t.Refs, r)
@@ -90,7 +65,8 @@ type Result struct {
 	// ImageID and Names identify the image, when one matched.
 	ImageID string
 	Names   []string
-	Outcome Outcome
+	// Outcome is what happened to it (Refused: see judgeRemoval).
+	Outcome workerresult.Outcome
 	// Bytes is the image's size: freed when Removed.
 	Bytes  uint64
 	Detail string
@@ -229,7 +205,9 @@ type Age struct {
 	Arrived, LastUsed, FirstSeen time.Time
 }
 
-// Retention is the retention policy's part of a plan.
+// Retention is what a plan is told besides the snapshot and its targets:
+// the retention policy, the images' ages and the disk, and what the chain's
+// cluster-aware rules are told.
 type Retention struct {
 	Settings retention.Settings
 	Now      time.Time
@@ -239,14 +217,19 @@ type Retention struct {
 	Disk *retention.Disk
 	// AgeSource is where Ages came from (NodeAges).
 	AgeSource string
-	// Protection keeps images from the automatic policies.
-	Protection Protection
+	// Cluster is what the automatic policies' cluster-aware rules are told.
+	Cluster protect.Cluster
 }
 
-// Plan resolves targets against the snapshot and the retention policy. It
-// returns the images to remove (each once, however many entries name it),
-// the results of every target or candidate that resolves to nothing to do,
-// and the candidates the disk policy may still take in a later round.
+// Plan resolves targets against the snapshot in three steps, each
+// another package's decision: protect's chain keeps what must stay (its
+// rules of every removal were applied when the node was read, its
+// automatic ones apply here to whatever an ImageList does not name); the
+// retention policy chooses among what the chain leaves; Run then asks
+// protect.UsedNow again right before each removal. Plan returns the images
+// to remove (each once, however many entries name it), the results of
+// every target or candidate that resolves to nothing to do, and the
+// candidates the disk policy may still take in a later round.
 func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Result, spare []retention.Candidate) {
 	// Per image, by index (slices, not maps: tens of thousands of images
 	// under a 30Mi limit): whether considered, the entry that named it
@@ -259,7 +242,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	// run with no scanner or with a policy of its own), not only the
 	// scanner's choices.
 	auto := t.All || (t.Scheduled && (!t.Scanned || r.Settings.Choosing()))
-	// consider adds image i as a candidate, or its result when protected.
+	// consider adds image i as a candidate, or its result when protect's
+	// chain keeps it.
 	consider := func(i int, entry string, listed, vulnerable bool) {
 		if seen[i] {
 			return
@@ -285,7 +269,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	for n, ref := range t.Refs {
 		idx := s.lookup(ref.String())
 		if len(idx) == 0 {
-			results = append(results, Result{Target: t.Entries[n], Outcome: NotOnNode})
+			results = append(results, Result{Target: t.Entries[n], Outcome: workerresult.NotOnNode})
 			continue
 		}
 		for _, i := range idx {

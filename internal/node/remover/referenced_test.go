@@ -15,6 +15,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/references"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // TestProtectionDecides: what the cluster-aware protections keep, from
@@ -33,11 +34,11 @@ func TestProtectionDecides(t *testing.T) {
 	images := []cri.Image{web, job, free, imported, local, dangling}
 	nodeRefs := []references.Ref{{Image: "web:1", Owner: "Pod shop/web-0"}}
 	clusterRefs := []references.Ref{{Image: "registry:5000/team/job@" + job.Digests[0][len("registry:5000/team/job@"):], Owner: "CronJob batch/nightly"}}
-	all := Protection{Referenced: true, KeepNotRepullable: true, RemoveVulnerable: true}
+	all := protect.Cluster{Read: true, KeepNotRepullable: true, RemoveVulnerable: true}
 	type outcome struct{ Outcome, Detail string }
 	cases := map[string]struct {
 		targets    Targets
-		protection Protection
+		protection protect.Cluster
 		want       map[string]outcome
 	}{
 		`"*" keeps what the cluster references and what cannot be pulled back`: {
@@ -63,7 +64,7 @@ func TestProtectionDecides(t *testing.T) {
 			want: map[string]outcome{web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"removed", ""}, imported.ID: {"not re-pullable", "no repository digest"}},
 		},
 		"removeVulnerableReferenced false keeps it": {
-			targets: scanned(images, job), protection: Protection{Referenced: true, KeepNotRepullable: true},
+			targets: scanned(images, job), protection: protect.Cluster{Read: true, KeepNotRepullable: true},
 			want: map[string]outcome{job.ID: {"referenced", "referenced by CronJob batch/nightly"}},
 		},
 		"protections off": {
@@ -71,18 +72,18 @@ func TestProtectionDecides(t *testing.T) {
 			want:    map[string]outcome{web.ID: {"removed", ""}, job.ID: {"removed", ""}, free.ID: {"removed", ""}, imported.ID: {"removed", ""}, local.ID: {"removed", ""}, dangling.ID: {"removed", ""}},
 		},
 		"a node set that did not fit keeps every image from the automatic policies": {
-			targets: Targets{All: true}, protection: Protection{Referenced: true, NodeIncomplete: true},
+			targets: Targets{All: true}, protection: protect.Cluster{Read: true, NodeIncomplete: true},
 			want: map[string]outcome{web.ID: {"referenced", ""}, job.ID: {"referenced", ""}, free.ID: {"referenced", ""}, imported.ID: {"referenced", ""}, local.ID: {"referenced", ""}, dangling.ID: {"referenced", ""}},
 		},
 		"a cluster set written incomplete keeps every image from the automatic policies": {
-			targets: Targets{All: true}, protection: Protection{Referenced: true, ClusterIncomplete: true},
+			targets: Targets{All: true}, protection: protect.Cluster{Read: true, ClusterIncomplete: true},
 			want: map[string]outcome{
 				web.ID: {"referenced", "pod shop/web-0 on this node"}, job.ID: {"referenced", "referenced by CronJob batch/nightly"},
 				free.ID: {"referenced", "the cluster's references could not be written whole for this run"}, imported.ID: {"referenced", "the cluster's references could not be written whole for this run"}, local.ID: {"referenced", "the cluster's references could not be written whole for this run"}, dangling.ID: {"referenced", "the cluster's references could not be written whole for this run"},
 			},
 		},
 		"an ImageList entry still removes what a cluster set written incomplete keeps": {
-			targets: mustTargets(t, job.Tags[0]), protection: Protection{Referenced: true, ClusterIncomplete: true},
+			targets: mustTargets(t, job.Tags[0]), protection: protect.Cluster{Read: true, ClusterIncomplete: true},
 			want: map[string]outcome{job.ID: {"removed", ""}},
 		},
 	}
@@ -95,7 +96,7 @@ func TestProtectionDecides(t *testing.T) {
 			for _, r := range clusterRefs {
 				s.Refer(r, false)
 			}
-			remove, results, _ := Plan(s, tc.targets, Retention{Settings: retention.Settings{}, Now: time.Now(), Protection: tc.protection})
+			remove, results, _ := Plan(s, tc.targets, Retention{Settings: retention.Settings{}, Now: time.Now(), Cluster: tc.protection})
 			got := map[string]outcome{}
 			for _, rm := range remove {
 				got[s.Images[rm.Image].ID] = outcome{"removed", ""}
@@ -103,11 +104,11 @@ func TestProtectionDecides(t *testing.T) {
 			for _, res := range results {
 				o := outcome{string(res.Outcome), res.Detail}
 				switch {
-				case res.Outcome == NotRepullable, res.Outcome == Referenced && tc.protection.ClusterIncomplete:
+				case res.Outcome == workerresult.NotRepullable, res.Outcome == workerresult.Referenced && tc.protection.ClusterIncomplete:
 					// What the runtime shows, or what is missing; the
 					// rest is the same for all (protect's tests pin it).
 					o.Detail, _, _ = strings.Cut(res.Detail, ":")
-				case res.Outcome == Referenced && tc.protection.NodeIncomplete:
+				case res.Outcome == workerresult.Referenced && tc.protection.NodeIncomplete:
 					o.Detail = ""
 				}
 				got[res.ImageID] = o
@@ -174,7 +175,7 @@ func TestNoWorkloadImageIsPlannedByAnAutomaticPolicy(t *testing.T) {
 				}
 			}
 		}
-		p := Protection{Referenced: true, KeepNotRepullable: true, RemoveVulnerable: r.IntN(2) == 0}
+		p := protect.Cluster{Read: true, KeepNotRepullable: true, RemoveVulnerable: r.IntN(2) == 0}
 		var targets Targets
 		switch r.IntN(3) {
 		case 0:
@@ -191,7 +192,7 @@ func TestNoWorkloadImageIsPlannedByAnAutomaticPolicy(t *testing.T) {
 			targets = scanned(images, handed...)
 		}
 		disk := &retention.Disk{Capacity: 100, Available: 0}
-		remove, _, spare := Plan(s, targets, Retention{Settings: settings[r.IntN(len(settings))], Now: time.Now().Add(1000 * time.Hour), Disk: disk, Protection: p})
+		remove, _, spare := Plan(s, targets, Retention{Settings: settings[r.IntN(len(settings))], Now: time.Now().Add(1000 * time.Hour), Disk: disk, Cluster: p})
 		planned := map[int]retention.Policy{}
 		for _, rm := range remove {
 			planned[rm.Image] = rm.Policy

@@ -39,7 +39,7 @@ func running(name, image string) cri.Container {
 type outcome struct {
 	Target  string
 	Image   string
-	Outcome Outcome
+	Outcome workerresult.Outcome
 }
 
 func outcomes(results []Result) []outcome {
@@ -65,44 +65,44 @@ func TestRun(t *testing.T) {
 		wantGone   []string
 	}{
 		"nothing":      {entries: nil},
-		"not on node":  {entries: []string{"busybox:1"}, want: []outcome{{"busybox:1", "", NotOnNode}}},
-		"by short tag": {entries: []string{"alpine:3.19"}, want: []outcome{{"alpine:3.19", id('a'), Removed}}, wantGone: []string{id('a')}},
-		"by id":        {entries: []string{id('c')}, want: []outcome{{id('c'), id('c'), Removed}}, wantGone: []string{id('c')}},
+		"not on node":  {entries: []string{"busybox:1"}, want: []outcome{{"busybox:1", "", workerresult.NotOnNode}}},
+		"by short tag": {entries: []string{"alpine:3.19"}, want: []outcome{{"alpine:3.19", id('a'), workerresult.Removed}}, wantGone: []string{id('a')}},
+		"by id":        {entries: []string{id('c')}, want: []outcome{{id('c'), id('c'), workerresult.Removed}}, wantGone: []string{id('c')}},
 		"by repo digest": {entries: []string{"nginx@" + id('d')},
-			want: []outcome{{"nginx@" + id('d'), id('b'), Removed}}, wantGone: []string{id('b')}},
+			want: []outcome{{"nginx@" + id('d'), id('b'), workerresult.Removed}}, wantGone: []string{id('b')}},
 		"two tags one image": {entries: []string{"alpine:3.19", "docker.io/library/alpine:latest"},
-			want: []outcome{{"alpine:3.19", id('a'), Removed}}, wantGone: []string{id('a')}},
+			want: []outcome{{"alpine:3.19", id('a'), workerresult.Removed}}, wantGone: []string{id('a')}},
 		"subset": {entries: []string{"alpine:3.19", "quay.io/org/redis:7", "ghost:1"},
-			want:     []outcome{{"alpine:3.19", id('a'), Removed}, {"ghost:1", "", NotOnNode}, {"quay.io/org/redis:7", id('c'), Removed}},
+			want:     []outcome{{"alpine:3.19", id('a'), workerresult.Removed}, {"ghost:1", "", workerresult.NotOnNode}, {"quay.io/org/redis:7", id('c'), workerresult.Removed}},
 			wantGone: []string{id('a'), id('c')}},
 		"running by tag": {entries: []string{"nginx:1.27"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")},
-			want: []outcome{{"nginx:1.27", id('b'), InUse}}},
+			want: []outcome{{"nginx:1.27", id('b'), workerresult.InUse}}},
 		"running by id only": {entries: []string{"nginx:1.27"}, containers: []cri.Container{{Name: "web", Image: id('b'), ImageRef: id('b')}},
-			want: []outcome{{"nginx:1.27", id('b'), InUse}}},
+			want: []outcome{{"nginx:1.27", id('b'), workerresult.InUse}}},
 		"exited container protects": {entries: []string{"alpine"}, containers: []cri.Container{{Name: "job", State: "CONTAINER_EXITED", ImageRef: id('a')}},
-			want: []outcome{{"alpine", id('a'), InUse}}},
-		"pinned":  {entries: []string{"registry.example.com/agent:1"}, want: []outcome{{"registry.example.com/agent:1", id('f'), Pinned}}},
-		"sandbox": {entries: []string{"registry.k8s.io/pause:3.10"}, want: []outcome{{"registry.k8s.io/pause:3.10", id('e'), Pinned}}},
+			want: []outcome{{"alpine", id('a'), workerresult.InUse}}},
+		"pinned":  {entries: []string{"registry.example.com/agent:1"}, want: []outcome{{"registry.example.com/agent:1", id('f'), workerresult.Pinned}}},
+		"sandbox": {entries: []string{"registry.k8s.io/pause:3.10"}, want: []outcome{{"registry.k8s.io/pause:3.10", id('e'), workerresult.Pinned}}},
 		"excluded exact": {entries: []string{"alpine:3.19"}, exclusions: []string{"docker.io/library/alpine:3.19"},
-			want: []outcome{{"alpine:3.19", id('a'), Excluded}}},
+			want: []outcome{{"alpine:3.19", id('a'), workerresult.Excluded}}},
 		"excluded wildcard": {entries: []string{"quay.io/org/redis:7"}, exclusions: []string{"quay.io/*"},
-			want: []outcome{{"quay.io/org/redis:7", id('c'), Excluded}}},
+			want: []outcome{{"quay.io/org/redis:7", id('c'), workerresult.Excluded}}},
 		"prune all": {entries: []string{"*"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")}, exclusions: []string{"alpine:*"},
 			want: []outcome{
-				{id('9'), id('9'), Removed}, {id('a'), id('a'), Excluded}, {id('b'), id('b'), InUse},
-				{id('c'), id('c'), Removed}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+				{id('9'), id('9'), workerresult.Removed}, {id('a'), id('a'), workerresult.Excluded}, {id('b'), id('b'), workerresult.InUse},
+				{id('c'), id('c'), workerresult.Removed}, {id('e'), id('e'), workerresult.Pinned}, {id('f'), id('f'), workerresult.Pinned},
 			},
 			wantGone: []string{id('9'), id('c')}},
 		"prune plus explicit": {entries: []string{"alpine:3.19", "*"}, containers: []cri.Container{running("web", "docker.io/library/nginx:1.27")},
 			want: []outcome{
-				{"alpine:3.19", id('a'), Removed}, {id('9'), id('9'), Removed}, {id('b'), id('b'), InUse},
-				{id('c'), id('c'), Removed}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+				{"alpine:3.19", id('a'), workerresult.Removed}, {id('9'), id('9'), workerresult.Removed}, {id('b'), id('b'), workerresult.InUse},
+				{id('c'), id('c'), workerresult.Removed}, {id('e'), id('e'), workerresult.Pinned}, {id('f'), id('f'), workerresult.Pinned},
 			},
 			wantGone: []string{id('9'), id('a'), id('c')}},
 		"exclude everything": {entries: []string{"*"}, exclusions: []string{"*"},
 			want: []outcome{
-				{id('9'), id('9'), Excluded}, {id('a'), id('a'), Excluded}, {id('b'), id('b'), Excluded},
-				{id('c'), id('c'), Excluded}, {id('e'), id('e'), Pinned}, {id('f'), id('f'), Pinned},
+				{id('9'), id('9'), workerresult.Excluded}, {id('a'), id('a'), workerresult.Excluded}, {id('b'), id('b'), workerresult.Excluded},
+				{id('c'), id('c'), workerresult.Excluded}, {id('e'), id('e'), workerresult.Pinned}, {id('f'), id('f'), workerresult.Pinned},
 			}},
 	}
 	for name, tc := range cases {
@@ -149,7 +149,7 @@ func TestRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		if r.ImageID == id('c') && r.Outcome != InUse {
+		if r.ImageID == id('c') && r.Outcome != workerresult.InUse {
 			t.Errorf("redis: %s, want in use", r.Outcome)
 		}
 	}
@@ -173,7 +173,7 @@ func TestRecheckFailureKeepsImages(t *testing.T) {
 		t.Errorf("removed %v without a re-check", rt.removed)
 	}
 	for _, r := range results {
-		if r.Outcome == Removed {
+		if r.Outcome == workerresult.Removed {
 			t.Errorf("%s reported removed", r.Target)
 		}
 	}
@@ -300,7 +300,7 @@ func TestSandboxImageSources(t *testing.T) {
 			}
 			kept := map[string]string{}
 			for _, r := range results {
-				if r.Outcome == Pinned && r.ImageID != id('f') {
+				if r.Outcome == workerresult.Pinned && r.ImageID != id('f') {
 					kept[r.ImageID] = r.Detail
 				}
 			}
@@ -378,7 +378,7 @@ func TestSlowRecheckKeepsImages(t *testing.T) {
 	if len(rt.removed) != 0 {
 		t.Errorf("removed %v on a stale re-check", rt.removed)
 	}
-	if len(results) != 1 || results[0].Outcome != Failed || !strings.Contains(results[0].Detail, "image kept") {
+	if len(results) != 1 || results[0].Outcome != workerresult.Failed || !strings.Contains(results[0].Detail, "image kept") {
 		t.Errorf("results %+v", results)
 	}
 }

@@ -71,9 +71,9 @@ func TestMinimumAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []outcome{
-		{"docker.io/library/nginx:1.27", nginx.ID, Removed},
-		{alpine.ID, alpine.ID, Removed},
-		{redis.ID, redis.ID, TooYoung},
+		{"docker.io/library/nginx:1.27", nginx.ID, workerresult.Removed},
+		{alpine.ID, alpine.ID, workerresult.Removed},
+		{redis.ID, redis.ID, workerresult.TooYoung},
 	}
 	if diff := cmp.Diff(want, outcomes(results)); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -96,7 +96,7 @@ func TestNoRuntimeTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, TooYoung}, {nginx.ID, nginx.ID, TooYoung}}, outcomes(results)); diff != "" {
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, workerresult.TooYoung}, {nginx.ID, nginx.ID, workerresult.TooYoung}}, outcomes(results)); diff != "" {
 		t.Errorf("first run (-want +got):\n%s", diff)
 	}
 	if opts.Info.AgeSource != AgeFirstSeen {
@@ -107,7 +107,7 @@ func TestNoRuntimeTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, Removed}, {nginx.ID, nginx.ID, Removed}}, outcomes(results)); diff != "" {
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, workerresult.Removed}, {nginx.ID, nginx.ID, workerresult.Removed}}, outcomes(results)); diff != "" {
 		t.Errorf("two hours later (-want +got):\n%s", diff)
 	}
 }
@@ -133,20 +133,20 @@ func TestUnusedForAcrossRuns(t *testing.T) {
 		return outcomes(results)
 	}
 	// First run: no history, nothing is known to be unused for 30 days.
-	want := []outcome{{alpine.ID, alpine.ID, RecentlyUsed}, {nginx.ID, nginx.ID, InUse}, {redis.ID, redis.ID, RecentlyUsed}}
+	want := []outcome{{alpine.ID, alpine.ID, workerresult.RecentlyUsed}, {nginx.ID, nginx.ID, workerresult.InUse}, {redis.ID, redis.ID, workerresult.RecentlyUsed}}
 	if diff := cmp.Diff(want, run(t0)); diff != "" {
 		t.Errorf("first run (-want +got):\n%s", diff)
 	}
 	// The container is garbage-collected; 20 days later nginx was used 20
 	// days ago, the others are unused for 20 days.
 	rt.containers = nil
-	want = []outcome{{alpine.ID, alpine.ID, RecentlyUsed}, {nginx.ID, nginx.ID, RecentlyUsed}, {redis.ID, redis.ID, RecentlyUsed}}
+	want = []outcome{{alpine.ID, alpine.ID, workerresult.RecentlyUsed}, {nginx.ID, nginx.ID, workerresult.RecentlyUsed}, {redis.ID, redis.ID, workerresult.RecentlyUsed}}
 	if diff := cmp.Diff(want, run(t0.Add(20*24*time.Hour))); diff != "" {
 		t.Errorf("day 20 (-want +got):\n%s", diff)
 	}
 	// Day 31: alpine and redis were unused since the first run; nginx
 	// since day 0 too (its last use was seen then).
-	want = []outcome{{alpine.ID, alpine.ID, Removed}, {nginx.ID, nginx.ID, Removed}, {redis.ID, redis.ID, Removed}}
+	want = []outcome{{alpine.ID, alpine.ID, workerresult.Removed}, {nginx.ID, nginx.ID, workerresult.Removed}, {redis.ID, redis.ID, workerresult.Removed}}
 	if diff := cmp.Diff(want, run(t0.Add(31*24*time.Hour))); diff != "" {
 		t.Errorf("day 31 (-want +got):\n%s", diff)
 	}
@@ -165,7 +165,7 @@ func TestScannerRunPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, Removed}, {redis.ID, redis.ID, TooYoung}}, outcomes(results)); diff != "" {
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, workerresult.Removed}, {redis.ID, redis.ID, workerresult.TooYoung}}, outcomes(results)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if results[len(results)-1].Policy != retention.Vulnerable {
@@ -293,7 +293,7 @@ func TestDiskPressureBelowThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, NotNeeded}, {nginx.ID, nginx.ID, NotNeeded}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, workerresult.NotNeeded}, {nginx.ID, nginx.ID, workerresult.NotNeeded}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
 		t.Errorf("below the threshold (-want +got):\n%s\nremoved %v", diff, fake.removed)
 	}
 	results, err = Run(context.Background(), rt, targets, Options{Retention: settings, Now: t0, MeasureDisk: at(850), DryRun: true})
@@ -301,7 +301,7 @@ func TestDiskPressureBelowThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 850 used: the older nginx (200) brings it to 650.
-	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, NotNeeded}, {nginx.ID, nginx.ID, Removed}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
+	if diff := cmp.Diff([]outcome{{alpine.ID, alpine.ID, workerresult.NotNeeded}, {nginx.ID, nginx.ID, workerresult.Removed}}, outcomes(results)); diff != "" || len(fake.removed) > 0 {
 		t.Errorf("dry run (-want +got):\n%s\nremoved %v", diff, fake.removed)
 	}
 }

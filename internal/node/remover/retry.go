@@ -3,6 +3,8 @@ package remover
 import (
 	"context"
 	"strings"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // noSpace is how a full disk reads in a runtime's answer: containerd and
@@ -13,7 +15,7 @@ const noSpace = "no space left on device"
 // was full: it could not write the deletion's own record (containerd's
 // metadata database, CRI-O's image index), so the image stayed.
 func refusedForRoom(r Result) bool {
-	return r.attempted && r.Outcome == Failed && r.err != nil && strings.Contains(r.err.Error(), noSpace)
+	return r.attempted && r.Outcome == workerresult.Failed && r.err != nil && strings.Contains(r.err.Error(), noSpace)
 }
 
 // retryRefusedForRoom issues once more the removals a full disk refused,

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // TestRetryRefusedForRoom: a removal a full disk refused is issued once
@@ -28,28 +29,28 @@ func TestRetryRefusedForRoom(t *testing.T) {
 	}{
 		"refused on a full disk while others went through": {
 			refuseOnce:   map[string]error{id('a'): full, id('b'): full},
-			want:         []outcome{{id('9'), id('9'), Removed}, {id('a'), id('a'), Removed}, {id('b'), id('b'), Removed}, {id('c'), id('c'), Removed}},
+			want:         []outcome{{id('9'), id('9'), workerresult.Removed}, {id('a'), id('a'), workerresult.Removed}, {id('b'), id('b'), workerresult.Removed}, {id('c'), id('c'), workerresult.Removed}},
 			wantAttempts: map[string]int{id('9'): 1, id('a'): 2, id('b'): 2, id('c'): 1},
 		},
 		"every removal refused: nothing freed room": {
 			refuse:       map[string]error{id('9'): full, id('a'): full, id('b'): full, id('c'): full},
-			want:         []outcome{{id('9'), id('9'), Failed}, {id('a'), id('a'), Failed}, {id('b'), id('b'), Failed}, {id('c'), id('c'), Failed}},
+			want:         []outcome{{id('9'), id('9'), workerresult.Failed}, {id('a'), id('a'), workerresult.Failed}, {id('b'), id('b'), workerresult.Failed}, {id('c'), id('c'), workerresult.Failed}},
 			wantAttempts: map[string]int{id('9'): 1, id('a'): 1, id('b'): 1, id('c'): 1},
 		},
 		"refused again": {
 			refuse:       map[string]error{id('a'): full},
-			want:         []outcome{{id('9'), id('9'), Removed}, {id('a'), id('a'), Failed}, {id('b'), id('b'), Removed}, {id('c'), id('c'), Removed}},
+			want:         []outcome{{id('9'), id('9'), workerresult.Removed}, {id('a'), id('a'), workerresult.Failed}, {id('b'), id('b'), workerresult.Removed}, {id('c'), id('c'), workerresult.Removed}},
 			wantAttempts: map[string]int{id('9'): 1, id('a'): 2, id('b'): 1, id('c'): 1},
 		},
 		"another failure is not retried": {
 			refuseOnce:   map[string]error{id('a'): errors.New("rpc error: code = Unknown desc = disk on fire")},
-			want:         []outcome{{id('9'), id('9'), Removed}, {id('a'), id('a'), Failed}, {id('b'), id('b'), Removed}, {id('c'), id('c'), Removed}},
+			want:         []outcome{{id('9'), id('9'), workerresult.Removed}, {id('a'), id('a'), workerresult.Failed}, {id('b'), id('b'), workerresult.Removed}, {id('c'), id('c'), workerresult.Removed}},
 			wantAttempts: map[string]int{id('9'): 1, id('a'): 1, id('b'): 1, id('c'): 1},
 		},
 		"used by a container started before the retry": {
 			refuseOnce:        map[string]error{id('a'): full},
 			startsBeforeRetry: &cri.Container{Name: "late", State: "CONTAINER_RUNNING", ImageRef: id('a')},
-			want:              []outcome{{id('9'), id('9'), Removed}, {id('a'), id('a'), InUse}, {id('b'), id('b'), Removed}, {id('c'), id('c'), Removed}},
+			want:              []outcome{{id('9'), id('9'), workerresult.Removed}, {id('a'), id('a'), workerresult.InUse}, {id('b'), id('b'), workerresult.Removed}, {id('c'), id('c'), workerresult.Removed}},
 			wantAttempts:      map[string]int{id('9'): 1, id('b'): 1, id('c'): 1, id('a'): 1},
 		},
 	}
@@ -73,7 +74,7 @@ func TestRetryRefusedForRoom(t *testing.T) {
 			}
 			var got []outcome
 			for _, o := range outcomes(results) {
-				if o.Outcome != Pinned {
+				if o.Outcome != workerresult.Pinned {
 					got = append(got, o)
 				}
 			}

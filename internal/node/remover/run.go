@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/ctrdrecords"
 	"github.com/eraser-oss/eraser/internal/node/footprint"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/node/protect"
@@ -81,20 +81,17 @@ type Options struct {
 	// containerd's: the reading after the removals is taken through it,
 	// once for both the bytes they freed and the leftover search. nil:
 	// each reads for itself.
-	ContainerdRecords func(ctx context.Context) (ctrdrecords.Records, error)
+	ContainerdRecords func(ctx context.Context) (containerdrecords.Records, error)
 	// Leftovers finds what removals left on the runtime once the run's
 	// removals are done, and reclaims what its policy takes, protected by
 	// the run's policy; nil: not looked for (LeftoverFlags.Leftovers).
 	// read is containerd's records as read after the removals, when the
 	// run read them, or nil: it reads the runtime's records itself.
-	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *ctrdrecords.Records) ([]reclaim.Result, error)
-	// References is the directory of the cluster's references (the pod's
-	// mounts, references.ReadDir); "" keeps no referenced images. Protection
-	// says what else keeps images from the automatic policies; its
-	// Referenced, NodeIncomplete and ClusterIncomplete are set from what is
-	// read.
-	References string
-	Protection Protection
+	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error)
+	// Protection is the automatic policies' cluster-aware rules' switches
+	// and the directory of the cluster's references (references.ReadDir)
+	// the run reads for them.
+	Protection protect.Flags
 }
 
 // ReadNode reads the node (images, containers, sandbox images) and judges
@@ -217,8 +214,8 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
 	planStart := time.Now()
-	r := Retention{Settings: opts.Retention, Now: opts.Now, Protection: opts.Protection}
-	if err := protection(snap, &r.Protection, opts, info); err != nil {
+	r := Retention{Settings: opts.Retention, Now: opts.Now, Cluster: opts.Protection.Cluster()}
+	if err := readCluster(snap, &r.Cluster, opts, info); err != nil {
 		return nil, err
 	}
 	var save func() error
@@ -280,7 +277,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
 	}
-	var read *ctrdrecords.Records
+	var read *containerdrecords.Records
 	if info.Freed, read = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {
 		opts.Log.Warn("the image filesystem gained other than the removals should have freed", "expectedBytes", info.Freed.ExpectedBytes, "measuredBytes", info.Freed.MeasuredBytes, "measuredBy", info.Freed.MeasuredBy, "cause", info.Freed.Note)
 	}
@@ -359,9 +356,9 @@ func finish(g *group) {
 		g.results[n].attempted, g.results[n].err = true, err
 		// Provisional until settle has seen the node after the removals.
 		if err != nil {
-			g.results[n].Outcome, g.results[n].Detail = Failed, err.Error()
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Failed, err.Error()
 		} else {
-			g.results[n].Outcome = Removed
+			g.results[n].Outcome = workerresult.Removed
 		}
 	}
 }
@@ -377,7 +374,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 	}
 	fail := func(detail string) *group {
 		for n := range g.results {
-			g.results[n].Outcome, g.results[n].Detail = Failed, detail
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Failed, detail
 		}
 		return g
 	}
@@ -397,7 +394,7 @@ func startGroup(ctx context.Context, rt Runtime, s *Snapshot, batch []Removal, d
 			continue
 		}
 		if dryRun {
-			g.results[n].Outcome, g.results[n].Detail = Removed, strings.TrimSuffix("dry run; "+g.results[n].Detail, "; ")
+			g.results[n].Outcome, g.results[n].Detail = workerresult.Removed, strings.TrimSuffix("dry run; "+g.results[n].Detail, "; ")
 			continue
 		}
 		ids = append(ids, g.results[n].ImageID)

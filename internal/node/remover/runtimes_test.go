@@ -10,7 +10,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/testing/noderuntime"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // lateStarter is the real runtime, except that right after the remover has
@@ -35,10 +36,10 @@ func TestContainerStartedAfterCollectionKeepsImage(t *testing.T) {
 }
 
 func containerStartedAfterCollection(t *testing.T, node noderuntime.Node) {
-	pause := testcontainerd.Pause(t)
+	pause := testimage.Pause(t)
 	node.Import(t,
-		testcontainerd.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},
-		testcontainerd.Image{Tags: []string{"example.com/idle:1"}, RandomBytes: 512},
+		testimage.Image{Tags: []string{"example.com/late:1"}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}, RandomBytes: 512},
+		testimage.Image{Tags: []string{"example.com/idle:1"}, RandomBytes: 512},
 	)
 	rt := &lateStarter{Client: node.Client(t)}
 	rt.start = func() { node.RunContainer(t, "late", "example.com/late:1") }
@@ -48,11 +49,11 @@ func containerStartedAfterCollection(t *testing.T, node noderuntime.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]remover.Outcome{}
+	got := map[string]workerresult.Outcome{}
 	for _, r := range results {
 		got[r.Target] = r.Outcome
 	}
-	if got["example.com/late:1"] != remover.InUse || got["example.com/idle:1"] != remover.Removed {
+	if got["example.com/late:1"] != workerresult.InUse || got["example.com/idle:1"] != workerresult.Removed {
 		t.Errorf("outcomes %v: the late container's image must be kept, the idle one removed", got)
 	}
 	present := node.ImageIDs(t)

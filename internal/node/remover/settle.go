@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // presence is what the image listing taken after the removals says of one
@@ -58,25 +59,25 @@ var permanentCodes = map[codes.Code]bool{
 // every later run too, until it restarts, so failing the node for it would
 // fail every run for ever under successRatio 1.0, where upstream counted
 // the node done.
-func judgeRemoval(err error, after presence, inUse bool) (Outcome, string) {
+func judgeRemoval(err error, after presence, inUse bool) (workerresult.Outcome, string) {
 	switch {
 	case after == presenceGone && err == nil:
-		return Removed, ""
+		return workerresult.Removed, ""
 	case after == presenceGone:
-		return Removed, fmt.Sprintf("the runtime answered %v, but the image is gone", err)
+		return workerresult.Removed, fmt.Sprintf("the runtime answered %v, but the image is gone", err)
 	case inUse && err == nil:
-		return InUse, "pulled again and used by a container that started during the run"
+		return workerresult.InUse, "pulled again and used by a container that started during the run"
 	case inUse:
-		return InUse, fmt.Sprintf("a container started from it during the removal; the runtime answered %v", err)
+		return workerresult.InUse, fmt.Sprintf("a container started from it during the removal; the runtime answered %v", err)
 	case err == nil && after == presenceListed:
-		return Refused, "the runtime answered that it removed the image but still lists it; " +
+		return workerresult.Refused, "the runtime answered that it removed the image but still lists it; " +
 			"it does so again on every run until it restarts (containerd does this for some side-loaded images)"
 	case err == nil:
-		return Removed, ""
+		return workerresult.Removed, ""
 	case permanentCodes[status.Code(err)]:
-		return Refused, fmt.Sprintf("the runtime refused for good (%s, which retrying does not change): %v", status.Code(err), err)
+		return workerresult.Refused, fmt.Sprintf("the runtime refused for good (%s, which retrying does not change): %v", status.Code(err), err)
 	}
-	return Failed, err.Error()
+	return workerresult.Failed, err.Error()
 }
 
 // settle judges the removals of a run once all were answered: one
@@ -105,7 +106,7 @@ func settle(ctx context.Context, rt Runtime, results []Result, log *slog.Logger)
 		r := &results[i]
 		outcome, detail := judgeRemoval(r.err, after, inUse)
 		r.Outcome = outcome
-		if detail != "" || outcome != Removed {
+		if detail != "" || outcome != workerresult.Removed {
 			r.Detail = detail
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // TestJudgeRemoval: the node's state after the removals wins over the
@@ -22,36 +24,36 @@ func TestJudgeRemoval(t *testing.T) {
 		err   error
 		after presence
 		inUse bool
-		want  Outcome
+		want  workerresult.Outcome
 	}{
-		"removed and gone":                           {after: presenceGone, want: Removed},
-		"removed, listing failed":                    {after: presenceUnknown, want: Removed},
-		"answered removed, still listed":             {after: presenceListed, want: Refused},
-		"answered removed, pulled again, used":       {after: presenceListed, inUse: true, want: InUse},
-		"timed out but gone":                         {err: wrapped(codes.DeadlineExceeded), after: presenceGone, want: Removed},
-		"refused, a container started from it":       {err: wrapped(codes.Unknown), after: presenceListed, inUse: true, want: InUse},
-		"failed precondition":                        {err: wrapped(codes.FailedPrecondition), after: presenceListed, want: Refused},
-		"invalid argument":                           {err: wrapped(codes.InvalidArgument), after: presenceListed, want: Refused},
-		"permission denied":                          {err: wrapped(codes.PermissionDenied), after: presenceListed, want: Refused},
-		"unimplemented":                              {err: wrapped(codes.Unimplemented), after: presenceListed, want: Refused},
-		"out of range":                               {err: wrapped(codes.OutOfRange), after: presenceListed, want: Refused},
-		"already exists":                             {err: wrapped(codes.AlreadyExists), after: presenceListed, want: Refused},
-		"permanent, listing failed":                  {err: wrapped(codes.FailedPrecondition), after: presenceUnknown, want: Refused},
-		"unavailable":                                {err: wrapped(codes.Unavailable), after: presenceListed, want: Failed},
-		"unavailable, listing failed":                {err: wrapped(codes.Unavailable), after: presenceUnknown, want: Failed},
-		"deadline exceeded":                          {err: wrapped(codes.DeadlineExceeded), after: presenceListed, want: Failed},
-		"canceled":                                   {err: wrapped(codes.Canceled), after: presenceListed, want: Failed},
-		"resource exhausted":                         {err: wrapped(codes.ResourceExhausted), after: presenceListed, want: Failed},
-		"aborted":                                    {err: wrapped(codes.Aborted), after: presenceListed, want: Failed},
-		"internal":                                   {err: wrapped(codes.Internal), after: presenceListed, want: Failed},
-		"unknown (containerd's and CRI-O's default)": {err: wrapped(codes.Unknown), after: presenceListed, want: Failed},
-		"not a gRPC status (a broken stream)":        {err: errors.New("removing image sha256:abc: transport is closing"), after: presenceListed, want: Failed},
+		"removed and gone":                           {after: presenceGone, want: workerresult.Removed},
+		"removed, listing failed":                    {after: presenceUnknown, want: workerresult.Removed},
+		"answered removed, still listed":             {after: presenceListed, want: workerresult.Refused},
+		"answered removed, pulled again, used":       {after: presenceListed, inUse: true, want: workerresult.InUse},
+		"timed out but gone":                         {err: wrapped(codes.DeadlineExceeded), after: presenceGone, want: workerresult.Removed},
+		"refused, a container started from it":       {err: wrapped(codes.Unknown), after: presenceListed, inUse: true, want: workerresult.InUse},
+		"failed precondition":                        {err: wrapped(codes.FailedPrecondition), after: presenceListed, want: workerresult.Refused},
+		"invalid argument":                           {err: wrapped(codes.InvalidArgument), after: presenceListed, want: workerresult.Refused},
+		"permission denied":                          {err: wrapped(codes.PermissionDenied), after: presenceListed, want: workerresult.Refused},
+		"unimplemented":                              {err: wrapped(codes.Unimplemented), after: presenceListed, want: workerresult.Refused},
+		"out of range":                               {err: wrapped(codes.OutOfRange), after: presenceListed, want: workerresult.Refused},
+		"already exists":                             {err: wrapped(codes.AlreadyExists), after: presenceListed, want: workerresult.Refused},
+		"permanent, listing failed":                  {err: wrapped(codes.FailedPrecondition), after: presenceUnknown, want: workerresult.Refused},
+		"unavailable":                                {err: wrapped(codes.Unavailable), after: presenceListed, want: workerresult.Failed},
+		"unavailable, listing failed":                {err: wrapped(codes.Unavailable), after: presenceUnknown, want: workerresult.Failed},
+		"deadline exceeded":                          {err: wrapped(codes.DeadlineExceeded), after: presenceListed, want: workerresult.Failed},
+		"canceled":                                   {err: wrapped(codes.Canceled), after: presenceListed, want: workerresult.Failed},
+		"resource exhausted":                         {err: wrapped(codes.ResourceExhausted), after: presenceListed, want: workerresult.Failed},
+		"aborted":                                    {err: wrapped(codes.Aborted), after: presenceListed, want: workerresult.Failed},
+		"internal":                                   {err: wrapped(codes.Internal), after: presenceListed, want: workerresult.Failed},
+		"unknown (containerd's and CRI-O's default)": {err: wrapped(codes.Unknown), after: presenceListed, want: workerresult.Failed},
+		"not a gRPC status (a broken stream)":        {err: errors.New("removing image sha256:abc: transport is closing"), after: presenceListed, want: workerresult.Failed},
 	}
-	got, want := map[string]Outcome{}, map[string]Outcome{}
+	got, want := map[string]workerresult.Outcome{}, map[string]workerresult.Outcome{}
 	for name, tc := range cases {
 		outcome, detail := judgeRemoval(tc.err, tc.after, tc.inUse)
 		got[name], want[name] = outcome, tc.want
-		if outcome != Removed && detail == "" {
+		if outcome != workerresult.Removed && detail == "" {
 			t.Errorf("%s: %s without a detail", name, outcome)
 		}
 	}

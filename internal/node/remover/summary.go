@@ -17,7 +17,7 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 	if r.Policy != "" {
 		attrs = append(attrs, "policy", string(r.Policy))
 	}
-	if r.Outcome == Removed {
+	if r.Outcome == workerresult.Removed {
 		attrs = append(attrs, "bytes", r.Bytes)
 	}
 	if r.Detail != "" {
@@ -27,7 +27,7 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 		attrs = append(attrs, "dryRun", true)
 	}
 	level := slog.LevelInfo
-	if r.Outcome == Failed || r.Outcome == Invalid {
+	if r.Outcome == workerresult.Failed || r.Outcome == workerresult.Invalid {
 		level = slog.LevelError
 	}
 	log.Log(context.Background(), level, logging.ResultMessage, attrs...)
@@ -43,7 +43,7 @@ func logResult(log *slog.Logger, r Result, dryRun bool) {
 // otherwise). Invalid ImageList entries are counted, not failed: nothing is
 // removed for them and the manager totals them with failures.
 func NodeOutcome(s workerresult.Summary) error {
-	failed := s.Counts[string(Failed)]
+	failed := s.Count(workerresult.Failed)
 	if failed == 0 {
 		return nil
 	}
@@ -54,7 +54,7 @@ func NodeOutcome(s workerresult.Summary) error {
 			break
 		}
 	}
-	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Counts[string(Removed)] + s.Counts[string(Refused)], First: first}
+	return &worker.NodeFailedError{Failed: failed, Attempted: failed + s.Count(workerresult.Removed) + s.Count(workerresult.Refused), First: first}
 }
 
 // Summarize counts the results.
@@ -63,7 +63,7 @@ func Summarize(results []Result, dryRun bool) workerresult.Summary {
 	for _, r := range results {
 		s.Counts[string(r.Outcome)]++
 		switch r.Outcome {
-		case Removed:
+		case workerresult.Removed:
 			s.BytesFreed += r.Bytes
 			if r.Policy != "" {
 				if s.RemovedBy == nil {
@@ -74,11 +74,11 @@ func Summarize(results []Result, dryRun bool) workerresult.Summary {
 				t.Bytes += r.Bytes
 				s.RemovedBy[string(r.Policy)] = t
 			}
-		case Failed:
+		case workerresult.Failed:
 			s.AddFailure(r.Target, r.Detail)
-		case Refused:
+		case workerresult.Refused:
 			s.AddRefused(r.Target, r.Detail)
-		case Invalid:
+		case workerresult.Invalid:
 			s.AddInvalid(r.Target, r.Detail)
 		}
 	}

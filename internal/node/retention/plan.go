@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Candidate is one image the protections leave removable.
@@ -87,9 +89,12 @@ type Decision struct {
 	// Policy chose the image for removal; empty when it is kept.
 	Policy Policy
 	// Kept says why it is kept, when no policy chose it and a policy that
-	// considered it declined; empty for a candidate nothing considered
-	// (a scanner run's images the scanner did not hand over).
-	Kept   Kept
+	// considered it declined (RecentlyUsed, NotNeeded); empty for a
+	// candidate nothing considered (a scanner run's images the scanner did
+	// not hand over). The rules that keep an image whatever the policies
+	// say, too young among them, are protect's, applied before a candidate
+	// gets here.
+	Kept   workerresult.Outcome
 	Detail string
 }
 
@@ -121,7 +126,7 @@ func Plan(in Input, cands []Candidate) []Decision {
 			forDisk = append(forDisk, c)
 			continue
 		case unusedForOn:
-			d.Kept = RecentlyUsed
+			d.Kept = workerresult.RecentlyUsed
 			d.Detail = fmt.Sprintf("last needed %s ago, within %s", Ago(in.Now, c.Idle()), s.UnusedFor)
 		}
 		if d.Policy != "" {
@@ -146,9 +151,9 @@ func considered(in Input, c Candidate, diskOn, unusedForOn bool) bool {
 func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Decision {
 	s := in.Settings
 	keep := func(c Candidate, detail string) Decision {
-		d := Decision{Index: c.Index, Kept: NotNeeded, Detail: detail}
+		d := Decision{Index: c.Index, Kept: workerresult.NotNeeded, Detail: detail}
 		if unusedForOn {
-			d.Kept = RecentlyUsed
+			d.Kept = workerresult.RecentlyUsed
 			d.Detail = fmt.Sprintf("last needed %s ago, within %s; %s", Ago(in.Now, c.Idle()), s.UnusedFor, detail)
 		}
 		return d

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -29,7 +31,7 @@ func vulnerable(c Candidate) Candidate { c.Vulnerable = true; return c }
 type outcome struct {
 	Index  int
 	Policy Policy
-	Kept   Kept
+	Kept   workerresult.Outcome
 }
 
 func outcomes(ds []Decision) []outcome {
@@ -75,7 +77,7 @@ func TestPlan(t *testing.T) {
 				cand(4, 1, 30*time.Second, 0),
 				vulnerable(cand(5, 1, day, time.Hour)),
 			},
-			want: []outcome{{0, UnusedFor, ""}, {1, "", RecentlyUsed}, {2, "", RecentlyUsed}, {3, UnusedFor, ""}, {4, "", RecentlyUsed}, {5, Vulnerable, ""}},
+			want: []outcome{{0, UnusedFor, ""}, {1, "", workerresult.RecentlyUsed}, {2, "", workerresult.RecentlyUsed}, {3, UnusedFor, ""}, {4, "", workerresult.RecentlyUsed}, {5, Vulnerable, ""}},
 		},
 		"unused for is not applied outside scheduled runs": {
 			in:    Input{Now: now, Settings: Settings{MinAge: time.Minute, UnusedFor: day}},
@@ -85,7 +87,7 @@ func TestPlan(t *testing.T) {
 		"below the high threshold nothing goes": {
 			in:    Input{Now: now, Settings: disk, Scheduled: true, Disk: &Disk{Capacity: 100, Available: 16}},
 			cands: []Candidate{cand(0, 10, day, 0), cand(1, 10, day, 0)},
-			want:  []outcome{{0, "", NotNeeded}, {1, "", NotNeeded}},
+			want:  []outcome{{0, "", workerresult.NotNeeded}, {1, "", workerresult.NotNeeded}},
 		},
 		"at the high threshold, least recently used first until below the low one": {
 			// 85% used: to fall below 80% at least 6 bytes must go.
@@ -98,24 +100,24 @@ func TestPlan(t *testing.T) {
 				cand(4, 4, 3*day, 2*day), // third: 2+3+4 = 9 >= 6 ... stops after it? see below
 			},
 			// After 1 (2) and 2 (3): 80 used, not below 80: 4 goes too.
-			want: []outcome{{1, DiskPressure, ""}, {2, DiskPressure, ""}, {4, DiskPressure, ""}, {0, "", NotNeeded}, {3, "", NotNeeded}},
+			want: []outcome{{1, DiskPressure, ""}, {2, DiskPressure, ""}, {4, DiskPressure, ""}, {0, "", workerresult.NotNeeded}, {3, "", workerresult.NotNeeded}},
 		},
 		"ties in last use: larger first": {
 			in:    Input{Now: now, Settings: disk, Scheduled: true, Disk: &Disk{Capacity: 100, Available: 10}},
 			cands: []Candidate{cand(0, 5, day, 0), cand(1, 20, day, 0), cand(2, 5, day, 0)},
-			want:  []outcome{{1, DiskPressure, ""}, {0, "", NotNeeded}, {2, "", NotNeeded}},
+			want:  []outcome{{1, DiskPressure, ""}, {0, "", workerresult.NotNeeded}, {2, "", workerresult.NotNeeded}},
 		},
 		"other policies' removals count toward the disk": {
 			in: Input{Now: now, Settings: Settings{MinAge: time.Minute, UnusedFor: 30 * day, HighThresholdPercent: 85, LowThresholdPercent: 80},
 				Scheduled: true, Disk: &Disk{Capacity: 100, Available: 10}},
 			cands: []Candidate{cand(0, 11, 40*day, 0), cand(1, 5, 2*day, 0), cand(2, 5, day, 0)},
 			// 90 used, 11 freed by age: 79 < 80, the disk policy takes nothing.
-			want: []outcome{{0, UnusedFor, ""}, {1, "", RecentlyUsed}, {2, "", RecentlyUsed}},
+			want: []outcome{{0, UnusedFor, ""}, {1, "", workerresult.RecentlyUsed}, {2, "", workerresult.RecentlyUsed}},
 		},
 		"unmeasured disk removes nothing by it": {
 			in:    Input{Now: now, Settings: disk, Scheduled: true},
 			cands: []Candidate{cand(0, 1, day, 0)},
-			want:  []outcome{{0, "", NotNeeded}},
+			want:  []outcome{{0, "", workerresult.NotNeeded}},
 		},
 		"a run with no policy that considers a candidate leaves it undecided": {
 			in:    Input{Now: now, Settings: base},

@@ -16,7 +16,6 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 	"github.com/eraser-oss/eraser/internal/wire/minage"
-	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 // Policy is why an image was chosen. The strings are the ImageJob API's
@@ -35,18 +34,6 @@ const (
 
 // Policies lists every policy in that order.
 var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, DiskPressure}
-
-// Kept is why a policy that considered a candidate declined it: the
-// summary's outcome. The rules that keep an image whatever the policies
-// say (too young among them) are the node's keep rules, applied before a
-// candidate gets here (internal/node/protect).
-type Kept = workerresult.Outcome
-
-// The policies' reasons to decline a candidate.
-const (
-	RecentlyUsed = workerresult.RecentlyUsed
-	NotNeeded    = workerresult.NotNeeded
-)
 
 // DefaultMinAge is the minimum age when none is configured.
 const DefaultMinAge = minage.Default

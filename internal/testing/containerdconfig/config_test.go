@@ -59,7 +59,7 @@ func TestPullsFromPlainHTTPRegistry(t *testing.T) {
 	}
 	ref := host + "/e2e/pulled:1"
 	push(t, srv.URL, "e2e/pulled", "1", img)
-	c := testcontainerd.Start(t, host)
+	c := testcontainerd.Start(t, testcontainerd.WithPlainHTTPRegistries(host))
 	resp, err := c.Images.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if err != nil {
 		t.Fatalf("pulling %s: %v", ref, err)

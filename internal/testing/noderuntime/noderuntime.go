@@ -20,7 +20,9 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // Node is a running private runtime, as a test drives it.
@@ -34,19 +36,19 @@ type Node interface {
 	Client(testing.TB) *cri.Client
 	// Import puts the images on the node as a registry pull would, each
 	// with a repo digest.
-	Import(testing.TB, ...testcontainerd.Image)
+	Import(testing.TB, ...testimage.Image)
 	// SideLoad puts the images on the node as a provisioning tool loads
 	// ones no registry holds: they cannot be pulled back.
-	SideLoad(testing.TB, ...testcontainerd.Image)
+	SideLoad(testing.TB, ...testimage.Image)
 	RunContainer(t testing.TB, name, image string) (podID, containerID string)
 	CreateContainer(t testing.TB, name, image string) (podID, containerID string)
 	// RunContainerMounting, CreateContainerMounting and
 	// TryCreateContainerMounting start containers that mount images as
 	// volumes, as a pod's volumes[].image; ContainerMounts is what the
 	// runtime's status shows of a container's mounts.
-	RunContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) (podID, containerID string)
-	CreateContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) (podID, containerID string)
-	TryCreateContainerMounting(t testing.TB, name, image string, volumes ...testcontainerd.ImageVolume) error
+	RunContainerMounting(t testing.TB, name, image string, volumes ...testcri.ImageVolume) (podID, containerID string)
+	CreateContainerMounting(t testing.TB, name, image string, volumes ...testcri.ImageVolume) (podID, containerID string)
+	TryCreateContainerMounting(t testing.TB, name, image string, volumes ...testcri.ImageVolume) error
 	ContainerMounts(t testing.TB, containerID string) []*runtimeapi.Mount
 	StopPod(t testing.TB, podID string)
 	RemovePod(t testing.TB, podID string)
@@ -104,13 +106,11 @@ var Runtimes = []Runtime{
 		Name: "containerd", LayerCopies: 2, SandboxImage: testcontainerd.SandboxImage,
 		start: func(t *testing.T, o Options) Node {
 			t.Helper()
-			var c *testcontainerd.Containerd
+			var opts []testcontainerd.Option
 			if o.SmallDiskMiB > 0 {
-				c = testcontainerd.StartSmallDisk(t, o.SmallDiskMiB)
-			} else {
-				c = testcontainerd.Start(t)
+				opts = append(opts, testcontainerd.WithSmallDisk(o.SmallDiskMiB))
 			}
-			return containerd{c}
+			return containerd{testcontainerd.Start(t, opts...)}
 		},
 		workerArgs: func(Node) []string { return nil },
 	},
@@ -169,7 +169,7 @@ type containerd struct{ *testcontainerd.Containerd }
 
 // SideLoad imports as "ctr images import" does: tags and an ID, no repo
 // digest.
-func (c containerd) SideLoad(t testing.TB, images ...testcontainerd.Image) {
+func (c containerd) SideLoad(t testing.TB, images ...testimage.Image) {
 	c.ImportUnpulled(t, images...)
 }
 
@@ -178,7 +178,7 @@ type crio struct{ *testcrio.CRIO }
 // SideLoad pulls, as CRI-O has no import; CRI-O then shows the repo
 // digests it makes up for every image, so only a name under localhost/
 // (podman load's and buildah's) marks one no registry holds.
-func (c crio) SideLoad(t testing.TB, images ...testcontainerd.Image) {
+func (c crio) SideLoad(t testing.TB, images ...testimage.Image) {
 	t.Helper()
 	for _, img := range images {
 		for _, tag := range img.Tags {

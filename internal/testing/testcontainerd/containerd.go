@@ -8,9 +8,8 @@
 // Under -short (the unit tier) the tests skip. Without containerd and runc
 // installed they skip too, except under CI, where that is a failure.
 //
-// The package also holds what every runtime's test instance shares: the
-// images tests build (Image, Pause) and the CRI operations (CRI), which
-// testcrio's CRIO embeds as Containerd does.
+// What every runtime's test instance shares lives apart: the images tests
+// build in testimage, the CRI operations in testcri.
 package testcontainerd
 
 import (
@@ -20,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +26,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // BinDirEnv names a directory holding another containerd (containerd and
@@ -45,11 +45,11 @@ func binary() (bin string, env []string) {
 }
 
 // SandboxImage is the pause image the private containerd is configured with.
-const SandboxImage = "registry.k8s.io/pause:3.10"
+const SandboxImage = testimage.SandboxImage
 
 // Containerd is a running private containerd.
 type Containerd struct {
-	*CRI
+	*testcri.CRI
 	Dir    string
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -75,94 +75,69 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
+	testcri.RequireRuntime(t, "containerd", missing, "run hack/install-test-deps.sh (make test does)")
 }
 
-var (
-	pauseOnce sync.Once
-	pauseBin  []byte
-	pauseErr  error
-)
+// Option changes how Start configures containerd.
+type Option func(*options)
 
-// Pause is a static binary that sleeps until signalled, for test images.
-func Pause(t testing.TB) []byte {
-	t.Helper()
-	pauseOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pause")
-		if err != nil {
-			pauseErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "pause")
-		// By import path, from the test's own directory: it resolves in this
-		// module and in modules that require it (the scanner's), and does
-		// not depend on source paths, which -trimpath rewrites.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
-			return
-		}
-		pauseBin, pauseErr = os.ReadFile(out)
-	})
-	if pauseErr != nil {
-		t.Fatal(pauseErr)
-	}
-	return pauseBin
+type options struct {
+	rootMiB             int
+	plainHTTPRegistries []string
+}
+
+// WithSmallDisk puts containerd's root (its content store and snapshots:
+// the image filesystem) on a tmpfs of sizeMiB, a filesystem the test fills
+// with a few images and measures as the kubelet would (disk-pressure tests).
+func WithSmallDisk(sizeMiB int) Option { return func(o *options) { o.rootMiB = sizeMiB } }
+
+// WithPlainHTTPRegistries has containerd pull from these registries
+// (host:port, on this machine) over plain HTTP.
+func WithPlainHTTPRegistries(hosts ...string) Option {
+	return func(o *options) { o.plainHTTPRegistries = append(o.plainHTTPRegistries, hosts...) }
 }
 
 // Start runs a private containerd with the sandbox image imported; the test's
-// cleanup stops it, with every pod and mount it made. It pulls from the
-// plainHTTPRegistries (host:port, on this machine) over plain HTTP.
-func Start(t testing.TB, plainHTTPRegistries ...string) *Containerd {
+// cleanup stops it, with every pod and mount it made.
+func Start(t testing.TB, opts ...Option) *Containerd {
 	t.Helper()
-	return start(t, 0, plainHTTPRegistries)
-}
-
-// StartSmallDisk is Start with containerd's root (its content store and
-// snapshots: the image filesystem) on a tmpfs of sizeMiB, so a test fills
-// it with a few images and measures it as the kubelet would.
-func StartSmallDisk(t testing.TB, sizeMiB int) *Containerd {
-	t.Helper()
-	return start(t, sizeMiB, nil)
-}
-
-// RootDir is containerd's root directory (the image filesystem).
-func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
-
-func start(t testing.TB, rootMiB int, plainHTTPRegistries []string) *Containerd {
-	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	Require(t)
-	pause := Pause(t)
+	pause := testimage.Pause(t)
 	// Short: the socket path must fit AF_UNIX's 107 bytes.
 	dir, err := os.MkdirTemp("", "ctrd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Containerd{Dir: dir}
-	c.CRI, err = DialCRI(filepath.Join(dir, "c.sock"), CRIOptions{Pod: c.pod, LogTail: c.logTail})
+	c.CRI, err = testcri.Dial(filepath.Join(dir, "c.sock"), testcri.Options{Pod: c.pod, LogTail: c.logTail})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	if rootMiB > 0 {
+	if o.rootMiB > 0 {
 		if err := os.MkdirAll(c.RootDir(), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", rootMiB)); err != nil {
+		if err := syscall.Mount("tmpfs", c.RootDir(), "tmpfs", 0, fmt.Sprintf("size=%dm", o.rootMiB)); err != nil {
 			_ = os.RemoveAll(dir)
-			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", rootMiB, err)
+			t.Fatalf("mounting a %d MiB tmpfs for containerd's root: %v", o.rootMiB, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, plainHTTPRegistries)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config(dir, c.Socket, o.plainHTTPRegistries)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.stop(t) })
 	c.launch(t)
-	c.Import(t, Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
+	c.Import(t, testimage.Image{Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": pause}, Entrypoint: []string{"/pause"}})
 	return c
 }
+
+// RootDir is containerd's root directory (the image filesystem).
+func (c *Containerd) RootDir() string { return filepath.Join(c.Dir, "root") }
 
 // pod is a pod as the tests run it on containerd: host network, logs under
 // the instance's directory.
@@ -230,7 +205,7 @@ func (c *Containerd) Restart(t testing.TB) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("containerd's CRI did not come back after a restart: %v\n%s", err, c.logTail())
+			t.Fatalf("containerd's testcri.CRI did not come back after a restart: %v\n%s", err, c.logTail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -283,7 +258,7 @@ func (c *Containerd) stop(t testing.TB) {
 		<-c.exited
 	}
 	killShims(c.Socket)
-	UnmountUnder(c.Dir)
+	testcri.UnmountUnder(c.Dir)
 	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Logf("cleaning %s: %v", c.Dir, err)
 	}

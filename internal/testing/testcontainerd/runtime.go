@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
 
 // Import builds the images and imports them into the k8s.io namespace,
 // each with the repository digest a pull from a registry records: the state
 // of a node's images that are pulled, re-pullable (protect.Repullable).
-func (c *Containerd) Import(t testing.TB, images ...Image) {
+func (c *Containerd) Import(t testing.TB, images ...testimage.Image) {
 	t.Helper()
 	c.ImportUnpulled(t, images...)
 	listed := c.digests(t)
@@ -73,10 +74,10 @@ func normalTag(tag string) string {
 
 // ImportUnpulled imports the images as "ctr images import" does: tags and an
 // ID, no repository digest, as images side-loaded onto an air-gapped node.
-func (c *Containerd) ImportUnpulled(t testing.TB, images ...Image) {
+func (c *Containerd) ImportUnpulled(t testing.TB, images ...testimage.Image) {
 	t.Helper()
 	archive := filepath.Join(c.Dir, fmt.Sprintf("import-%d.tar", time.Now().UnixNano()))
-	if err := WriteArchive(archive, images); err != nil {
+	if err := testimage.WriteArchive(archive, images); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(archive)

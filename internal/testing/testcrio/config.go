@@ -125,7 +125,7 @@ func Args(dir string) []string {
 var Dirs = []string{"conf.d", "registries.d", "hooks.d", "cni/conf", "cni/bin", "pods", "tmp"}
 
 func (c *CRIO) config() string {
-	return Config(ConfigOptions{Dir: c.Dir, Socket: c.Socket, BinDir: c.bin, PauseImage: c.opts.pauseImage, PinnedImages: c.opts.pinnedImages})
+	return Config(ConfigOptions{Dir: c.Dir, Socket: c.Socket, BinDir: c.bin, PauseImage: SandboxImage, PinnedImages: c.opts.pinnedImages})
 }
 
 func quoteList(items []string) string {

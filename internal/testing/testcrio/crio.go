@@ -32,16 +32,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/repo"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testcri"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // SandboxImage is the default pause image, the same as testcontainerd's, so
 // a test can run against either runtime with the same expectations.
-const SandboxImage = testcontainerd.SandboxImage
+const SandboxImage = testimage.SandboxImage
 
 // CRIO is a running private CRI-O.
 type CRIO struct {
-	*testcontainerd.CRI
+	*testcri.CRI
 	Dir string
 
 	bin  string
@@ -63,7 +64,6 @@ type CRIO struct {
 type Option func(*options)
 
 type options struct {
-	pauseImage   string
 	pinnedImages []string
 	rootMiB      int
 }
@@ -71,10 +71,6 @@ type options struct {
 // WithSmallDisk puts CRI-O's image store on a tmpfs of sizeMiB, a
 // filesystem the test fills and measures (disk-pressure tests).
 func WithSmallDisk(sizeMiB int) Option { return func(o *options) { o.rootMiB = sizeMiB } }
-
-// WithPauseImage sets CRI-O's pause_image (default SandboxImage). Start
-// builds it from testcontainerd's pause binary and puts it on the node.
-func WithPauseImage(ref string) Option { return func(o *options) { o.pauseImage = ref } }
 
 // WithPinnedImages sets CRI-O's pinned_images, which CRI-O reports as
 // Image.Pinned (the pause image is pinned by CRI-O whatever this says).
@@ -95,7 +91,7 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	testcontainerd.RequireRuntime(t, "CRI-O", missing, "run hack/build-crio.sh")
+	testcri.RequireRuntime(t, "CRI-O", missing, "run hack/build-crio.sh")
 }
 
 // binDir finds crio and pinns: CRIO_BIN_DIR, else the build script's cache,
@@ -124,7 +120,7 @@ func binDir() (string, []string) {
 func Start(t testing.TB, opts ...Option) *CRIO {
 	t.Helper()
 	Require(t)
-	o := options{pauseImage: SandboxImage}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -141,7 +137,7 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 		t.Fatalf("CRI-O's directory %s is too long for its sockets; use a shorter test name", dir)
 	}
 	var err error
-	c.CRI, err = testcontainerd.DialCRI(socket, testcontainerd.CRIOptions{Pod: c.pod, LogTail: func() string { return c.logTail(20) }, DigestsInIDs: true})
+	c.CRI, err = testcri.Dial(socket, testcri.Options{Pod: c.pod, LogTail: func() string { return c.logTail(20) }, DigestsInIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,13 +159,13 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 		}
 	}
 	c.writeFile(t, "policy.json", `{"default":[{"type":"insecureAcceptAnything"}]}`)
-	c.mirror(hostOf(o.pauseImage))
+	c.mirror(hostOf(SandboxImage))
 	c.writeFile(t, "registries.conf", c.registriesConf())
 	c.writeFile(t, "crio.conf", c.config())
 	c.launch(t)
 	c.waitReady(t)
-	c.Import(t, testcontainerd.Image{
-		Tags: []string{o.pauseImage}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"},
+	c.Import(t, testimage.Image{
+		Tags: []string{SandboxImage}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"},
 	})
 	return c
 }
@@ -277,10 +273,10 @@ func (c *CRIO) stop(t testing.TB) {
 	if c.registry != nil {
 		c.registry.Close()
 	}
-	testcontainerd.UnmountUnder(c.Dir)
+	testcri.UnmountUnder(c.Dir)
 	// t.TempDir removes the directory after this; a mount left in it would
 	// make that fail, so say which.
-	if left := testcontainerd.MountsUnder(c.Dir); len(left) > 0 {
+	if left := testcri.MountsUnder(c.Dir); len(left) > 0 {
 		t.Errorf("mounts left under %s: %v", c.Dir, left)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestCRIO runs the whole round a test of ours needs: an image on the node,
@@ -38,15 +38,15 @@ func TestCRIO(t *testing.T) {
 	}
 
 	c.Import(t,
-		testcontainerd.Image{Tags: []string{app}, Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 1 << 10},
-		testcontainerd.Image{Tags: []string{pinned}, RandomBytes: 1 << 10},
+		testimage.Image{Tags: []string{app}, Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 1 << 10},
+		testimage.Image{Tags: []string{pinned}, RandomBytes: 1 << 10},
 		// A short name: CRI-O records it as docker.io/library/..., the
 		// second registry host this instance mirrors.
-		testcontainerd.Image{Tags: []string{"busybox:1.36"}, RandomBytes: 1 << 10},
+		testimage.Image{Tags: []string{"busybox:1.36"}, RandomBytes: 1 << 10},
 	)
 	// An image with a build time and a label, to see which of them CRI-O
 	// reports (testcontainerd's images have neither).
-	base, err := testcontainerd.Image{RandomBytes: 1 << 10}.Build()
+	base, err := testimage.Image{RandomBytes: 1 << 10}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-// How images reach CRI-O: built in Go by testcontainerd.Image, pushed to a
+// How images reach CRI-O: built in Go by testimage.Image, pushed to a
 // registry on loopback that this instance's registries.conf names as a
 // mirror of their registries, and pulled through CRI.
 
@@ -28,7 +28,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 func startRegistry(h *holds) *httptest.Server {
@@ -141,7 +141,7 @@ func (c *CRIO) registriesConf() string {
 
 // Import builds the images, pushes them to this instance's registry and pulls
 // every tag through CRI, so CRI-O records them as it would a registry pull.
-func (c *CRIO) Import(t testing.TB, images ...testcontainerd.Image) {
+func (c *CRIO) Import(t testing.TB, images ...testimage.Image) {
 	t.Helper()
 	var built []Tagged
 	for _, img := range images {
@@ -161,7 +161,7 @@ type Tagged struct {
 }
 
 // ImportImages is Import for images built some other way (with a creation
-// time, say, which testcontainerd.Image leaves at zero).
+// time, say, which testimage.Image leaves at zero).
 func (c *CRIO) ImportImages(t testing.TB, images ...Tagged) {
 	t.Helper()
 	for _, ref := range c.Publish(t, images...) {

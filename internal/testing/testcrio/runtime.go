@@ -1,6 +1,6 @@
 //go:build linux
 
-// How a test's pods run on CRI-O; testcontainerd.CRI runs them.
+// How a test's pods run on CRI-O; testcri.CRI runs them.
 
 package testcrio
 

@@ -15,7 +15,7 @@ import (
 	"go.podman.io/storage/pkg/lockfile"
 	storagetypes "go.podman.io/storage/types"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // OpenStore opens a CRI-O store through containers/storage, as Podman
@@ -48,7 +48,7 @@ func Orphan(t testing.TB, st storage.Store, graphRoot, name, imageID string, wri
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := storagerecords.LayerDir(graphRoot, "overlay", c.LayerID)
+	dir, err := criorecords.LayerDir(graphRoot, "overlay", c.LayerID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -22,4 +23,10 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Tail is the last n lines written.
+func (b *Buffer) Tail(n int) string {
+	lines := strings.Split(b.String(), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -155,11 +155,11 @@ func (e *Env) RequireGarbageCollector(t testing.TB) {
 	}
 }
 
-// ControllerManagerLog is kube-controller-manager's output so far, for a
-// failing test to show.
-func (e *Env) ControllerManagerLog() string {
+// ControllerManagerLog is the last lines of kube-controller-manager's
+// output so far, for a failing test to show.
+func (e *Env) ControllerManagerLog(lines int) string {
 	if e == nil || e.kcm == nil {
 		return ""
 	}
-	return e.kcm.log.String()
+	return e.kcm.log.Tail(lines)
 }

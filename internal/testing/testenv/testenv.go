@@ -322,14 +322,9 @@ func (e *Env) startControllers(dir string, controllers []string) error {
 	}
 	e.kcm = kcm
 	if err := waitCollecting(context.Background(), e.Client, 2*time.Minute); err != nil {
-		return fmt.Errorf("kube-controller-manager: %w; its log:\n%s", err, tailLines(kcm.log.String(), 40))
+		return fmt.Errorf("kube-controller-manager: %w; its log:\n%s", err, kcm.log.Tail(40))
 	}
 	return nil
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (e *Env) writeKubeconfig() error {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 const mib = 1 << 20
@@ -61,7 +62,7 @@ func New(t testing.TB, c *testcontainerd.Containerd) Node {
 // makes beside the names (an import makes none): what a CRI removal cut
 // short between the names and the ID leaves (containerd#13875), pinning
 // the image's content and snapshot. It returns the ID.
-func (n Node) IDOnly(t testing.TB, img testcontainerd.Image) string {
+func (n Node) IDOnly(t testing.TB, img testimage.Image) string {
 	t.Helper()
 	n.Import(t, img)
 	id := n.ImageIDs(t)[img.Tags[0]]
@@ -101,10 +102,10 @@ func (n Node) Pin(t testing.TB, name string) {
 
 // ImportInto imports the images into namespace ns with ctr, as a user
 // does (ctr, nerdctl and build tools use namespaces of their own).
-func (n Node) ImportInto(t testing.TB, ns string, imgs ...testcontainerd.Image) {
+func (n Node) ImportInto(t testing.TB, ns string, imgs ...testimage.Image) {
 	t.Helper()
 	archive := filepath.Join(t.TempDir(), "images.tar")
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
+	if err := testimage.WriteArchive(archive, imgs); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", ns, "images", "import", archive).CombinedOutput(); err != nil {
@@ -187,9 +188,9 @@ type Made struct {
 func Make(t testing.TB, n Node) Made {
 	t.Helper()
 	m := Made{OtherNamespace: "example.com/leftover/other:1", Kept: "example.com/leftover/kept:1"}
-	n.Import(t, testcontainerd.Image{Tags: []string{m.Kept}, RandomBytes: 1 * mib})
-	m.UnnamedID = n.IDOnly(t, testcontainerd.Image{Tags: []string{"example.com/leftover/cut:1"}, RandomBytes: 3 * mib})
-	n.ImportInto(t, "default", testcontainerd.Image{Tags: []string{m.OtherNamespace}, RandomBytes: 2 * mib})
+	n.Import(t, testimage.Image{Tags: []string{m.Kept}, RandomBytes: 1 * mib})
+	m.UnnamedID = n.IDOnly(t, testimage.Image{Tags: []string{"example.com/leftover/cut:1"}, RandomBytes: 3 * mib})
+	n.ImportInto(t, "default", testimage.Image{Tags: []string{m.OtherNamespace}, RandomBytes: 2 * mib})
 	m.Lease = n.ClientLease(t, CRINamespace)
 	n.Blob(t, m.Lease, bytes.Repeat([]byte("l"), 1*mib), nil)
 	// The root's own lease ends: its label alone keeps it.

@@ -27,7 +27,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // Snapshotter is the private containerd's snapshotter (containerdconfig).
@@ -85,7 +85,7 @@ type DockerContainer struct {
 // labels or expiry (Docker ends it when the container is removed),
 // holding the container's active snapshot on the image's chain, into
 // which the container wrote a file.
-func (n Node) DockerContainer(t testing.TB, img testcontainerd.Image) DockerContainer {
+func (n Node) DockerContainer(t testing.TB, img testimage.Image) DockerContainer {
 	t.Helper()
 	const ns = "moby"
 	n.ImportInto(t, ns, img)
@@ -227,10 +227,10 @@ func (n Node) Image(t testing.TB, ns, name string) (containerd.Image, bool) {
 // kills it once its lease holds a blob: the lease containerd's own client
 // made (ctr's, whichever containerd version it is), never ended. It
 // returns the lease's ID and the blobs it holds.
-func (n Node) KilledImport(t testing.TB, ns string, img testcontainerd.Image) (string, []string) {
+func (n Node) KilledImport(t testing.TB, ns string, img testimage.Image) (string, []string) {
 	t.Helper()
 	archive := filepath.Join(t.TempDir(), "image.tar")
-	if err := testcontainerd.WriteArchive(archive, []testcontainerd.Image{img}); err != nil {
+	if err := testimage.WriteArchive(archive, []testimage.Image{img}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := In(ns)

@@ -192,7 +192,7 @@ func clip(s string) string {
 // node's entries do not fit.
 func kept(outcome string) bool {
 	switch outcome {
-	case "removed", "refused", "failed", "invalid":
+	case string(workerresult.Removed), string(workerresult.Refused), string(workerresult.Failed), string(workerresult.Invalid):
 		return false
 	}
 	return true

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 )
 
@@ -70,7 +70,7 @@ func crioReclaim(t *testing.T) {
 // storeImages are a store's image IDs with their names, joined.
 func storeImages(t *testing.T, root string) map[string]string {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func storeImages(t *testing.T, root string) map[string]string {
 // storeHolds says whether a store has the container's storage.
 func storeHolds(t *testing.T, root, containerID string) bool {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}

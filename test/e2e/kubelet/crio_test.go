@@ -43,6 +43,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 const (
@@ -202,7 +203,7 @@ func crioImage(name string) string {
 // pullToCRIO pushes the images to the tier's registry and has every CRI-O
 // node pull them through CRI: CRI-O imports nothing, images reach it by a
 // pull, as on a real node.
-func pullToCRIO(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
+func pullToCRIO(t *testing.T, nodes []Node, imgs ...testimage.Image) {
 	t.Helper()
 	pushImages(t, imgs...)
 	pullThroughCRI(t, nodes, imgs...)
@@ -211,7 +212,7 @@ func pullToCRIO(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
 // pullThroughCRI has each node's runtime pull the images from the tier's
 // registry through CRI, as a kubelet does: the images get the repository
 // digests of a pull.
-func pullThroughCRI(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
+func pullThroughCRI(t *testing.T, nodes []Node, imgs ...testimage.Image) {
 	t.Helper()
 	for _, n := range nodes {
 		conn, err := grpc.NewClient("unix://"+n.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -240,10 +241,10 @@ func pullThroughCRI(t *testing.T, nodes []Node, imgs ...testcontainerd.Image) {
 
 // alpineImages are Alpine-like images (seedAlpine's) whose musl is at the
 // given version, tag → version.
-func alpineImages(musl map[string]string) []testcontainerd.Image {
-	var imgs []testcontainerd.Image
+func alpineImages(musl map[string]string) []testimage.Image {
+	var imgs []testimage.Image
 	for tag, version := range musl {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, Files: map[string][]byte{
 			"etc/alpine-release":   []byte("3.22.1\n"),
 			"lib/apk/db/installed": []byte("P:musl\nV:" + version + "\nA:x86_64\no:musl\n\n"),
 			"etc/e2e-tag":          []byte(tag),

@@ -19,6 +19,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // diskConfig turns on scheduled runs whose only policy is disk pressure,
@@ -98,12 +99,12 @@ func diskPressure(t *testing.T) {
 	}
 	const fillers, fillerBytes = 16, 8 << 20
 	var tags []string
-	var imgs []testcontainerd.Image
-	pause := testcontainerd.Pause(t)
+	var imgs []testimage.Image
+	pause := testimage.Pause(t)
 	for i := range fillers {
 		tag := fmt.Sprintf("example.com/fill/%d:1", i)
 		tags = append(tags, tag)
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
 			Entrypoint: []string{"/pause"}, RandomBytes: fillerBytes})
 	}
 	importImages(t, cluster.Nodes, imgs)

@@ -13,20 +13,20 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // Test images are example.com/e2e/NAME:1, each with its own ID.
 func testImage(name string) string { return "example.com/e2e/" + name + ":1" }
 
 // seedImages are images each with its own content (so its own ID).
-func seedImages(t *testing.T, tags ...string) []testcontainerd.Image {
+func seedImages(t *testing.T, tags ...string) []testimage.Image {
 	t.Helper()
-	pause := testcontainerd.Pause(t)
-	var imgs []testcontainerd.Image
+	pause := testimage.Pause(t)
+	var imgs []testimage.Image
 	for _, tag := range tags {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, Files: map[string][]byte{"pause": pause},
 			Entrypoint: []string{"/pause"}, RandomBytes: 64 << 10})
 	}
 	return imgs
@@ -34,7 +34,7 @@ func seedImages(t *testing.T, tags ...string) []testcontainerd.Image {
 
 // pushImages pushes the images (tags crioImage names) to the tier's
 // registry.
-func pushImages(t *testing.T, imgs ...testcontainerd.Image) {
+func pushImages(t *testing.T, imgs ...testimage.Image) {
 	t.Helper()
 	host := strings.TrimSuffix(registryPath, "/eraser")
 	for _, img := range imgs {
@@ -71,7 +71,7 @@ func seed(t *testing.T, nodes []Node, tags ...string) {
 // importImages builds the images and imports them into every node's
 // runtime as pulled images: with the repository digest of a pull, which the
 // automatic policies may remove (importUnpulled does not give it).
-func importImages(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
+func importImages(t *testing.T, nodes []Node, imgs []testimage.Image) {
 	t.Helper()
 	importUnpulled(t, nodes, imgs)
 	for _, n := range nodes {
@@ -81,10 +81,10 @@ func importImages(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
 
 // importUnpulled builds the images and imports them into every node's
 // runtime as ctr images import does: tags, no repository digest.
-func importUnpulled(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
+func importUnpulled(t *testing.T, nodes []Node, imgs []testimage.Image) {
 	t.Helper()
 	archive := filepath.Join(t.TempDir(), "images.tar")
-	if err := testcontainerd.WriteArchive(archive, imgs); err != nil {
+	if err := testimage.WriteArchive(archive, imgs); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -95,7 +95,7 @@ func importUnpulled(t *testing.T, nodes []Node, imgs []testcontainerd.Image) {
 // addRepoDigests gives each tag the repository digest a pull from its
 // registry records (repo@sha256:..., beside the tag in containerd's image
 // store, which CRI reports as the image's repoDigests).
-func addRepoDigests(t *testing.T, n Node, imgs []testcontainerd.Image) {
+func addRepoDigests(t *testing.T, n Node, imgs []testimage.Image) {
 	t.Helper()
 	listed := ctrDigests(t, n)
 	for _, img := range imgs {
@@ -116,9 +116,9 @@ func addRepoDigests(t *testing.T, n Node, imgs []testcontainerd.Image) {
 // whose musl is at the given version, tag → version.
 func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
 	t.Helper()
-	var imgs []testcontainerd.Image
+	var imgs []testimage.Image
 	for tag, version := range musl {
-		imgs = append(imgs, testcontainerd.Image{Tags: []string{tag}, Files: map[string][]byte{
+		imgs = append(imgs, testimage.Image{Tags: []string{tag}, Files: map[string][]byte{
 			"etc/alpine-release":   []byte("3.22.1\n"),
 			"lib/apk/db/installed": []byte("P:musl\nV:" + version + "\nA:x86_64\no:musl\n\n"),
 			"etc/e2e-tag":          []byte(tag),

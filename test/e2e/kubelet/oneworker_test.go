@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // workerDelay is how long every worker pod of TestListsTakeTurnsOnEachNode
@@ -266,7 +266,7 @@ func importDelayedRemover(t *testing.T) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	layer, err := testcontainerd.Layer(layerTar.Bytes())
+	layer, err := testimage.Layer(layerTar.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

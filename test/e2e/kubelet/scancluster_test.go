@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
@@ -248,12 +247,12 @@ func rateLimitedRunRemovesNothing(t *testing.T, db *dbRegistry) {
 		t.Logf("run %s (%s): %s: %s", job.Name, job.Status.Phase, c.Reason, c.Message)
 	}
 	events, err := clientset.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.name": job.Name, "reason": imagejob.ReasonScanDBUnavailable}.String()})
+		"involvedObject.name": job.Name, "reason": eraserv1.ReasonVulnerabilityDBUnavailable}.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(events.Items) == 0 {
-		t.Errorf("no %s Event on run %s", imagejob.ReasonScanDBUnavailable, job.Name)
+		t.Errorf("no %s Event on run %s", eraserv1.ReasonVulnerabilityDBUnavailable, job.Name)
 	}
 	for _, n := range cluster.Nodes {
 		expectImages(t, n, []string{vulnerable}, nil)

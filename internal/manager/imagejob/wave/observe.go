@@ -139,7 +139,7 @@ func (o *Observation) judge(w World, node string) {
 			o.outcome(w, node, metrics.NodeCounts{}, metrics.OutcomeFailed)
 		case w.Missing[node]:
 			o.Failed++
-			o.NewFailures[node] = eraserv1.NodeFailure{Node: node, Reason: ReasonPodMissing, Message: "the pod disappeared before it finished"}
+			o.NewFailures[node] = eraserv1.NodeFailure{Node: node, Reason: eraserv1.ReasonPodMissing, Message: "the pod disappeared before it finished"}
 			o.outcome(w, node, metrics.NodeCounts{}, metrics.OutcomeFailed)
 		default:
 			// Neither shown nor confirmed gone: the gather step confirms

@@ -88,13 +88,13 @@ func TestObserve(t *testing.T) {
 				w.Pods["b"] = pod("b").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 1, summary(1)).Obj()
 				w.Pods["c"] = pod("c").Running(t0).Obj()
 			}),
-			want: tally{Started: 3, Active: 1, Succeeded: 1, Failed: 1, Removed: 3, New: map[string]string{"b": ReasonPodFailed}},
+			want: tally{Started: 3, Active: 1, Succeeded: 1, Failed: 1, Removed: 3, New: map[string]string{"b": eraserv1.ReasonPodFailed}},
 		},
 		"a recorded failure is counted, not new": {
 			World: newWorld("a").with(func(w *World) {
 				w.Started = 1
 				w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Obj()
-				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: ReasonPodFailed}
+				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: eraserv1.ReasonPodFailed}
 			}),
 			want: tally{Started: 1, Failed: 1, New: map[string]string{}},
 		},
@@ -105,17 +105,17 @@ func TestObserve(t *testing.T) {
 				w.Pods["long"] = pod("long").Running(t0.Add(-2 * time.Hour)).Obj()
 				w.Sights["slow"], w.Sights["long"] = Sight{Created: t0.Add(-5 * time.Minute)}, Sight{Running: t0.Add(-time.Hour)}
 			}),
-			want: tally{Started: 2, Failed: 2, New: map[string]string{"slow": ReasonStartTimeout, "long": ReasonRunTimeout},
+			want: tally{Started: 2, Failed: 2, New: map[string]string{"slow": eraserv1.ReasonStartTimeout, "long": eraserv1.ReasonRunTimeout},
 				TimedOut: []string{"slow", "long"}},
 		},
 		"no pod: pending, recorded, confirmed missing": {
 			World: newWorld("pending", "recorded", "gone").with(func(w *World) {
 				w.Started = 3
 				w.Pending["pending"] = true
-				w.Failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: ReasonCreateFailed}
+				w.Failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: eraserv1.ReasonCreateFailed}
 				w.Missing["gone"] = true
 			}),
-			want: tally{Started: 3, Active: 1, Failed: 2, New: map[string]string{"gone": ReasonPodMissing}},
+			want: tally{Started: 3, Active: 1, Failed: 2, New: map[string]string{"gone": eraserv1.ReasonPodMissing}},
 		},
 		"the node of a running pod was deleted": {
 			World: newWorld("a").with(func(w *World) {
@@ -123,7 +123,7 @@ func TestObserve(t *testing.T) {
 				w.Pods["a"] = pod("a").Running(t0).Obj()
 				delete(w.Nodes, "a")
 			}),
-			want: tally{Started: 1, Failed: 1, New: map[string]string{"a": ReasonNodeDeleted}},
+			want: tally{Started: 1, Failed: 1, New: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 	}
 	for name, tc := range cases {
@@ -144,7 +144,7 @@ func TestObserveOutcomes(t *testing.T) {
 		w.Pods["quiet"] = pod("quiet").Phase(corev1.PodSucceeded).Obj()
 		w.Pods["failed"] = pod("failed").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 1, "").Obj()
 		w.Pods["running"] = pod("running").Running(t0).Obj()
-		w.Failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: ReasonCreateFailed}
+		w.Failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: eraserv1.ReasonCreateFailed}
 		w.Missing["missing"] = true
 		w.Pods["deleted"] = pod("deleted").Running(t0).Obj()
 		delete(w.Nodes, "deleted")
@@ -208,7 +208,7 @@ func TestRemovalsFailedReason(t *testing.T) {
 		w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, workerresult.ExitNodeFailed, msg).Obj()
 	})
 	o := Observe(w)
-	if f := o.NewFailures["a"]; f.Reason != ReasonRemovalsFailed || !strings.Contains(f.Message, "3 of 4 removals failed") {
+	if f := o.NewFailures["a"]; f.Reason != eraserv1.ReasonRemovalsFailed || !strings.Contains(f.Message, "3 of 4 removals failed") {
 		t.Errorf("failure %+v", f)
 	}
 	if o.Results.Failed != 3 || o.Results.Removed != 1 {

@@ -22,22 +22,6 @@ const (
 	StateFailed
 )
 
-// Failure reasons reported in status.failedNodes.
-const (
-	ReasonPodFailed    = podspec.ReasonPodFailed
-	ReasonStartTimeout = "StartTimeout"
-	ReasonRunTimeout   = "RunTimeout"
-	ReasonNodeDeleted  = "NodeDeleted"
-	ReasonPodDeleted   = "PodDeleted"
-	ReasonPodMissing   = "PodMissing"
-	// ReasonCreateFailed: the API server did not create the pod within the
-	// start timeout; the message has its last answer.
-	ReasonCreateFailed = "CreateFailed"
-	// ReasonRemovalsFailed: the remover ran, but removals it was asked for
-	// failed (the runtime erred or restarted); the message counts them.
-	ReasonRemovalsFailed = podspec.ReasonRemovalsFailed
-)
-
 // Outcome is the verdict on one node's pod.
 type Outcome struct {
 	State   State
@@ -112,19 +96,19 @@ func Classify(pod *corev1.Pod, seen Sight, now time.Time, t Timeouts, nodeExists
 		}
 	}
 	if !nodeExists {
-		return Outcome{State: StateFailed, Reason: ReasonNodeDeleted, Message: "the node was deleted during the run"}
+		return Outcome{State: StateFailed, Reason: eraserv1.ReasonNodeDeleted, Message: "the node was deleted during the run"}
 	}
 	if pod.DeletionTimestamp != nil {
-		return Outcome{State: StateFailed, Reason: ReasonPodDeleted, Message: "the pod was deleted before it finished"}
+		return Outcome{State: StateFailed, Reason: eraserv1.ReasonPodDeleted, Message: "the pod was deleted before it finished"}
 	}
 	// A time not seen yet is not a timeout: the pod is judged again once it is.
 	if pod.Status.Phase != corev1.PodRunning {
 		if !seen.Created.IsZero() && t.Start > 0 && now.Sub(seen.Created) >= t.Start {
-			return Outcome{State: StateFailed, Reason: ReasonStartTimeout, TimedOut: true,
+			return Outcome{State: StateFailed, Reason: eraserv1.ReasonStartTimeout, TimedOut: true,
 				Message: fmt.Sprintf("did not start within %v%s", t.Start, waiting(pod))}
 		}
 	} else if !seen.Running.IsZero() && t.Run > 0 && now.Sub(seen.Running) >= t.Run {
-		return Outcome{State: StateFailed, Reason: ReasonRunTimeout, TimedOut: true,
+		return Outcome{State: StateFailed, Reason: eraserv1.ReasonRunTimeout, TimedOut: true,
 			Message: fmt.Sprintf("did not finish within %v", t.Run)}
 	}
 	return Outcome{State: StateActive}

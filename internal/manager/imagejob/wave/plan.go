@@ -91,7 +91,7 @@ func Plan(w World, o Observation) Wave {
 		if s, ok := stallOf(w, name); ok && w.Timeouts.Wait > 0 {
 			msg, due, out := gaveUp(holder, s, w.Timeouts.Wait, w.Now)
 			if out {
-				p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonWaitTimedOut, Message: msg}
+				p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonWaitTimedOut, Message: msg}
 				return
 			}
 			p.Wake = earliest(p.Wake, due)
@@ -126,7 +126,7 @@ func Plan(w World, o Observation) Wave {
 			return true
 		}
 		if !w.Now.Before(cf.First.Add(bound)) {
-			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonCreateFailed,
+			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
 				Message: Truncate(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", bound, cf.Attempts, cf.Message))}
 			return false
 		}
@@ -143,7 +143,7 @@ func Plan(w World, o Observation) Wave {
 		}
 		switch {
 		case !w.Nodes[name]:
-			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
+			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
 		case w.Halted || full():
 			// Over the budget the waiting nodes are never started: they
 			// count as untouched. Paused, they wait for the resume.
@@ -176,7 +176,7 @@ func Plan(w World, o Observation) Wave {
 			continue
 		}
 		if !w.Nodes[name] {
-			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
+			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
 			p.Started++
 			continue
 		}

@@ -38,7 +38,7 @@ func TestPlan(t *testing.T) {
 		},
 		"a deleted node fails without a pod": {
 			World: newWorld("a", "b").with(func(w *World) { delete(w.Nodes, "a") }),
-			want:  planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": ReasonNodeDeleted}},
+			want:  planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"a refused node waits out its backoff, and the wave with it": {
 			World: newWorld("a", "b").with(func(w *World) {
@@ -56,27 +56,27 @@ func TestPlan(t *testing.T) {
 			World: newWorld("a", "b").with(func(w *World) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-5 * time.Minute), Next: t0.Add(time.Second), Attempts: 9, Message: "forbidden"}
 			}),
-			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": ReasonCreateFailed}},
+			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"without a start timeout, refusals still end": {
 			World: newWorld("a").with(func(w *World) {
 				w.Timeouts.Start = 0
 				w.Creating["a"] = CreateFailure{First: t0.Add(-CreateBound), Next: t0, Attempts: 20}
 			}),
-			want: planned{Started: 1, Failed: map[string]string{"a": ReasonCreateFailed}},
+			want: planned{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"a node whose pod exists past the cursor is not sent again": {
 			World: newWorld("a", "b").with(func(w *World) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-5 * time.Minute), Next: t0.Add(time.Second)}
 				w.Pods["b"] = pod("b").Phase(corev1.PodSucceeded).Obj()
 			}),
-			want: planned{Started: 2, Failed: map[string]string{"a": ReasonCreateFailed}},
+			want: planned{Started: 2, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"a recorded failure past the cursor is passed": {
 			World: newWorld("a", "b").with(func(w *World) {
-				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: ReasonNodeDeleted}
+				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: eraserv1.ReasonNodeDeleted}
 			}),
-			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": ReasonNodeDeleted}},
+			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 	}
 	for name, tc := range cases {
@@ -177,7 +177,7 @@ func TestPlanQueued(t *testing.T) {
 				w.Waiting = map[string]bool{"a": true}
 				delete(w.Nodes, "a")
 			}),
-			want: queued{Started: 1, Failed: map[string]string{"a": ReasonNodeDeleted}},
+			want: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"the bound stops the wave without passing nodes": {
 			World: newWorld("a", "b", "c").with(func(w *World) { w.Room, w.Bounded = 1, true }),
@@ -224,7 +224,7 @@ func TestPlanQueued(t *testing.T) {
 				w.Waiting = map[string]bool{"a": true}
 				w.Paused = true
 			}),
-			want: queued{Started: 1, Failed: map[string]string{"a": ReasonNodeDeleted}},
+			want: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"a waiting node in creation backoff waits it out": {
 			World: newWorld("a").with(func(w *World) {

@@ -14,11 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ReasonWaitTimedOut: the node waited for another run's worker that could
-// not end, longer than nodeWaitTimeout; no worker of this run was created
-// on it.
-const ReasonWaitTimedOut = "WaitTimedOut"
-
 // Stall is since when a node's wait cannot end, and why.
 type Stall struct {
 	Since time.Time

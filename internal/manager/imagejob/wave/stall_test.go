@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 )
@@ -105,7 +106,7 @@ func TestPlanGivesUpStalledWaits(t *testing.T) {
 				waiting(w)
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-bound)})
 			}),
-			want: result{Queued: queued{Started: 1, Failed: map[string]string{"a": ReasonWaitTimedOut}}},
+			want: result{Queued: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonWaitTimedOut}}},
 		},
 		"a node first reached, stalled past the bound, is given up at once": {
 			World: newWorld("a", "b").with(func(w *World) {
@@ -113,7 +114,7 @@ func TestPlanGivesUpStalledWaits(t *testing.T) {
 				w.Timeouts.Wait = bound
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
 			}),
-			want: result{Queued: queued{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": ReasonWaitTimedOut}}},
+			want: result{Queued: queued{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonWaitTimedOut}}},
 		},
 		"a stalled node no run holds gets its pod": {
 			World: newWorld("a").with(func(w *World) {

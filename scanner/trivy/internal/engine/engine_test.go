@@ -16,7 +16,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/scan"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/engine"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
@@ -96,7 +96,7 @@ func TestScanImage(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			img, err := testcontainerd.Image{Files: tc.files}.Build()
+			img, err := testimage.Image{Files: tc.files}.Build()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestScanImage(t *testing.T) {
 }
 
 func TestScanStopsWithItsContext(t *testing.T) {
-	img, err := testcontainerd.Image{Files: fixture.AlpineFiles("3.22.1", fixture.Package{Name: "musl", Version: "1.2.4-r2"})}.Build()
+	img, err := testimage.Image{Files: fixture.AlpineFiles("3.22.1", fixture.Package{Name: "musl", Version: "1.2.4-r2"})}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/scan"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/storeimage"
 )
@@ -33,7 +33,7 @@ func TestOpenOnCRIO(t *testing.T) {
 	testcrio.Require(t)
 	c := testcrio.Start(t)
 	const name = "example.com/store/two-layers:1"
-	base, err := testcontainerd.Image{Files: map[string][]byte{"lib/apk/db/installed": []byte("P:musl\nV:1.2.4-r2\n\n"), "etc/alpine-release": []byte("3.22.1\n")}}.Build()
+	base, err := testimage.Image{Files: map[string][]byte{"lib/apk/db/installed": []byte("P:musl\nV:1.2.4-r2\n\n"), "etc/alpine-release": []byte("3.22.1\n")}}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func tarLayer(t *testing.T, files map[string]string) v1.Layer {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := testcontainerd.Layer(buf.Bytes())
+	l, err := testimage.Layer(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
@@ -92,7 +93,7 @@ func TestScannerFleetBench(t *testing.T) {
 	testcontainerd.Require(t)
 	bin := buildWorkers(t)
 	c := testcontainerd.Start(t)
-	var imgs []testcontainerd.Image
+	var imgs []testimage.Image
 	for i := range images {
 		imgs = append(imgs, benchImage(fmt.Sprintf("bench.local/app-%02d:1", i), i))
 	}

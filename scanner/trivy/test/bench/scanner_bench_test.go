@@ -26,6 +26,7 @@ import (
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
@@ -54,7 +55,7 @@ func TestScannerBench(t *testing.T) {
 
 	c := testcontainerd.Start(t)
 	var refs []string
-	var imgs []testcontainerd.Image
+	var imgs []testimage.Image
 	for i := range images {
 		ref := fmt.Sprintf("bench.local/app-%02d:1", i)
 		refs = append(refs, ref)
@@ -102,7 +103,7 @@ func TestScannerBench(t *testing.T) {
 
 // benchImage is an Alpine-like image with a few hundred files besides its
 // package database, so that reading layers costs what it costs.
-func benchImage(ref string, i int) testcontainerd.Image {
+func benchImage(ref string, i int) testimage.Image {
 	pkgs := []fixture.Package{{Name: "musl", Version: "1.2.4-r2"}, {Name: "busybox", Version: "1.36.1-r0"},
 		{Name: "zlib", Version: "1.3.0-r0"}, {Name: "openssl", Version: "3.3.1-r0"}, {Name: "ca-certificates", Version: "20240705-r0"}}
 	if i%2 == 1 {
@@ -115,7 +116,7 @@ func benchImage(ref string, i int) testcontainerd.Image {
 		files[fmt.Sprintf("usr/share/bench/%03d.bin", f)] = data
 	}
 	files["etc/bench-ref"] = []byte(ref)
-	return testcontainerd.Image{Tags: []string{ref}, Files: files}
+	return testimage.Image{Tags: []string{ref}, Files: files}
 }
 
 func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile string) result {

@@ -22,6 +22,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
@@ -83,10 +84,10 @@ func TestTagMovedBeforeTheScan(t *testing.T) {
 	testcontainerd.Require(t)
 	n := onContainerd(t)
 	musl := func(v string) fixture.Package { return fixture.Package{Name: "musl", Version: v} }
-	alpine := func(id, muslVersion string, tags ...string) testcontainerd.Image {
+	alpine := func(id, muslVersion string, tags ...string) testimage.Image {
 		files := fixture.AlpineFiles("3.22.1", musl(muslVersion))
 		files["etc/fixture-tag"] = []byte(id)
-		return testcontainerd.Image{Tags: tags, Files: files}
+		return testimage.Image{Tags: tags, Files: files}
 	}
 	const (
 		appDev  = "example.com/app:dev"
@@ -115,7 +116,7 @@ func TestTagMovedBeforeTheScan(t *testing.T) {
 		t.Fatalf("the node's images without the ID records: %v", ids)
 	}
 	archive := filepath.Join(t.TempDir(), "moved.tar")
-	if err := testcontainerd.WriteArchive(archive, []testcontainerd.Image{alpine("app moved", "1.2.4-r2", appDev), alpine("solo moved", "1.2.4-r2", soloDev)}); err != nil {
+	if err := testimage.WriteArchive(archive, []testimage.Image{alpine("app moved", "1.2.4-r2", appDev), alpine("solo moved", "1.2.4-r2", soloDev)}); err != nil {
 		t.Fatal(err)
 	}
 	svc := &movingService{shared: map[string]string{}, moved: func() error {

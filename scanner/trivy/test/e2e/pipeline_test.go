@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -90,22 +91,22 @@ func seed(t *testing.T) *node { return seedOn(t, onContainerd(t)) }
 // container of a vulnerable image.
 func seedOn(t *testing.T, n *node) *node {
 	t.Helper()
-	pause := testcontainerd.Pause(t)
+	pause := testimage.Pause(t)
 	musl := func(v string) fixture.Package { return fixture.Package{Name: "musl", Version: v} }
-	alpine := func(tag, release string, extra map[string][]byte, pkgs ...fixture.Package) testcontainerd.Image {
+	alpine := func(tag, release string, extra map[string][]byte, pkgs ...fixture.Package) testimage.Image {
 		files := fixture.AlpineFiles(release, pkgs...)
 		for k, v := range extra {
 			files[k] = v
 		}
 		// The tag in a file gives each image its own ID.
 		files["etc/fixture-tag"] = []byte(tag)
-		return testcontainerd.Image{Tags: []string{tag}, Files: files, Entrypoint: []string{"/pause"}}
+		return testimage.Image{Tags: []string{tag}, Files: files, Entrypoint: []string{"/pause"}}
 	}
 	n.rt.Import(t,
 		alpine(vulnerable, "3.22.1", nil, musl("1.2.4-r2")),
 		alpine(clean, "3.22.1", nil, musl("1.2.5-r0")),
 		alpine(eol, "3.19.1", nil, fixture.Package{Name: "busybox", Version: "1.36.1-r0"}),
-		testcontainerd.Image{Tags: []string{static}, RandomBytes: 2048},
+		testimage.Image{Tags: []string{static}, RandomBytes: 2048},
 		alpine(running, "3.22.1", map[string][]byte{"pause": pause}, musl("1.2.4-r2")),
 		alpine(excluded, "3.22.1", nil, musl("1.2.4-r2")),
 	)
@@ -289,7 +290,7 @@ func TestMultiPlatformImage(t *testing.T) {
 	variant := func(musl, arch string) v1.Image {
 		files := fixture.AlpineFiles("3.22.1", fixture.Package{Name: "musl", Version: musl})
 		files["etc/arch"] = []byte(arch)
-		img, err := testcontainerd.Image{Files: files}.Build()
+		img, err := testimage.Image{Files: files}.Build()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-//go:build linux
-
-package testcontainerd
+// Package testimage builds the images tests put on a runtime, in memory
+// (go-containerregistry): files, an entrypoint, random bytes for a size of
+// their own, a shared base layer; and the pause binary those images run.
+package testimage
 
 import (
 	"archive/tar"
@@ -10,7 +11,11 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"sync"
+	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,6 +23,44 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
+
+// SandboxImage is the pause image every runtime's test instance is
+// configured with, so that a test expects the same on each.
+const SandboxImage = "registry.k8s.io/pause:3.10"
+
+var (
+	pauseOnce sync.Once
+	pauseBin  []byte
+	pauseErr  error
+)
+
+// Pause is a static binary that sleeps until signalled, for test images.
+func Pause(t testing.TB) []byte {
+	t.Helper()
+	pauseOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pause")
+		if err != nil {
+			pauseErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "pause")
+		// By import path, from the test's own directory: it resolves in this
+		// module and in modules that require it (the scanner's), and does
+		// not depend on source paths, which -trimpath rewrites.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
+			return
+		}
+		pauseBin, pauseErr = os.ReadFile(out)
+	})
+	if pauseErr != nil {
+		t.Fatal(pauseErr)
+	}
+	return pauseBin
+}
 
 // Image describes a test image to build.
 type Image struct {

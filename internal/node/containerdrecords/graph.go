@@ -1,4 +1,4 @@
-package ctrdrecords
+package containerdrecords
 
 import (
 	"cmp"

@@ -3,7 +3,7 @@
 // Containers that mount images as volumes, as the kubelet starts a pod
 // whose spec has volumes[].image.
 
-package testcontainerd
+package testcri
 
 import (
 	"context"

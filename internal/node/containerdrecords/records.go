@@ -1,4 +1,4 @@
-// Package ctrdrecords reads what containerd keeps on a node, in every
+// Package containerdrecords reads what containerd keeps on a node, in every
 // namespace, through the gRPC clients containerd's API module generates:
 // its image records, the content and snapshots they hold, the leases and
 // containers that hold more. containerd serves this API on the node's CRI
@@ -6,7 +6,7 @@
 // the CRI client dials it. What a removal left behind is found in these
 // records (internal/node/leftover); the CRI shows only the k8s.io
 // namespace's images, and none of the rest.
-package ctrdrecords
+package containerdrecords
 
 import "time"
 

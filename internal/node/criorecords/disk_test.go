@@ -1,6 +1,6 @@
 //go:build unix
 
-package storagerecords_test
+package criorecords_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 func TestLayerDiskBytes(t *testing.T) {
@@ -69,7 +69,7 @@ func TestLayerDiskBytes(t *testing.T) {
 		"overlay2 (the old alias)":  {"overlay2", "rw"},
 		"an ID that is a directory": {"overlay", "."},
 	} {
-		n, err := storagerecords.LayerDiskBytes(context.Background(), root, tc.driver, tc.id)
+		n, err := criorecords.LayerDiskBytes(context.Background(), root, tc.driver, tc.id)
 		r := result{Bytes: n}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -125,7 +125,7 @@ func TestLayerDiskBytesWhileWritten(t *testing.T) {
 		}
 	}()
 	for range 200 {
-		if _, err := storagerecords.LayerDiskBytes(context.Background(), root, "overlay", "rw"); err != nil {
+		if _, err := criorecords.LayerDiskBytes(context.Background(), root, "overlay", "rw"); err != nil {
 			t.Errorf("while files are written and removed: %v", err)
 			break
 		}
@@ -156,17 +156,17 @@ func TestLayerDiskBytesBounded(t *testing.T) {
 	cancel()
 	for name, tc := range map[string]struct {
 		ctx     context.Context
-		limits  storagerecords.WalkLimits
+		limits  criorecords.WalkLimits
 		wantErr error
 		want    int64
 	}{
-		"within the limits":      {ctx: context.Background(), limits: storagerecords.DefaultWalkLimits, want: 20},
-		"too many entries":       {ctx: context.Background(), limits: storagerecords.WalkLimits{Entries: 3, Linked: 100}, wantErr: storagerecords.ErrWalkLimit, want: 5},
-		"too many linked files":  {ctx: context.Background(), limits: storagerecords.WalkLimits{Entries: 100, Linked: 2}, wantErr: storagerecords.ErrWalkLimit, want: 10},
-		"past the context's end": {ctx: cancelled, limits: storagerecords.DefaultWalkLimits, wantErr: context.Canceled},
+		"within the limits":      {ctx: context.Background(), limits: criorecords.DefaultWalkLimits, want: 20},
+		"too many entries":       {ctx: context.Background(), limits: criorecords.WalkLimits{Entries: 3, Linked: 100}, wantErr: criorecords.ErrWalkLimit, want: 5},
+		"too many linked files":  {ctx: context.Background(), limits: criorecords.WalkLimits{Entries: 100, Linked: 2}, wantErr: criorecords.ErrWalkLimit, want: 10},
+		"past the context's end": {ctx: cancelled, limits: criorecords.DefaultWalkLimits, wantErr: context.Canceled},
 	} {
 		t.Run(name, func(t *testing.T) {
-			n, err := storagerecords.LayerDiskBytesWithin(tc.ctx, root, "overlay", "rw", tc.limits)
+			n, err := criorecords.LayerDiskBytesWithin(tc.ctx, root, "overlay", "rw", tc.limits)
 			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
 				t.Errorf("error %v, want %v", err, tc.wantErr)
 			}

@@ -1,4 +1,4 @@
-package storagerecords
+package criorecords
 
 // Held is what a set of images and containers holds, by ID: the records
 // containers/storage keeps for as long as one of them is there.

@@ -1,25 +1,25 @@
-package storagerecords_test
+package criorecords_test
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 func TestExclusive(t *testing.T) {
 	// A node: images a and c share a's layers (c is built on a); b has a
 	// mapped copy of its top layer; a container runs a; d's top layer
 	// record is gone.
-	node := storagerecords.Records{
-		Images: []storagerecords.Image{
+	node := criorecords.Records{
+		Images: []criorecords.Image{
 			{ID: "a", TopLayer: "l-a", BigDataBytes: 1},
 			{ID: "b", TopLayer: "l-b", MappedTopLayers: []string{"l-b-mapped"}, BigDataBytes: 2},
 			{ID: "c", TopLayer: "l-c", BigDataBytes: 4},
 			{ID: "d", TopLayer: "l-gone", BigDataBytes: 8},
 		},
-		Layers: []storagerecords.Layer{
+		Layers: []criorecords.Layer{
 			{ID: "l-base", DiffBytes: 100},
 			{ID: "l-a", Parent: "l-base", DiffBytes: 10},
 			{ID: "l-b", Parent: "l-base", DiffBytes: 20},
@@ -28,21 +28,21 @@ func TestExclusive(t *testing.T) {
 			{ID: "rw-k", Parent: "l-a"},
 			{ID: "l-stray", DiffBytes: 1000},
 		},
-		Containers: []storagerecords.Container{{ID: "k", Image: "a", Layer: "rw-k"}},
+		Containers: []criorecords.Container{{ID: "k", Image: "a", Layer: "rw-k"}},
 	}
 	// Two images on one base layer, no container.
-	pair := storagerecords.Records{
-		Images: []storagerecords.Image{{ID: "x", TopLayer: "l-x"}, {ID: "y", TopLayer: "l-y"}},
-		Layers: []storagerecords.Layer{{ID: "l-base", DiffBytes: 100}, {ID: "l-x", Parent: "l-base", DiffBytes: 1}, {ID: "l-y", Parent: "l-base", DiffBytes: 2}},
+	pair := criorecords.Records{
+		Images: []criorecords.Image{{ID: "x", TopLayer: "l-x"}, {ID: "y", TopLayer: "l-y"}},
+		Layers: []criorecords.Layer{{ID: "l-base", DiffBytes: 100}, {ID: "l-x", Parent: "l-base", DiffBytes: 1}, {ID: "l-y", Parent: "l-base", DiffBytes: 2}},
 	}
 	// Damaged records: parents in a loop.
-	loop := storagerecords.Records{
-		Images: []storagerecords.Image{{ID: "i", TopLayer: "p"}},
-		Layers: []storagerecords.Layer{{ID: "p", Parent: "q", DiffBytes: 1}, {ID: "q", Parent: "p", DiffBytes: 2}},
+	loop := criorecords.Records{
+		Images: []criorecords.Image{{ID: "i", TopLayer: "p"}},
+		Layers: []criorecords.Layer{{ID: "p", Parent: "q", DiffBytes: 1}, {ID: "q", Parent: "p", DiffBytes: 2}},
 	}
 	got := map[string]int64{}
 	for name, tc := range map[string]struct {
-		records storagerecords.Records
+		records criorecords.Records
 		ids     []string
 	}{
 		"a container's image: nothing":                   {node, []string{"a"}},
@@ -56,7 +56,7 @@ func TestExclusive(t *testing.T) {
 		"both on a base: the base once": {pair, []string{"x", "y", "x"}},
 		"parents in a loop":             {loop, []string{"i"}},
 	} {
-		got[name] = storagerecords.Exclusive(tc.records, tc.ids)
+		got[name] = criorecords.Exclusive(tc.records, tc.ids)
 	}
 	want := map[string]int64{
 		"a container's image: nothing":                   0,
@@ -77,10 +77,10 @@ func TestExclusive(t *testing.T) {
 
 // TestHeldBy: what is held, and by whom; a stray layer is held by none.
 func TestHeldBy(t *testing.T) {
-	r := storagerecords.Records{
-		Images:     []storagerecords.Image{{ID: "a", TopLayer: "l-a"}, {ID: "b", TopLayer: "l-b"}},
-		Layers:     []storagerecords.Layer{{ID: "l-a"}, {ID: "l-b", Parent: "l-a"}, {ID: "rw", Parent: "l-b"}, {ID: "stray"}},
-		Containers: []storagerecords.Container{{ID: "k", Image: "b", Layer: "rw"}},
+	r := criorecords.Records{
+		Images:     []criorecords.Image{{ID: "a", TopLayer: "l-a"}, {ID: "b", TopLayer: "l-b"}},
+		Layers:     []criorecords.Layer{{ID: "l-a"}, {ID: "l-b", Parent: "l-a"}, {ID: "rw", Parent: "l-b"}, {ID: "stray"}},
+		Containers: []criorecords.Container{{ID: "k", Image: "b", Layer: "rw"}},
 	}
 	set := func(ids ...string) map[string]bool {
 		m := map[string]bool{}
@@ -89,15 +89,15 @@ func TestHeldBy(t *testing.T) {
 		}
 		return m
 	}
-	got := map[string]storagerecords.Held{
-		"all":            storagerecords.HeldBy(r, nil, nil),
-		"but b":          storagerecords.HeldBy(r, set("b"), nil),
-		"but k":          storagerecords.HeldBy(r, nil, set("k")),
-		"but b and k":    storagerecords.HeldBy(r, set("b"), set("k")),
-		"only k":         storagerecords.HeldBy(r, nil, nil).Minus(storagerecords.HeldBy(r, nil, set("k"))),
-		"but a, b and k": storagerecords.HeldBy(r, set("a", "b"), set("k")),
+	got := map[string]criorecords.Held{
+		"all":            criorecords.HeldBy(r, nil, nil),
+		"but b":          criorecords.HeldBy(r, set("b"), nil),
+		"but k":          criorecords.HeldBy(r, nil, set("k")),
+		"but b and k":    criorecords.HeldBy(r, set("b"), set("k")),
+		"only k":         criorecords.HeldBy(r, nil, nil).Minus(criorecords.HeldBy(r, nil, set("k"))),
+		"but a, b and k": criorecords.HeldBy(r, set("a", "b"), set("k")),
 	}
-	want := map[string]storagerecords.Held{
+	want := map[string]criorecords.Held{
 		"all":            {Images: set("a", "b"), Layers: set("l-a", "l-b", "rw")},
 		"but b":          {Images: set("a", "b"), Layers: set("l-a", "l-b", "rw")},
 		"but k":          {Images: set("a", "b"), Layers: set("l-a", "l-b")},

@@ -1,6 +1,6 @@
 //go:build unix
 
-package storagerecords
+package criorecords
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package storagerecords_test
+package criorecords_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // store writes the files (by path under the root) of a store and returns
@@ -59,13 +59,13 @@ const (
 func TestRead(t *testing.T) {
 	t1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	t2 := t1.Add(24 * time.Hour)
-	full := storagerecords.Records{
+	full := criorecords.Records{
 		Driver: "overlay",
-		Images: []storagerecords.Image{
+		Images: []criorecords.Image{
 			{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
 			{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
 		},
-		Layers: []storagerecords.Layer{
+		Layers: []criorecords.Layer{
 			{ID: "l-base", DiffBytes: 1024, Created: t1},
 			{ID: "l-app", Parent: "l-base", DiffBytes: 2048},
 			{ID: "l-app-mapped", Parent: "l-base", DiffBytes: 2048},
@@ -73,14 +73,14 @@ func TestRead(t *testing.T) {
 			{ID: "l-odd-flag"},
 			{ID: "rw-app", Parent: "l-app", Created: t2},
 		},
-		Containers: []storagerecords.Container{
+		Containers: []criorecords.Container{
 			{ID: "c-app", Image: "i-app", Layer: "rw-app", Names: []string{"k8s_app_pod_ns_uid_0"}, PodID: "s-pod", Created: t2},
 			{ID: "c-podman", Image: "i-app", Layer: "rw-podman", Names: []string{"web"}},
 		},
 	}
 	for name, tc := range map[string]struct {
 		files   map[string]string
-		want    storagerecords.Records
+		want    criorecords.Records
 		wantErr string // in the error's text
 	}{
 		"every record": {
@@ -101,34 +101,34 @@ func TestRead(t *testing.T) {
 				"vfs-images/images.lock":                       "",
 				"vfs-layers/volatile-layers.json.tmp-leftover": "not read",
 			},
-			want: storagerecords.Records{Driver: "vfs",
-				Images:     []storagerecords.Image{{ID: "i", TopLayer: "l"}},
-				Layers:     []storagerecords.Layer{{ID: "l", DiffBytes: 10}, {ID: "rw", Parent: "l", Volatile: true}},
-				Containers: []storagerecords.Container{{ID: "c1", Image: "i", Layer: "rw1"}, {ID: "c2", Image: "i", Layer: "rw", Volatile: true}},
+			want: criorecords.Records{Driver: "vfs",
+				Images:     []criorecords.Image{{ID: "i", TopLayer: "l"}},
+				Layers:     []criorecords.Layer{{ID: "l", DiffBytes: 10}, {ID: "rw", Parent: "l", Volatile: true}},
+				Containers: []criorecords.Container{{ID: "c1", Image: "i", Layer: "rw1"}, {ID: "c2", Image: "i", Layer: "rw", Volatile: true}},
 			},
 		},
 		"no layers or containers yet; empty files as containers/storage leaves them": {
 			files: map[string]string{"overlay-images/images.json": ``, "overlay-layers/layers.json": ``},
-			want:  storagerecords.Records{Driver: "overlay"},
+			want:  criorecords.Records{Driver: "overlay"},
 		},
 		"null records": {
 			files: map[string]string{"overlay-images/images.json": `null`, "overlay-containers/containers.json": `null`},
-			want:  storagerecords.Records{Driver: "overlay"},
+			want:  criorecords.Records{Driver: "overlay"},
 		},
 		"records without an ID, negative sizes: left out, counted 0": {
 			files: map[string]string{
 				"overlay-images/images.json": `[{"names":["x:1"]},{"id":"i","big-data-sizes":{"a":-1,"b":5}}]`,
 				"overlay-layers/layers.json": `[{"parent":"l"},{"id":"l","diff-size":-7}]`,
 			},
-			want: storagerecords.Records{Driver: "overlay", Images: []storagerecords.Image{{ID: "i", BigDataBytes: 5}}, Layers: []storagerecords.Layer{{ID: "l"}}},
+			want: criorecords.Records{Driver: "overlay", Images: []criorecords.Image{{ID: "i", BigDataBytes: 5}}, Layers: []criorecords.Layer{{ID: "l"}}},
 		},
 		"document sizes past int64: held at the largest": {
 			files: map[string]string{"overlay-images/images.json": `[{"id":"i","big-data-sizes":{"a":9223372036854775807,"b":9223372036854775807}}]`},
-			want:  storagerecords.Records{Driver: "overlay", Images: []storagerecords.Image{{ID: "i", BigDataBytes: math.MaxInt64}}},
+			want:  criorecords.Records{Driver: "overlay", Images: []criorecords.Image{{ID: "i", BigDataBytes: math.MaxInt64}}},
 		},
 		"metadata not CRI-O's JSON: no pod": {
 			files: map[string]string{"overlay-images/images.json": `[]`, "overlay-containers/containers.json": `[{"id":"c","metadata":"buildah"}]`},
-			want:  storagerecords.Records{Driver: "overlay", Containers: []storagerecords.Container{{ID: "c"}}},
+			want:  criorecords.Records{Driver: "overlay", Containers: []criorecords.Container{{ID: "c"}}},
 		},
 		"no image records": {
 			files:   map[string]string{"overlay-layers/layers.json": layersJSON},
@@ -164,7 +164,7 @@ func TestRead(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := storagerecords.Read(store(t, tc.files))
+			got, err := criorecords.Read(store(t, tc.files))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
@@ -182,7 +182,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestReadNoStore(t *testing.T) {
-	if _, err := storagerecords.Read(t.TempDir()); !errors.Is(err, storagerecords.ErrNoStore) {
+	if _, err := criorecords.Read(t.TempDir()); !errors.Is(err, criorecords.ErrNoStore) {
 		t.Errorf("an empty directory: %v, want ErrNoStore", err)
 	}
 }
@@ -194,13 +194,13 @@ func TestImages(t *testing.T) {
 	for name, tc := range map[string]struct {
 		files   map[string]string
 		driver  string
-		want    []storagerecords.Image
+		want    []criorecords.Image
 		wantErr string
 	}{
 		"the images alone": {
 			files:  map[string]string{"overlay-images/images.json": imagesJSON, "overlay-layers/layers.json": "not read"},
 			driver: "overlay",
-			want: []storagerecords.Image{
+			want: []criorecords.Image{
 				{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
 				{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
 			},
@@ -208,7 +208,7 @@ func TestImages(t *testing.T) {
 		"one driver of two": {
 			files:  map[string]string{"overlay-images/images.json": `[{"id":"o"}]`, "vfs-images/images.json": `[{"id":"v"}]`},
 			driver: "vfs",
-			want:   []storagerecords.Image{{ID: "v"}},
+			want:   []criorecords.Image{{ID: "v"}},
 		},
 		"an empty file": {files: map[string]string{"overlay-images/images.json": ``}, driver: "overlay"},
 		"no such driver": {
@@ -221,7 +221,7 @@ func TestImages(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := storagerecords.Images(store(t, tc.files), tc.driver)
+			got, err := criorecords.Images(store(t, tc.files), tc.driver)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
@@ -249,8 +249,8 @@ func TestDrivers(t *testing.T) {
 		"none": {files: map[string]string{"overlay-layers/layers.json": `[]`}, noStore: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := storagerecords.Drivers(store(t, tc.files))
-			if tc.noStore != errors.Is(err, storagerecords.ErrNoStore) {
+			got, err := criorecords.Drivers(store(t, tc.files))
+			if tc.noStore != errors.Is(err, criorecords.ErrNoStore) {
 				t.Fatalf("error %v, want ErrNoStore %v", err, tc.noStore)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -267,7 +267,7 @@ func TestReadBound(t *testing.T) {
 	if err := os.Truncate(filepath.Join(root, "overlay-layers", "layers.json"), 64<<20+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storagerecords.Read(root); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
+	if _, err := criorecords.Read(root); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
 		t.Errorf("records past the bound: %v, want refused", err)
 	}
 }
@@ -282,7 +282,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`[{"id":"i","big-data-sizes":{"a":-1}}]`), []byte(`[{"id":"x","flags":{"incomplete":1}}]`), []byte(``),
 		[]byte(`[{"id":"c","metadata":"{\"pod-id\":7}"}]`), []byte(`null`))
 	f.Fuzz(func(t *testing.T, images, layers, volatileLayers, containers, volatileContainers []byte) {
-		r, err := storagerecords.Parse("overlay", images, layers, volatileLayers, containers, volatileContainers)
+		r, err := criorecords.Parse("overlay", images, layers, volatileLayers, containers, volatileContainers)
 		if err != nil {
 			return
 		}
@@ -305,9 +305,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("container %+v", c)
 			}
 		}
-		all := r.Bytes(storagerecords.HeldBy(r, nil, nil))
+		all := r.Bytes(criorecords.HeldBy(r, nil, nil))
 		for _, set := range [][]string{ids, ids[:len(ids)/2]} {
-			if n := storagerecords.Exclusive(r, set); n < 0 || n > all {
+			if n := criorecords.Exclusive(r, set); n < 0 || n > all {
 				t.Fatalf("exclusive bytes of %v: %d, want within 0 and %d", set, n, all)
 			}
 		}

@@ -1,10 +1,11 @@
 //go:build linux
 
-// What a test does through a runtime's CRI socket whichever runtime answers
-// it: pods, containers, the image list. Containerd embeds CRI, and so does
-// testcrio's CRIO, so each operation exists once.
-
-package testcontainerd
+// Package testcri is what a test does through a runtime's CRI socket
+// whichever runtime answers it: pods, containers, the image list, and the
+// tier check and teardown every runtime's test instance shares.
+// testcontainerd's Containerd and testcrio's CRIO embed CRI, so each
+// operation exists once.
+package testcri
 
 import (
 	"context"
@@ -30,12 +31,12 @@ type CRI struct {
 	Images   runtimeapi.ImageServiceClient
 
 	conn *grpc.ClientConn
-	o    CRIOptions
+	o    Options
 }
 
-// CRIOptions are what differs between runtimes in the operations CRI
+// Options are what differs between runtimes in the operations CRI
 // shares.
-type CRIOptions struct {
+type Options struct {
 	// Pod is the sandbox and the container's Linux config of a pod named
 	// name, as the runtime needs them (namespaces, cgroup parent, logs).
 	Pod func(name string) (*runtimeapi.PodSandboxConfig, *runtimeapi.LinuxContainerConfig)
@@ -45,9 +46,9 @@ type CRIOptions struct {
 	DigestsInIDs bool
 }
 
-// DialCRI connects to the CRI socket (a path); the caller's stop calls
+// Dial connects to the CRI socket (a path); the caller's stop calls
 // Close.
-func DialCRI(socket string, o CRIOptions) (*CRI, error) {
+func Dial(socket string, o Options) (*CRI, error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", socket, err)

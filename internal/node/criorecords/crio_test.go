@@ -1,6 +1,6 @@
 //go:build linux
 
-package storagerecords_test
+package criorecords_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/node/storagerecords"
-	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
+	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
 
 // TestOnCRIO: a real CRI-O's store, read from its files. Two images pulled
@@ -34,12 +34,12 @@ func TestOnCRIO(t *testing.T) {
 	c := testcrio.Start(t)
 	ctx := context.Background()
 
-	base, err := testcontainerd.Image{Files: map[string][]byte{"pause": testcontainerd.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 256 << 10}.Build()
+	base, err := testimage.Image{Files: map[string][]byte{"pause": testimage.Pause(t)}, Entrypoint: []string{"/pause"}, RandomBytes: 256 << 10}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	top := func(n int) v1.Layer {
-		img, err := testcontainerd.Image{RandomBytes: n}.Build()
+		img, err := testimage.Image{RandomBytes: n}.Build()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestOnCRIO(t *testing.T) {
 	}
 	baseLayer := layer(t, r, layerA.Parent)
 	for _, l := range []struct {
-		rec  storagerecords.Layer
+		rec  criorecords.Layer
 		want int64
 	}{{layerA, tarA}, {layerB, tarB}, {baseLayer, tarBase}} {
 		if l.rec.DiffBytes != l.want {
@@ -92,13 +92,13 @@ func TestOnCRIO(t *testing.T) {
 	if recA.BigDataBytes != docsA || recB.BigDataBytes != docsB {
 		t.Errorf("documents' bytes %d and %d, want the files' %d and %d", recA.BigDataBytes, recB.BigDataBytes, docsA, docsB)
 	}
-	if n, err := storagerecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, layerA.ID); err != nil || n != 128<<10 {
+	if n, err := criorecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, layerA.ID); err != nil || n != 128<<10 {
 		t.Errorf("disk of a's top layer: %d, %v; want its one file's %d", n, err, 128<<10)
 	}
 
 	exclusive := func(want int64, imageIDs ...string) {
 		t.Helper()
-		if got := storagerecords.Exclusive(r, imageIDs); got != want {
+		if got := criorecords.Exclusive(r, imageIDs); got != want {
 			t.Errorf("exclusive bytes of %v: %d, want %d", imageIDs, got, want)
 		}
 	}
@@ -111,7 +111,7 @@ func TestOnCRIO(t *testing.T) {
 	// when CRI-O's CRI does not list it.
 	podID, ctrID := c.RunContainer(t, "exclusive", a)
 	r = read(t, c.RootDir())
-	var ctr storagerecords.Container
+	var ctr criorecords.Container
 	for _, rc := range r.Containers {
 		if rc.ID == ctrID {
 			ctr = rc
@@ -127,14 +127,14 @@ func TestOnCRIO(t *testing.T) {
 	exclusive(tarB+docsB, idB)
 	noLeftovers(t, c, r)
 	// What the container wrote, in its read-write layer.
-	dir, err := storagerecords.LayerDir(c.RootDir(), r.Driver, ctr.Layer)
+	dir, err := criorecords.LayerDir(c.RootDir(), r.Driver, ctr.Layer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "written.bin"), make([]byte, 5000), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := storagerecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, ctr.Layer); err != nil || n != 5000 {
+	if n, err := criorecords.LayerDiskBytes(context.Background(), c.RootDir(), r.Driver, ctr.Layer); err != nil || n != 5000 {
 		t.Errorf("disk of the container's layer: %d, %v; want the 5000 bytes written", n, err)
 	}
 	// The pod's sandbox has its storage too (CRI-O makes it without an
@@ -163,16 +163,16 @@ func TestOnCRIO(t *testing.T) {
 	noLeftovers(t, c, r)
 }
 
-func read(t *testing.T, root string) storagerecords.Records {
+func read(t *testing.T, root string) criorecords.Records {
 	t.Helper()
-	r, err := storagerecords.Read(root)
+	r, err := criorecords.Read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func image(t *testing.T, r storagerecords.Records, id string) storagerecords.Image {
+func image(t *testing.T, r criorecords.Records, id string) criorecords.Image {
 	t.Helper()
 	for _, img := range r.Images {
 		if img.ID == id {
@@ -180,10 +180,10 @@ func image(t *testing.T, r storagerecords.Records, id string) storagerecords.Ima
 		}
 	}
 	t.Fatalf("no image record %s", id)
-	return storagerecords.Image{}
+	return criorecords.Image{}
 }
 
-func layer(t *testing.T, r storagerecords.Records, id string) storagerecords.Layer {
+func layer(t *testing.T, r criorecords.Records, id string) criorecords.Layer {
 	t.Helper()
 	for _, l := range r.Layers {
 		if l.ID == id {
@@ -191,19 +191,19 @@ func layer(t *testing.T, r storagerecords.Records, id string) storagerecords.Lay
 		}
 	}
 	t.Fatalf("no layer record %s", id)
-	return storagerecords.Layer{}
+	return criorecords.Layer{}
 }
 
 func sizeOf(root, driver string) func(string) int64 {
 	return func(id string) int64 {
-		n, _ := storagerecords.LayerDiskBytes(context.Background(), root, driver, id)
+		n, _ := criorecords.LayerDiskBytes(context.Background(), root, driver, id)
 		return n
 	}
 }
 
 // noLeftovers: with every container and sandbox CRI-O lists live, the
 // store has no leftover.
-func noLeftovers(t *testing.T, c *testcrio.CRIO, r storagerecords.Records) {
+func noLeftovers(t *testing.T, c *testcrio.CRIO, r criorecords.Records) {
 	t.Helper()
 	ctx := context.Background()
 	live := map[string]bool{}

@@ -1,4 +1,4 @@
-package testcontainerd
+package testimage
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package storagerecords
+package criorecords
 
 // Parse is parse, for the fuzzer: the records of a store's files (images,
 // layers, volatile layers, containers, volatile containers), I/O aside.

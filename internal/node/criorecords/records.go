@@ -1,4 +1,4 @@
-// Package storagerecords reads the records containers/storage keeps in a
+// Package criorecords reads the records containers/storage keeps in a
 // store's root (CRI-O's image store, /var/lib/containers/storage): its
 // images, the layers they stand on and the containers made from them. What
 // an image removal left behind on a CRI-O node is found in these records
@@ -20,7 +20,7 @@
 // read-write layers in the volatile files; containers.json may not exist.
 // With transient_store set, containers/storage keeps the volatile files
 // under its run root instead, and they are not read here.
-package storagerecords
+package criorecords
 
 import (
 	"encoding/json"

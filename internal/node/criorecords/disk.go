@@ -1,4 +1,4 @@
-package storagerecords
+package criorecords
 
 import (
 	"context"
