@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 func repoPath(parts ...string) string {
@@ -214,7 +214,7 @@ func apply(t *testing.T, objs objects, dryRun bool) {
 func waitEstablished(t *testing.T, c client.Client, names []string) {
 	t.Helper()
 	for _, name := range names {
-		err := poll(func() (bool, error) {
+		err := wait.Until(time.Minute, func() (bool, error) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
 				return false, err
@@ -229,21 +229,5 @@ func waitEstablished(t *testing.T, c client.Client, names []string) {
 		if err != nil {
 			t.Fatalf("CRD %s not established: %v", name, err)
 		}
-	}
-}
-
-// poll checks cond until it holds, fails, or a minute passes: the API
-// server acts on its own time, which the tests do not assert on.
-func poll(cond func() (bool, error)) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still not so after a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -158,7 +159,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 		}
 		return len(jobs.Items), nil
 	}
-	err = poll(func() (bool, error) {
+	err = wait.Until(time.Minute, func() (bool, error) {
 		select {
 		case <-exited:
 			return false, errors.New("the manager stopped")
@@ -205,7 +206,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	if err := env.Client.Patch(ctx, list, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(func() (bool, error) {
+	err = wait.Until(time.Minute, func() (bool, error) {
 		jobs, err := step(list)
 		if err != nil {
 			return false, err

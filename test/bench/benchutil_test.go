@@ -215,16 +215,6 @@ func waitReportComplete(ctx context.Context, c client.Client, job string, start 
 	return 0
 }
 
-func waitCount(t *testing.T, timeout time.Duration, count func() int, want int) {
-	deadline := time.Now().Add(timeout)
-	for count() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d", want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -102,7 +102,7 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 			t.Error(err)
 		}
 	})
-	waitCount(t, 5*time.Minute, func() int {
+	testenv.WaitFor(t, 5*time.Minute, "every node ready", func() bool {
 		var nodes corev1.NodeList
 		_ = c.List(ctx, &nodes)
 		ready := 0
@@ -113,8 +113,8 @@ func startCluster(t *testing.T, kwok string, n int) (*simCluster, func()) {
 				}
 			}
 		}
-		return ready
-	}, n)
+		return ready >= n
+	})
 	// KWOK's share of a core with only its nodes to keep (their
 	// heartbeats): what it settles back to after the workload is created.
 	cpu0 := processCPU(kw.Process.Pid)
@@ -166,14 +166,14 @@ func (s *simCluster) clearBare(t *testing.T, pods int) {
 	for i := 0; i < pods; i += 500 {
 		_ = s.cs.CoreV1().Pods("bare").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{Limit: 500})
 	}
-	waitCount(t, 5*time.Minute, func() int {
+	testenv.WaitFor(t, 5*time.Minute, "every bare pod deleted", func() bool {
 		var list metav1.PartialObjectMetadataList
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 		if err := s.c.List(ctx, &list, client.InNamespace("bare")); err != nil {
-			return 0
+			return false
 		}
-		return pods - len(list.Items)
-	}, pods)
+		return len(list.Items) == 0
+	})
 }
 
 // benchManager is the manager binary running against the cluster.

@@ -72,12 +72,7 @@ func TestReferencesBench(t *testing.T) {
 	go func() { defer close(done); _ = idx.Start(ictx) }()
 	defer func() { cancel(); <-done }()
 	start = time.Now()
-	waitCount(t, 10*time.Minute, func() int {
-		if idx.Synced() {
-			return 1
-		}
-		return 0
-	}, 1)
+	testenv.WaitFor(t, 10*time.Minute, "the index to sync", idx.Synced)
 	synced := time.Since(start)
 	peakSync := peakRSS(os.Getpid())
 	runtime.GC()
@@ -115,12 +110,7 @@ func measureWave(t *testing.T, cs kubernetes.Interface, idx *workloadindex.Index
 		// A template changes before each wave: its Cluster() builds the set.
 		_, _ = idx.Cluster()
 		changeTemplate(t, cs, wave)
-		waitCount(t, time.Minute, func() int {
-			if idx.Stats().ClusterCached {
-				return 0
-			}
-			return 1
-		}, 1)
+		testenv.WaitFor(t, time.Minute, "the cluster's set to be dropped", func() bool { return !idx.Stats().ClusterCached })
 		s := time.Now()
 		refs, ok := idx.Cluster()
 		clusterBuild = append(clusterBuild, since(s))

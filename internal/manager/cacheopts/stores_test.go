@@ -3,6 +3,7 @@ package cacheopts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // TestStoresReadTheInformers: the Stores answer from the very informers the
@@ -112,9 +114,8 @@ func TestStoresReadTheInformers(t *testing.T) {
 
 	pods.Delete(pod("a1", "a"))
 	nodes.Delete(builder.MakeNode("n1").Obj())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		gone, err := stores.NodeExists("n1")
+	wait.ForDetail(t, time.Minute, "the deletions to be seen", func() (bool, string) {
+		exists, err := stores.NodeExists("n1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,12 +123,7 @@ func TestStoresReadTheInformers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !gone && slices.Equal(names("a"), []string{"a2"}) && n == 2 && len(busy("a1-node")) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deletions not seen: job a %v, node n1 exists %v", names("a"), gone)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return !exists && slices.Equal(names("a"), []string{"a2"}) && n == 2 && len(busy("a1-node")) == 0,
+			fmt.Sprintf("job a %v, node n1 exists %v", names("a"), exists)
+	})
 }

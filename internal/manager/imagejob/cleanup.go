@@ -101,7 +101,7 @@ func (r *Reconciler) deleteConfigMap(ctx context.Context, name string) error {
 
 // finishedSeen is when this process first saw the finished job.
 func (r *Reconciler) finishedSeen(job *eraserv1.ImageJob) time.Time {
-	return r.firstSight(job, func(st *jobState) *time.Time { return &st.finishedSeen })
+	return r.firstSeen(job, func(st *jobState) *time.Time { return &st.finishedSeen })
 }
 
 // cleanupBatch is the most pods one deletecollection request deletes: the

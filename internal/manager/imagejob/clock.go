@@ -1,5 +1,5 @@
 // The skew to the API server's clock, measured on the pods this process
-// creates; wave.Sighted says how the timeouts use it.
+// creates; wave.FirstSeen says how the timeouts use it.
 
 package imagejob
 

@@ -7,7 +7,6 @@ package imagejob
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 )
 
 // Options are the reconciler's settings that do not change at run time.
@@ -180,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.forget(req.Name)
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, step("get", err)
+		return reconcile.Result{}, reconcilestep.Wrap("get", err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		r.forget(job.Name)
@@ -199,32 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		name, do = "run", r.run
 	}
 	res, err := do(ctx, job)
-	return settle(ctx, res, step(name, err))
-}
-
-// settle turns a conflict into a prompt pass again. A write refused as a
-// conflict means the cache's copy of the job was older than the API
-// server's (on a busy API server the manager's own last status write can
-// reach the cache after the next pass has read it): the next pass, on the
-// newer copy, writes what this one would have. It is no failure of the
-// run, so it is not logged as a reconciler error with a stack trace, and
-// the next pass comes after the least time between passes, by which the
-// cache has caught up with a write in all but an overloaded API server.
-func settle(ctx context.Context, res reconcile.Result, err error) (reconcile.Result, error) {
-	if err == nil || !apierrors.IsConflict(err) {
-		return res, err
-	}
-	log.FromContext(ctx).V(1).Info("the job changed since this pass read it; passing again", "error", err.Error())
-	return reconcile.Result{RequeueAfter: passInterval}, nil
-}
-
-// step names a step's error, so that the log says which step failed; nil
-// stays nil.
-func step(name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", name, err)
+	return reconcilestep.RequeueOnConflict(ctx, res, reconcilestep.Wrap(name, err))
 }
 
 // data reads the job's data, from the API server when the cache does not

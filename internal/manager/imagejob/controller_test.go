@@ -1,9 +1,6 @@
 package imagejob
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
@@ -393,30 +388,5 @@ func TestImageListJobWaitsForRecording(t *testing.T) {
 	f.reconcile("owned")
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: "owned"}, job); !apierrors.IsNotFound(err) {
 		t.Errorf("recorded job not deleted: %v", err)
-	}
-}
-
-func TestSettle(t *testing.T) {
-	conflict := apierrors.NewConflict(schema.GroupResource{Group: "eraser.sh", Resource: "imagejobs"}, "j", errors.New("the object has been modified"))
-	other := errors.New("connection refused")
-	for name, tc := range map[string]struct {
-		res     reconcile.Result
-		err     error
-		want    reconcile.Result
-		wantErr error
-	}{
-		"success keeps its result":        {res: reconcile.Result{RequeueAfter: time.Minute}, want: reconcile.Result{RequeueAfter: time.Minute}},
-		"an error stays an error":         {err: other, wantErr: other},
-		"a conflict passes again shortly": {res: reconcile.Result{RequeueAfter: time.Minute}, err: fmt.Errorf("run: %w", fmt.Errorf("status: %w", conflict)), want: reconcile.Result{RequeueAfter: passInterval}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, err := settle(context.Background(), tc.res, tc.err)
-			if !errors.Is(err, tc.wantErr) {
-				t.Errorf("error %v, want %v", err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

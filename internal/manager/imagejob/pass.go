@@ -27,6 +27,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -41,7 +42,7 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 	if st.data == nil {
 		data, nodes, done, err := r.load(ctx, job)
 		if done || err != nil {
-			return reconcile.Result{}, step("load", err)
+			return reconcile.Result{}, reconcilestep.Wrap("load", err)
 		}
 		st.loaded(job, data, nodes)
 	}
@@ -76,11 +77,11 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, nodes jobdata.Nodes, st *jobState) (reconcile.Result, error) {
 	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
-		return reconcile.Result{}, step("gather", err)
+		return reconcile.Result{}, reconcilestep.Wrap("gather", err)
 	}
 	held, err := pause.Read(ctx, r.client, r.opts.Namespace)
 	if err != nil {
-		return reconcile.Result{}, step("gather", err)
+		return reconcile.Result{}, reconcilestep.Wrap("gather", err)
 	}
 	w.Paused = held.Paused
 	o := wave.Observe(w)
@@ -88,12 +89,12 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	w.Halted = wave.OverBudget(o.Failed, budget, o.Eligible)
 	p, err := r.admit(job, data, w, o, budget)
 	if err != nil {
-		return reconcile.Result{}, step("admit", err)
+		return reconcile.Result{}, reconcilestep.Wrap("admit", err)
 	}
 	build, failed, err := r.prepare(ctx, job, data, st, w, p)
 	if err != nil || failed {
 		r.queue.Release(job.Name, nodeNames(w.Targets, p.Create)...)
-		return reconcile.Result{}, step("prepare", err)
+		return reconcile.Result{}, reconcilestep.Wrap("prepare", err)
 	}
 	errs := r.createPods(ctx, w.Targets, p.Create, build)
 	for k, i := range p.Create {
@@ -105,7 +106,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 		// Not one worker pod of this job exists and the API server refused
 		// every one it was sent: retrying node by node only delays the news.
 		job.Status.Failed = len(w.Targets)
-		return reconcile.Result{}, step("create", r.fail(ctx, job, eraserv1.ReasonPodsRefused, "the API server refused the worker pods: "+msg))
+		return reconcile.Result{}, reconcilestep.Wrap("create", r.fail(ctx, job, eraserv1.ReasonPodsRefused, "the API server refused the worker pods: "+msg))
 	}
 	r.recordCreates(job, st, w, p, errs)
 	changed := len(p.Create) > 0 || len(p.Failed) > 0 || p.Started != o.Started || len(p.Waiting) != o.Waiting
@@ -132,7 +133,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	// only wait for pods.
 	if finished || !apiequality.Semantic.DeepEqual(before, &job.Status) {
 		if err := r.client.Status().Update(ctx, job); err != nil {
-			return reconcile.Result{}, step("status", err)
+			return reconcile.Result{}, reconcilestep.Wrap("status", err)
 		}
 	}
 	r.afterUpdate(ctx, job, st, o.TimedOut)
@@ -150,7 +151,7 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 // its pods mount, and its pod builder, checked once. failed is whether the
 // job has failed (its configuration cannot build a pod): the error then is
 // only the failure's own status write.
-func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w wave.World, p wave.Wave) (podBuilder, bool, error) {
+func (r *Reconciler) prepare(ctx context.Context, job *eraserv1.ImageJob, data *jobdata.Data, st *jobState, w wave.Snapshot, p wave.Wave) (podBuilder, bool, error) {
 	if len(p.Create) == 0 {
 		return r.builder(job, data, waveRefs{}, st.db), false, nil
 	}
@@ -206,13 +207,13 @@ func nodeNames(targets []nodefilter.Target, idx []int) []string {
 // gather reads what one pass needs: the job's pods and the nodes from the
 // cache, and, for started nodes whose pod the cache lacks and nothing
 // explains, the API server's word.
-func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (wave.World, error) {
+func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *config.Config, scheduled bool, nodes jobdata.Nodes, st *jobState) (wave.Snapshot, error) {
 	now := r.clock.Now()
-	w := wave.World{
+	w := wave.Snapshot{
 		Targets: nodes.Targets, Started: min(job.Status.Started, len(nodes.Targets)),
 		Pods: map[string]*corev1.Pod{}, Pending: map[string]bool{}, Missing: map[string]bool{}, Nodes: map[string]bool{},
 		Finished: make(map[string]wave.Outcome, len(st.finished)),
-		Failures: st.failures, Creating: st.creating, Sights: st.sights, Now: now,
+		Failures: st.failures, Creating: st.creating, PodsSeen: st.podsSeen, Now: now,
 		// A scanning run's pods may outlive podRunTimeout: config.Waits.
 		Timeouts: wave.Timeouts{Start: cfg.Manager.ImageJob.PodStartTimeout, Run: cfg.Waits(scheduled).PodRun, Wait: cfg.Manager.ImageJob.NodeWaitTimeout},
 		Limit:    cfg.Manager.ImageJob.MaxConcurrentNodes.Of(len(nodes.Targets)),
@@ -249,12 +250,12 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			// (and its termination messages decoded) once per version.
 			m, ok := st.finished[node]
 			if !ok || m.version != pod.ResourceVersion {
-				m = judged{version: pod.ResourceVersion, out: wave.Classify(pod, wave.Sight{}, now, w.Timeouts, true)}
+				m = judged{version: pod.ResourceVersion, out: wave.Classify(pod, wave.Seen{}, now, w.Timeouts, true)}
 				st.finished[node] = m
 			}
 			w.Finished[node] = m.out
 		} else {
-			st.sights[node] = wave.Sighted(st.sights[node], pod, createdAt, r.skew.get(), now)
+			st.podsSeen[node] = wave.FirstSeen(st.podsSeen[node], pod, createdAt, r.skew.get(), now)
 		}
 	}
 	// Every node's, finished ones included: a finished pod's outcome counts
@@ -316,7 +317,7 @@ func (r *Reconciler) stallOf(job *eraserv1.ImageJob, st *jobState, now time.Time
 
 // recordCreates remembers the wave's created pods and its refusals (with
 // their backoff), logging each refusal and announcing each distinct one.
-func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.World, p wave.Wave, errs []error) {
+func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.Snapshot, p wave.Wave, errs []error) {
 	// Read once every creation has returned, so that no pod's start timeout
 	// counts from before it existed.
 	created := r.clock.Now()
@@ -421,19 +422,19 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 
 // admit plans the job's next wave inside the queue's take, so that two
 // jobs' passes never both take one node, and the queue records the plan.
-func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.World, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
+func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.Snapshot, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
 	var p wave.Wave
-	err := r.queue.Take(job.Name, job.UID, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Slot) nodequeue.Taken {
-		w.Room, w.Bounded, w.Holder = s.Room, s.Bounded, s.Holder
+	err := r.queue.Take(job.Name, job.UID, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Offer) nodequeue.Choice {
+		w.Headroom, w.Bounded, w.HeldBy = s.Headroom, s.Bounded, s.HeldBy
 		p = wave.Next(w, o, budget)
-		return nodequeue.Taken{Create: nodeNames(w.Targets, p.Create), Waiting: slices.Collect(maps.Keys(p.Waiting)), Starved: p.Starved}
+		return nodequeue.Choice{Create: nodeNames(w.Targets, p.Create), Waiting: slices.Collect(maps.Keys(p.Waiting)), AtBound: p.AtBound}
 	})
 	return p, err
 }
 
 // recordWaiting writes the reached nodes that wait into the status, and the
 // run the first of them waits for.
-func recordWaiting(job *eraserv1.ImageJob, w wave.World, holders map[string]string) {
+func recordWaiting(job *eraserv1.ImageJob, w wave.Snapshot, holders map[string]string) {
 	var idx []int
 	behind := ""
 	for i, target := range w.Targets[:w.Started] {

@@ -91,13 +91,13 @@ func TestFailedPassFreesItsNodes(t *testing.T) {
 				// A run ranked after every other sees whether the failed
 				// one still claims or waits for a node.
 				last := nodequeue.Rank{Scheduled: true, Created: f.clock.Now().Add(24 * time.Hour), Name: "last"}
-				err := f.r.queue.Take("last", "", last, 0, func(s nodequeue.Slot) nodequeue.Taken {
+				err := f.r.queue.Take("last", "", last, 0, func(s nodequeue.Offer) nodequeue.Choice {
 					for _, node := range []string{"freed-000", "freed-001"} {
-						if h := s.Holder(node); h != "" {
+						if h := s.HeldBy(node); h != "" {
 							t.Errorf("after the failed run, %s is held by %q", node, h)
 						}
 					}
-					return nodequeue.Taken{}
+					return nodequeue.Choice{}
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -157,7 +157,7 @@ func TestTrimmedPodsJudgedAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			to := wave.Timeouts{Start: 5 * time.Minute, Run: time.Hour}
-			seen := wave.Sight{Created: trimmedAt.Add(-10 * time.Minute), Running: trimmedAt.Add(-2 * time.Hour)}
+			seen := wave.Seen{Created: trimmedAt.Add(-10 * time.Minute), Running: trimmedAt.Add(-2 * time.Hour)}
 			want, got := wave.Classify(p, seen, trimmedAt, to, true), wave.Classify(trimmed.(*corev1.Pod), seen, trimmedAt, to, true)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(wave.Outcome{})); diff != "" {
 				t.Errorf("outcome (-whole +trimmed):\n%s", diff)
@@ -182,7 +182,7 @@ func TestSightedTrimmed(t *testing.T) {
 			t.Fatal(err)
 		}
 		sk := wave.Skew{D: time.Minute, OK: true}
-		want, got := wave.Sighted(wave.Sight{}, p, time.Time{}, sk, trimmedAt), wave.Sighted(wave.Sight{}, trimmed.(*corev1.Pod), time.Time{}, sk, trimmedAt)
+		want, got := wave.FirstSeen(wave.Seen{}, p, time.Time{}, sk, trimmedAt), wave.FirstSeen(wave.Seen{}, trimmed.(*corev1.Pod), time.Time{}, sk, trimmedAt)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: sight (-whole +trimmed):\n%s", name, diff)
 		}

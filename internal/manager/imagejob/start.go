@@ -16,6 +16,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 )
 
 // start fixes the job's nodes, marks it Running and starts the first wave.
@@ -37,14 +38,14 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		return reconcile.Result{}, r.fail(ctx, job, eraserv1.ReasonInvalidJobData, err.Error())
 	}
 	if err != nil {
-		return reconcile.Result{}, step("data", err)
+		return reconcile.Result{}, reconcilestep.Wrap("data", err)
 	}
 
 	nodes, err := r.nodes(ctx, job)
 	if apierrors.IsNotFound(err) {
 		var list corev1.NodeList
 		if err := r.client.List(ctx, &list); err != nil {
-			return reconcile.Result{}, step("nodes", err)
+			return reconcile.Result{}, reconcilestep.Wrap("nodes", err)
 		}
 		targets, skipped, err := nodefilter.Select(list.Items, nodefilter.RulesFor(data.Kind == podspec.KindCollector, data.Config))
 		if err != nil {
@@ -52,10 +53,10 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 		}
 		nodes = confine(jobdata.Nodes{Targets: targets, Skipped: skipped}, data.Nodes)
 		if err := jobdata.CreateNodes(ctx, r.client, r.opts.Namespace, job, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, step("nodes", err)
+			return reconcile.Result{}, reconcilestep.Wrap("nodes", err)
 		}
 	} else if err != nil {
-		return reconcile.Result{}, step("nodes", err)
+		return reconcile.Result{}, reconcilestep.Wrap("nodes", err)
 	}
 
 	now := metav1.NewTime(r.clock.Now())
@@ -66,24 +67,24 @@ func (r *Reconciler) start(ctx context.Context, job *eraserv1.ImageJob) (reconci
 	job.Status.ObservedGeneration = job.Generation
 	setRunning(job, len(nodes.Targets), nodes.Skipped)
 	if err := r.client.Status().Update(ctx, job); err != nil {
-		return reconcile.Result{}, step("status", err)
+		return reconcile.Result{}, reconcilestep.Wrap("status", err)
 	}
 	r.recorder.Eventf(job, corev1.EventTypeNormal, eraserv1.ReasonStarted, "running on %d nodes (%d skipped)", len(nodes.Targets), len(nodes.Skipped))
 	// Straight on to the first wave, rather than waiting for the status
 	// update to come back as an event.
 	res, err := r.run(ctx, job)
-	return res, step("run", err)
+	return res, reconcilestep.Wrap("run", err)
 }
 
 // waitedFor is how long this process has known the job, on its own clock
 // (wave/sight.go): a restarted manager waits for the data a minute again.
 func (r *Reconciler) waitedFor(job *eraserv1.ImageJob) time.Duration {
-	return r.clock.Since(r.firstSight(job, func(st *jobState) *time.Time { return &st.seen }))
+	return r.clock.Since(r.firstSeen(job, func(st *jobState) *time.Time { return &st.seen }))
 }
 
-// firstSight is the time in the job's memory that at returns, set to now on
+// firstSeen is the time in the job's memory that at returns, set to now on
 // first use: when this process first saw the job in some state.
-func (r *Reconciler) firstSight(job *eraserv1.ImageJob, at func(*jobState) *time.Time) time.Time {
+func (r *Reconciler) firstSeen(job *eraserv1.ImageJob, at func(*jobState) *time.Time) time.Time {
 	st := r.state(job)
 	st.mu.Lock()
 	defer st.mu.Unlock()

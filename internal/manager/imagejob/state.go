@@ -53,9 +53,9 @@ type jobState struct {
 	db runDB
 	// finished memoizes finished pods' outcomes by node.
 	finished map[string]judged
-	// sights are when this process saw each unfinished pod begin its
+	// podsSeen are when this process saw each unfinished pod begin its
 	// timeouts, by node (wave/sight.go).
-	sights map[string]wave.Sight
+	podsSeen map[string]wave.Seen
 	// seen is when this process first saw the job, for the wait for its
 	// data: the job's creationTimestamp is the API server's clock.
 	seen time.Time
@@ -83,7 +83,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 	st := &jobState{uid: job.UID,
 		created: map[string]time.Time{}, creating: map[string]wave.CreateFailure{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
-		finished: map[string]judged{}, sights: map[string]wave.Sight{}, notReady: map[string]time.Time{},
+		finished: map[string]judged{}, podsSeen: map[string]wave.Seen{}, notReady: map[string]time.Time{},
 	}
 	for _, f := range job.Status.FailedNodes {
 		st.failures[f.Node] = f

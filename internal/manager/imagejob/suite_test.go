@@ -165,15 +165,11 @@ func (f *fixture) settle() {
 		})
 		return out
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, l := range lists {
 		want := versions(env.Client, l.list.DeepCopyObject().(client.ObjectList), l.opts)
-		for !maps.Equal(want, versions(f.cache, l.list.DeepCopyObject().(client.ObjectList), l.opts)) {
-			if time.Now().After(deadline) {
-				f.t.Fatalf("the cache did not catch up with %T", l.list)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testenv.WaitFor(f.t, time.Minute, fmt.Sprintf("the cache to catch up with %T", l.list), func() bool {
+			return maps.Equal(want, versions(f.cache, l.list.DeepCopyObject().(client.ObjectList), l.opts))
+		})
 	}
 }
 

@@ -190,7 +190,5 @@ func jobsOwnedBy(t *testing.T, list *eraserv1.ImageList) []eraserv1.ImageJob {
 func waitForNextSecond(t *testing.T, at time.Time) {
 	t.Helper()
 	next := at.Truncate(time.Second).Add(time.Second)
-	for time.Now().Before(next.Add(50 * time.Millisecond)) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	time.Sleep(time.Until(next.Add(50 * time.Millisecond)))
 }

@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -35,6 +33,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
@@ -109,52 +108,42 @@ const jobPrefix = "imagejob-"
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile honours a run-now request, records finished jobs and starts the
-// next one when the spec has changed since the last run.
+// next one when the spec has changed since the last run. Its steps, by the
+// names their errors carry: get (the list), jobs (the list's own), pause
+// (the switch), run-now (a request's job), record (finished jobs' results),
+// then what the list needs: progress (a running job's), hold (a paused
+// run), mark (its generation started), run-deleted, adopt (a list from
+// before the install), or start (the generation's job).
+//
+// A write that lost to a newer version of the list, as when the job just
+// created wakes this reconciler before the list's own status update reached
+// the cache, is passed again soon (reconcilestep.RequeueOnConflict).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// A write lost to a newer version of the list, as when the job just
-		// created wakes this reconciler before the list's own status update
-		// reached the cache: nothing is wrong, and the next read is newer.
-		// Retried soon, without the error controller-runtime would log.
-		log.FromContext(ctx).V(1).Info("retrying on a newer version", "reason", err.Error())
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
-	}
-	return res, err
+	return reconcilestep.RequeueOnConflict(ctx, res, err)
 }
-
-// staleRetry is how soon a write that lost to a newer version is tried
-// again: the cache catches up in milliseconds.
-const staleRetry = 500 * time.Millisecond
 
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	list := &eraserv1.ImageList{}
 	if err := r.client.Get(ctx, req.NamespacedName, list); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, reconcilestep.Wrap("get", client.IgnoreNotFound(err))
 	}
 	if !list.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	var jobs eraserv1.ImageJobList
-	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(list.Name)}); err != nil {
-		return reconcile.Result{}, err
-	}
-	var owned []eraserv1.ImageJob
-	for _, job := range jobs.Items {
-		if metav1.IsControlledBy(&job, list) {
-			owned = append(owned, job)
-		}
+	owned, err := r.ownedJobs(ctx, list)
+	if err != nil {
+		return reconcile.Result{}, reconcilestep.Wrap("jobs", err)
 	}
 	held, err := pause.Read(ctx, r.client, r.namespace)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("pause", err)
 	}
 	if runnow.Requested(list) && !held.Paused {
 		// Before anything else writes the list: the request's job is named
 		// after the list's resourceVersion as read now.
-		var err error
 		if owned, err = r.runNow(ctx, list, owned); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, reconcilestep.Wrap("run-now", err)
 		}
 	}
 	var running *eraserv1.ImageJob
@@ -168,38 +157,54 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			running = job
 		} else if job.Annotations[eraserv1.AnnotationRecorded] == "" {
 			if err := r.record(ctx, list, job); err != nil {
-				return reconcile.Result{}, err
+				return reconcile.Result{}, reconcilestep.Wrap("record", err)
 			}
 		}
 	}
 	switch {
 	case running != nil:
-		return reconcile.Result{}, r.setProgress(ctx, list, running, latestGeneration(owned))
+		return reconcile.Result{}, reconcilestep.Wrap("progress", r.setProgress(ctx, list, running, latestGeneration(owned)))
 	case held.Paused && runnow.Requested(list):
 		// Kept, not consumed: it runs on resume.
-		return reconcile.Result{}, r.hold(ctx, list, held, "the "+eraserv1.AnnotationRunNow+" request")
+		return reconcile.Result{}, reconcilestep.Wrap("hold", r.hold(ctx, list, held, "the "+eraserv1.AnnotationRunNow+" request"))
 	case haveCurrent || list.Status.ObservedGeneration == list.Generation:
 		// This generation has run (or its job awaits cleanup): nothing to do.
-		return reconcile.Result{}, r.markStarted(ctx, list, latestGeneration(owned))
+		return reconcile.Result{}, reconcilestep.Wrap("mark", r.markStarted(ctx, list, latestGeneration(owned)))
 	case list.Status.StartedGeneration >= list.Generation:
 		// Its run started and its job is gone unrecorded: deleted while it
 		// ran, which stops the run. Only an edit or run-now runs it again.
-		return reconcile.Result{}, r.runDeleted(ctx, list)
+		return reconcile.Result{}, reconcilestep.Wrap("run-deleted", r.runDeleted(ctx, list))
 	}
 	if adopted, err := r.adopt(ctx, list); err != nil || adopted {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("adopt", err)
 	}
 	if held.Paused {
-		return reconcile.Result{}, r.hold(ctx, list, held, fmt.Sprintf("the run of generation %d", list.Generation))
+		return reconcile.Result{}, reconcilestep.Wrap("hold", r.hold(ctx, list, held, fmt.Sprintf("the run of generation %d", list.Generation)))
 	}
 	job, err := r.startJob(ctx, list, JobName(list), false)
 	if errors.Is(err, jobdata.ErrConflict) {
-		return r.conflict(ctx, list, err)
+		res, err := r.conflict(ctx, list, err)
+		return res, reconcilestep.Wrap("start", err)
 	}
 	if err != nil || job == nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("start", err)
 	}
-	return reconcile.Result{}, r.markStarted(ctx, list, list.Generation)
+	return reconcile.Result{}, reconcilestep.Wrap("mark", r.markStarted(ctx, list, list.Generation))
+}
+
+// ownedJobs are the jobs the list controls, among those labelled with it.
+func (r *Reconciler) ownedJobs(ctx context.Context, list *eraserv1.ImageList) ([]eraserv1.ImageJob, error) {
+	var jobs eraserv1.ImageJobList
+	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelImageList: kname.LabelValue(list.Name)}); err != nil {
+		return nil, err
+	}
+	var owned []eraserv1.ImageJob
+	for _, job := range jobs.Items {
+		if metav1.IsControlledBy(&job, list) {
+			owned = append(owned, job)
+		}
+	}
+	return owned, nil
 }
 
 // runNow starts a job for the list's current spec unless one of its jobs is

@@ -16,6 +16,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
@@ -177,8 +178,8 @@ func TestLostWriteIsRetriedQuietly(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "lost-write"}})
-	if err != nil || res.RequeueAfter != staleRetry || lost != 1 {
-		t.Fatalf("a lost write: result %+v, error %v (conflicts returned %d); want a retry after %v and no error", res, err, lost, staleRetry)
+	if err != nil || res.RequeueAfter != reconcilestep.ConflictRetry || lost != 1 {
+		t.Fatalf("a lost write: result %+v, error %v (conflicts returned %d); want a retry after %v and no error", res, err, lost, reconcilestep.ConflictRetry)
 	}
 	reconcileOnce(t, r, "lost-write")
 	if l, _ := readyOf(t, "lost-write"); l.Status.StartedGeneration != 1 {

@@ -47,30 +47,30 @@ type Queue struct {
 	claims map[string]string
 	// waits are the runs waiting for each node, by node, then job name.
 	waits map[string]map[string]Rank
-	// sleepers are jobs that wait for a node or for room under the bound:
+	// parked are jobs that wait for a node or for headroom under the bound:
 	// any worker that ends wakes them.
-	sleepers map[string]bool
+	parked map[string]bool
 }
 
 // New is an empty queue over what the cache shows.
 func New(busy Busy) *Queue {
-	return &Queue{busy: busy, claims: map[string]string{}, waits: map[string]map[string]Rank{}, sleepers: map[string]bool{}}
+	return &Queue{busy: busy, claims: map[string]string{}, waits: map[string]map[string]Rank{}, parked: map[string]bool{}}
 }
 
-// Slot is what a wave may take of the nodes: the room the bound on pods in
+// Offer is what a wave may take of the nodes: the headroom the bound on pods in
 // flight leaves (when Bounded) and, per node, the run it must wait for.
-// Holder reads the queue: it is valid only inside Take's choose.
-type Slot struct {
-	Room    int
-	Bounded bool
-	Holder  HolderFunc
+// HeldBy reads the queue: it is valid only inside Take's choose.
+type Offer struct {
+	Headroom int
+	Bounded  bool
+	HeldBy   HeldByFunc
 }
 
-// Taken is what a wave took: the nodes it creates pods on, those it left
+// Choice is what a wave took: the nodes it creates pods on, those it left
 // waiting, and whether the bound stopped it short.
-type Taken struct {
+type Choice struct {
 	Create, Waiting []string
-	Starved         bool
+	AtBound         bool
 }
 
 // Take lets one wave of the run (job, its UID run, its rank) choose its
@@ -80,15 +80,15 @@ type Taken struct {
 // rank, and a run that waits for anything sleeps until a worker ends. bound
 // is the cluster's bound on pods in flight (0: none). A cache that cannot
 // count the pods in flight fails the take, which then records nothing.
-func (q *Queue) Take(job string, run types.UID, rank Rank, bound int, choose func(Slot) Taken) error {
+func (q *Queue) Take(job string, run types.UID, rank Rank, bound int, choose func(Offer) Choice) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	inFlight, err := q.inFlight()
 	if err != nil {
 		return err
 	}
-	s := Slot{Holder: q.holder(job, run, rank)}
-	s.Room, s.Bounded = Room(bound, inFlight)
+	s := Offer{HeldBy: q.heldBy(job, run, rank)}
+	s.Headroom, s.Bounded = Headroom(bound, inFlight)
 	t := choose(s)
 	for _, node := range t.Create {
 		q.claims[node] = job
@@ -100,17 +100,17 @@ func (q *Queue) Take(job string, run types.UID, rank Rank, bound int, choose fun
 		}
 		q.waits[node][job] = rank
 	}
-	if len(t.Waiting) > 0 || t.Starved {
-		q.sleepers[job] = true
+	if len(t.Waiting) > 0 || t.AtBound {
+		q.parked[job] = true
 	} else {
-		delete(q.sleepers, job)
+		delete(q.parked, job)
 	}
 	return nil
 }
 
-// holder is the run's HolderFunc over the cache's busy pods and the queue.
+// heldBy is the run's HeldByFunc over the cache's busy pods and the queue.
 // Called with the queue held; used only while it is.
-func (q *Queue) holder(job string, run types.UID, rank Rank) HolderFunc {
+func (q *Queue) heldBy(job string, run types.UID, rank Rank) HeldByFunc {
 	return func(node string) string {
 		if c := q.claims[node]; c != "" && c != job {
 			return c
@@ -201,15 +201,15 @@ func (q *Queue) Leave(job string) {
 	for node := range q.waits {
 		q.unwait(node, job)
 	}
-	delete(q.sleepers, job)
+	delete(q.parked, job)
 }
 
 // Wakeable are the jobs to wake when a worker ends.
 func (q *Queue) Wakeable() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]string, 0, len(q.sleepers))
-	for job := range q.sleepers {
+	out := make([]string, 0, len(q.parked))
+	for job := range q.parked {
 		out = append(out, job)
 	}
 	return out

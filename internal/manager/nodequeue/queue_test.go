@@ -52,18 +52,18 @@ func (f *fakeBusy) remove(job, node string) {
 
 // takeFree takes every free node of nodes, up to the room, and leaves the
 // held ones waiting: a wave's choice, reduced to the queue's part.
-func takeFree(nodes []string, got *Slot) func(Slot) Taken {
-	return func(s Slot) Taken {
+func takeFree(nodes []string, got *Offer) func(Offer) Choice {
+	return func(s Offer) Choice {
 		if got != nil {
-			*got = Slot{Room: s.Room, Bounded: s.Bounded}
+			*got = Offer{Headroom: s.Headroom, Bounded: s.Bounded}
 		}
-		var t Taken
+		var t Choice
 		for _, n := range nodes {
 			switch {
-			case s.Holder(n) != "":
+			case s.HeldBy(n) != "":
 				t.Waiting = append(t.Waiting, n)
-			case s.Bounded && len(t.Create) >= s.Room:
-				t.Starved = true
+			case s.Bounded && len(t.Create) >= s.Headroom:
+				t.AtBound = true
 			default:
 				t.Create = append(t.Create, n)
 			}
@@ -80,14 +80,14 @@ func TestQueueTake(t *testing.T) {
 	sched := Rank{Scheduled: true, Created: at.Add(-time.Hour), Name: "sched"}
 	late := Rank{Created: at.Add(time.Hour), Name: "late"}
 	early := Rank{Created: at.Add(-time.Minute), Name: "early"}
-	take := func(q *Queue, r Rank, bound int, choose func(Slot) Taken) error {
+	take := func(q *Queue, r Rank, bound int, choose func(Offer) Choice) error {
 		return q.Take(r.Name, "", r, bound, choose)
 	}
 	type result struct {
 		Create, Waiting []string
-		Starved         bool
+		AtBound         bool
 		Holders         map[string]string
-		Room            int
+		Headroom        int
 		Bounded         bool
 	}
 	cases := map[string]struct {
@@ -143,7 +143,7 @@ func TestQueueTake(t *testing.T) {
 				_ = take(q, sched, 0, takeFree([]string{"y"}, nil))
 			},
 			bound: 3,
-			want:  result{Create: []string{"a"}, Starved: true, Holders: map[string]string{}, Room: 1, Bounded: true},
+			want:  result{Create: []string{"a"}, AtBound: true, Holders: map[string]string{}, Headroom: 1, Bounded: true},
 		},
 	}
 	got, want := map[string]result{}, map[string]result{}
@@ -153,13 +153,13 @@ func TestQueueTake(t *testing.T) {
 		if tc.before != nil {
 			tc.before(q, busy)
 		}
-		var s Slot
+		var s Offer
 		var holders map[string]string
 		choose := takeFree([]string{"a", "b"}, &s)
-		err := take(q, list, tc.bound, func(in Slot) Taken {
+		err := take(q, list, tc.bound, func(in Offer) Choice {
 			holders = map[string]string{}
 			for _, n := range []string{"a", "b"} {
-				if h := in.Holder(n); h != "" {
+				if h := in.HeldBy(n); h != "" {
 					holders[n] = h
 				}
 			}
@@ -168,8 +168,8 @@ func TestQueueTake(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		tk := choose(Slot{Room: s.Room, Bounded: s.Bounded, Holder: func(n string) string { return holders[n] }})
-		got[name] = result{Create: tk.Create, Waiting: tk.Waiting, Starved: tk.Starved, Holders: holders, Room: s.Room, Bounded: s.Bounded}
+		tk := choose(Offer{Headroom: s.Headroom, Bounded: s.Bounded, HeldBy: func(n string) string { return holders[n] }})
+		got[name] = result{Create: tk.Create, Waiting: tk.Waiting, AtBound: tk.AtBound, Holders: holders, Headroom: s.Headroom, Bounded: s.Bounded}
 		want[name] = tc.want
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -184,7 +184,7 @@ func TestQueueEarlierRunHolds(t *testing.T) {
 	busy.workers["a"] = []Worker{{Job: "j", Run: "old"}}
 	q := New(busy)
 	var holder string
-	if err := q.Take("j", "new", Rank{Name: "j"}, 0, func(s Slot) Taken { holder = s.Holder("a"); return Taken{} }); err != nil {
+	if err := q.Take("j", "new", Rank{Name: "j"}, 0, func(s Offer) Choice { holder = s.HeldBy("a"); return Choice{} }); err != nil {
 		t.Fatal(err)
 	}
 	if holder != "j" {
@@ -203,14 +203,14 @@ func TestQueueCacheNotSynced(t *testing.T) {
 	if err := q.Take("j", "", rank, 0, takeFree([]string{"a"}, nil)); err == nil {
 		t.Error("a take with an unsynced cache succeeded")
 	}
-	if len(q.claims) != 0 || len(q.sleepers) != 0 {
-		t.Errorf("a failed take recorded claims %v, sleepers %v", q.claims, q.sleepers)
+	if len(q.claims) != 0 || len(q.parked) != 0 {
+		t.Errorf("a failed take recorded claims %v, parked %v", q.claims, q.parked)
 	}
 	busy = newFakeBusy()
 	busy.errOn = errors.New("not synced")
 	q = New(busy)
 	var holder string
-	if err := q.Take("j", "", rank, 0, func(s Slot) Taken { holder = s.Holder("a"); return Taken{} }); err != nil {
+	if err := q.Take("j", "", rank, 0, func(s Offer) Choice { holder = s.HeldBy("a"); return Choice{} }); err != nil {
 		t.Fatal(err)
 	}
 	if holder == "" {
@@ -258,7 +258,7 @@ func TestQueueNeverTwoWorkersOnANode(t *testing.T) {
 		wg.Go(func() {
 			for range passes {
 				var mine []string
-				err := q.Take(job, "", rank, bound, func(s Slot) Taken {
+				err := q.Take(job, "", rank, bound, func(s Offer) Choice {
 					t := takeFree(nodes, nil)(s)
 					mu.Lock()
 					for _, n := range t.Create {

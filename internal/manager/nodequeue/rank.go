@@ -23,13 +23,13 @@ func (a Rank) Before(b Rank) bool {
 	return a.Name < b.Name
 }
 
-// HolderFunc answers, for a node of a run, the run it must wait for:
+// HeldByFunc answers, for a node of a run, the run it must wait for:
 // another run's worker on it, or a run queued for it first. Empty is free.
-type HolderFunc func(node string) string
+type HeldByFunc func(node string) string
 
-// Room is how many pods a pass may create under the bound on pods in
+// Headroom is how many pods a pass may create under the bound on pods in
 // flight (0: none), and whether there is a bound at all.
-func Room(bound, inFlight int) (int, bool) {
+func Headroom(bound, inFlight int) (int, bool) {
 	if bound <= 0 {
 		return 0, false
 	}

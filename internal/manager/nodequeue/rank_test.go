@@ -52,10 +52,10 @@ func TestRoom(t *testing.T) {
 	}
 	got, want := map[string]room{}, map[string]room{}
 	for name, tc := range cases {
-		n, b := Room(tc.bound, tc.inFlight)
+		n, b := Headroom(tc.bound, tc.inFlight)
 		got[name], want[name] = room{N: n, Bounded: b}, tc.want
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Room (-want +got):\n%s", diff)
+		t.Errorf("Headroom (-want +got):\n%s", diff)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -152,14 +153,17 @@ type jobState struct {
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;delete
 
-// Reconcile gathers the nodes that finished since the last pass.
+// Reconcile gathers the nodes that finished since the last pass. Its steps,
+// by the names their errors carry: get (the job), load (the report written
+// so far, once), nodes (the job's node list), pods (the job's), then the
+// logs read and flush (the nodes gathered, into the report's shards).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := &eraserv1.ImageJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.jobs.Delete(req.Name)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, reconcilestep.Wrap("get", client.IgnoreNotFound(err))
 	}
 	if !job.DeletionTimestamp.IsZero() || job.Status.Phase == "" || job.Status.Phase == eraserv1.PhaseRunning {
 		// Logs are read once the job has finished: its pods stay until the
@@ -183,16 +187,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st.lastPass = r.clock.Now()
 	if !st.loaded {
 		if err := r.load(ctx, job, st); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, reconcilestep.Wrap("load", err)
 		}
 	}
 	if err := r.nodes(ctx, job, st); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("nodes", err)
 	}
 	var list corev1.PodList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.MatchingLabels{podspec.LabelJob: job.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("pods", err)
 	}
 	pods := ours(list.Items, job.UID)
 	// Finished pods first; those the job judged before they finished (a
@@ -224,7 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if complete || st.pendingEntries >= flushEntries || len(st.pending) >= flushNodes(job) {
 		if err := r.flush(ctx, job, st, complete); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, reconcilestep.Wrap("flush", err)
 		}
 	}
 	if more {

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -153,20 +154,12 @@ func newMirror(t *testing.T, c *fakeClock, f *fetches) *Mirror {
 // settle asks until no fetch runs, and returns the state then.
 func settle(t *testing.T, m *Mirror, repo string) State {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	wait.For(t, time.Minute, "the fetch to end", func() bool {
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		r := m.repos[repo]
-		busy := r != nil && r.fetching
-		m.mu.Unlock()
-		if !busy {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fetch did not end within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r == nil || !r.fetching
+	})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.repos[repo]
@@ -380,17 +373,12 @@ func TestMirrorReadsMetadata(t *testing.T) {
 // settleArchive asks for an archive by digest until its fetch ends.
 func settleArchive(t *testing.T, m *Mirror, repo, digest string) State {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st := m.Archive(repo, digest)
-		if !st.Fetching {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fetch did not end within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var st State
+	wait.For(t, time.Minute, "the archive's fetch to end", func() bool {
+		st = m.Archive(repo, digest)
+		return !st.Fetching
+	})
+	return st
 }
 
 // TestArchiveOfARunningRun: a new leader, on a new disk, is asked for the

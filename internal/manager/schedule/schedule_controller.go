@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
@@ -125,38 +127,65 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile honours a run-now request, records finished runs, and starts
-// the next one when it is due.
+// the next one when it is due. Its steps, by the names their errors carry:
+// jobs (the scheduled ones), state (the schedule's ConfigMap), pause (the
+// switch), run-now (a request's job), record (finished runs' ends and
+// coverage into the state, then the runs marked recorded), and, while no
+// run is going and the collector is on and not paused: nodes (those a run
+// would cover), then catch-up (a batch for nodes a run left out) or start
+// (the run of the slot that is due).
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	cfg, raw, _ := r.store.Get()
 	var jobs eraserv1.ImageJobList
 	if err := r.client.List(ctx, &jobs, client.MatchingLabels{eraserv1.LabelJobOwner: eraserv1.JobOwnerCollector}); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("jobs", err)
 	}
 	st, cm, err := r.state(ctx)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("state", err)
 	}
 	r.publishLastSuccess(st)
 	held, err := pause.Read(ctx, r.client, r.namespace)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("pause", err)
 	}
 	if runnow.Requested(cm) && !held.Paused {
 		started, err := r.runNow(ctx, cfg, raw, cm, &st, jobs.Items)
 		if err != nil || started {
 			// The new job is not in this pass's list; its creation wakes us
 			// to carry on with it.
-			return reconcile.Result{}, err
+			return reconcile.Result{}, reconcilestep.Wrap("run-now", err)
 		}
 	}
+	if slices.ContainsFunc(jobs.Items, func(j eraserv1.ImageJob) bool { return runnow.Running(&j) }) {
+		// Skip while a run is going; its end wakes us.
+		return reconcile.Result{}, nil
+	}
+	if err := r.recordEnds(ctx, cm, &st, jobs.Items); err != nil {
+		return reconcile.Result{}, reconcilestep.Wrap("record", err)
+	}
+	if !cfg.Components.Collector.Enabled {
+		// A configuration change wakes us if it enables the collector.
+		return reconcile.Result{}, nil
+	}
+	if held.Paused {
+		// No scheduled run, catch-up or run-now request starts; resuming
+		// wakes us, and a run that came due meanwhile starts then.
+		r.holdOnce(ctx, cm, held)
+		return reconcile.Result{}, nil
+	}
+	r.heldSince = time.Time{}
+	return r.startDue(ctx, cfg, raw, cm, &st)
+}
+
+// recordEnds moves the state on by the finished runs not recorded yet (their
+// ends, and the nodes they covered), saves it, and only then marks the runs
+// recorded, which lets them be cleaned up.
+func (r *Reconciler) recordEnds(ctx context.Context, cm *corev1.ConfigMap, st *State, jobs []eraserv1.ImageJob) error {
 	changed := false
 	var finished []*eraserv1.ImageJob
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		if runnow.Running(j) {
-			// Skip while a run is going; its end wakes us.
-			return reconcile.Result{}, nil
-		}
+	for i := range jobs {
+		j := &jobs[i]
 		// A catch-up's end does not move the rhythm: the next scheduled
 		// run is still one interval after the last scheduled one.
 		if ct := j.Status.CompletionTime; ct != nil && ct.After(st.LastEnd) && !catchUpOf(j) {
@@ -172,18 +201,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	if len(finished) > 0 {
-		if err := r.recordCoverage(ctx, &st, finished); err != nil {
-			return reconcile.Result{}, err
+		if err := r.recordCoverage(ctx, st, finished); err != nil {
+			return err
 		}
 		changed = true
 	}
 	if changed {
-		if err := r.saveState(ctx, cm, st); err != nil {
-			return reconcile.Result{}, err
+		if err := r.saveState(ctx, cm, *st); err != nil {
+			return err
 		}
-		r.publishLastSuccess(st)
+		r.publishLastSuccess(*st)
 	}
-	// Only now may the finished jobs be cleaned up.
 	for _, j := range finished {
 		patch := client.MergeFrom(j.DeepCopy())
 		if j.Annotations == nil {
@@ -191,43 +219,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		j.Annotations[eraserv1.AnnotationRecorded] = "true"
 		if err := r.client.Patch(ctx, j, patch); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 	}
-	if !cfg.Components.Collector.Enabled {
-		// A configuration change wakes us if it enables the collector.
-		return reconcile.Result{}, nil
-	}
-	if held.Paused {
-		// No scheduled run, catch-up or run-now request starts; resuming
-		// wakes us, and a run that came due meanwhile starts then.
-		r.holdOnce(ctx, cm, held)
-		return reconcile.Result{}, nil
-	}
-	r.heldSince = time.Time{}
+	return nil
+}
+
+// startDue starts the run of the slot that is due, or else a catch-up's
+// batch when one is due, and wakes the reconciler for whichever comes first.
+func (r *Reconciler) startDue(ctx context.Context, cfg *config.Config, raw []byte, cm *corev1.ConfigMap, st *State) (reconcile.Result, error) {
 	now := r.clock.Now()
-	next := NextRun(cfg.Manager.Scheduling, st, r.started)
+	next := NextRun(cfg.Manager.Scheduling, *st, r.started)
 	eligible, exists, err := r.eligible(ctx, cfg)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("nodes", err)
 	}
 	st.Coverage = st.Coverage.prune(exists)
 	r.observeCoverage(st.Coverage, eligible, interval(cfg.Manager.Scheduling, st.LastStart))
 	if next.After(now) {
 		// The slot's time or a catch-up's batch, whichever comes first:
 		// nothing else wakes us for them.
-		return r.catchUp(ctx, cfg, raw, cm, &st, eligible, next)
+		res, err := r.catchUp(ctx, cfg, raw, cm, st, eligible, next)
+		return res, reconcilestep.Wrap("catch-up", err)
 	}
-
 	// Named after the slot, so two replicas or a restart cannot start it twice.
 	if err := r.createJob(ctx, fmt.Sprintf("imagejob-scheduled-%d", next.Unix()), cfg, raw, "scheduled run started", nil); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcilestep.Wrap("start", err)
 	}
 	st.LastStart = now
-	if err := r.saveState(ctx, cm, st); err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, reconcilestep.Wrap("start", r.saveState(ctx, cm, *st))
 }
 
 // RunNowJobName is the job of the run-now request cm carries.

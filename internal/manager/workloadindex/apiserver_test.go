@@ -15,6 +15,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
@@ -65,10 +66,8 @@ func waitSets(t *testing.T, idx *Index, cluster []references.Ref, nodes map[stri
 		}
 		return true
 	}
-	deadline := time.Now().Add(waitLong)
-	for !same() && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// A timeout is not the failure: the diffs below say what differs.
+	_ = wait.Until(waitLong, func() (bool, error) { return same(), nil })
 	got, _ := idx.Cluster()
 	if diff := cmp.Diff(cluster, got); diff != "" {
 		t.Errorf("Cluster() (-want +got):\n%s", diff)

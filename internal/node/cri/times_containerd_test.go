@@ -5,6 +5,7 @@ package cri_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // recordNames are the names containerd may keep a record under for one
@@ -59,10 +61,14 @@ func imagesByRef(t *testing.T, c *cri.Client) map[string]cri.Image {
 // and relabels the tag's, after ctr has returned.
 func settle(t *testing.T, c *cri.Client, refs ...string) (map[string]cri.Image, map[string]time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		byRef := imagesByRef(t, c)
-		times, err := c.ImageTimes(context.Background())
+	var (
+		byRef map[string]cri.Image
+		times map[string]time.Time
+	)
+	wait.ForDetail(t, time.Minute, "containerd's records of every image CRI lists", func() (bool, string) {
+		byRef = imagesByRef(t, c)
+		var err error
+		times, err = c.ImageTimes(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,14 +85,9 @@ func settle(t *testing.T, c *cri.Client, refs ...string) (map[string]cri.Image, 
 				}
 			}
 		}
-		if len(missing) == 0 {
-			return byRef, times
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still missing %v; containerd has %v", missing, times)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(missing) == 0, fmt.Sprintf("still missing %v; containerd has %v", missing, times)
+	})
+	return byRef, times
 }
 
 // TestImageTimes: containerd's own records, read beside CRI on the same

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // TestEndpointRemovedWhileWaiting: an endpoint removed (a container
@@ -46,13 +48,10 @@ func TestEndpointRemovedWhileWaiting(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
 				go func() { done <- tc.op(ctx, tc.path) }()
-				deadline := time.Now().Add(5 * time.Second)
-				for _, err := os.Lstat(tc.path); err != nil; _, err = os.Lstat(tc.path) {
-					if time.Now().After(deadline) {
-						t.Fatalf("the endpoint never appeared: %v", err)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
+				wait.For(t, 30*time.Second, "the endpoint to appear", func() bool {
+					_, err := os.Lstat(tc.path)
+					return err == nil
+				})
 				time.Sleep(50 * time.Millisecond) // into the wait
 				if err := os.Remove(tc.path); err != nil {
 					t.Fatal(err)
@@ -66,9 +65,7 @@ func TestEndpointRemovedWhileWaiting(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("the wait did not end with its context")
 				}
-				for end := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(end); {
-					time.Sleep(10 * time.Millisecond)
-				}
+				_ = wait.Until(10*time.Second, func() (bool, error) { return runtime.NumGoroutine() <= goroutines, nil })
 				if n := runtime.NumGoroutine(); n > goroutines {
 					t.Errorf("%d goroutines before, %d after", goroutines, n)
 				}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // These tests carry no build tag: those of the transports run against every
@@ -60,10 +62,7 @@ func checkNoLeak(t *testing.T, before int) {
 		return
 	}
 	// Goroutines releasing descriptors may need a moment after cancellation.
-	deadline := time.Now().Add(2 * time.Second)
-	for openFDs() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	_ = wait.Until(10*time.Second, func() (bool, error) { return openFDs() <= before, nil })
 	if after := openFDs(); after > before {
 		t.Errorf("descriptors leaked: %d open before, %d after", before, after)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
@@ -375,10 +376,7 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 	}
 	// The slow pull commits the layers before its held one.
 	var committed []string
-	for deadline := time.Now().Add(time.Minute); len(committed) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow pull committed no layer within a minute")
-		}
+	wait.For(t, time.Minute, "the slow pull to commit a layer", func() bool {
 		r, err := criorecords.Read(c.RootDir())
 		if err != nil {
 			t.Fatal(err)
@@ -388,7 +386,8 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 				committed = append(committed, l.ID)
 			}
 		}
-	}
+		return len(committed) > 0
+	})
 	time.Sleep(1100 * time.Millisecond)
 
 	client := c.Client(t)

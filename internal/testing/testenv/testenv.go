@@ -29,6 +29,7 @@ import (
 
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 // Env is a running control plane.
@@ -382,11 +383,5 @@ func FreePort(t testing.TB) string {
 // WaitFor polls cond until it holds, failing the test after timeout.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.For(t, timeout, what, cond)
 }

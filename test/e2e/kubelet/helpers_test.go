@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 const (
@@ -159,17 +160,14 @@ func startPod(t *testing.T, pod *corev1.Pod) {
 // cluster holds and fails the test.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			dump(t)
-			t.Fatalf("waiting %s for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(250 * time.Millisecond)
+	var detail string
+	if err := wait.Until(timeout, func() (bool, error) {
+		var ok bool
+		ok, detail = cond()
+		return ok, nil
+	}); err != nil {
+		dump(t)
+		t.Fatalf("waiting %s for %s: %s", timeout, what, detail)
 	}
 }
 

@@ -16,14 +16,14 @@ func OverBudget(failed int, budget *config.MaxConcurrent, nodes int) bool {
 	return budget != nil && failed > budget.Budget(nodes)
 }
 
-// Reach is how many targets, in order, the waves may have reached by the
+// canaryLimit is how many targets, in order, the waves may have reached by the
 // end of this pass. Over the budget, none beyond those already started.
 // With a budget and waves, the first wave is the canary: nothing beyond it
 // starts until all of it finished within the budget, so that a bad image
 // or configuration fails a wave's worth of nodes, not the window rolling
 // on while the first failures come in. Without a budget the waves roll on
 // as before: nothing would stop them anyway.
-func Reach(p Progress, limit int, budget *config.MaxConcurrent) int {
+func canaryLimit(p Progress, limit int, budget *config.MaxConcurrent) int {
 	switch {
 	case OverBudget(p.Failed, budget, p.Eligible):
 		return min(p.Started, p.Eligible)
@@ -35,8 +35,8 @@ func Reach(p Progress, limit int, budget *config.MaxConcurrent) int {
 	return p.Eligible
 }
 
-// Within is the world as plan may see it: the targets it may reach.
-func Within(w World, n int) World {
+// limitTargets is the snapshot as plan may see it: the targets it may reach.
+func limitTargets(w Snapshot, n int) Snapshot {
 	w.Targets = w.Targets[:n]
 	return w
 }

@@ -37,9 +37,9 @@ func TestOverBudget(t *testing.T) {
 	}
 }
 
-// TestReach: how far the waves may go. With a budget and waves the first
+// TestCanaryLimit: how far the waves may go. With a budget and waves the first
 // wave is the canary; over the budget nothing more starts.
-func TestReach(t *testing.T) {
+func TestCanaryLimit(t *testing.T) {
 	one := &config.MaxConcurrent{Count: 1}
 	cases := map[string]struct {
 		p      Progress
@@ -62,7 +62,7 @@ func TestReach(t *testing.T) {
 	}
 	got, want := map[string]int{}, map[string]int{}
 	for name, tc := range cases {
-		got[name], want[name] = Reach(tc.p, tc.Limit, tc.budget), tc.want
+		got[name], want[name] = canaryLimit(tc.p, tc.Limit, tc.budget), tc.want
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reach (-want +got):\n%s", diff)

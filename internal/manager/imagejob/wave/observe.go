@@ -1,10 +1,11 @@
 // Package wave holds the pure decisions of a pass over a running ImageJob:
 // each reached node judged (Observe, Classify), the next wave chosen (Next:
-// the canary and the failure budget's Reach, the node queue's room and the
-// holders of nodes, creation backoff, stalled waits given up), the world
-// once the wave is in place (Advance), when the next pass is due (WakeUp),
-// and the end of a run with its outcome (Ended, Result). It reads nothing:
-// the reconciler gathers a World and acts on what comes back.
+// the canary and the failure budget's limit (canaryLimit), the node queue's
+// headroom and the runs nodes are held by, creation backoff, stalled waits
+// given up), the snapshot once the wave is in place (Advance), when the
+// next pass is due (WakeUp), and the end of a run with its outcome (Ended,
+// Result). It reads nothing: the reconciler gathers a Snapshot and acts on
+// what comes back.
 package wave
 
 import (
@@ -20,10 +21,10 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// World is what one pass knows of a running job: gathered from the cache
+// Snapshot is what one pass knows of a running job: gathered from the cache
 // (and, for pods the cache lacks, the API server), then judged by observe
 // and plan without further reads.
-type World struct {
+type Snapshot struct {
 	Targets []nodefilter.Target
 	// Started is the wave cursor as the status recorded it: the nodes
 	// before it have a pod or a failure.
@@ -44,9 +45,9 @@ type World struct {
 	Failures map[string]eraserv1.NodeFailure
 	// Creating are nodes whose pod creation failed and is being retried.
 	Creating map[string]CreateFailure
-	// Sights are when this process saw each unfinished pod begin its
+	// PodsSeen are when this process saw each unfinished pod begin its
 	// timeouts (sight.go).
-	Sights   map[string]Sight
+	PodsSeen map[string]Seen
 	Now      time.Time
 	Timeouts Timeouts
 	// Limit is the most nodes with a live pod at once (maxConcurrentNodes).
@@ -54,14 +55,14 @@ type World struct {
 	// Waiting are reached nodes that were left waiting for another run
 	// (status.waitingIndexes, then each plan's).
 	Waiting map[string]bool
-	// Holder says which run a node must wait for; nil holds none.
-	Holder nodequeue.HolderFunc
+	// HeldBy says which run a node must wait for; nil holds none.
+	HeldBy nodequeue.HeldByFunc
 	// Stall says whether a node's wait cannot end (stall.go); nil never.
 	Stall StallFunc
-	// Room is how many pods the bound on pods in flight lets this pass
+	// Headroom is how many pods the bound on pods in flight lets this pass
 	// create, when bounded.
-	Room    int
-	Bounded bool
+	Headroom int
+	Bounded  bool
 	// Halted is whether the run is over its failure budget.
 	Halted bool
 	// Paused is whether the pause switch holds every new pod: the nodes
@@ -103,8 +104,8 @@ func (p Progress) Freed() string {
 }
 
 // Observe judges every node the waves have reached. The same
-// world gives the same observation.
-func Observe(w World) Observation {
+// snapshot gives the same observation.
+func Observe(w Snapshot) Observation {
 	o := Observation{
 		Progress:    Progress{Eligible: len(w.Targets), Started: w.Started},
 		NewFailures: map[string]eraserv1.NodeFailure{},
@@ -127,7 +128,7 @@ func Observe(w World) Observation {
 }
 
 // judge adds one started node to the observation.
-func (o *Observation) judge(w World, node string) {
+func (o *Observation) judge(w Snapshot, node string) {
 	_, recorded := w.Failures[node]
 	pod := w.Pods[node]
 	if pod == nil {
@@ -150,7 +151,7 @@ func (o *Observation) judge(w World, node string) {
 	}
 	out, ok := w.Finished[node]
 	if !ok {
-		out = Classify(pod, w.Sights[node], w.Now, w.Timeouts, w.Nodes[node])
+		out = Classify(pod, w.PodsSeen[node], w.Now, w.Timeouts, w.Nodes[node])
 	}
 	ended := metrics.OutcomeUnknown
 	switch out.State {
@@ -168,7 +169,7 @@ func (o *Observation) judge(w World, node string) {
 		}
 	default:
 		o.Active++
-		if d := Deadline(pod, w.Sights[node], w.Timeouts); !d.IsZero() && (o.Next.IsZero() || d.Before(o.Next)) {
+		if d := Deadline(pod, w.PodsSeen[node], w.Timeouts); !d.IsZero() && (o.Next.IsZero() || d.Before(o.Next)) {
 			o.Next = d
 		}
 	}
@@ -183,7 +184,7 @@ func (o *Observation) judge(w World, node string) {
 // outcome records a node's figures and how its worker ended, for the
 // metrics. A node that is gone is not judged: its failure says nothing
 // about a node that no longer exists, and ForgetNode dropped its series.
-func (o *Observation) outcome(w World, node string, n metrics.NodeCounts, ended metrics.Outcome) {
+func (o *Observation) outcome(w Snapshot, node string, n metrics.NodeCounts, ended metrics.Outcome) {
 	if w.Nodes[node] {
 		n.Outcome = ended
 	}
@@ -194,7 +195,7 @@ func (o *Observation) outcome(w World, node string, n metrics.NodeCounts, ended 
 
 // Unconfirmed lists the started nodes whose pod neither the cache shows nor
 // anything else explains: the gather step asks the API server about them.
-func Unconfirmed(w World) []string {
+func Unconfirmed(w Snapshot) []string {
 	var out []string
 	for _, target := range w.Targets[:w.Started] {
 		n := target.Name

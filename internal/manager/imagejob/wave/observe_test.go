@@ -21,10 +21,10 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // newWorld is a job on the named nodes, all of which exist, at t0 with a
 // 5-minute start and 1-hour run timeout.
-func newWorld(nodes ...string) World {
-	w := World{
+func newWorld(nodes ...string) Snapshot {
+	w := Snapshot{
 		Pods: map[string]*corev1.Pod{}, Pending: map[string]bool{}, Missing: map[string]bool{}, Nodes: map[string]bool{},
-		Failures: map[string]eraserv1.NodeFailure{}, Creating: map[string]CreateFailure{}, Sights: map[string]Sight{},
+		Failures: map[string]eraserv1.NodeFailure{}, Creating: map[string]CreateFailure{}, PodsSeen: map[string]Seen{},
 		Now: t0, Timeouts: Timeouts{Start: 5 * time.Minute, Run: time.Hour},
 	}
 	for _, n := range nodes {
@@ -34,7 +34,7 @@ func newWorld(nodes ...string) World {
 	return w
 }
 
-func (w World) with(f func(*World)) World { f(&w); return w }
+func (w Snapshot) with(f func(*Snapshot)) Snapshot { f(&w); return w }
 
 func pod(node string) *builder.PodWrapper {
 	return builder.MakePod("p-"+node, node, t0.Add(-time.Minute))
@@ -67,22 +67,22 @@ func tallyOf(o Observation) tally {
 
 func TestObserve(t *testing.T) {
 	cases := map[string]struct {
-		World World
-		want  tally
+		Snapshot Snapshot
+		want     tally
 	}{
 		"nothing started": {
-			World: newWorld("a", "b"),
-			want:  tally{New: map[string]string{}},
+			Snapshot: newWorld("a", "b"),
+			want:     tally{New: map[string]string{}},
 		},
 		"pods from before a crash extend the cursor, up to a gap": {
-			World: newWorld("a", "b", "c").with(func(w *World) {
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) {
 				w.Pods["a"] = pod("a").Obj()
 				w.Pods["c"] = pod("c").Obj()
 			}),
 			want: tally{Started: 1, Active: 1, New: map[string]string{}},
 		},
 		"succeeded, failed, running; results summed": {
-			World: newWorld("a", "b", "c").with(func(w *World) {
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) {
 				w.Started = 3
 				w.Pods["a"] = pod("a").Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, summary(2)).Obj()
 				w.Pods["b"] = pod("b").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, 1, summary(1)).Obj()
@@ -91,7 +91,7 @@ func TestObserve(t *testing.T) {
 			want: tally{Started: 3, Active: 1, Succeeded: 1, Failed: 1, Removed: 3, New: map[string]string{"b": eraserv1.ReasonPodFailed}},
 		},
 		"a recorded failure is counted, not new": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Obj()
 				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: eraserv1.ReasonPodFailed}
@@ -99,17 +99,17 @@ func TestObserve(t *testing.T) {
 			want: tally{Started: 1, Failed: 1, New: map[string]string{}},
 		},
 		"start and run timeouts": {
-			World: newWorld("slow", "long").with(func(w *World) {
+			Snapshot: newWorld("slow", "long").with(func(w *Snapshot) {
 				w.Started = 2
 				w.Pods["slow"] = builder.MakePod("p", "slow", t0.Add(-6*time.Minute)).Waiting(podspec.RemoverContainer, "ImagePullBackOff").Obj()
 				w.Pods["long"] = pod("long").Running(t0.Add(-2 * time.Hour)).Obj()
-				w.Sights["slow"], w.Sights["long"] = Sight{Created: t0.Add(-5 * time.Minute)}, Sight{Running: t0.Add(-time.Hour)}
+				w.PodsSeen["slow"], w.PodsSeen["long"] = Seen{Created: t0.Add(-5 * time.Minute)}, Seen{Running: t0.Add(-time.Hour)}
 			}),
 			want: tally{Started: 2, Failed: 2, New: map[string]string{"slow": eraserv1.ReasonStartTimeout, "long": eraserv1.ReasonRunTimeout},
 				TimedOut: []string{"slow", "long"}},
 		},
 		"no pod: pending, recorded, confirmed missing": {
-			World: newWorld("pending", "recorded", "gone").with(func(w *World) {
+			Snapshot: newWorld("pending", "recorded", "gone").with(func(w *Snapshot) {
 				w.Started = 3
 				w.Pending["pending"] = true
 				w.Failures["recorded"] = eraserv1.NodeFailure{Node: "recorded", Reason: eraserv1.ReasonCreateFailed}
@@ -118,7 +118,7 @@ func TestObserve(t *testing.T) {
 			want: tally{Started: 3, Active: 1, Failed: 2, New: map[string]string{"gone": eraserv1.ReasonPodMissing}},
 		},
 		"the node of a running pod was deleted": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Pods["a"] = pod("a").Running(t0).Obj()
 				delete(w.Nodes, "a")
@@ -128,7 +128,7 @@ func TestObserve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tallyOf(Observe(tc.World))); diff != "" {
+			if diff := cmp.Diff(tc.want, tallyOf(Observe(tc.Snapshot))); diff != "" {
 				t.Errorf("observe (-want +got):\n%s", diff)
 			}
 		})
@@ -138,7 +138,7 @@ func TestObserve(t *testing.T) {
 // TestObserveOutcomes: how each node ended, for the metrics' count of
 // failed runs in a row; a node still running, or gone, is not judged.
 func TestObserveOutcomes(t *testing.T) {
-	w := newWorld("ok", "quiet", "failed", "running", "recorded", "missing", "deleted").with(func(w *World) {
+	w := newWorld("ok", "quiet", "failed", "running", "recorded", "missing", "deleted").with(func(w *Snapshot) {
 		w.Started = 7
 		w.Pods["ok"] = pod("ok").Phase(corev1.PodSucceeded).Terminated(podspec.RemoverContainer, 0, summary(2)).Obj()
 		w.Pods["quiet"] = pod("quiet").Phase(corev1.PodSucceeded).Obj()
@@ -163,7 +163,7 @@ func TestObserveOutcomes(t *testing.T) {
 }
 
 func TestUnconfirmed(t *testing.T) {
-	w := newWorld("shown", "pending", "recorded", "unknown", "not-started").with(func(w *World) {
+	w := newWorld("shown", "pending", "recorded", "unknown", "not-started").with(func(w *Snapshot) {
 		w.Started = 4
 		w.Pods["shown"] = pod("shown").Obj()
 		w.Pending["pending"] = true
@@ -189,11 +189,11 @@ func TestWaveThenObserve(t *testing.T) {
 			want: tally{Started: 0, New: map[string]string{}}},
 	}
 	// Nodes a, c, d get pods; b was deleted.
-	w := newWorld("a", "b", "c", "d").with(func(w *World) { delete(w.Nodes, "b") })
+	w := newWorld("a", "b", "c", "d").with(func(w *Snapshot) { delete(w.Nodes, "b") })
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := Observe(w)
-			p := Plan(w, o)
+			p := plan(w, o)
 			if diff := cmp.Diff(tc.want, tallyOf(Observe(Advance(w, p, tc.errs)))); diff != "" {
 				t.Errorf("after the wave (-want +got):\n%s", diff)
 			}
@@ -203,7 +203,7 @@ func TestWaveThenObserve(t *testing.T) {
 
 func TestRemovalsFailedReason(t *testing.T) {
 	msg := `{"component":"remover","counts":{"failed":3,"removed":1},"error":"3 of 4 removals failed; first: sha256:ab: rpc error"}`
-	w := newWorld("a").with(func(w *World) {
+	w := newWorld("a").with(func(w *Snapshot) {
 		w.Started = 1
 		w.Pods["a"] = pod("a").Phase(corev1.PodFailed).Terminated(podspec.RemoverContainer, workerresult.ExitNodeFailed, msg).Obj()
 	})

@@ -80,7 +80,7 @@ type Timeouts struct {
 // Classify judges a node's pod at time now, its timeouts counted from what
 // this process saw of it (sight.go). nodeExists is false when the node has
 // been deleted.
-func Classify(pod *corev1.Pod, seen Sight, now time.Time, t Timeouts, nodeExists bool) Outcome {
+func Classify(pod *corev1.Pod, seen Seen, now time.Time, t Timeouts, nodeExists bool) Outcome {
 	summary, scanner := workerSummary(pod, podspec.RemoverContainer), workerSummary(pod, podspec.ScannerContainer)
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
@@ -120,7 +120,7 @@ func Classify(pod *corev1.Pod, seen Sight, now time.Time, t Timeouts, nodeExists
 const timestampGrain = time.Second
 
 // Deadline is when an active pod would time out, zero when it cannot yet.
-func Deadline(pod *corev1.Pod, seen Sight, t Timeouts) time.Time {
+func Deadline(pod *corev1.Pod, seen Seen, t Timeouts) time.Time {
 	if pod.Status.Phase == corev1.PodRunning {
 		if t.Run == 0 || seen.Running.IsZero() {
 			return time.Time{}

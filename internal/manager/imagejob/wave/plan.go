@@ -60,18 +60,18 @@ type Wave struct {
 	// Waiting are the reached nodes left without a pod because another run
 	// holds them or is queued for them first, with that run.
 	Waiting map[string]string
-	// Starved is whether the bound on worker pods in flight stopped the
+	// AtBound is whether the bound on worker pods in flight stopped the
 	// wave short.
-	Starved bool
+	AtBound bool
 	// Wake is when a node waiting out a creation backoff is due.
 	Wake time.Time
 }
 
-// Plan picks the next wave: first the nodes that waited for another run,
+// plan picks the next wave: first the nodes that waited for another run,
 // as they come free, then targets from the cursor on, while fewer than the
 // limit have a live pod and the bound on pods in flight leaves room. A node
 // another run holds is passed and waits.
-func Plan(w World, o Observation) Wave {
+func plan(w Snapshot, o Observation) Wave {
 	p := Wave{From: o.Started, Started: o.Started, Failed: map[string]eraserv1.NodeFailure{}, Waiting: map[string]string{}}
 	active := o.Active
 	limit := w.Limit
@@ -80,10 +80,10 @@ func Plan(w World, o Observation) Wave {
 	}
 	left := -1
 	if w.Bounded {
-		left = w.Room
+		left = w.Headroom
 	}
-	if w.Holder == nil {
-		w.Holder = func(string) string { return "" }
+	if w.HeldBy == nil {
+		w.HeldBy = func(string) string { return "" }
 	}
 	// wait leaves a node held by another run waiting, or gives it up when
 	// its wait stalled longer than the bound.
@@ -103,7 +103,7 @@ func Plan(w World, o Observation) Wave {
 			return true
 		}
 		if left == 0 {
-			p.Starved = true
+			p.AtBound = true
 		}
 		return active >= limit || left == 0
 	}
@@ -148,8 +148,8 @@ func Plan(w World, o Observation) Wave {
 			// Over the budget the waiting nodes are never started: they
 			// count as untouched. Paused, they wait for the resume.
 			p.Waiting[name] = ""
-		case w.Holder(name) != "":
-			wait(name, w.Holder(name))
+		case w.HeldBy(name) != "":
+			wait(name, w.HeldBy(name))
 		case !creatable(name):
 			if _, failed := p.Failed[name]; !failed {
 				p.Waiting[name] = ""
@@ -180,7 +180,7 @@ func Plan(w World, o Observation) Wave {
 			p.Started++
 			continue
 		}
-		if h := w.Holder(name); h != "" {
+		if h := w.HeldBy(name); h != "" {
 			wait(name, h)
 			p.Started++
 			continue
@@ -200,7 +200,7 @@ func Plan(w World, o Observation) Wave {
 	return p
 }
 
-func stallOf(w World, node string) (Stall, bool) {
+func stallOf(w Snapshot, node string) (Stall, bool) {
 	if w.Stall == nil {
 		return Stall{}, false
 	}
@@ -209,7 +209,7 @@ func stallOf(w World, node string) (Stall, bool) {
 
 // Waits is whether a reached node waits for its pod: on record as waiting,
 // with no pod shown or pending and no failure.
-func Waits(w World, node string) bool {
+func Waits(w Snapshot, node string) bool {
 	if !w.Waiting[node] || w.Pods[node] != nil || w.Pending[node] {
 		return false
 	}
@@ -224,12 +224,12 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// Advance is the world once the wave's creations are known: the cursor
+// Advance is the snapshot once the wave's creations are known: the cursor
 // stops at the first node whose pod could not be created, so that it is
 // retried, and a node that waited and could not be created waits on;
 // created pods are pending until the cache shows them, nodes ended without
 // a pod are failures on record, and the wave's waiting nodes wait.
-func Advance(w World, p Wave, errs []error) World {
+func Advance(w Snapshot, p Wave, errs []error) Snapshot {
 	end := p.Started
 	next := w
 	next.Waiting = map[string]bool{}
@@ -261,8 +261,8 @@ func Advance(w World, p Wave, errs []error) World {
 
 // WakeUp is when the job needs a pass that no event will bring: a pod's
 // timeout, or a node's creation backoff. Pod events drive the rest. The
-// world is the one after the wave (advance).
-func WakeUp(w World, o Observation, p Wave) time.Duration {
+// snapshot is the one after the wave (advance).
+func WakeUp(w Snapshot, o Observation, p Wave) time.Duration {
 	next := o.Next
 	earliest := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -273,7 +273,7 @@ func WakeUp(w World, o Observation, p Wave) time.Duration {
 	for _, cf := range w.Creating {
 		earliest(cf.Next)
 	}
-	if len(p.Waiting) > 0 || p.Starved {
+	if len(p.Waiting) > 0 || p.AtBound {
 		// A worker that ends wakes the queued jobs (podEvents); this bounds
 		// the wait should its event have come before this job queued.
 		earliest(w.Now.Add(queueRecheck))
@@ -291,9 +291,9 @@ func WakeUp(w World, o Observation, p Wave) time.Duration {
 const queueRecheck = 10 * time.Second
 
 // Next is the wave a pass creates: the plan over the targets the canary
-// and the failure budget let the waves reach. The world carries the
-// queue's word on each node (Holder) and the room under the bound on pods
-// in flight (Room, Bounded).
-func Next(w World, o Observation, budget *config.MaxConcurrent) Wave {
-	return Plan(Within(w, Reach(o.Progress, w.Limit, budget)), o)
+// and the failure budget let the waves reach. The snapshot carries the
+// queue's word on each node (HeldBy) and the room under the bound on pods
+// in flight (Headroom, Bounded).
+func Next(w Snapshot, o Observation, budget *config.MaxConcurrent) Wave {
+	return plan(limitTargets(w, canaryLimit(o.Progress, w.Limit, budget)), o)
 }

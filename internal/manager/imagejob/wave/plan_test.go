@@ -21,15 +21,15 @@ type planned struct {
 
 func TestPlan(t *testing.T) {
 	cases := map[string]struct {
-		World World
-		want  planned
+		Snapshot Snapshot
+		want     planned
 	}{
 		"no limit: every node": {
-			World: newWorld("a", "b", "c"),
-			want:  planned{Create: []string{"a", "b", "c"}, Started: 3},
+			Snapshot: newWorld("a", "b", "c"),
+			want:     planned{Create: []string{"a", "b", "c"}, Started: 3},
 		},
 		"limit counts live pods": {
-			World: newWorld("a", "b", "c", "d").with(func(w *World) {
+			Snapshot: newWorld("a", "b", "c", "d").with(func(w *Snapshot) {
 				w.Limit = 2
 				w.Started = 1
 				w.Pods["a"] = pod("a").Running(t0).Obj()
@@ -37,43 +37,43 @@ func TestPlan(t *testing.T) {
 			want: planned{Create: []string{"b"}, Started: 2},
 		},
 		"a deleted node fails without a pod": {
-			World: newWorld("a", "b").with(func(w *World) { delete(w.Nodes, "a") }),
-			want:  planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) { delete(w.Nodes, "a") }),
+			want:     planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"a refused node waits out its backoff, and the wave with it": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-time.Second), Next: t0.Add(time.Second), Attempts: 1}
 			}),
 			want: planned{Started: 0, Wake: t0.Add(time.Second)},
 		},
 		"a refused node is retried after its backoff": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-time.Minute), Next: t0, Attempts: 3}
 			}),
 			want: planned{Create: []string{"a"}, Started: 1},
 		},
 		"a refused node fails at the start timeout": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-5 * time.Minute), Next: t0.Add(time.Second), Attempts: 9, Message: "forbidden"}
 			}),
 			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"without a start timeout, refusals still end": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Timeouts.Start = 0
 				w.Creating["a"] = CreateFailure{First: t0.Add(-CreateBound), Next: t0, Attempts: 20}
 			}),
 			want: planned{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"a node whose pod exists past the cursor is not sent again": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Creating["a"] = CreateFailure{First: t0.Add(-5 * time.Minute), Next: t0.Add(time.Second)}
 				w.Pods["b"] = pod("b").Phase(corev1.PodSucceeded).Obj()
 			}),
 			want: planned{Started: 2, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
 		"a recorded failure past the cursor is passed": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Failures["a"] = eraserv1.NodeFailure{Node: "a", Reason: eraserv1.ReasonNodeDeleted}
 			}),
 			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
@@ -81,10 +81,10 @@ func TestPlan(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := Plan(tc.World, Observe(tc.World))
+			p := plan(tc.Snapshot, Observe(tc.Snapshot))
 			got := planned{Started: p.Started, Wake: p.Wake}
 			for _, i := range p.Create {
-				got.Create = append(got.Create, tc.World.Targets[i].Name)
+				got.Create = append(got.Create, tc.Snapshot.Targets[i].Name)
 			}
 			if len(p.Failed) > 0 {
 				got.Failed = map[string]string{}
@@ -126,29 +126,29 @@ type queued struct {
 	Started int
 	Waiting map[string]string
 	Failed  map[string]string
-	Starved bool
+	AtBound bool
 }
 
-func held(m map[string]string) nodequeue.HolderFunc { return func(n string) string { return m[n] } }
+func held(m map[string]string) nodequeue.HeldByFunc { return func(n string) string { return m[n] } }
 
 // TestPlanQueued: a node another run holds is passed and waits, a node that
 // waited is taken first once free, and the bound on pods in flight stops a
 // wave short without passing anyone.
 func TestPlanQueued(t *testing.T) {
 	cases := map[string]struct {
-		World World
-		want  queued
+		Snapshot Snapshot
+		want     queued
 	}{
 		"a held node is passed, the others go on": {
-			World: newWorld("a", "b", "c").with(func(w *World) { w.Holder = held(map[string]string{"b": "imagejob-scheduled-1"}) }),
-			want:  queued{Create: []string{"a", "c"}, Started: 3, Waiting: map[string]string{"b": "imagejob-scheduled-1"}},
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) { w.HeldBy = held(map[string]string{"b": "imagejob-scheduled-1"}) }),
+			want:     queued{Create: []string{"a", "c"}, Started: 3, Waiting: map[string]string{"b": "imagejob-scheduled-1"}},
 		},
 		"every node held: the run is reached and waits": {
-			World: newWorld("a", "b").with(func(w *World) { w.Holder = held(map[string]string{"a": "x", "b": "y"}) }),
-			want:  queued{Started: 2, Waiting: map[string]string{"a": "x", "b": "y"}},
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) { w.HeldBy = held(map[string]string{"a": "x", "b": "y"}) }),
+			want:     queued{Started: 2, Waiting: map[string]string{"a": "x", "b": "y"}},
 		},
 		"a node that waited is taken once free, before the cursor's": {
-			World: newWorld("a", "b", "c").with(func(w *World) {
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) {
 				w.Limit, w.Started = 1, 2
 				w.Waiting = map[string]bool{"a": true}
 				w.Pods["b"] = pod("b").Phase(corev1.PodSucceeded).Obj()
@@ -156,15 +156,15 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Create: []string{"a"}, Started: 2},
 		},
 		"a node still held waits on": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
-				w.Holder = held(map[string]string{"a": "x"})
+				w.HeldBy = held(map[string]string{"a": "x"})
 			}),
 			want: queued{Create: []string{"b"}, Started: 2, Waiting: map[string]string{"a": "x"}},
 		},
 		"a waiting node whose pod appeared waits no more": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
 				w.Pods["a"] = pod("a").Running(t0).Obj()
@@ -172,7 +172,7 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Started: 1},
 		},
 		"a waiting node that was deleted fails": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
 				delete(w.Nodes, "a")
@@ -180,19 +180,19 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"the bound stops the wave without passing nodes": {
-			World: newWorld("a", "b", "c").with(func(w *World) { w.Room, w.Bounded = 1, true }),
-			want:  queued{Create: []string{"a"}, Started: 1, Starved: true},
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) { w.Headroom, w.Bounded = 1, true }),
+			want:     queued{Create: []string{"a"}, Started: 1, AtBound: true},
 		},
 		"no room: waiting nodes wait, the cursor stays": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
-				w.Room, w.Bounded = 0, true
+				w.Headroom, w.Bounded = 0, true
 			}),
-			want: queued{Started: 1, Waiting: map[string]string{"a": ""}, Starved: true},
+			want: queued{Started: 1, Waiting: map[string]string{"a": ""}, AtBound: true},
 		},
 		"over the budget a waiting node is never started": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				w.Started = 2
 				w.Waiting = map[string]bool{"a": true}
 				w.Halted = true
@@ -200,7 +200,7 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Started: 2, Waiting: map[string]string{"a": ""}},
 		},
 		"paused: nothing is created, the cursor stays, waiting nodes wait": {
-			World: newWorld("a", "b", "c").with(func(w *World) {
+			Snapshot: newWorld("a", "b", "c").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
 				w.Paused = true
@@ -208,17 +208,17 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Started: 1, Waiting: map[string]string{"a": ""}},
 		},
 		"paused: a node waiting behind a stalled holder is not given up": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
-				w.Holder = held(map[string]string{"a": "x"})
+				w.HeldBy = held(map[string]string{"a": "x"})
 				w.Stall = func(string) (Stall, bool) { return Stall{Since: t0.Add(-time.Hour)}, true }
 				w.Paused = true
 			}),
 			want: queued{Started: 1, Waiting: map[string]string{"a": ""}},
 		},
 		"paused: a deleted node still fails": {
-			World: newWorld("a", "b").with(func(w *World) {
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
 				delete(w.Nodes, "a")
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
@@ -227,7 +227,7 @@ func TestPlanQueued(t *testing.T) {
 			want: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonNodeDeleted}},
 		},
 		"a waiting node in creation backoff waits it out": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Started = 1
 				w.Waiting = map[string]bool{"a": true}
 				w.Creating["a"] = CreateFailure{First: t0.Add(-time.Second), Next: t0.Add(time.Second), Attempts: 1}
@@ -237,10 +237,10 @@ func TestPlanQueued(t *testing.T) {
 	}
 	got, want := map[string]queued{}, map[string]queued{}
 	for name, tc := range cases {
-		p := Plan(tc.World, Observe(tc.World))
-		q := queued{Started: p.Started, Starved: p.Starved}
+		p := plan(tc.Snapshot, Observe(tc.Snapshot))
+		q := queued{Started: p.Started, AtBound: p.AtBound}
 		for _, i := range p.Create {
-			q.Create = append(q.Create, tc.World.Targets[i].Name)
+			q.Create = append(q.Create, tc.Snapshot.Targets[i].Name)
 		}
 		if len(p.Waiting) > 0 {
 			q.Waiting = p.Waiting
@@ -261,13 +261,13 @@ func TestPlanQueued(t *testing.T) {
 // TestWaitingThenAdvance: a node that waited and whose creation fails waits
 // on, rather than rewinding the cursor over the nodes reached after it.
 func TestWaitingThenAdvance(t *testing.T) {
-	w := newWorld("a", "b", "c").with(func(w *World) {
+	w := newWorld("a", "b", "c").with(func(w *Snapshot) {
 		w.Started = 2
 		w.Waiting = map[string]bool{"a": true}
 		w.Pods["b"] = pod("b").Running(t0).Obj()
 	})
 	o := Observe(w)
-	p := Plan(w, o)
+	p := plan(w, o)
 	errs := make([]error, len(p.Create))
 	errs[0] = errTest // a, the waiting node
 	next := Advance(w, p, errs)

@@ -76,10 +76,10 @@ func TestPlanGivesUpStalledWaits(t *testing.T) {
 			return Stall{Since: since, Why: "the node has not been Ready"}, ok
 		}
 	}
-	waiting := func(w *World) {
+	waiting := func(w *Snapshot) {
 		w.Started = 1
 		w.Waiting = map[string]bool{"a": true}
-		w.Holder = held(map[string]string{"a": "imagejob-x"})
+		w.HeldBy = held(map[string]string{"a": "imagejob-x"})
 		w.Timeouts.Wait = bound
 	}
 	type result struct {
@@ -87,37 +87,37 @@ func TestPlanGivesUpStalledWaits(t *testing.T) {
 		Wake   time.Time
 	}
 	cases := map[string]struct {
-		World World
-		want  result
+		Snapshot Snapshot
+		want     result
 	}{
 		"a wait that did not stall waits on, however long": {
-			World: newWorld("a").with(waiting),
-			want:  result{Queued: queued{Started: 1, Waiting: map[string]string{"a": "imagejob-x"}}},
+			Snapshot: newWorld("a").with(waiting),
+			want:     result{Queued: queued{Started: 1, Waiting: map[string]string{"a": "imagejob-x"}}},
 		},
 		"a stalled wait within the bound waits, and wakes at the bound": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				waiting(w)
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Minute)})
 			}),
 			want: result{Queued: queued{Started: 1, Waiting: map[string]string{"a": "imagejob-x"}}, Wake: t0.Add(bound - time.Minute)},
 		},
 		"a stalled wait past the bound is given up": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				waiting(w)
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-bound)})
 			}),
 			want: result{Queued: queued{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonWaitTimedOut}}},
 		},
 		"a node first reached, stalled past the bound, is given up at once": {
-			World: newWorld("a", "b").with(func(w *World) {
-				w.Holder = held(map[string]string{"a": "imagejob-x"})
+			Snapshot: newWorld("a", "b").with(func(w *Snapshot) {
+				w.HeldBy = held(map[string]string{"a": "imagejob-x"})
 				w.Timeouts.Wait = bound
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
 			}),
 			want: result{Queued: queued{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonWaitTimedOut}}},
 		},
 		"a stalled node no run holds gets its pod": {
-			World: newWorld("a").with(func(w *World) {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Timeouts.Wait = bound
 				w.Stall = stalledSince(map[string]time.Time{"a": t0.Add(-time.Hour)})
 			}),
@@ -126,10 +126,10 @@ func TestPlanGivesUpStalledWaits(t *testing.T) {
 	}
 	got, want := map[string]result{}, map[string]result{}
 	for name, tc := range cases {
-		p := Plan(tc.World, Observe(tc.World))
+		p := plan(tc.Snapshot, Observe(tc.Snapshot))
 		r := result{Queued: queued{Started: p.Started}, Wake: p.Wake}
 		for _, i := range p.Create {
-			r.Queued.Create = append(r.Queued.Create, tc.World.Targets[i].Name)
+			r.Queued.Create = append(r.Queued.Create, tc.Snapshot.Targets[i].Name)
 		}
 		if len(p.Waiting) > 0 {
 			r.Queued.Waiting = p.Waiting

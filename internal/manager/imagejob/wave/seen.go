@@ -35,9 +35,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Sight is when this process saw a pod begin each of its timeouts, on its
+// Seen is when this process saw a pod begin each of its timeouts, on its
 // own clock.
-type Sight struct {
+type Seen struct {
 	UID types.UID
 	// Created starts the start timeout, running the run timeout.
 	Created, Running time.Time
@@ -49,14 +49,14 @@ type Skew struct {
 	OK bool
 }
 
-// Sighted updates a pod's sight at time now (manager's clock). createdAt is
+// FirstSeen updates the times a pod was first seen, at time now (manager's clock). createdAt is
 // when this process's creation of the pod returned, zero when it did not
 // create it.
-func Sighted(prev Sight, pod *corev1.Pod, createdAt time.Time, sk Skew, now time.Time) Sight {
+func FirstSeen(prev Seen, pod *corev1.Pod, createdAt time.Time, sk Skew, now time.Time) Seen {
 	s := prev
 	if s.UID != pod.UID {
 		// Another pod of the same name: nothing seen of the old one counts.
-		s = Sight{UID: pod.UID}
+		s = Seen{UID: pod.UID}
 	}
 	if s.Created.IsZero() {
 		switch {
