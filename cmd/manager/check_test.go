@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
 	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // runCheck runs `manager check`, as the chart's helm test pod does.
@@ -49,8 +49,8 @@ func TestReleaseCheck(t *testing.T) {
 	ctx := context.Background()
 	const ns = "eraser-check"
 	ensureNamespace(t, ns)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestReleaseCheck(t *testing.T) {
 
 	// Fixed, and the manager running (its Deployment says ready, as the
 	// kubelet would).
-	cm.Data[manager.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"
+	cm.Data[config.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestReleaseCheck(t *testing.T) {
 			}
 		}
 	})
-	managerIn(ns).Start(t, cm.Data[manager.ConfigKey])
+	managerIn(ns).Start(t, cm.Data[config.ConfigKey])
 	out, code = runCheck(t, ns)
 	if code != 0 {
 		t.Fatalf("manager check on a working release: exit %d", code)
@@ -114,8 +114,8 @@ func TestReleaseCheckImages(t *testing.T) {
 	ctx := context.Background()
 	const ns = "eraser-check-images"
 	ensureNamespace(t, ns)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\ncomponents: {collector: {enabled: true, image: {repo: registry.example/eraser/collector, tag: 1.2.3}}}\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\ncomponents: {collector: {enabled: true, image: {repo: registry.example/eraser/collector, tag: 1.2.3}}}\n"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func TestReleaseCheckMigration(t *testing.T) {
 	const ns, other = "eraser-check-migration", "upstream-eraser"
 	ensureNamespace(t, ns)
 	ensureNamespace(t, other)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
 	list := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy", Labels: map[string]string{"eraser.sh/exclude.list": "true"}},
 		Data: map[string]string{"list.json": `{"excluded":["nginx:1.*"]}`}}
 	labels := map[string]string{"control-plane": "controller-manager"}

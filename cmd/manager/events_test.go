@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 const eventsNS = "eraser-events"
@@ -43,8 +43,8 @@ func TestEventsThroughKubectl(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
 	// The finished job is kept, to be described.
 	doc := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager:\n  imageJob:\n    cleanup: {delayOnSuccess: 1h}\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: eventsNS, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: doc}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: eventsNS, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: doc}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestEventsThroughKubectl(t *testing.T) {
 	}
 	job := jobs.Items[0].Name
 
-	cm.Data[manager.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 7}}\n"
+	cm.Data[config.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 7}}\n"
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestEventsThroughKubectl(t *testing.T) {
 	}{
 		"ImageList": {args: []string{"describe", "imagelist", list.Name}, want: []string{"JobCreated", "JobCompleted"}},
 		"ImageJob":  {args: []string{"describe", "imagejob", job}, want: []string{"Started", "Completed", "1 of 1 nodes succeeded"}},
-		"ConfigMap": {args: []string{"describe", "configmap", "-n", eventsNS, manager.DefaultConfigMapName},
+		"ConfigMap": {args: []string{"describe", "configmap", "-n", eventsNS, config.ConfigMapName},
 			want: []string{"InvalidConfig", "manager.imageJob.successRatio"}},
 	}
 	for kind, tc := range described {
@@ -110,7 +110,7 @@ func TestEventsThroughKubectl(t *testing.T) {
 		t.Fatalf("docs/troubleshooting.md no longer gives %q", guideEventsCommand)
 	}
 	out := kubectl(strings.Fields(guideEventsCommand)[1:]...)
-	for _, want := range []string{"imagelist/" + list.Name, "imagejob/" + job, "configmap/" + manager.DefaultConfigMapName,
+	for _, want := range []string{"imagelist/" + list.Name, "imagejob/" + job, "configmap/" + config.ConfigMapName,
 		"JobCreated", "JobCompleted", "Started", "Completed", "InvalidConfig", "default", eventsNS} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q does not list %q:\n%s", guideEventsCommand, want, out)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/managertest"
@@ -79,8 +78,8 @@ func TestImageListFlow(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, n) })
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flowNS, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: flowConfig}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flowNS, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: flowConfig}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +163,7 @@ func TestImageListFlow(t *testing.T) {
 	waitList(t, ctx, "the edit's run", func(l *eraserv1.ImageList) bool { return l.Status.ObservedGeneration == 2 })
 
 	// An invalid configuration is refused with an Event, the old one stays.
-	cm.Data[manager.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 7}}\n"
+	cm.Data[config.ConfigKey] = "apiVersion: eraser.sh/v1alpha3\nmanager: {imageJob: {successRatio: 7}}\n"
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

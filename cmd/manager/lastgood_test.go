@@ -13,6 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestManagerStartsWithLastGoodConfig: an edit that hot reload refused is
@@ -26,8 +27,8 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	ensureNamespace(t, ns)
 	good := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 0.5}}\n"
 	bad := "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\nmanager: {imageJob: {successRatio: 7}}\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: bad}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: bad}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	}
 
 	// A manager that ran with the good document records it.
-	cm.Data[manager.ConfigKey] = good
+	cm.Data[config.ConfigKey] = good
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +60,11 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 	running := m.Start(t, good, "--leader-elect=false")
 	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
 	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
-		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), manager.ConfigKey)
+		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), config.ConfigKey)
 		return err == nil && string(raw) == good
 	})
 	// The edit hot reload refuses; then the restart.
-	cm.Data[manager.ConfigKey] = bad
+	cm.Data[config.ConfigKey] = bad
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/cli/plugin"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 var pluginBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
@@ -76,8 +76,8 @@ func TestPluginDayToDay(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: pluginConfig}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: pluginConfig}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

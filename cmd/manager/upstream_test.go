@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestPullSecretNamesFromEnvironment: upstream's ERASER_PULL_SECRET_NAMES on
@@ -59,8 +59,8 @@ func TestScannerRuntimeRefusedOnEdit(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(t, ns)
 	good := "apiVersion: eraser.sh/v1alpha2\nkind: EraserConfig\nmanager: {runtime: dockershim}\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manager.DefaultConfigMapName},
-		Data: map[string]string{manager.ConfigKey: good}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: good}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestScannerRuntimeRefusedOnEdit(t *testing.T) {
 		return err == nil && code == 200
 	})
 
-	cm.Data[manager.ConfigKey] = good + "components: {collector: {enabled: true}, scanner: {enabled: true}}\n"
+	cm.Data[config.ConfigKey] = good + "components: {collector: {enabled: true}, scanner: {enabled: true}}\n"
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

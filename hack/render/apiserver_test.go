@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -79,7 +78,7 @@ func TestPodSecurity(t *testing.T) {
 	namespace(t, "psa-baseline", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
 	namespace(t, "psa-restricted", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 
-	cfg, _, err := config.Parse([]byte(get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName).Data[manager.ConfigKey]))
+	cfg, _, err := config.Parse([]byte(get[corev1.ConfigMap](t, objs, "ConfigMap", config.ConfigMapName).Data[config.ConfigKey]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func TestPodSecurity(t *testing.T) {
 	}
 	for name, p := range workers {
 		p.Job, p.JobUID, p.Node, p.Config = "imagejob-psa", "0f0f0f0f-0000-4000-8000-000000000000", "node-1", cfg
-		p.ConfigMap, p.ConfigKey, p.LogLevel = "imagejob-psa", manager.ConfigKey, "info"
+		p.ConfigMap, p.ConfigKey, p.LogLevel = "imagejob-psa", config.ConfigKey, "info"
 		// The wave's references: a downward API file and projected
 		// ConfigMaps, which Pod Security's restricted level allows.
 		p.References, p.NodeReferences = []string{"imagejob-psa-refs-0123456789abcdef-1"}, references.EncodeNode(nil)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -39,10 +38,10 @@ func shippedConfig(t *testing.T) *config.Config {
 // would at start.
 func managerConfig(t *testing.T, objs objects) (*config.Config, []string) {
 	t.Helper()
-	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName)
-	doc, ok := cm.Data[manager.ConfigKey]
+	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", config.ConfigMapName)
+	doc, ok := cm.Data[config.ConfigKey]
 	if !ok {
-		t.Fatalf("ConfigMap %s has no key %s", cm.Name, manager.ConfigKey)
+		t.Fatalf("ConfigMap %s has no key %s", cm.Name, config.ConfigKey)
 	}
 	cfg, warnings, err := config.Parse([]byte(doc))
 	if err != nil {
@@ -137,19 +136,19 @@ func checkInstall(t *testing.T, objs objects, ns string) {
 		!*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("container security context is not restricted: %+v", sc)
 	}
-	if !slices.Contains(c.Args, "--config=/config/"+manager.ConfigKey) {
+	if !slices.Contains(c.Args, "--config=/config/"+config.ConfigKey) {
 		t.Errorf("manager args %q lack --config", c.Args)
 	}
 	mounted := false
 	for _, m := range c.VolumeMounts {
 		for _, v := range pod.Volumes {
-			if v.Name == m.Name && v.ConfigMap != nil && v.ConfigMap.Name == manager.DefaultConfigMapName && m.MountPath == "/config" {
+			if v.Name == m.Name && v.ConfigMap != nil && v.ConfigMap.Name == config.ConfigMapName && m.MountPath == "/config" {
 				mounted = true
 			}
 		}
 	}
 	if !mounted {
-		t.Errorf("ConfigMap %s is not mounted at /config", manager.DefaultConfigMapName)
+		t.Errorf("ConfigMap %s is not mounted at /config", config.ConfigMapName)
 	}
 	envOK := false
 	for _, e := range c.Env {

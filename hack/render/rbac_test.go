@@ -23,6 +23,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/testing/wait"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -69,22 +70,22 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 
 	// The config the Deployment mounts, so that the ConfigMap the manager
 	// watches agrees with the file it started with.
-	shipped := get[corev1.ConfigMap](t, objs, "ConfigMap", manager.DefaultConfigMapName)
+	shipped := get[corev1.ConfigMap](t, objs, "ConfigMap", config.ConfigMapName)
 	// Finished jobs go with their pods here (keepReportFor 0s), so that
 	// the job's own deletion is exercised with the shipped RBAC too.
-	doc := strings.Replace(shipped.Data[manager.ConfigKey], "keepReportFor: 24h", "keepReportFor: 0s", 1)
-	if doc == shipped.Data[manager.ConfigKey] {
+	doc := strings.Replace(shipped.Data[config.ConfigKey], "keepReportFor: 24h", "keepReportFor: 0s", 1)
+	if doc == shipped.Data[config.ConfigKey] {
 		t.Fatal("the shipped configuration no longer sets keepReportFor")
 	}
 	live := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(shipped), live); err != nil {
 		t.Fatal(err)
 	}
-	live.Data[manager.ConfigKey] = doc
+	live.Data[config.ConfigKey] = doc
 	if err := env.Client.Update(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), manager.ConfigKey)
+	file := filepath.Join(t.TempDir(), config.ConfigKey)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 		defer close(exited)
 		runErr = manager.Run(runCtx, log, cfg, manager.Options{
 			ConfigFile: file, LogLevel: "info", MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true,
-			Namespace: DefaultNamespace, ConfigMapName: manager.DefaultConfigMapName,
+			Namespace: DefaultNamespace, ConfigMapName: config.ConfigMapName,
 		}, store)
 	}()
 	t.Cleanup(func() {

@@ -112,7 +112,7 @@ func (g *configGate) Start(ctx context.Context) error {
 			g.log.V(1).Info("reading the EraserConfig ConfigMap again", "error", err.Error())
 			continue
 		}
-		_, _, err := config.Parse([]byte(cm.Data[ConfigKey]))
+		_, _, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 		if err == nil {
 			g.log.Info(errConfigFixed.Error() + "; exiting, so that the restarted manager runs with it")
 			return errConfigFixed

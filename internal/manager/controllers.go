@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/reportwriter"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // setupControllers registers every controller with its dependencies.
@@ -51,7 +52,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	}{
 		{"config", func() error {
 			return configreload.NewReconciler(mgr.GetClient(), recorder, store,
-				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
+				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, config.ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,

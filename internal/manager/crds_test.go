@@ -127,7 +127,7 @@ func TestHeldBackByCRDsThatLackFields(t *testing.T) {
 
 	var logs testenv.Buffer
 	opts := Options{
-		Namespace: namespace, ConfigMapName: DefaultConfigMapName,
+		Namespace: namespace, ConfigMapName: config.ConfigMapName,
 		ProbeAddr: testenv.FreePort(t), MetricsAddr: "0",
 		LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}

@@ -81,15 +81,15 @@ func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config,
 		return nil, fmt.Errorf("%w (and no client to read the last good one: %w)", loadErr, err)
 	}
 	key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
-	raw, err := configstore.Recorded(ctx, c, key, ConfigKey)
+	raw, err := configstore.Recorded(ctx, c, key, config.ConfigKey)
 	if err != nil {
 		// The mounted file lags the ConfigMap by up to a minute: a document
 		// fixed there is what the file is about to hold.
 		live := &corev1.ConfigMap{}
 		if gerr := c.Get(ctx, key, live); gerr == nil {
-			if cfg, _, perr := config.Parse([]byte(live.Data[ConfigKey])); perr == nil {
+			if cfg, _, perr := config.Parse([]byte(live.Data[config.ConfigKey])); perr == nil {
 				log.Info("the mounted EraserConfig is invalid and its ConfigMap's is valid: starting with the ConfigMap's, which the file will hold soon", "configMap", key.String())
-				return withRemoverImage(cfg, []byte(live.Data[ConfigKey]), opts.RemoverImage)
+				return withRemoverImage(cfg, []byte(live.Data[config.ConfigKey]), opts.RemoverImage)
 			}
 		}
 		return nil, fmt.Errorf("%w (and no last good one on record: %w)", loadErr, err)

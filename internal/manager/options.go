@@ -12,14 +12,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // Defaults shared with the manifests and the Helm chart.
 const (
-	DefaultNamespace     = "eraser-system"
-	DefaultConfigMapName = "eraser-manager-config"
-	// ConfigKey is the key of the EraserConfig document in its ConfigMap.
-	ConfigKey = "controller_manager_config.yaml"
+	DefaultNamespace = "eraser-system"
 	// LeaderElectionID names the Lease the replicas compete for.
 	LeaderElectionID = "eraser-manager.eraser.sh"
 )
@@ -150,7 +148,7 @@ func (o *Options) ScanDBProxyURL() (*url.URL, error) {
 // FromEnv fills what upstream Eraser reads from the environment.
 func (o *Options) FromEnv() {
 	o.Namespace = envOr("POD_NAMESPACE", DefaultNamespace)
-	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", DefaultConfigMapName)
+	o.ConfigMapName = envOr("ERASER_CONFIGMAP_NAME", config.ConfigMapName)
 	o.PullSecrets = pullSecretNames(os.Getenv("ERASER_PULL_SECRET_NAMES"))
 	o.PodIP = os.Getenv("POD_IP")
 }

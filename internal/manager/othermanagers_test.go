@@ -33,8 +33,8 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DefaultConfigMapName},
-		Data: map[string]string{ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: config.ConfigMapName},
+		Data: map[string]string{config.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
 	labels := map[string]string{"control-plane": "controller-manager"}
 	addon := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "eraser-controller-manager", Labels: labels},
@@ -56,7 +56,7 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 
 	var logs testenv.Buffer
 	opts := Options{
-		Namespace: namespace, ConfigMapName: DefaultConfigMapName,
+		Namespace: namespace, ConfigMapName: config.ConfigMapName,
 		ProbeAddr: testenv.FreePort(t), MetricsAddr: "0",
 		LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
@@ -85,7 +85,7 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 	}
 	var events []corev1.Event
 	testenv.WaitFor(t, crdTestDeadline, "the Event on the ConfigMap", func() bool {
-		events = env.Events(t, namespace, DefaultConfigMapName, ReasonOtherManager)
+		events = env.Events(t, namespace, config.ConfigMapName, ReasonOtherManager)
 		return len(events) > 0
 	})
 	if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "AKS Image Cleaner") {

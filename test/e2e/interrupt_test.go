@@ -5,34 +5,25 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	mrand "math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
-	"github.com/eraser-oss/eraser/internal/node/criorecords"
-	"github.com/eraser-oss/eraser/internal/node/diskusage"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
-	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -82,7 +73,7 @@ type interruptNode struct {
 	// dead, where the store can be read without the runtime, are the
 	// leftovers in it while the runtime is down: what the interruption
 	// left before a restart cleaned any of it.
-	dead func(t *testing.T) map[leftover.Kind][]leftover.Leftover
+	dead func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover
 	// logged are the runtime's log lines about its store, since its start.
 	logged func() []string
 	// unrecorded is what the image filesystem holds that the runtime's
@@ -101,7 +92,7 @@ type interruptRuntime struct {
 	// age is zero).
 	zeroAges, removerAges []string
 	// reclaim are the kinds the remover's policy names.
-	reclaim []leftover.Kind
+	reclaim []leftoverkind.Kind
 	// capabilities are what the remover's container holds where it
 	// reclaims (the pod spec's), beside root.
 	capabilities []string
@@ -110,7 +101,7 @@ type interruptRuntime struct {
 var interruptRuntimes = []interruptRuntime{
 	{
 		name:     "containerd",
-		reclaim:  []leftover.Kind{leftover.UnnamedImage, leftover.OldLease, leftover.Unreferenced},
+		reclaim:  []leftoverkind.Kind{leftoverkind.UnnamedImage, leftoverkind.OldLease, leftoverkind.Unreferenced},
 		zeroAges: []string{"--lease-age=0s"},
 		start: func(t *testing.T) *interruptNode {
 			c := testcontainerd.Start(t, testcontainerd.WithSmallDisk(interruptDiskMiB))
@@ -121,7 +112,7 @@ var interruptRuntimes = []interruptRuntime{
 	},
 	{
 		name:         "crio",
-		reclaim:      []leftover.Kind{leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer},
+		reclaim:      []leftoverkind.Kind{leftoverkind.UnreferencedLayer, leftoverkind.IncompleteLayer, leftoverkind.OrphanContainer},
 		capabilities: podpaths.CRIOReclaimCapabilities,
 		zeroAges:     []string{"--record-age=0s"}, removerAges: []string{"--record-age=0s"},
 		start: func(t *testing.T) *interruptNode {
@@ -130,8 +121,10 @@ var interruptRuntimes = []interruptRuntime{
 				store:       []string{"--image-store=" + c.RootDir()},
 				reclaimArgs: []string{"--crio-run-root=" + filepath.Join(c.Dir, "run")},
 				records:     func(t *testing.T) []string { return crioRecords(t, c.RootDir()) },
-				dead:        func(t *testing.T) map[leftover.Kind][]leftover.Leftover { return crioStoreLeftovers(t, c.RootDir()) },
-				unrecorded:  func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
+				dead: func(t *testing.T) map[leftoverkind.Kind][]leftover.Leftover {
+					return crioStoreLeftovers(t, c.RootDir())
+				},
+				unrecorded: func(t *testing.T) (string, uint64) { return crioUnrecorded(t, c.RootDir()) },
 				logged: func() []string {
 					return logLines(filepath.Join(c.Dir, "crio.log"), "unclean shutdown", "incomplete", "repair", "wipe", "deleting")
 				}}
@@ -210,7 +203,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 	lists := func(ages []string) []string { return append(append([]string{}, n.store...), ages...) }
 	found := stableLeftovers(t, n.CRIEndpoint(), lists(rt.zeroAges)...)
 	t.Logf("%s: %s", p.name, kindTotals(found))
-	why := map[leftover.Kind]bool{}
+	why := map[leftoverkind.Kind]bool{}
 	for _, l := range flatten(found) {
 		if !why[l.Kind] {
 			why[l.Kind] = true
@@ -273,7 +266,7 @@ func interruptOn(t *testing.T, rt interruptRuntime, p interruption, removed, kep
 
 	// 3. The policy on, the remover holding what its container holds.
 	if len(rt.reclaim) > 0 {
-		reclaimed := map[leftover.Kind]bool{}
+		reclaimed := map[leftoverkind.Kind]bool{}
 		var names []string
 		for _, k := range rt.reclaim {
 			reclaimed[k] = true
@@ -394,305 +387,6 @@ func interrupt(t *testing.T, n *interruptNode, p interruption, targets []string)
 	}
 }
 
-// stableLeftovers lists the leftovers until two listings in a row agree:
-// a restarted runtime cleans some of what it finds (containerd's garbage
-// collection, containers/storage's incomplete layers) on its own time.
-func stableLeftovers(t *testing.T, endpoint string, args ...string) map[leftover.Kind][]leftover.Leftover {
-	t.Helper()
-	prev := leftoversOf(t, endpoint, args...)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		time.Sleep(500 * time.Millisecond)
-		cur := leftoversOf(t, endpoint, args...)
-		if cmp.Equal(keys(prev), keys(cur)) {
-			return cur
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leftovers did not settle within a minute: %v, then %v", keys(prev), keys(cur))
-		}
-		prev = cur
-	}
-}
-
-func flatten(byKind map[leftover.Kind][]leftover.Leftover) []leftover.Leftover {
-	var out []leftover.Leftover
-	for _, ls := range byKind {
-		out = append(out, ls...)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind != out[j].Kind {
-			return out[i].Kind < out[j].Kind
-		}
-		return out[i].Namespace+out[i].Name < out[j].Namespace+out[j].Name
-	})
-	return out
-}
-
-func keys(byKind map[leftover.Kind][]leftover.Leftover) []string {
-	var out []string
-	for _, l := range flatten(byKind) {
-		out = append(out, fmt.Sprintf("%s %s %s %d", l.Kind, l.Namespace, l.Name, l.Bytes))
-	}
-	return out
-}
-
-func totalBytes(byKind map[leftover.Kind][]leftover.Leftover) uint64 {
-	var n uint64
-	for _, l := range flatten(byKind) {
-		n += l.Bytes
-	}
-	return n
-}
-
-// kindTotals is "kind: count (bytes), ...", or "no leftovers".
-func kindTotals(byKind map[leftover.Kind][]leftover.Leftover) string {
-	if len(byKind) == 0 {
-		return "no leftovers"
-	}
-	var parts []string
-	for kind, ls := range byKind {
-		var b uint64
-		for _, l := range ls {
-			b += l.Bytes
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d (%s)", kind, len(ls), human(b)))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
-}
-
-func human(b uint64) string {
-	switch {
-	case b >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
-}
-
-// namedImages are the IDs of the images the CRI lists with a tag or a repo
-// digest, and of those it lists with neither.
-func namedImages(t *testing.T, n *interruptNode) (named, unnamed map[string]bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resp, err := n.Images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	named, unnamed = map[string]bool{}, map[string]bool{}
-	for _, img := range resp.GetImages() {
-		if len(img.GetRepoTags())+len(img.GetRepoDigests()) > 0 {
-			named[img.GetId()] = true
-		} else {
-			unnamed[img.GetId()] = true
-		}
-	}
-	return named, unnamed
-}
-
-// containerdRecords are every namespace's image records, "namespace name
-// target", and leases, "namespace lease ID".
-func containerdRecords(t *testing.T, socket string) []string {
-	t.Helper()
-	client, err := containerd.New(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nss, err := client.NamespaceService().List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ns := range nss {
-		nctx := namespaces.WithNamespace(ctx, ns)
-		imgs, err := client.ImageService().List(nctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, img := range imgs {
-			out = append(out, fmt.Sprintf("%s image %s %s", ns, img.Name, img.Target.Digest))
-		}
-		ls, err := client.LeasesService().List(nctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range ls {
-			out = append(out, fmt.Sprintf("%s lease %s", ns, l.ID))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// containerdUnrecorded is what containerd's content store and overlayfs
-// snapshots hold on disk beyond what its metadata lists: blobs no
-// namespace's content names, and the snapshot directories' disk beyond the
-// listed snapshots' usage.
-func containerdUnrecorded(t *testing.T, socket, root string) (string, uint64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := containerdrecords.Read(ctx, endpoint.Address{Scheme: endpoint.Unix, Path: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{}
-	var snapshots int
-	var listed uint64
-	for _, ns := range r.Namespaces {
-		for _, b := range ns.Content {
-			known[strings.TrimPrefix(b.Digest, "sha256:")] = true
-		}
-		for _, sn := range ns.Snapshots {
-			if sn.Snapshotter == "overlayfs" {
-				snapshots++
-				listed += uint64(max(sn.Bytes, 0))
-			}
-		}
-	}
-	var blobs int
-	var blobBytes uint64
-	dir := filepath.Join(root, "io.containerd.content.v1.content", "blobs", "sha256")
-	files, _ := os.ReadDir(dir)
-	for _, f := range files {
-		if !known[f.Name()] {
-			blobs++
-			blobBytes += diskOf(filepath.Join(dir, f.Name()))
-		}
-	}
-	snapDir := filepath.Join(root, "io.containerd.snapshotter.v1.overlayfs", "snapshots")
-	dirs, _ := os.ReadDir(snapDir)
-	onDisk := diskOf(snapDir)
-	snapBytes := onDisk - min(onDisk, listed)
-	return fmt.Sprintf("%d blobs (%s) no namespace's content lists; %d snapshot directories (%s), %d snapshots listed (%s)",
-		blobs, human(blobBytes), len(dirs), human(onDisk), snapshots, human(listed)), blobBytes + snapBytes
-}
-
-// diskOf is the disk the files under path take, each inode once.
-func diskOf(path string) uint64 {
-	var n uint64
-	seen := map[uint64]bool{}
-	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok && !seen[st.Ino] {
-				seen[st.Ino] = true
-				n += uint64(st.Blocks) * 512
-			}
-		}
-		return nil
-	})
-	return n
-}
-
-// crioUnrecorded is what CRI-O's overlay store holds on disk that no layer
-// record names: layer directories a deletion cut short left.
-func crioUnrecorded(t *testing.T, root string) (string, uint64) {
-	t.Helper()
-	r, err := criorecords.Read(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{"l": true}
-	for _, l := range r.Layers {
-		known[l.ID] = true
-	}
-	var dirs int
-	var n uint64
-	entries, _ := os.ReadDir(filepath.Join(root, r.Driver))
-	for _, e := range entries {
-		if e.IsDir() && !known[e.Name()] {
-			dirs++
-			n += diskOf(filepath.Join(root, r.Driver, e.Name()))
-		}
-	}
-	return fmt.Sprintf("%d layer directories no layer record names", dirs), n
-}
-
-// crioRecords are containers/storage's records: images with their names,
-// layers with their parents and flags, containers.
-func crioRecords(t *testing.T, root string) []string {
-	t.Helper()
-	r, err := criorecords.Read(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, img := range r.Images {
-		names := append([]string{}, img.Names...)
-		sort.Strings(names)
-		out = append(out, fmt.Sprintf("image %s %s top %s", img.ID, strings.Join(names, ","), img.TopLayer))
-	}
-	for _, l := range r.Layers {
-		out = append(out, fmt.Sprintf("layer %s parent %q incomplete %v", l.ID, l.Parent, l.Incomplete))
-	}
-	for _, c := range r.Containers {
-		out = append(out, fmt.Sprintf("container %s image %s layer %s", c.ID, c.Image, c.Layer))
-	}
-	sort.Strings(out)
-	return out
-}
-
-// crioStoreLeftovers are the leftovers in a CRI-O store's records, read
-// directly, however young; no container is judged (none runs).
-func crioStoreLeftovers(t *testing.T, root string) map[leftover.Kind][]leftover.Leftover {
-	t.Helper()
-	r, err := criorecords.Read(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sizeOf := func(layer string) int64 {
-		n, _ := criorecords.LayerDiskBytes(context.Background(), root, r.Driver, layer)
-		return n
-	}
-	out := map[leftover.Kind][]leftover.Leftover{}
-	for _, l := range leftover.CRIO(r, leftover.CRIOOptions{SizeOf: sizeOf, Now: time.Now()}) {
-		out[l.Kind] = append(out[l.Kind], l)
-	}
-	return out
-}
-
-// logLines are the messages of a logrus log file that contain any of
-// words.
-func logLines(file string, words ...string) []string {
-	b, _ := os.ReadFile(file)
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		msg := line
-		if _, m, ok := strings.Cut(line, " msg="); ok {
-			msg = m
-		}
-		// The configuration it prints at start names every option.
-		if strings.HasPrefix(msg, `"Current CRI-O configuration`) {
-			continue
-		}
-		lower := strings.ToLower(msg)
-		for _, w := range words {
-			if strings.Contains(lower, w) {
-				out = append(out, msg)
-				break
-			}
-		}
-	}
-	return out
-}
-
-func usedBytes(t *testing.T, root string) uint64 {
-	t.Helper()
-	u, err := diskusage.Stat(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Used()
-}
-
 // compareWithClean compares the image filesystem's used bytes with a
 // clean store's: the runtime started afresh, given all the images the node
 // was, and the images that did not remain removed by uninterrupted CRI
@@ -701,7 +395,7 @@ func usedBytes(t *testing.T, root string) uint64 {
 // strict requires the two within 5%; otherwise the gap is logged beside
 // the leftovers that explain it. A store given only the images that remain
 // is logged too.
-func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftover.Kind][]leftover.Leftover) {
+func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, remain []testimage.Image, strict bool, leftovers map[leftoverkind.Kind][]leftover.Leftover) {
 	t.Helper()
 	clean := rt.start(t)
 	clean.load(t, all...)
@@ -747,39 +441,4 @@ func compareWithClean(t *testing.T, rt interruptRuntime, n *interruptNode, all, 
 		t.Errorf("the image filesystem holds %d bytes, a clean store with the same images %d: more than 5%% apart\nnode:  %v\nclean: %v",
 			dirty, want, usageByDir(n.root, 2, 64<<10), usageByDir(clean.root, 2, 64<<10))
 	}
-}
-
-// usageByDir is the disk each directory depth levels under root takes, at
-// least min, for a message.
-func usageByDir(root string, depth int, least uint64) map[string]string {
-	sizes := map[string]uint64{}
-	seen := map[uint64]bool{}
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok || seen[st.Ino] {
-			return nil
-		}
-		seen[st.Ino] = true
-		rel, _ := filepath.Rel(root, p)
-		parts := strings.SplitN(rel, string(os.PathSeparator), depth+1)
-		if len(parts) > depth {
-			parts = parts[:depth]
-		}
-		sizes[strings.Join(parts, "/")] += uint64(st.Blocks) * 512
-		return nil
-	})
-	out := map[string]string{}
-	for k, v := range sizes {
-		if v >= least {
-			out[k] = human(v)
-		}
-	}
-	return out
 }

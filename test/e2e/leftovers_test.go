@@ -13,6 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // eraserNode runs "eraser node" against the runtime at endpoint.
@@ -32,7 +33,7 @@ func eraserNode(t *testing.T, endpoint string, args ...string) (stdout, stderr s
 }
 
 // leftoversOf lists the node's leftovers by kind and name.
-func leftoversOf(t *testing.T, endpoint string, args ...string) map[leftover.Kind][]leftover.Leftover {
+func leftoversOf(t *testing.T, endpoint string, args ...string) map[leftoverkind.Kind][]leftover.Leftover {
 	t.Helper()
 	out, stderr, code := eraserNode(t, endpoint, append([]string{"list", "--leftovers", "-o", "json"}, args...)...)
 	if code != 0 {
@@ -42,7 +43,7 @@ func leftoversOf(t *testing.T, endpoint string, args ...string) map[leftover.Kin
 	if err := json.Unmarshal([]byte(out), &found); err != nil {
 		t.Fatalf("list --leftovers -o json: %v\n%s", err, out)
 	}
-	byKind := map[leftover.Kind][]leftover.Leftover{}
+	byKind := map[leftoverkind.Kind][]leftover.Leftover{}
 	for _, l := range found {
 		byKind[l.Kind] = append(byKind[l.Kind], l)
 	}
@@ -62,7 +63,7 @@ func TestContainerdLeftovers(t *testing.T) {
 	// An import may leave a blob nothing holds until the next collection
 	// (the archive's own index): listed, and nothing else.
 	found := leftoversOf(t, endpoint)
-	delete(found, leftover.Unreferenced)
+	delete(found, leftoverkind.Unreferenced)
 	if len(found) != 0 {
 		t.Fatalf("a fresh node has leftovers: %+v", found)
 	}
@@ -77,7 +78,7 @@ func TestContainerdLeftovers(t *testing.T) {
 		t.Logf("found %+v", found)
 	}
 	// Under the default lease age the lease is a pull in progress.
-	if l := leftoversOf(t, endpoint)[leftover.OldLease]; len(l) != 0 {
+	if l := leftoversOf(t, endpoint)[leftoverkind.OldLease]; len(l) != 0 {
 		t.Errorf("a lease made seconds ago is listed under the default age: %+v", l)
 	}
 }

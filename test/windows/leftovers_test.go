@@ -36,6 +36,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -369,7 +370,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 		t.Error(problem)
 	}
 	for _, id := range []string{inUse, pinned, excluded} {
-		if _, ok := testleftovers.Find(found, leftover.UnnamedImage, id); !ok {
+		if _, ok := testleftovers.Find(found, leftoverkind.UnnamedImage, id); !ok {
 			t.Errorf("no unnamed-image leftover %s", id)
 		}
 	}
@@ -408,17 +409,17 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 
 	after := n.same()
 	for _, gone := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, made.UnnamedID}, {leftover.OtherNamespace, made.OtherNamespace}, {leftover.OldLease, made.Lease}} {
+	}{{leftoverkind.UnnamedImage, made.UnnamedID}, {leftoverkind.OtherNamespace, made.OtherNamespace}, {leftoverkind.OldLease, made.Lease}} {
 		if l, ok := testleftovers.Find(after, gone.kind, gone.name); ok {
 			t.Errorf("after reclaiming, %s %s is still there: %+v", gone.kind, gone.name, l)
 		}
 	}
 	for _, kept := range []struct {
-		kind leftover.Kind
+		kind leftoverkind.Kind
 		name string
-	}{{leftover.UnnamedImage, inUse}, {leftover.UnnamedImage, pinned}, {leftover.UnnamedImage, excluded}, {leftover.GCRoot, made.Root}} {
+	}{{leftoverkind.UnnamedImage, inUse}, {leftoverkind.UnnamedImage, pinned}, {leftoverkind.UnnamedImage, excluded}, {leftoverkind.GCRoot, made.Root}} {
 		if _, ok := testleftovers.Find(after, kept.kind, kept.name); !ok {
 			t.Errorf("after reclaiming, %s %s is gone: the re-check or the policy keeps it", kept.kind, kept.name)
 		}

@@ -99,13 +99,13 @@ func (c *cluster) runsRelease(registry, v string) {
 		c.t.Errorf("manager image %s, want %s", got, want)
 	}
 	cm := &corev1.ConfigMap{}
-	if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: releasecheck.ConfigMapName}, cm); err != nil {
+	if err := c.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm); err != nil {
 		c.t.Fatal(err)
 	}
 	repo, ver := version.DefaultRepo, version.Version
 	version.DefaultRepo, version.Version = releaseRegistry, v
 	defer func() { version.DefaultRepo, version.Version = repo, ver }()
-	cfg, _, err := config.Parse([]byte(cm.Data[releasecheck.ConfigKey]))
+	cfg, _, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestMain removes the manager binary the tests built.
@@ -42,11 +42,11 @@ func (c *cluster) startManager() *managerProc {
 	c.t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{}
-	if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: manager.DefaultConfigMapName}, cm); err != nil {
+	if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm); err != nil {
 		c.t.Fatalf("the installed config: %v", err)
 	}
 	mgr := managertest.Manager{Kubeconfig: c.serviceAccountKubeconfig(c.t.TempDir()), Namespace: namespace}
-	return &managerProc{c: c, Process: mgr.Start(c.t, cm.Data[manager.ConfigKey], "--log-level=info")}
+	return &managerProc{c: c, Process: mgr.Start(c.t, cm.Data[config.ConfigKey], "--log-level=info")}
 }
 
 // waitFor waits for cond, failing at once if the manager exits or the API

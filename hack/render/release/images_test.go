@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/eraser-oss/eraser/hack/render"
-	"github.com/eraser-oss/eraser/internal/manager"
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/images"
@@ -71,12 +70,12 @@ func installedImages(t *testing.T, objs []*unstructured.Unstructured) []string {
 			for _, c := range dep.Spec.Template.Spec.Containers {
 				out = append(out, c.Image)
 			}
-		case u.GetKind() == "ConfigMap" && u.GetName() == manager.DefaultConfigMapName:
+		case u.GetKind() == "ConfigMap" && u.GetName() == config.ConfigMapName:
 			var cm corev1.ConfigMap
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
 				t.Fatal(err)
 			}
-			cfg, _, err := config.Parse([]byte(cm.Data[manager.ConfigKey]))
+			cfg, _, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 			if err != nil {
 				t.Fatalf("the manager would refuse the EraserConfig: %v", err)
 			}

@@ -18,9 +18,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
-// ConfigKey is the key of the ConfigMap that holds the document.
-const ConfigKey = "controller_manager_config.yaml"
-
 // Exit codes, as the other commands'.
 const (
 	ExitOK      = 0
@@ -55,11 +52,11 @@ func document(data []byte, top map[string]any) ([]byte, string, error) {
 	switch {
 	case top["kind"] == "ConfigMap":
 		cm, _ := top["data"].(map[string]any)
-		doc, ok := cm[ConfigKey].(string)
+		doc, ok := cm[config.ConfigKey].(string)
 		if !ok {
-			return nil, "a ConfigMap", fmt.Errorf("the ConfigMap has no data.%s", ConfigKey)
+			return nil, "a ConfigMap", fmt.Errorf("the ConfigMap has no data.%s", config.ConfigKey)
 		}
-		return []byte(doc), "the ConfigMap's " + ConfigKey, nil
+		return []byte(doc), "the ConfigMap's " + config.ConfigKey, nil
 	case top["runtimeConfig"] != nil:
 		rc, ok := top["runtimeConfig"].(map[string]any)
 		if !ok {

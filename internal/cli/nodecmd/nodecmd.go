@@ -47,12 +47,14 @@ Exit status: 0 done; 1 could not run (runtime, files); 2 usage; 3 removals
 failed; 4 an --images entry is not an image reference (nothing failed).
 `
 
-// Exit codes of "eraser node" (docs/cli.md).
+// Exit codes of "eraser node" (docs/cli.md), a command a person runs: they
+// are not the node workers' (workerresult.Exit*), whose failed removals
+// exit 2.
 const (
 	ExitOK           = 0
 	ExitCouldNotRun  = 1
 	ExitUsage        = 2
-	ExitRemovalsFail = 3
+	ExitPruneFailed  = 3
 	ExitInvalidEntry = 4
 )
 

@@ -126,7 +126,7 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	if err := errors.Join(remover.NodeOutcome(s), info.StateErr, info.DiskErr); err != nil {
 		fmt.Fprintln(errOut, "error:", err)
 		if s.Count(workerresult.Failed) > 0 {
-			return ExitRemovalsFail
+			return ExitPruneFailed
 		}
 		return ExitCouldNotRun
 	}

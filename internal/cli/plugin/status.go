@@ -19,15 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/cli/configcheck"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/schedtimes"
 )
-
-// ConfigMapName is the manager's configuration, as the chart and manifest
-// name it.
-const ConfigMapName = "eraser-manager-config"
 
 // Status is the -o json form.
 type Status struct {
@@ -196,16 +191,16 @@ func jobFor(j *eraserv1.ImageJob) string {
 // what keeps it from saying when the next run is.
 func schedule(ctx context.Context, c client.Reader, namespace string, now time.Time, running, paused bool) (*Schedule, string, error) {
 	cm := &corev1.ConfigMap{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ConfigMapName}, cm)
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Sprintf("no ConfigMap %s in namespace %s: is Eraser installed there? (-n)", ConfigMapName, namespace), nil
+		return nil, fmt.Sprintf("no ConfigMap %s in namespace %s: is Eraser installed there? (-n)", config.ConfigMapName, namespace), nil
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the configuration: %w", err)
 	}
-	cfg, _, err := config.Parse([]byte(cm.Data[configcheck.ConfigKey]))
+	cfg, _, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 	if err != nil {
-		return nil, fmt.Sprintf("the configuration in ConfigMap %s is invalid (kubectl eraser config check): %v", ConfigMapName, err), nil
+		return nil, fmt.Sprintf("the configuration in ConfigMap %s is invalid (kubectl eraser config check): %v", config.ConfigMapName, err), nil
 	}
 	sc := cfg.Manager.Scheduling
 	out := &Schedule{Enabled: cfg.Components.Collector.Enabled, Cron: sc.Cron, Scanner: cfg.Components.Scanner.Enabled, DryRun: sc.DryRun}

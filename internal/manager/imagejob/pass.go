@@ -28,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -334,7 +335,7 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.
 		if !st.refusals[msg] && len(st.refusals) < maxRefusalEvents {
 			st.refusals[msg] = true
 			r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonCreateFailed,
-				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", wave.Truncate(msg))
+				"creating worker pods: %s (retried with backoff; a node fails once its pod is not created within the start timeout)", textcut.Cut(msg, wave.MaxMessage))
 		}
 	}
 }
@@ -417,14 +418,14 @@ func failuresText(fs []eraserv1.NodeFailure) string {
 	if more := len(fs) - shown; more > 0 {
 		text += fmt.Sprintf("; and %d more", more)
 	}
-	return wave.Truncate(text)
+	return textcut.Cut(text, wave.MaxMessage)
 }
 
 // admit plans the job's next wave inside the queue's take, so that two
 // jobs' passes never both take one node, and the queue records the plan.
 func (r *Reconciler) admit(job *eraserv1.ImageJob, data *jobdata.Data, w wave.Snapshot, o wave.Observation, budget *config.MaxConcurrent) (wave.Wave, error) {
 	var p wave.Wave
-	err := r.queue.Take(job.Name, job.UID, wave.RankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Offer) nodequeue.Choice {
+	err := r.queue.Take(job.Name, job.UID, rankOf(job, data.Kind), data.Config.Manager.ImageJob.MaxWorkerPods, func(s nodequeue.Offer) nodequeue.Choice {
 		w.Headroom, w.Bounded, w.HeldBy = s.Headroom, s.Bounded, s.HeldBy
 		p = wave.Next(w, o, budget)
 		return nodequeue.Choice{Create: nodeNames(w.Targets, p.Create), Waiting: slices.Collect(maps.Keys(p.Waiting)), AtBound: p.AtBound}

@@ -253,25 +253,12 @@ func TestFailureBudgetStopsWaves(t *testing.T) {
 			t.Errorf("pod on untouched node %s", p.Spec.NodeName)
 		}
 	}
-	events := drain(f)
+	events := f.events()
 	if n := strings.Count(events, "Warning "+eraserv1.ReasonFailureBudgetExceeded+" "); n != 1 {
 		t.Errorf("%d FailureBudgetExceeded Warnings, want 1; events:\n%s", n, events)
 	}
 	if !strings.Contains(events, "Warning Failed ") {
 		t.Errorf("no Failed Warning; events:\n%s", events)
-	}
-}
-
-// drain reads the recorded Events so far, one per line.
-func drain(f *fixture) string {
-	var b strings.Builder
-	for {
-		select {
-		case e := <-f.rec.Events:
-			b.WriteString(e + "\n")
-		default:
-			return b.String()
-		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/util/parallel"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 )
 
@@ -33,7 +34,7 @@ func (r *Reconciler) builder(job *eraserv1.ImageJob, data *jobdata.Data, refs wa
 			References: refs.parts, NodeReferences: node,
 			Batch: index / cleanupBatch,
 			Job:   job.Name, JobUID: job.UID, Kind: data.Kind, Node: target.Name, OS: target.OS,
-			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: jobdata.ConfigKey,
+			Namespace: r.opts.Namespace, Config: data.Config, ConfigMap: job.Name, ConfigKey: config.ConfigKey,
 			Exclusions: data.Exclusions, LogLevel: r.opts.LogLevel, DryRun: data.DryRun, PullSecrets: r.opts.PullSecrets,
 			ScanService: r.opts.ScanService, ScanDB: db.db, ScanDBUnavailable: db.unavailable,
 		})

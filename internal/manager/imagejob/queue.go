@@ -1,5 +1,6 @@
-// The node queue (nodequeue) as the reconciler uses it: what it reads of
-// the cache, and the worker pod events that wake the runs it holds back.
+// The node queue (nodequeue) as the reconciler uses it: a run's place in it,
+// what it reads of the cache, and the worker pod events that wake the runs
+// it holds back.
 
 package imagejob
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
@@ -81,4 +83,10 @@ func (h podEvents) Delete(_ context.Context, e event.TypedDeleteEvent[client.Obj
 
 func (h podEvents) Generic(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.wake(jobOf(e.Object), false, q)
+}
+
+// rankOf is the job's place among the runs waiting for a node: a scheduled
+// run (the collector's) after the ImageLists', then by creation.
+func rankOf(job *eraserv1.ImageJob, kind podspec.Kind) nodequeue.Rank {
+	return nodequeue.Rank{Scheduled: kind == podspec.KindCollector, Created: job.CreationTimestamp.Time, Name: job.Name}
 }

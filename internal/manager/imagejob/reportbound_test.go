@@ -79,7 +79,7 @@ func TestReportsBoundedForTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs, Config: configstore.New(cfg, doc)})
+	r := f.newReconciler(func(o *Options) { o.Config = configstore.New(cfg, doc) })
 	prefix := fmt.Sprintf("bound-%s-", f.ns)
 	finished := func(name string, age time.Duration) *eraserv1.ImageJob {
 		job := builder.MakeImageJob(prefix + name).Obj()
@@ -133,7 +133,7 @@ func TestReportsBoundedForTheCluster(t *testing.T) {
 	if err := env.Client.List(f.ctx, &shards, client.InNamespace(f.ns), client.MatchingLabels{nodereport.LabelReport: prefix + "old"}); err != nil || len(shards.Items) != 0 {
 		t.Errorf("the dropped job's report: %d shards left, %v", len(shards.Items), err)
 	}
-	if ev := events(f); !strings.Contains(ev, "Warning ReportDropped deleted with its report (512.0KiB) before keepReportFor") {
+	if ev := f.events(); !strings.Contains(ev, "Warning ReportDropped deleted with its report (512.0KiB) before keepReportFor") {
 		t.Errorf("no ReportDropped Event; events:\n%s", ev)
 	}
 
@@ -150,18 +150,5 @@ func TestReportsBoundedForTheCluster(t *testing.T) {
 	pass("new")
 	if diff := cmp.Diff([]string{"new", "running"}, left()); diff != "" {
 		t.Errorf("jobs left with a running job's report (-want +got):\n%s", diff)
-	}
-}
-
-// events drains the recorder's Events, one a line.
-func events(f *fixture) string {
-	var b strings.Builder
-	for {
-		select {
-		case e := <-f.rec.Events:
-			b.WriteString(e + "\n")
-		default:
-			return b.String()
-		}
 	}
 }

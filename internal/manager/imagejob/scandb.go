@@ -14,7 +14,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
 	"github.com/eraser-oss/eraser/internal/wire/config"
-	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -50,8 +49,8 @@ func dbRepository(data *jobdata.Data) (repo string, wait time.Duration, ok bool)
 	if data.Kind != podspec.KindCollector || !comps.Scanner.Enabled || !config.IsTrivyScanner(comps.Scanner) {
 		return "", 0, false
 	}
-	cfg, _, err := scanconfig.Parse(comps.Scanner.Config)
-	if err != nil || cfg.SkipDBUpdate {
+	cfg := comps.Scanner.Trivy
+	if cfg == nil || cfg.SkipDBUpdate {
 		return "", 0, false
 	}
 	return cfg.DBRepo, cfg.DBDownloadTimeout.Duration, true

@@ -122,8 +122,7 @@ func TestRunDB(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			m := &mirror{}
-			f.r = NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs,
-				ScanService: "http://10.0.0.5:8890", ScanDBs: m})
+			f.r = f.newReconciler(func(o *Options) { o.ScanService, o.ScanDBs = "http://10.0.0.5:8890", m })
 			f.manyNodes(2, "db")
 			f.job("scan", podspec.KindCollector, scanningConfig)
 			// The first pass starts the run; the waves follow.
@@ -189,8 +188,7 @@ func TestRunKeepsItsDB(t *testing.T) {
 	newer := &scanshare.DB{Digest: "sha256:" + strings.Repeat("b", 64), Size: 40 << 20, Repo: "registry.example/trivy-db:2"}
 	f := newFixture(t)
 	leader := func(m *mirror) *Reconciler {
-		return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs,
-			ScanService: "http://10.0.0.5:8890", ScanDBs: m})
+		return f.newReconciler(func(o *Options) { o.ScanService, o.ScanDBs = "http://10.0.0.5:8890", m })
 	}
 	f.r = leader(&mirror{state: scandb.State{DB: first}})
 	f.manyNodes(2, "keep")

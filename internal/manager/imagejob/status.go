@@ -22,6 +22,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/imagejob/wave"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
@@ -217,8 +218,8 @@ func setDraining(job *eraserv1.ImageJob, p wave.Progress, budget *config.MaxConc
 // started (counted as skipped) and the first failures (setFinished's).
 func setOverrun(job *eraserv1.ImageJob, p wave.Progress, budget *config.MaxConcurrent) {
 	finished := readyCondition(job).Message
-	setCondition(job, metav1.ConditionFalse, eraserv1.ReasonFailureBudgetExceeded, wave.Truncate(fmt.Sprintf(
-		"%s; %d nodes not started (counted as skipped); %s", wave.BudgetText(p, budget), wave.NotStarted(p), finished)))
+	setCondition(job, metav1.ConditionFalse, eraserv1.ReasonFailureBudgetExceeded, textcut.Cut(fmt.Sprintf(
+		"%s; %d nodes not started (counted as skipped); %s", wave.BudgetText(p, budget), wave.NotStarted(p), finished), wave.MaxMessage))
 }
 
 // announceOverrun emits a Warning the first time this process sees the

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,8 +115,26 @@ func (f *fixture) startCache() {
 
 // newReconciler is a fresh reconciler, as after a manager restart: it reads
 // through the cache and confirms with the API server, as in the manager.
-func (f *fixture) newReconciler() *Reconciler {
-	return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, Options{Namespace: f.ns, LogLevel: "info", References: &f.refs})
+// Each of set changes the fixture's options.
+func (f *fixture) newReconciler(set ...func(*Options)) *Reconciler {
+	o := Options{Namespace: f.ns, LogLevel: "info", References: &f.refs}
+	for _, s := range set {
+		s(&o)
+	}
+	return NewReconciler(f.cached, env.Client, f.stores, f.rec, f.clock, nil, o)
+}
+
+// events drains the Events recorded so far, one a line.
+func (f *fixture) events() string {
+	var b strings.Builder
+	for {
+		select {
+		case e := <-f.rec.Events:
+			b.WriteString(e + "\n")
+		default:
+			return b.String()
+		}
+	}
 }
 
 // staticRefs are a reference index whose sets the test sets.

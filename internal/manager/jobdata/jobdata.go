@@ -24,9 +24,9 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
-// Keys of the job ConfigMap.
+// Keys of the job ConfigMap, beside config.ConfigKey, which holds the
+// EraserConfig document as in the manager's own ConfigMap.
 const (
-	ConfigKey       = "controller_manager_config.yaml"
 	keyKind         = "kind"
 	keyDryRun       = "dryRun"
 	keyExclusions   = "exclusions"
@@ -124,8 +124,8 @@ func Check(d Data) error {
 
 func configMap(job *eraserv1.ImageJob, namespace string, d Data) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{ObjectMeta: owned(job, namespace, job.Name), Immutable: ptr.To(true), Data: map[string]string{
-		keyKind:   string(d.Kind),
-		ConfigKey: string(d.Raw),
+		keyKind:          string(d.Kind),
+		config.ConfigKey: string(d.Raw),
 	}}
 	if d.DryRun {
 		cm.Data[keyDryRun] = "true"
@@ -230,7 +230,7 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 		return nil, err
 	}
 	job := j.Name
-	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
+	d := &Data{Kind: podspec.Kind(cm.Data[keyKind]), DryRun: cm.Data[keyDryRun] == "true", Raw: []byte(cm.Data[config.ConfigKey]), RemoverImage: cm.Data[keyRemoverImage]}
 	if d.Kind != podspec.KindManual && d.Kind != podspec.KindCollector {
 		return nil, fmt.Errorf("%w: job ConfigMap %s: unknown kind %q", ErrInvalid, job, d.Kind)
 	}

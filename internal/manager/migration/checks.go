@@ -12,11 +12,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
-// The EraserConfig ConfigMap, as upstream's chart and manifest and this
-// chart name it.
+// Names upstream's chart and manifest and this chart share.
 const (
-	ConfigMapName = "eraser-manager-config"
-	ConfigKey     = "controller_manager_config.yaml"
 	// LabelExclusionList marks exclusion-list ConfigMaps.
 	LabelExclusionList = "eraser.sh/exclude.list"
 	// UpstreamImageList is the one ImageList name upstream ran.
@@ -51,7 +48,7 @@ func (c Cluster) configMap(name string) *corev1.ConfigMap {
 // configFindings: the EraserConfig read by this Eraser's own parser, its
 // warnings, and the defaults whose meaning changed.
 func configFindings(c Cluster) []Finding {
-	cm := c.configMap(ConfigMapName)
+	cm := c.configMap(config.ConfigMapName)
 	if cm == nil {
 		return nil
 	}
@@ -59,7 +56,7 @@ func configFindings(c Cluster) []Finding {
 	f := func(s Severity, what string) Finding {
 		return Finding{Severity: s, Area: "configuration", Object: obj, What: what}
 	}
-	cfg, warnings, err := config.Parse([]byte(cm.Data[ConfigKey]))
+	cfg, warnings, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 	if err != nil {
 		return []Finding{f(Blocking, fmt.Sprintf("refused by this Eraser, whose manager would be held back (running nothing) until it is fixed: %v (kubectl eraser config check -f FILE checks a fix)", err))}
 	}

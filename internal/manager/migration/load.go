@@ -14,6 +14,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // CRDNames are the eraser.sh CRDs.
@@ -38,7 +39,7 @@ func Load(ctx context.Context, c client.Reader, namespace string, rollback bool)
 		return out, fmt.Errorf("listing exclusion lists in %s: %w", namespace, err)
 	}
 	out.ConfigMaps = cms.Items
-	for _, name := range []string{ConfigMapName, pause.Name} {
+	for _, name := range []string{config.ConfigMapName, pause.Name} {
 		cm := corev1.ConfigMap{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cm)
 		switch {

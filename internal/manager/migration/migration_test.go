@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 const ns = "eraser-system"
@@ -95,13 +96,13 @@ func TestCheck(t *testing.T) {
 		})}}},
 		"a Deployment that is no manager": {cluster: Cluster{Deployments: []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web"},
 			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "nginx:1"}}}}}}}}},
-		"upstream's configuration": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(ConfigMapName, nil, map[string]string{ConfigKey: upstreamConfig})}},
+		"upstream's configuration": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: upstreamConfig})}},
 			want: []short{
 				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "type include (selectors team=a, and the label eraser.sh/cleanup.filter"},
 				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "deleteFailedImages"},
 				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "minAge (10m0s)"},
 			}},
-		"a configuration refused": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(ConfigMapName, nil, map[string]string{ConfigKey: "manager: {nodeFilter: {selector: [a]}}"})}},
+		"a configuration refused": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: "manager: {nodeFilter: {selector: [a]}}"})}},
 			want: []short{{"BLOCKING", "configuration", "configmap/eraser-system/eraser-manager-config", "held back"}}},
 		"legacy exclusions": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{exclusions("legacy", `{"Excluded":["nginx:1.*"]}`), exclusions("fine", `{"excluded":["quay.io/*"]}`)}},
 			want: []short{

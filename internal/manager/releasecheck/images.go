@@ -46,13 +46,13 @@ func Images(ctx context.Context, c client.Reader, namespace, release string) Ste
 		return s
 	}
 	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ConfigMapName}, cm); err != nil {
-		s.Err = fmt.Errorf("reading ConfigMap %s: %w", ConfigMapName, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm); err != nil {
+		s.Err = fmt.Errorf("reading ConfigMap %s: %w", config.ConfigMapName, err)
 		return s
 	}
-	cfg, _, err := config.Parse([]byte(cm.Data[ConfigKey]))
+	cfg, _, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 	if err != nil {
-		s.Err = fmt.Errorf("ConfigMap %s: %w", ConfigMapName, err)
+		s.Err = fmt.Errorf("ConfigMap %s: %w", config.ConfigMapName, err)
 		return s
 	}
 	if problems := imageProblems(want, d, pods.Items, *cfg); len(problems) > 0 {

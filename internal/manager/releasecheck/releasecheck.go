@@ -34,8 +34,6 @@ import (
 
 // Names the check reads, as the chart and the manifest create them.
 const (
-	ConfigMapName  = "eraser-manager-config"
-	ConfigKey      = "controller_manager_config.yaml"
 	DeploymentName = "eraser-controller-manager"
 	// TestImage is what the dry-run list names: no registry serves it.
 	TestImage = "eraser.invalid/helm-test:absent"
@@ -79,16 +77,16 @@ func crds(ctx context.Context, c client.Reader, namespace string) Step {
 func configuration(ctx context.Context, c client.Reader, namespace string) Step {
 	s := Step{Name: "the configuration is valid"}
 	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ConfigMapName}, cm); err != nil {
-		s.Err = fmt.Errorf("reading ConfigMap %s: %w", ConfigMapName, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm); err != nil {
+		s.Err = fmt.Errorf("reading ConfigMap %s: %w", config.ConfigMapName, err)
 		return s
 	}
-	_, warnings, err := config.Parse([]byte(cm.Data[ConfigKey]))
+	_, warnings, err := config.Parse([]byte(cm.Data[config.ConfigKey]))
 	if err != nil {
-		s.Err = fmt.Errorf("ConfigMap %s: %w", ConfigMapName, err)
+		s.Err = fmt.Errorf("ConfigMap %s: %w", config.ConfigMapName, err)
 		return s
 	}
-	s.Detail = fmt.Sprintf("ConfigMap %s, %d warnings", ConfigMapName, len(warnings))
+	s.Detail = fmt.Sprintf("ConfigMap %s, %d warnings", config.ConfigMapName, len(warnings))
 	return s
 }
 

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -50,8 +51,8 @@ func (r *Reconciler) gather(ctx context.Context, todo []*corev1.Pod, st *jobStat
 		batch := fromCursor(todo, st.cursor)
 		return r.fetch(ctx, batch[:min(len(batch), fetchBatch)], st, true)
 	case st.failed >= maxFailedReads:
-		msg := truncate(fmt.Sprintf("not read: %d log reads of this job failed (the most it tries), %d of them in a row, the last: %s",
-			st.failed, st.failStreak, st.lastErr))
+		msg := textcut.Cut(fmt.Sprintf("not read: %d log reads of this job failed (the most it tries), %d of them in a row, the last: %s",
+			st.failed, st.failStreak, st.lastErr), maxMessage)
 		out := make([]nodereport.Node, len(todo))
 		for i, p := range todo {
 			out[i] = NodeOf(p)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -56,7 +57,7 @@ func (r *Reconciler) node(ctx context.Context, pod *corev1.Pod, intern *interner
 		n.Omitted += more
 	}
 	if len(problems) > 0 {
-		n.Unavailable = truncate("reading the log: " + strings.Join(problems, "; "))
+		n.Unavailable = textcut.Cut("reading the log: "+strings.Join(problems, "; "), maxMessage)
 		log.FromContext(ctx).V(1).Info("report: a node's log could not be read", "node", n.Name, "error", n.Unavailable)
 	}
 	return n
@@ -114,7 +115,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			continue
 		}
 		if s.Error != "" && term.ExitCode != 0 {
-			n.Message += ": " + truncate(s.Error)
+			n.Message += ": " + textcut.Cut(s.Error, maxMessage)
 		}
 		scanner := cs.Name == podspec.ScannerContainer
 		for k, v := range s.Counts {
@@ -138,7 +139,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {
-		n.Failed, n.Reason, n.Message = true, podspec.FailureReason(pod), truncate(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message))
+		n.Failed, n.Reason, n.Message = true, podspec.FailureReason(pod), textcut.Cut(strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message), maxMessage)
 	}
 	return n
 }

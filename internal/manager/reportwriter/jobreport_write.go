@@ -102,12 +102,9 @@ func (r *Reconciler) point(ctx context.Context, job *eraserv1.ImageJob, st *jobS
 	return nil
 }
 
-func truncate(s string) string {
-	if len(s) > 1000 {
-		return s[:997] + "..."
-	}
-	return s
-}
+// maxMessage bounds a node's message in the report, as the job's status
+// bounds its own.
+const maxMessage = 1000
 
 // interner shares the strings of one pass's entries: nodes of one pool
 // name the same images, and 100 nodes' entries are held until written.

@@ -59,6 +59,11 @@ type Server struct {
 	Refused func(reason string)
 	Log     logr.Logger
 
+	// held, when set, is told each time a claim starts to wait: a test
+	// acts on the claim then, and not after a guess at how long it takes
+	// to arrive.
+	held func()
+
 	sources, pods *limitTable
 	// logged bounds the refusals logged, one by one: a flood of forged
 	// requests must not become a flood of log lines.
@@ -147,6 +152,9 @@ func (s *Server) claimWaiting(ctx context.Context, who Scanner, req scanshare.Cl
 		resp := s.Verdicts.Claim(who, req.Keys, s.RetryAfter)
 		if wait == 0 || len(resp.Verdicts)+len(resp.Scan) > 0 || len(resp.Wait) == 0 {
 			return resp
+		}
+		if s.held != nil {
+			s.held()
 		}
 		select {
 		case <-changed:

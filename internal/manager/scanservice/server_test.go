@@ -60,10 +60,14 @@ func (e *engine) Scan(_ context.Context, img handoff.Image) (scan.Report, error)
 	return scan.Report{Content: img.ImageID}, nil
 }
 
-func serve(t *testing.T) (*Verdicts, string) {
+func serve(t *testing.T, set ...func(*Server)) (*Verdicts, string) {
 	t.Helper()
 	v := NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 2})
-	srv := httptest.NewServer((&Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}).Handler())
+	s := &Server{Verdicts: v, Auth: tokens{}, RetryAfter: time.Second, Log: logr.Discard()}
+	for _, f := range set {
+		f(s)
+	}
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return v, srv.URL
 }
@@ -323,7 +327,15 @@ func TestClaimHeldUntilSomethingComes(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, base := serve(t)
+			held := make(chan struct{}, 1)
+			_, base := serve(t, func(s *Server) {
+				s.held = func() {
+					select {
+					case held <- struct{}{}:
+					default:
+					}
+				}
+			})
 			holder, waiter := scanner(t, base, "pod1@"+runUID), scanner(t, base, "pod2@"+runUID)
 			k := key(1)
 			if resp, err := holder.Claim(context.Background(), scanshare.ClaimRequest{Keys: []scanshare.Key{k}}); err != nil || len(resp.Scan) != 1 {
@@ -340,7 +352,11 @@ func TestClaimHeldUntilSomethingComes(t *testing.T) {
 			if tc.then != nil {
 				// After the waiter's claim is held: a claim answered at
 				// once would say wait.
-				time.Sleep(200 * time.Millisecond)
+				select {
+				case <-held:
+				case <-time.After(time.Minute):
+					t.Fatal("the waiter's claim was not held within a minute")
+				}
 				if err := tc.then(holder, k); err != nil {
 					t.Fatal(err)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // TestOnCRIO: a real CRI-O's store, read from its files. Two images pulled
@@ -143,7 +144,7 @@ func TestOnCRIO(t *testing.T) {
 	for _, l := range leftover.CRIO(r, leftover.CRIOOptions{Live: map[string]bool{podID: true}, SizeOf: sizeOf(c.RootDir(), r.Driver), Now: time.Now()}) {
 		orphans = append(orphans, fmt.Sprintf("%s %s %d", l.Kind, l.Name, l.Bytes))
 	}
-	want := []string{fmt.Sprintf("%s %s (k8s_exclusive_exclusive_default_uid-exclusive_0) 5000", leftover.OrphanContainer, ctrID)}
+	want := []string{fmt.Sprintf("%s %s (k8s_exclusive_exclusive_default_uid-exclusive_0) 5000", leftoverkind.OrphanContainer, ctrID)}
 	if diff := cmp.Diff(want, orphans); diff != "" {
 		t.Errorf("leftovers with the container not listed (-want +got):\n%s", diff)
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 var idName = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
@@ -25,7 +26,7 @@ func Containerd(r containerdrecords.Records, o Options) []Leftover {
 			kind, why := JudgeLease(l, o.LeaseAge, o.Now)
 			// Other namespaces' held leases are their owners' (Docker's,
 			// BuildKit's, by the thousand): not listed.
-			if kind == "" || kind == HeldLease && ns.Name != o.CRINamespace {
+			if kind == "" || kind == leftoverkind.HeldLease && ns.Name != o.CRINamespace {
 				continue
 			}
 			read := l
@@ -34,14 +35,14 @@ func Containerd(r containerdrecords.Records, o Options) []Leftover {
 		}
 		for _, b := range ns.Content {
 			if _, ok := b.Labels[containerdrecords.LabelRoot]; ok {
-				found = append(found, candidate{Leftover: Leftover{Kind: GCRoot, Namespace: ns.Name, Name: b.Digest,
+				found = append(found, candidate{Leftover: Leftover{Kind: leftoverkind.GCRoot, Namespace: ns.Name, Name: b.Digest,
 					Why: "content labelled " + containerdrecords.LabelRoot + ", which the garbage collector never removes"},
 					refs: []containerdrecords.Ref{{Kind: containerdrecords.ContentRef, Namespace: ns.Name, ID: b.Digest}}})
 			}
 		}
 		for _, s := range ns.Snapshots {
 			if _, ok := s.Labels[containerdrecords.LabelRoot]; ok {
-				found = append(found, candidate{Leftover: Leftover{Kind: GCRoot, Namespace: ns.Name, Name: s.Snapshotter + "/" + s.Key,
+				found = append(found, candidate{Leftover: Leftover{Kind: leftoverkind.GCRoot, Namespace: ns.Name, Name: s.Snapshotter + "/" + s.Key,
 					Why: "a snapshot labelled " + containerdrecords.LabelRoot + ", which the garbage collector never removes"},
 					refs: []containerdrecords.Ref{{Kind: containerdrecords.SnapshotRef, Namespace: ns.Name, ID: s.Snapshotter + "/" + s.Key}}})
 			}
@@ -53,7 +54,7 @@ func Containerd(r containerdrecords.Records, o Options) []Leftover {
 		out = append(out, c.Leftover)
 	}
 	for _, u := range g.Unheld() {
-		l := Leftover{Kind: Unreferenced, Namespace: u.Namespace, Name: u.ID, Bytes: u.Bytes,
+		l := Leftover{Kind: leftoverkind.Unreferenced, Namespace: u.Namespace, Name: u.ID, Bytes: u.Bytes,
 			Why: "a snapshot no image, container or lease holds: containerd's garbage collector removes it at its next collection"}
 		if u.Kind == containerdrecords.ContentRef {
 			l.Why = "content no image, container or lease holds: containerd's garbage collector removes it at its next collection"
@@ -109,9 +110,9 @@ func images(ns containerdrecords.Namespace, o Options) []candidate {
 		}
 		switch {
 		case ns.Name != o.CRINamespace:
-			c.Kind, c.Why = OtherNamespace, "an image in namespace "+ns.Name+", which the kubelet and the CRI do not see"
+			c.Kind, c.Why = leftoverkind.OtherNamespace, "an image in namespace "+ns.Name+", which the kubelet and the CRI do not see"
 		case !slices.ContainsFunc(names, func(n string) bool { return !IsIDName(n) }):
-			c.Kind, c.Why = UnnamedImage, "named only by its ID, with no name a pod can use: what a removal cut short leaves (containerd#13875)"
+			c.Kind, c.Why = leftoverkind.UnnamedImage, "named only by its ID, with no name a pod can use: what a removal cut short leaves (containerd#13875)"
 		default:
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // containerd's lease labels: the garbage collector drops a lease whose
@@ -31,12 +32,12 @@ const (
 	clientExpirySlack = time.Minute
 )
 
-// JudgeLease tells what a lease is, now: an OldLease (its expiry passed,
+// JudgeLease tells what a lease is, now: an old lease (its expiry passed,
 // or it has the shape of containerd's own pull and import clients' and is
-// older than leaseAge), a HeldLease (older than leaseAge, and held on
+// older than leaseAge), a held lease (older than leaseAge, and held on
 // purpose: never reclaimed), or neither (""): work in progress. why says
 // which, for the listing.
-func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time) (Kind, string) {
+func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time) (leftoverkind.Kind, string) {
 	age := now.Sub(l.CreatedAt)
 	made := fmt.Sprintf("made %s ago", age.Round(time.Second))
 	old := age > leaseAge
@@ -45,14 +46,14 @@ func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time
 			return "", ""
 		}
 		// BuildKit's cache records and build leases are flat, without expiry.
-		return HeldLease, "a lease labelled " + LabelFlat + ", " + made + ": BuildKit holds its cache so, on purpose; never reclaimed"
+		return leftoverkind.HeldLease, "a lease labelled " + LabelFlat + ", " + made + ": BuildKit holds its cache so, on purpose; never reclaimed"
 	}
 	v, ok := l.Labels[LabelExpire]
 	if !ok {
 		if !old {
 			return "", ""
 		}
-		return HeldLease, "a lease without an expiry, " + made + ": its client holds what it names on purpose (Docker a container's writable layer, BuildKit its cache) and ends it itself; never reclaimed"
+		return leftoverkind.HeldLease, "a lease without an expiry, " + made + ": its client holds what it names on purpose (Docker a container's writable layer, BuildKit its cache) and ends it itself; never reclaimed"
 	}
 	expiry, err := time.Parse(time.RFC3339, v)
 	switch {
@@ -60,16 +61,16 @@ func JudgeLease(l containerdrecords.Lease, leaseAge time.Duration, now time.Time
 		if !old {
 			return "", ""
 		}
-		return HeldLease, fmt.Sprintf("a lease whose expiry %q is no time containerd reads, so that it never expires, %s: its client's to end; never reclaimed", v, made)
+		return leftoverkind.HeldLease, fmt.Sprintf("a lease whose expiry %q is no time containerd reads, so that it never expires, %s: its client's to end; never reclaimed", v, made)
 	case !expiry.After(now):
-		return OldLease, fmt.Sprintf("a lease whose expiry passed %s ago: its client is done with it, and containerd drops it at its next collection", now.Sub(expiry).Round(time.Second))
+		return leftoverkind.OldLease, fmt.Sprintf("a lease whose expiry passed %s ago: its client is done with it, and containerd drops it at its next collection", now.Sub(expiry).Round(time.Second))
 	case !old:
 		return "", ""
 	case len(unlikeClient(l, expiry)) > 0:
-		return HeldLease, fmt.Sprintf("a lease %s, expiring in %s, unlike containerd's pull and import clients' by %s: its client's to end, or containerd's at its expiry; never reclaimed",
+		return leftoverkind.HeldLease, fmt.Sprintf("a lease %s, expiring in %s, unlike containerd's pull and import clients' by %s: its client's to end, or containerd's at its expiry; never reclaimed",
 			made, expiry.Sub(now).Round(time.Second), strings.Join(unlikeClient(l, expiry), ", "))
 	default:
-		return OldLease, fmt.Sprintf("a lease of containerd's own pull and import clients, %s, which such a client ends within minutes: one killed first left it (it expires in %s)", made, expiry.Sub(now).Round(time.Second))
+		return leftoverkind.OldLease, fmt.Sprintf("a lease of containerd's own pull and import clients, %s, which such a client ends within minutes: one killed first left it (it expires in %s)", made, expiry.Sub(now).Round(time.Second))
 	}
 }
 

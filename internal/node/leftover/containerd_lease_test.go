@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // TestJudgeLease: only a lease its client is done with (its expiry
@@ -30,7 +31,7 @@ func TestJudgeLease(t *testing.T) {
 		return l
 	}
 	type verdict struct {
-		Kind Kind
+		Kind leftoverkind.Kind
 		Why  string // its first words
 	}
 	cases := map[string]struct {
@@ -38,31 +39,31 @@ func TestJudgeLease(t *testing.T) {
 		want  verdict
 	}{
 		"a pull under way":                     {lease: client(10 * time.Minute)},
-		"a killed pull's, past the age":        {lease: client(2 * time.Hour), want: verdict{OldLease, "a lease of containerd's own pull"}},
+		"a killed pull's, past the age":        {lease: client(2 * time.Hour), want: verdict{leftoverkind.OldLease, "a lease of containerd's own pull"}},
 		"a killed pull's, at the age":          {lease: client(age)},
-		"its client's clock a few seconds off": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) { l.Labels[LabelExpire] = at(22*time.Hour + 5*time.Second) }), want: verdict{OldLease, "a lease of containerd's own pull"}},
+		"its client's clock a few seconds off": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) { l.Labels[LabelExpire] = at(22*time.Hour + 5*time.Second) }), want: verdict{leftoverkind.OldLease, "a lease of containerd's own pull"}},
 		"expired, however young": {lease: containerdrecords.Lease{ID: "anything", CreatedAt: now.Add(-time.Minute), Labels: map[string]string{LabelExpire: at(-time.Second), "tool": "x"}},
-			want: verdict{OldLease, "a lease whose expiry passed"}},
-		"expiring now": {lease: containerdrecords.Lease{ID: "anything", CreatedAt: now.Add(-time.Minute), Labels: map[string]string{LabelExpire: at(0)}}, want: verdict{OldLease, "a lease whose expiry passed"}},
+			want: verdict{leftoverkind.OldLease, "a lease whose expiry passed"}},
+		"expiring now": {lease: containerdrecords.Lease{ID: "anything", CreatedAt: now.Add(-time.Minute), Labels: map[string]string{LabelExpire: at(0)}}, want: verdict{leftoverkind.OldLease, "a lease whose expiry passed"}},
 		"Docker's container lease": {lease: containerdrecords.Lease{ID: strings.Repeat("c0ffee", 10) + "abcd", CreatedAt: now.Add(-48 * time.Hour), Resources: content[2:]},
-			want: verdict{HeldLease, "a lease without an expiry"}},
+			want: verdict{leftoverkind.HeldLease, "a lease without an expiry"}},
 		"a young lease without expiry": {lease: containerdrecords.Lease{ID: "x", CreatedAt: now.Add(-time.Minute)}},
 		"BuildKit's cache": {lease: containerdrecords.Lease{ID: "k2fpt4mztc2ubm2rph1l8c0xv", CreatedAt: now.Add(-48 * time.Hour), Labels: map[string]string{LabelFlat: at(-48 * time.Hour)}},
-			want: verdict{HeldLease, "a lease labelled containerd.io/gc.flat"}},
+			want: verdict{leftoverkind.HeldLease, "a lease labelled containerd.io/gc.flat"}},
 		"flat and expired": {lease: containerdrecords.Lease{ID: "x", CreatedAt: now.Add(-48 * time.Hour), Labels: map[string]string{LabelFlat: "", LabelExpire: at(-time.Hour)}},
-			want: verdict{HeldLease, "a lease labelled containerd.io/gc.flat"}},
+			want: verdict{leftoverkind.HeldLease, "a lease labelled containerd.io/gc.flat"}},
 		"an expiry containerd cannot read": {lease: containerdrecords.Lease{ID: "1-abcd", CreatedAt: now.Add(-48 * time.Hour), Labels: map[string]string{LabelExpire: "tomorrow"}},
-			want: verdict{HeldLease, "a lease whose expiry \"tomorrow\" is no time"}},
+			want: verdict{leftoverkind.HeldLease, "a lease whose expiry \"tomorrow\" is no time"}},
 		"an ID of its own": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) { l.ID = "nerdctl-build" }),
-			want: verdict{HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by its ID:"}},
+			want: verdict{leftoverkind.HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by its ID:"}},
 		"a label of another tool": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) { l.Labels["buildkit/lease.temporary"] = "" }),
-			want: verdict{HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by its labels buildkit/lease.temporary, containerd.io/gc.expire:"}},
+			want: verdict{leftoverkind.HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by its labels buildkit/lease.temporary, containerd.io/gc.expire:"}},
 		"a month's expiry": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) { l.Labels[LabelExpire] = at(30 * 24 * time.Hour) }),
-			want: verdict{HeldLease, "a lease made 2h0m0s ago, expiring in 720h0m0s, unlike containerd's pull and import clients' by an expiry 722h0m0s after its making:"}},
+			want: verdict{leftoverkind.HeldLease, "a lease made 2h0m0s ago, expiring in 720h0m0s, unlike containerd's pull and import clients' by an expiry 722h0m0s after its making:"}},
 		"an image held": {lease: with(client(2*time.Hour), func(l *containerdrecords.Lease) {
 			l.Resources = []containerdrecords.Resource{{Type: "images", ID: "x"}}
 		}),
-			want: verdict{HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by what it holds:"}},
+			want: verdict{leftoverkind.HeldLease, "a lease made 2h0m0s ago, expiring in 22h0m0s, unlike containerd's pull and import clients' by what it holds:"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 func digest(name string) string { return fmt.Sprintf("sha256:%064x", name) }
@@ -89,18 +90,18 @@ func TestContainerd(t *testing.T) {
 	}
 	meta := uint64(1<<10 + 2<<10) // a manifest and a config
 	want := map[string]Leftover{
-		"k8s.io " + digest("c-gone"): {Kind: UnnamedImage, Namespace: "k8s.io", Name: digest("c-gone"), Bytes: meta + 4*mib + 5*mib, Why: "named", Records: []string{digest("c-gone")},
+		"k8s.io " + digest("c-gone"): {Kind: leftoverkind.UnnamedImage, Namespace: "k8s.io", Name: digest("c-gone"), Bytes: meta + 4*mib + 5*mib, Why: "named", Records: []string{digest("c-gone")},
 			Targets: map[string]string{digest("c-gone"): digest("m-gone")}},
-		"default docker.io/library/busybox:1.36 (and 1 more names)": {Kind: OtherNamespace, Namespace: "default", Name: "docker.io/library/busybox:1.36 (and 1 more names)",
+		"default docker.io/library/busybox:1.36 (and 1 more names)": {Kind: leftoverkind.OtherNamespace, Namespace: "default", Name: "docker.io/library/busybox:1.36 (and 1 more names)",
 			Bytes: meta + 3*mib + 9*mib, Why: "an", Records: []string{"docker.io/library/busybox:1.36", "docker.io/library/busybox:latest"},
 			Targets: map[string]string{"docker.io/library/busybox:1.36": digest("m-busybox"), "docker.io/library/busybox:latest": digest("m-busybox")}},
-		"k8s.io 200-kil-":           {Kind: OldLease, Namespace: "k8s.io", Name: "200-kil-", Bytes: 6 * mib, Why: "a", Lease: &killedPull},
-		"k8s.io import-expired":     {Kind: OldLease, Namespace: "k8s.io", Name: "import-expired", Bytes: 1 * mib, Why: "a", Lease: &expired},
-		"k8s.io tool-cache":         {Kind: HeldLease, Namespace: "k8s.io", Name: "tool-cache", Bytes: 5 * mib, Why: "a", Lease: &heldByTool},
-		"moby 300-exp_":             {Kind: OldLease, Namespace: "moby", Name: "300-exp_", Why: "a", Lease: &mobyExpired},
-		"k8s.io overlayfs/s-rooted": {Kind: GCRoot, Namespace: "k8s.io", Name: "overlayfs/s-rooted", Bytes: 7 * mib, Why: "a"},
-		" " + digest("l-stray"):     {Kind: Unreferenced, Name: digest("l-stray"), Bytes: 2 * mib, Why: "content"},
-		"k8s.io overlayfs/s-orphan": {Kind: Unreferenced, Namespace: "k8s.io", Name: "overlayfs/s-orphan", Bytes: 3 * mib, Why: "a"},
+		"k8s.io 200-kil-":           {Kind: leftoverkind.OldLease, Namespace: "k8s.io", Name: "200-kil-", Bytes: 6 * mib, Why: "a", Lease: &killedPull},
+		"k8s.io import-expired":     {Kind: leftoverkind.OldLease, Namespace: "k8s.io", Name: "import-expired", Bytes: 1 * mib, Why: "a", Lease: &expired},
+		"k8s.io tool-cache":         {Kind: leftoverkind.HeldLease, Namespace: "k8s.io", Name: "tool-cache", Bytes: 5 * mib, Why: "a", Lease: &heldByTool},
+		"moby 300-exp_":             {Kind: leftoverkind.OldLease, Namespace: "moby", Name: "300-exp_", Why: "a", Lease: &mobyExpired},
+		"k8s.io overlayfs/s-rooted": {Kind: leftoverkind.GCRoot, Namespace: "k8s.io", Name: "overlayfs/s-rooted", Bytes: 7 * mib, Why: "a"},
+		" " + digest("l-stray"):     {Kind: leftoverkind.Unreferenced, Name: digest("l-stray"), Bytes: 2 * mib, Why: "content"},
+		"k8s.io overlayfs/s-orphan": {Kind: leftoverkind.Unreferenced, Namespace: "k8s.io", Name: "overlayfs/s-orphan", Bytes: 3 * mib, Why: "a"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

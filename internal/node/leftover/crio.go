@@ -6,23 +6,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
-)
-
-// The leftovers of CRI-O, found in containers/storage's records.
-const (
-	// UnreferencedLayer: a layer no image and no container holds, directly
-	// or as a parent: what an image removal cut short leaves. Nothing
-	// deletes it but a removal by hand.
-	UnreferencedLayer Kind = "unreferenced-layer"
-	// IncompleteLayer: a layer flagged incomplete, what an interrupted
-	// pull or removal leaves; containers/storage deletes these the next
-	// time a user of the store (CRI-O's restart) opens it for writing.
-	IncompleteLayer Kind = "incomplete-layer"
-	// OrphanContainer: the storage of a container or pod sandbox that
-	// CRI-O made and no longer lists, its root filesystem left behind
-	// (cri-o/cri-o#6981). It holds its image, which cannot be removed
-	// while it is there.
-	OrphanContainer Kind = "orphan-container"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // CRIOOptions set what counts as a leftover on CRI-O.
@@ -116,10 +100,10 @@ func CRIO(r criorecords.Records, o CRIOOptions) []Leftover {
 		judged[l.ID] = true
 		switch {
 		case l.Incomplete:
-			out = append(out, Leftover{Kind: IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
+			out = append(out, Leftover{Kind: leftoverkind.IncompleteLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "flagged incomplete: a pull or a removal of it was cut short; containers/storage deletes it when CRI-O next starts"})
 		case !held.Layers[l.ID] && pulling == "":
-			out = append(out, Leftover{Kind: UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
+			out = append(out, Leftover{Kind: leftoverkind.UnreferencedLayer, Name: l.ID, Bytes: size(l.ID),
 				Why: "no image or container stands on this layer: what a removal cut short leaves, kept until deleted by hand"})
 		}
 	}
@@ -134,7 +118,7 @@ func CRIO(r criorecords.Records, o CRIOOptions) []Leftover {
 			}
 			orphans[c.ID] = true
 			only := held.Minus(criorecords.HeldBy(r, nil, map[string]bool{c.ID: true}))
-			l := Leftover{Kind: OrphanContainer, Name: c.ID,
+			l := Leftover{Kind: leftoverkind.OrphanContainer, Name: c.ID,
 				Why: "storage of a container or pod sandbox CRI-O no longer lists: its root filesystem left behind (cri-o/cri-o#6981)"}
 			if len(c.Names) > 0 {
 				l.Name += " (" + c.Names[0] + ")"

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // TestCRIO: each kind of CRI-O leftover is found with the bytes only it
@@ -69,11 +70,11 @@ func TestCRIO(t *testing.T) {
 		got[l.Name] = l
 	}
 	want := map[string]Leftover{
-		"l-cut":                          {Kind: UnreferencedLayer, Name: "l-cut", Bytes: 4 * mib, Why: "no"},
-		"l-cut-top":                      {Kind: UnreferencedLayer, Name: "l-cut-top", Bytes: 2 * mib, Why: "no"},
-		"l-interrupted":                  {Kind: IncompleteLayer, Name: "l-interrupted", Bytes: 3 * mib, Why: "flagged"},
-		"c-gone (k8s_old_gone_ns_uid_3)": {Kind: OrphanContainer, Name: "c-gone (k8s_old_gone_ns_uid_3)", Bytes: 7 * mib, Why: "storage"},
-		"c-forced":                       {Kind: OrphanContainer, Name: "c-forced", Bytes: 1*mib + 8*mib, Why: "storage"},
+		"l-cut":                          {Kind: leftoverkind.UnreferencedLayer, Name: "l-cut", Bytes: 4 * mib, Why: "no"},
+		"l-cut-top":                      {Kind: leftoverkind.UnreferencedLayer, Name: "l-cut-top", Bytes: 2 * mib, Why: "no"},
+		"l-interrupted":                  {Kind: leftoverkind.IncompleteLayer, Name: "l-interrupted", Bytes: 3 * mib, Why: "flagged"},
+		"c-gone (k8s_old_gone_ns_uid_3)": {Kind: leftoverkind.OrphanContainer, Name: "c-gone (k8s_old_gone_ns_uid_3)", Bytes: 7 * mib, Why: "storage"},
+		"c-forced":                       {Kind: leftoverkind.OrphanContainer, Name: "c-forced", Bytes: 1*mib + 8*mib, Why: "storage"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -94,7 +95,7 @@ func TestCRIO(t *testing.T) {
 		o := o
 		o.Live = nil
 		for _, l := range CRIO(r, o) {
-			if l.Kind == OrphanContainer {
+			if l.Kind == leftoverkind.OrphanContainer {
 				t.Errorf("without the live containers: %+v", l)
 			}
 		}
@@ -114,11 +115,11 @@ func TestCRIO(t *testing.T) {
 	t.Run("nothing young: the container being made judged too", func(t *testing.T) {
 		o := o
 		o.MinAge = 0
-		got := map[string]Kind{}
+		got := map[string]leftoverkind.Kind{}
 		for _, l := range CRIO(r, o) {
 			got[l.Name] = l.Kind
 		}
-		for name, kind := range map[string]Kind{"c-creating": OrphanContainer} {
+		for name, kind := range map[string]leftoverkind.Kind{"c-creating": leftoverkind.OrphanContainer} {
 			if got[name] != kind {
 				t.Errorf("%s: %q, want %q", name, got[name], kind)
 			}

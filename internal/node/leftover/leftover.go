@@ -10,41 +10,12 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/containerdrecords"
-)
-
-// Kind is a kind of leftover.
-type Kind string
-
-// containerd's leftovers; CRI-O's are in crio.go.
-const (
-	// UnnamedImage: an image record of the kubelet's namespace named only
-	// by its ID (the config digest), with no name a pod could use: what a
-	// CRI removal cut short leaves (containerd#13875).
-	UnnamedImage Kind = "unnamed-image"
-	// OtherNamespace: an image in a namespace other than the kubelet's,
-	// which the CRI, the kubelet and Eraser's runs never see.
-	OtherNamespace Kind = "other-namespace"
-	// OldLease: a lease its client is done with (its expiry passed), or
-	// one of containerd's own pull and import clients older than
-	// Options.LeaseAge: what a pull or an import that ended long ago left
-	// (containerd_lease.go).
-	OldLease Kind = "old-lease"
-	// HeldLease: a lease of the kubelet's namespace older than
-	// Options.LeaseAge that its client holds on purpose (no expiry, BuildKit's
-	// gc.flat, a shape containerd's pull and import clients do not give):
-	// listed, with why, and never reclaimed.
-	HeldLease Kind = "held-lease"
-	// GCRoot: content or a snapshot labelled containerd.io/gc.root, which
-	// the garbage collector keeps whatever references it.
-	GCRoot Kind = "gc-root"
-	// Unreferenced: content or snapshots nothing holds; containerd's
-	// garbage collector removes them at its next collection.
-	Unreferenced Kind = "unreferenced"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // Leftover is one thing a removal left behind.
 type Leftover struct {
-	Kind Kind `json:"kind"`
+	Kind leftoverkind.Kind `json:"kind"`
 	// Namespace is containerd's namespace of the record; empty for
 	// content, which every namespace shares, and on CRI-O, which has none.
 	Namespace string `json:"namespace"`

@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
 // FileName is the state file's name in the state directory.
@@ -98,6 +100,9 @@ func Load(dir string) (*State, error) {
 	return s, nil
 }
 
+// maxQuoted bounds what an error quotes of a line that does not parse.
+const maxQuoted = 100
+
 func parse(data []byte) (*State, error) {
 	s := &State{images: map[string]record{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -108,13 +113,13 @@ func parse(data []byte) (*State, error) {
 		text := sc.Text()
 		if line == 1 {
 			if text != header {
-				return nil, fmt.Errorf("line 1: want %q, got %q", header, truncate(text))
+				return nil, fmt.Errorf("line 1: want %q, got %q", header, textcut.Cut(text, maxQuoted))
 			}
 			continue
 		}
 		id, first, last, ok := splitLine(text)
 		if !ok {
-			return nil, fmt.Errorf("line %d: want \"<image ID> <first seen> <last used>\", got %q", line, truncate(text))
+			return nil, fmt.Errorf("line %d: want \"<image ID> <first seen> <last used>\", got %q", line, textcut.Cut(text, maxQuoted))
 		}
 		if _, dup := s.images[id]; dup {
 			return nil, fmt.Errorf("line %d: image %s listed twice", line, id)
@@ -141,13 +146,6 @@ func splitLine(text string) (id string, first, last int64, ok bool) {
 		return "", 0, 0, false
 	}
 	return fields[0], f, l, true
-}
-
-func truncate(s string) string {
-	if len(s) > 100 {
-		return s[:97] + "..."
-	}
-	return s
 }
 
 // Observe records a reading of the node at now: every image in ids is

@@ -24,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/wire/endpoint"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // pinnedLabel is the label containerd's CRI pins an image record with.
@@ -50,11 +51,11 @@ func reclaimContainerd(ctx context.Context, addr endpoint.Address, rt Runtime, t
 	var unreferenced []leftover.Leftover
 	for _, l := range take {
 		switch l.Kind {
-		case leftover.UnnamedImage, leftover.OtherNamespace:
+		case leftoverkind.UnnamedImage, leftoverkind.OtherNamespace:
 			out = append(out, r.image(ctx, l))
-		case leftover.OldLease:
+		case leftoverkind.OldLease:
 			out = append(out, r.lease(ctx, l))
-		case leftover.Unreferenced:
+		case leftoverkind.Unreferenced:
 			unreferenced = append(unreferenced, l)
 		default:
 			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "not reclaimed on containerd"})
@@ -239,7 +240,7 @@ func (r reclaimer) lease(ctx context.Context, l leftover.Leftover) Result {
 		res.Outcome, res.Detail = Kept, why
 		return res
 	}
-	if kind, why := leftover.JudgeLease(now, r.p.LeaseAge, time.Now()); kind != leftover.OldLease {
+	if kind, why := leftover.JudgeLease(now, r.p.LeaseAge, time.Now()); kind != leftoverkind.OldLease {
 		res.Outcome, res.Detail = Kept, "no longer an old lease: "+cmp.Or(why, "made less than the lease age ago")
 		return res
 	}
@@ -325,7 +326,7 @@ func (r reclaimer) collectNow(ctx context.Context) error {
 // no record names is in no listing (sweep). Its own rules decide; whatever
 // is still there afterwards is kept.
 func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover) []Result {
-	if !r.p.Kinds[leftover.Unreferenced] {
+	if !r.p.Kinds[leftoverkind.Unreferenced] {
 		return nil
 	}
 	out := make([]Result, 0, len(unreferenced))
@@ -361,7 +362,7 @@ func (r reclaimer) collect(ctx context.Context, unreferenced []leftover.Leftover
 	}
 	if err != nil && len(unreferenced) == 0 {
 		// Nothing was found, but the sweep failed: said, not lost.
-		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
+		out = append(out, Result{Leftover: leftover.Leftover{Kind: leftoverkind.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
 			Why: "what no record names, swept by containerd's garbage collector"}, Outcome: Failed, Detail: "running containerd's garbage collector: " + err.Error()})
 	}
 	return out

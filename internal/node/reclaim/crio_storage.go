@@ -21,6 +21,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // stores keeps each opened store for the life of the process. A store is
@@ -131,7 +132,7 @@ type preflight struct {
 // node's configuration of the store, its run root, its records and the
 // pulls under way, in that order: the first reason to keep the store
 // closed is the one reported.
-func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight, error) {
+func check(s CRIOStore, kinds map[leftoverkind.Kind]bool, now time.Time) (preflight, error) {
 	var pf preflight
 	n, err := readNodeStorage(s.HostRoot, s.StorageConf, s.CRIOConf)
 	if err != nil {
@@ -156,7 +157,7 @@ func check(s CRIOStore, kinds map[leftover.Kind]bool, now time.Time) (preflight,
 			pf.incomplete = append(pf.incomplete, l.ID)
 		}
 	}
-	if len(pf.incomplete) > 0 && !kinds[leftover.IncompleteLayer] {
+	if len(pf.incomplete) > 0 && !kinds[leftoverkind.IncompleteLayer] {
 		pf.refused = fmt.Sprintf("not opened for writing: containers/storage would delete the store's %d incomplete layers on opening it, and the policy does not reclaim incomplete-layer (CRI-O deletes them itself at its next pull or restart)", len(pf.incomplete))
 		return pf, nil
 	}
@@ -208,7 +209,7 @@ func storeRecords(st storage.Store) (criorecords.Records, error) {
 // is not written at all when the node configures it in a way this build
 // does not honour, when its records hold fields this build would drop, or
 // when opening it would delete incomplete layers the policy does not take.
-func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool, rt Runtime, take []leftover.Leftover, dryRun bool) []Result {
+func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftoverkind.Kind]bool, rt Runtime, take []leftover.Leftover, dryRun bool) []Result {
 	out := make([]Result, 0, len(take))
 	if dryRun {
 		for _, l := range take {
@@ -242,7 +243,7 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool,
 	}
 	for _, id := range pf.incomplete {
 		if _, err := st.Layer(id); !taken[id] && gone(err) {
-			out = append(out, Result{Leftover: leftover.Leftover{Kind: leftover.IncompleteLayer, Name: id,
+			out = append(out, Result{Leftover: leftover.Leftover{Kind: leftoverkind.IncompleteLayer, Name: id,
 				Why: "flagged incomplete: a pull or a removal of it was cut short"},
 				Outcome: Reclaimed, BytesUnknown: true,
 				Detail: "deleted by containers/storage's clean-up of incomplete layers when the store was opened; not measured"})
@@ -264,7 +265,7 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool,
 		}
 	}
 	order := func(l leftover.Leftover) int {
-		if l.Kind == leftover.OrphanContainer {
+		if l.Kind == leftoverkind.OrphanContainer {
 			return math.MaxInt
 		}
 		return depth[crioID(l)]
@@ -273,9 +274,9 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool,
 	slices.SortStableFunc(take, func(a, b leftover.Leftover) int { return cmp.Compare(order(b), order(a)) })
 	for _, l := range take {
 		switch l.Kind {
-		case leftover.OrphanContainer:
+		case leftoverkind.OrphanContainer:
 			out = append(out, reclaimContainer(ctx, st, rt, l))
-		case leftover.UnreferencedLayer:
+		case leftoverkind.UnreferencedLayer:
 			hold := pf.hold
 			if hold == "" {
 				records, err := storeRecords(st)
@@ -290,7 +291,7 @@ func reclaimCRIO(ctx context.Context, s CRIOStore, kinds map[leftover.Kind]bool,
 				continue
 			}
 			out = append(out, reclaimLayer(st, l))
-		case leftover.IncompleteLayer:
+		case leftoverkind.IncompleteLayer:
 			out = append(out, reclaimLayer(st, l))
 		default:
 			out = append(out, Result{Leftover: l, Outcome: Found, Detail: "not reclaimed on CRI-O"})
@@ -354,7 +355,7 @@ func reclaimLayer(st storage.Store, l leftover.Leftover) Result {
 	switch {
 	case err == nil:
 		res.Outcome = Reclaimed
-	case gone(err) && l.Kind == leftover.IncompleteLayer:
+	case gone(err) && l.Kind == leftoverkind.IncompleteLayer:
 		// Opening the layers for writing deletes every layer flagged
 		// incomplete: containers/storage's own clean-up, which CRI-O's next
 		// pull would have done too.

@@ -35,6 +35,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/wait"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 )
 
@@ -120,15 +121,15 @@ func TestReclaimOnCRIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foundKinds := map[string]leftover.Kind{}
+	foundKinds := map[string]leftoverkind.Kind{}
 	for _, l := range found {
 		id, _, _ := strings.Cut(l.Name, " ")
 		foundKinds[id] = l.Kind
 	}
-	wantFound := map[string]leftover.Kind{
-		lower: leftover.UnreferencedLayer, upper: leftover.UnreferencedLayer,
-		takenByImage: leftover.UnreferencedLayer, takenByLayer: leftover.UnreferencedLayer,
-		incomplete: leftover.IncompleteLayer, orphan.ID: leftover.OrphanContainer, mounted.ID: leftover.OrphanContainer,
+	wantFound := map[string]leftoverkind.Kind{
+		lower: leftoverkind.UnreferencedLayer, upper: leftoverkind.UnreferencedLayer,
+		takenByImage: leftoverkind.UnreferencedLayer, takenByLayer: leftoverkind.UnreferencedLayer,
+		incomplete: leftoverkind.IncompleteLayer, orphan.ID: leftoverkind.OrphanContainer, mounted.ID: leftoverkind.OrphanContainer,
 	}
 	if diff := cmp.Diff(wantFound, foundKinds); diff != "" {
 		t.Fatalf("leftovers found (-want +got):\n%s", diff)
@@ -144,7 +145,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 	usedBefore := used(t, c.RootDir())
 
 	policy := reclaim.Policy{
-		Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true, leftover.IncompleteLayer: true, leftover.OrphanContainer: true},
+		Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true, leftoverkind.IncompleteLayer: true, leftoverkind.OrphanContainer: true},
 		CRIO:  crioStore(c, 0),
 	}
 	if dry := reclaim.Run(ctx, client, client, found, policy, true); len(dry) != len(found) || reclaim.Sum(dry).Count[reclaim.WouldReclaim] != len(found) {
@@ -157,7 +158,7 @@ func TestReclaimOnCRIO(t *testing.T) {
 		got[id] = string(r.Outcome)
 		// The incomplete layer went at the store's first write after the
 		// finding (the races'), before usedBefore.
-		if r.Outcome == reclaim.Reclaimed && r.Kind != leftover.IncompleteLayer {
+		if r.Outcome == reclaim.Reclaimed && r.Kind != leftoverkind.IncompleteLayer {
 			freed += r.Bytes
 		}
 		t.Logf("%s %s: %s %s (%s)", r.Kind, r.Name, r.Outcome, r.Detail, r.Why)
@@ -239,7 +240,7 @@ const childEnv = "ERASER_RECLAIM_CHILD"
 type childOrder struct {
 	Endpoint string
 	Found    []leftover.Leftover
-	Kinds    []leftover.Kind
+	Kinds    []leftoverkind.Kind
 	CRIO     reclaim.CRIOStore
 }
 
@@ -287,7 +288,7 @@ func reclaimChild() int {
 		return 2
 	}
 	defer client.Close()
-	p := reclaim.Policy{Kinds: map[leftover.Kind]bool{}, CRIO: order.CRIO}
+	p := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{}, CRIO: order.CRIO}
 	for _, k := range order.Kinds {
 		p.Kinds[k] = true
 	}
@@ -404,10 +405,10 @@ func TestReclaimNeverRacesAPull(t *testing.T) {
 			t.Fatalf("layer %s is not among the leftovers found (%+v): the test holds no pull's layer", id, found)
 		}
 	}
-	policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, time.Second)}
+	policy := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true}, CRIO: crioStore(c, time.Second)}
 	for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
 		t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
-		if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Kept || !strings.Contains(r.Detail, "pull is under way")) {
+		if r.Kind == leftoverkind.UnreferencedLayer && (r.Outcome != reclaim.Kept || !strings.Contains(r.Detail, "pull is under way")) {
 			t.Errorf("%s: %s %q, want kept: a pull is under way", r.Name, r.Outcome, r.Detail)
 		}
 	}
@@ -491,10 +492,10 @@ func TestReclaimRefusesAStoreItDoesNotKnow(t *testing.T) {
 			if len(found) == 0 {
 				t.Fatal("no leftover found")
 			}
-			policy := reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.UnreferencedLayer: true}, CRIO: crioStore(c, 0)}
+			policy := reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.UnreferencedLayer: true}, CRIO: crioStore(c, 0)}
 			for _, r := range runAsPod(t, c.CRIEndpoint(), found, policy) {
 				t.Logf("%s %s: %s %s", r.Kind, r.Name, r.Outcome, r.Detail)
-				if r.Kind == leftover.UnreferencedLayer && (r.Outcome != reclaim.Failed || !strings.Contains(r.Detail, tc.want)) {
+				if r.Kind == leftoverkind.UnreferencedLayer && (r.Outcome != reclaim.Failed || !strings.Contains(r.Detail, tc.want)) {
 					t.Errorf("%s: %s %q, want refused naming %s", r.Name, r.Outcome, r.Detail, tc.want)
 				}
 			}

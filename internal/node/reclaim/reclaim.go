@@ -17,38 +17,32 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // CRINamespace is containerd's namespace of the kubelet's images.
 const CRINamespace = "k8s.io"
 
-// Reclaimable are the kinds a policy may turn on. A gc.root is left
-// alone: someone marked it to be kept.
-var Reclaimable = []leftover.Kind{
-	leftover.UnnamedImage, leftover.OtherNamespace, leftover.OldLease, leftover.Unreferenced,
-	leftover.UnreferencedLayer, leftover.IncompleteLayer, leftover.OrphanContainer,
-}
-
 // ParseKinds reads a comma-separated list of kinds to reclaim.
-func ParseKinds(list string) (map[leftover.Kind]bool, error) {
-	out := map[leftover.Kind]bool{}
+func ParseKinds(list string) (map[leftoverkind.Kind]bool, error) {
+	out := map[leftoverkind.Kind]bool{}
 	for _, k := range strings.Split(list, ",") {
 		k = strings.TrimSpace(k)
 		if k == "" {
 			continue
 		}
-		if !slices.Contains(Reclaimable, leftover.Kind(k)) {
+		if !slices.Contains(leftoverkind.Reclaimable, leftoverkind.Kind(k)) {
 			return nil, fmt.Errorf("%q is not a kind of leftover that can be reclaimed (want %s)", k, kindList())
 		}
-		out[leftover.Kind(k)] = true
+		out[leftoverkind.Kind(k)] = true
 	}
 	return out, nil
 }
 
 func kindList() string {
 	var s []string
-	for _, k := range Reclaimable {
+	for _, k := range leftoverkind.Reclaimable {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
@@ -57,7 +51,7 @@ func kindList() string {
 // Policy is what the operator opted into.
 type Policy struct {
 	// Kinds are reclaimed; others are listed.
-	Kinds map[leftover.Kind]bool
+	Kinds map[leftoverkind.Kind]bool
 	// Namespaces are the namespaces besides the kubelet's where images
 	// and leases may be reclaimed: another namespace is someone's (Docker's
 	// moby, BuildKit's buildkit), and only its name here lets its images
@@ -95,10 +89,6 @@ type CRIOStore struct {
 	// layer nothing holds is deleted (Ages.Record).
 	RecordAge time.Duration
 }
-
-// DefaultCRIORunRoot is CRI-O's run root unless its configuration moves
-// it (crio.conf's runroot).
-const DefaultCRIORunRoot = "/run/containers/storage"
 
 // Outcome is what became of a leftover.
 type Outcome string
@@ -138,10 +128,9 @@ type Ages struct {
 	Record time.Duration
 }
 
-// DefaultAges: a pull's or an import's lease lives minutes; one a day old
-// holds what nothing finished (leaseage). An hour for CRI-O's records,
-// which a pull writes before the image that holds them.
-var DefaultAges = Ages{Lease: leaseage.Default, Record: time.Hour}
+// DefaultAges are the ages a remover given no flag uses, the
+// configuration's defaults.
+var DefaultAges = Ages{Lease: workerdefaults.LeaseAge, Record: workerdefaults.RecordAge}
 
 // Find reads the runtime's own records: containerd's through its CRI
 // endpoint (containerd's own API too: its unix socket, or its named pipe on
@@ -235,7 +224,7 @@ func Decide(found []leftover.Leftover, p Policy) (take []leftover.Leftover, list
 // policy's to scope: a collection of any namespace's makes it.
 func (p Policy) inScope(l leftover.Leftover) bool {
 	switch l.Kind {
-	case leftover.OtherNamespace, leftover.OldLease:
+	case leftoverkind.OtherNamespace, leftoverkind.OldLease:
 		return l.Namespace == CRINamespace || p.Namespaces[l.Namespace]
 	default:
 		return true
@@ -256,7 +245,7 @@ func Run(ctx context.Context, client *cri.Client, rt Runtime, found []leftover.L
 	// Reclaiming unreferenced leftovers also sweeps containerd's stores of
 	// what no record names, which no listing finds: it runs whenever the
 	// policy names the kind.
-	if len(take) == 0 && (!p.Kinds[leftover.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
+	if len(take) == 0 && (!p.Kinds[leftoverkind.Unreferenced] || dryRun || client.RuntimeName != "containerd") {
 		return out
 	}
 	switch {

@@ -6,20 +6,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
-	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 func TestParseKinds(t *testing.T) {
 	cases := map[string]struct {
 		in      string
-		want    map[leftover.Kind]bool
+		want    map[leftoverkind.Kind]bool
 		wantErr bool
 	}{
-		"none":              {in: "", want: map[leftover.Kind]bool{}},
-		"two, spaced":       {in: "unnamed-image, old-lease", want: map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OldLease: true}},
+		"none":              {in: "", want: map[leftoverkind.Kind]bool{}},
+		"two, spaced":       {in: "unnamed-image, old-lease", want: map[leftoverkind.Kind]bool{leftoverkind.UnnamedImage: true, leftoverkind.OldLease: true}},
 		"a gc.root is kept": {in: "gc-root", wantErr: true},
 		"a held lease too":  {in: "held-lease", wantErr: true},
-		"CRI-O's":           {in: "orphan-container,unreferenced-layer", want: map[leftover.Kind]bool{leftover.OrphanContainer: true, leftover.UnreferencedLayer: true}},
+		"CRI-O's":           {in: "orphan-container,unreferenced-layer", want: map[leftoverkind.Kind]bool{leftoverkind.OrphanContainer: true, leftoverkind.UnreferencedLayer: true}},
 		"a typo":            {in: "unamed-image", wantErr: true},
 	}
 	for name, c := range cases {
@@ -37,16 +37,16 @@ func TestParseKinds(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	found := []leftover.Leftover{
-		{Kind: leftover.UnnamedImage, Namespace: "k8s.io", Name: "sha256:a"},
-		{Kind: leftover.OtherNamespace, Namespace: "default", Name: "busybox:1"},
-		{Kind: leftover.OtherNamespace, Namespace: "moby", Name: "nginx:1"},
-		{Kind: leftover.OldLease, Namespace: "k8s.io", Name: "lease"},
-		{Kind: leftover.OldLease, Namespace: "moby", Name: "moby-lease"},
-		{Kind: leftover.OldLease, Namespace: "tools", Name: "tools-lease"},
-		{Kind: leftover.HeldLease, Namespace: "k8s.io", Name: "held"},
-		{Kind: leftover.GCRoot, Namespace: "k8s.io", Name: "sha256:r"},
-		{Kind: leftover.GCRoot, Namespace: "buildkit", Name: "sha256:pinned"},
-		{Kind: leftover.Unreferenced, Namespace: "buildkit", Name: "overlayfs/1"},
+		{Kind: leftoverkind.UnnamedImage, Namespace: "k8s.io", Name: "sha256:a"},
+		{Kind: leftoverkind.OtherNamespace, Namespace: "default", Name: "busybox:1"},
+		{Kind: leftoverkind.OtherNamespace, Namespace: "moby", Name: "nginx:1"},
+		{Kind: leftoverkind.OldLease, Namespace: "k8s.io", Name: "lease"},
+		{Kind: leftoverkind.OldLease, Namespace: "moby", Name: "moby-lease"},
+		{Kind: leftoverkind.OldLease, Namespace: "tools", Name: "tools-lease"},
+		{Kind: leftoverkind.HeldLease, Namespace: "k8s.io", Name: "held"},
+		{Kind: leftoverkind.GCRoot, Namespace: "k8s.io", Name: "sha256:r"},
+		{Kind: leftoverkind.GCRoot, Namespace: "buildkit", Name: "sha256:pinned"},
+		{Kind: leftoverkind.Unreferenced, Namespace: "buildkit", Name: "overlayfs/1"},
 	}
 	cases := map[string]struct {
 		p         Policy
@@ -57,25 +57,25 @@ func TestDecide(t *testing.T) {
 			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "moby-lease": "", "tools-lease": "", "held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
 		},
 		"other namespaces only when named": {
-			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true, leftover.UnnamedImage: true}, Namespaces: map[string]bool{"default": true}},
+			p:    Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.OtherNamespace: true, leftoverkind.UnnamedImage: true}, Namespaces: map[string]bool{"default": true}},
 			take: []string{"sha256:a", "busybox:1"},
 			listedWhy: map[string]string{"nginx:1": "namespace moby is not named for reclaiming", "lease": "", "moby-lease": "", "tools-lease": "", "held": "",
 				"sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
 		},
 		"old leases of the kubelet's namespace alone by default": {
-			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}},
+			p:    Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.OldLease: true}},
 			take: []string{"lease"},
 			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "moby-lease": "namespace moby is not named for reclaiming",
 				"tools-lease": "namespace tools is not named for reclaiming", "held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
 		},
 		"old leases of a namespace named": {
-			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}, Namespaces: map[string]bool{"tools": true}},
+			p:    Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.OldLease: true}, Namespaces: map[string]bool{"tools": true}},
 			take: []string{"lease", "tools-lease"},
 			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "moby-lease": "namespace moby is not named for reclaiming",
 				"held": "", "sha256:r": "", "sha256:pinned": "", "overlayfs/1": ""},
 		},
 		"unreferenced: containerd's own collection, whatever the namespace": {
-			p:    Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}},
+			p:    Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.Unreferenced: true}},
 			take: []string{"overlayfs/1"},
 			listedWhy: map[string]string{"sha256:a": "", "busybox:1": "", "nginx:1": "", "lease": "", "moby-lease": "", "tools-lease": "", "held": "",
 				"sha256:r": "", "sha256:pinned": ""},
@@ -102,17 +102,5 @@ func TestDecide(t *testing.T) {
 				t.Errorf("listed (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestReclaimableMatchesConfig: the configuration accepts the kinds the
-// workers reclaim, no more.
-func TestReclaimableMatchesConfig(t *testing.T) {
-	var kinds []string
-	for _, k := range Reclaimable {
-		kinds = append(kinds, string(k))
-	}
-	if diff := cmp.Diff(config.ReclaimableKinds, kinds); diff != "" {
-		t.Errorf("(-config +workers):\n%s", diff)
 	}
 }

@@ -17,13 +17,13 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/eraser-oss/eraser/internal/node/diskusage"
-	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -108,7 +108,7 @@ func TestReclaimOnContainerd(t *testing.T) {
 
 	pat := imageref.ParsePattern(excludedID)
 	policy := reclaim.Policy{
-		Kinds:      map[leftover.Kind]bool{leftover.UnnamedImage: true, leftover.OtherNamespace: true, leftover.OldLease: true, leftover.Unreferenced: true},
+		Kinds:      map[leftoverkind.Kind]bool{leftoverkind.UnnamedImage: true, leftoverkind.OtherNamespace: true, leftoverkind.OldLease: true, leftoverkind.Unreferenced: true},
 		Namespaces: map[string]bool{"default": true},
 		Protect:    protect.Policy{Exclusions: []imageref.Pattern{pat}},
 	}
@@ -203,7 +203,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
+	reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.Unreferenced: true}}, false)
 
 	blob := bytes.Repeat([]byte("b"), 3*mib)
 	blobPath := filepath.Join(n.RootDir(), "io.containerd.content.v1.content", "blobs", "sha256", digest.FromBytes(blob).Encoded())
@@ -227,7 +227,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	}
 	before := used(t, n.RootDir())
 	imageFsUsed := func(context.Context) (uint64, error) { return used(t, n.RootDir()), nil }
-	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}, ImageFsUsed: imageFsUsed}, false)
+	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.Unreferenced: true}, ImageFsUsed: imageFsUsed}, false)
 	// The one result is the sweep's: what it freed, measured, though no
 	// leftover was listed.
 	if len(results) != 1 || results[0].Name != reclaim.SweptStores || results[0].Outcome != reclaim.Reclaimed || results[0].BytesUnknown {
@@ -256,7 +256,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	if err := os.WriteFile(blobPath, blob, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	if results := reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}, ImageFsUsed: imageFsUsed}, true); len(results) != 0 {
+	if results := reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.Unreferenced: true}, ImageFsUsed: imageFsUsed}, true); len(results) != 0 {
 		t.Errorf("a dry run: results %+v, want none", results)
 	}
 	if _, err := os.Stat(blobPath); err != nil {
@@ -264,7 +264,7 @@ func TestReclaimSweepsWhatNoRecordNames(t *testing.T) {
 	}
 	// Where the image filesystem is not seen, what the sweep freed is
 	// unknown, not 0.
-	results = reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.Unreferenced: true}}, false)
+	results = reclaim.Run(context.Background(), client, client, nil, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.Unreferenced: true}}, false)
 	if len(results) != 1 || results[0].Name != reclaim.SweptStores || !results[0].BytesUnknown || results[0].Bytes != 0 {
 		t.Errorf("unseen: results %+v, want the sweep's with its bytes unknown", results)
 	}
@@ -304,11 +304,11 @@ func TestReclaimLeavesOthersLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.OldLease: true}, Namespaces: namespaces}, false)
+		results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.OldLease: true}, Namespaces: namespaces}, false)
 		got := map[string]string{}
 		for _, r := range results {
 			t.Logf("%s %s %s: %s (%d bytes) %s; %s", r.Kind, r.Namespace, r.Name, r.Outcome, r.Bytes, r.Why, r.Detail)
-			if r.Kind == leftover.OldLease || r.Kind == leftover.HeldLease {
+			if r.Kind == leftoverkind.OldLease || r.Kind == leftoverkind.HeldLease {
 				got[r.Namespace+" "+r.Name] = string(r.Kind) + " " + string(r.Outcome) + " " + r.Detail
 			}
 		}
@@ -409,7 +409,7 @@ func TestReclaimKeepsRetaggedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftover.Kind]bool{leftover.OtherNamespace: true}, Namespaces: map[string]bool{"default": true}}, false)
+	results := reclaim.Run(context.Background(), client, client, found, reclaim.Policy{Kinds: map[leftoverkind.Kind]bool{leftoverkind.OtherNamespace: true}, Namespaces: map[string]bool{"default": true}}, false)
 	got := map[string]string{}
 	for _, r := range results {
 		t.Logf("%s %s %s: %s (%d bytes) %s", r.Kind, r.Namespace, r.Name, r.Outcome, r.Bytes, r.Detail)

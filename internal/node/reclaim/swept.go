@@ -7,6 +7,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/util/bytesize"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 // SweptStores names the result of the sweep of containerd's stores. The
@@ -37,7 +38,7 @@ func measureUsed(ctx context.Context, read func(context.Context) (uint64, error)
 // filesystem is not seen it says so, Bytes unknown rather than 0; ok is
 // false when, measured, the sweep freed nothing more.
 func sweptStores(before, after used, results []Result) (Result, bool) {
-	r := Result{Leftover: leftover.Leftover{Kind: leftover.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
+	r := Result{Leftover: leftover.Leftover{Kind: leftoverkind.Unreferenced, Namespace: CRINamespace, Name: SweptStores,
 		Why: "files no record names, swept by containerd's garbage collector"}, Outcome: Reclaimed}
 	if err := cmp.Or(before.err, after.err); err != nil {
 		r.BytesUnknown, r.Detail = true, fmt.Sprintf("what the sweep freed is not known: the image filesystem could not be read (%v)", err)
@@ -49,7 +50,7 @@ func sweptStores(before, after used, results []Result) (Result, bool) {
 	}
 	var counted uint64
 	for _, o := range results {
-		if o.Kind == leftover.Unreferenced && o.Outcome == Reclaimed && o.Name != SweptStores {
+		if o.Kind == leftoverkind.Unreferenced && o.Outcome == Reclaimed && o.Name != SweptStores {
 			counted += o.Bytes
 		}
 	}

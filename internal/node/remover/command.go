@@ -16,8 +16,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/node/worker"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -50,7 +50,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	c.Retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 	c.Protection.Bind(fs)
 	c.Leftover.Bind(fs)
-	c.Leftover.MinLeaseAge = leaseage.Min
+	c.Leftover.MinLeaseAge = workerdefaults.MinLeaseAge
 }
 
 // Run runs the remover and returns the process exit code: 0 when the run

@@ -17,6 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -249,7 +250,7 @@ func TestRunReadsContainerdOnce(t *testing.T) {
 						return nil, err
 					}
 					for _, l := range found {
-						if l.Kind == leftover.OtherNamespace {
+						if l.Kind == leftoverkind.OtherNamespace {
 							events = append(events, "leftovers of "+strings.ReplaceAll(l.Namespace, "-", " "))
 						}
 					}

@@ -15,7 +15,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/process/logging"
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -33,7 +34,7 @@ type LeftoverFlags struct {
 	// which layers are mounted; reclaiming on CRI-O reads it.
 	CRIORunRoot string
 	// MinLeaseAge is the least LeaseAge with which old-lease is reclaimed:
-	// the worker's is the configuration's least leaseAge (leaseage.Min),
+	// the worker's is the configuration's least leaseAge (workerdefaults.MinLeaseAge),
 	// a pull under way being older; "eraser node prune", run by hand on a
 	// node whose pulls its operator knows, takes any. Listing takes any.
 	MinLeaseAge time.Duration
@@ -47,8 +48,8 @@ func (f *LeftoverFlags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Find, "find-leftovers", true, "after the removals, look for what removals left on the runtime (containerd's and CRI-O's own records) and report it")
 	fs.StringVar(&f.Reclaim, "reclaim", "", "comma-separated kinds of leftover to delete ("+strings.Join(kindNames(), ", ")+"); empty: report them only")
 	fs.StringVar(&f.Namespaces, "reclaim-namespaces", "", "comma-separated containerd namespaces besides k8s.io whose images --reclaim=other-namespace may delete")
-	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+leaseage.Min.String())
-	fs.StringVar(&f.CRIORunRoot, "crio-run-root", reclaim.DefaultCRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
+	fs.DurationVar(&f.LeaseAge, "lease-age", reclaim.DefaultAges.Lease, "a lease of containerd's own pull and import clients older than this is one a killed client left (old-lease); the remover reclaims old-lease only with at least "+workerdefaults.MinLeaseAge.String())
+	fs.StringVar(&f.CRIORunRoot, "crio-run-root", workerdefaults.CRIORunRoot, "CRI-O's run root (crio.conf's runroot), where its storage records which layers are mounted; read when reclaiming on CRI-O")
 	fs.StringVar(&f.CRIOHostRoot, "crio-host-root", "", "where the node's /etc/crio, /etc/containers and /var/tmp are seen (read-only), which say how CRI-O's store is set up and whether a pull is under way; empty: at their own paths. Read when reclaiming on CRI-O")
 	fs.DurationVar(&f.RecordAge, "record-age", reclaim.DefaultAges.Record, "CRI-O's records younger than this are not judged (a pull in progress)")
 }
@@ -60,7 +61,7 @@ func (f LeftoverFlags) Ages() reclaim.Ages {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range reclaim.Reclaimable {
+	for _, k := range leftoverkind.Reclaimable {
 		out = append(out, string(k))
 	}
 	return out
@@ -75,7 +76,7 @@ func (f LeftoverFlags) Leftovers(client *cri.Client, imageStore string, measure 
 	if err != nil {
 		return nil, fmt.Errorf("--reclaim: %w", err)
 	}
-	if kinds[leftover.OldLease] && f.LeaseAge < f.MinLeaseAge {
+	if kinds[leftoverkind.OldLease] && f.LeaseAge < f.MinLeaseAge {
 		return nil, fmt.Errorf("--lease-age %s: reclaiming old-lease takes at least %s, as a pull under way holds its lease that long", f.LeaseAge, f.MinLeaseAge)
 	}
 	if !f.Find {

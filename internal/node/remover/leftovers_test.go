@@ -14,7 +14,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
-	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -66,10 +67,10 @@ func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
 		flags   LeftoverFlags
 		wantErr bool
 	}{
-		"the default":                     {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: reclaim.DefaultAges.Lease, MinLeaseAge: config.MinLeaseAge}},
-		"the least":                       {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: config.MinLeaseAge, MinLeaseAge: config.MinLeaseAge}},
-		"under it, reclaiming old-lease":  {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image,old-lease", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}, wantErr: true},
-		"under it, old-lease not claimed": {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image", LeaseAge: 0, MinLeaseAge: config.MinLeaseAge}},
+		"the default":                     {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: reclaim.DefaultAges.Lease, MinLeaseAge: workerdefaults.MinLeaseAge}},
+		"the least":                       {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: workerdefaults.MinLeaseAge, MinLeaseAge: workerdefaults.MinLeaseAge}},
+		"under it, reclaiming old-lease":  {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image,old-lease", LeaseAge: 0, MinLeaseAge: workerdefaults.MinLeaseAge}, wantErr: true},
+		"under it, old-lease not claimed": {flags: LeftoverFlags{Find: true, Reclaim: "unnamed-image", LeaseAge: 0, MinLeaseAge: workerdefaults.MinLeaseAge}},
 		"under it, by hand":               {flags: LeftoverFlags{Find: true, Reclaim: "old-lease", LeaseAge: 0}},
 	}
 	for name, c := range cases {
@@ -82,20 +83,8 @@ func TestLeftoverFlagsLeaseAgeFloor(t *testing.T) {
 	}
 	var cmd Command
 	cmd.Bind(flag.NewFlagSet("remover", flag.ContinueOnError))
-	if cmd.Leftover.MinLeaseAge != config.MinLeaseAge {
-		t.Errorf("the remover's least lease age is %s, the configuration's %s", cmd.Leftover.MinLeaseAge, config.MinLeaseAge)
-	}
-}
-
-// TestLeftoverDefaultsMatchConfig: what the configuration documents as
-// the default is what a remover given no flag uses.
-func TestLeftoverDefaultsMatchConfig(t *testing.T) {
-	want := reclaim.Ages{Lease: config.DefaultLeaseAge, Record: config.DefaultRecordAge}
-	if diff := cmp.Diff(want, reclaim.DefaultAges); diff != "" {
-		t.Errorf("(-config +workers):\n%s", diff)
-	}
-	if reclaim.DefaultCRIORunRoot != config.DefaultCRIORunRoot {
-		t.Errorf("CRI-O's run root: the configuration's default %q, the workers' %q", config.DefaultCRIORunRoot, reclaim.DefaultCRIORunRoot)
+	if cmd.Leftover.MinLeaseAge != workerdefaults.MinLeaseAge {
+		t.Errorf("the remover's least lease age is %s, the configuration's %s", cmd.Leftover.MinLeaseAge, workerdefaults.MinLeaseAge)
 	}
 }
 
@@ -105,11 +94,11 @@ func TestLeftoverDefaultsMatchConfig(t *testing.T) {
 // line carries no bytes and the summary says unknown rather than 0.
 func TestTally(t *testing.T) {
 	const mib = 1 << 20
-	res := func(kind leftover.Kind, name string, bytes uint64, o reclaim.Outcome) reclaim.Result {
+	res := func(kind leftoverkind.Kind, name string, bytes uint64, o reclaim.Outcome) reclaim.Result {
 		return reclaim.Result{Leftover: leftover.Leftover{Kind: kind, Namespace: reclaim.CRINamespace, Name: name, Bytes: bytes}, Outcome: o}
 	}
-	swept := res(leftover.Unreferenced, reclaim.SweptStores, 6*mib, reclaim.Reclaimed)
-	unknown := res(leftover.Unreferenced, reclaim.SweptStores, 0, reclaim.Reclaimed)
+	swept := res(leftoverkind.Unreferenced, reclaim.SweptStores, 6*mib, reclaim.Reclaimed)
+	unknown := res(leftoverkind.Unreferenced, reclaim.SweptStores, 0, reclaim.Reclaimed)
 	unknown.BytesUnknown = true
 	cases := map[string]struct {
 		results []reclaim.Result
@@ -120,17 +109,17 @@ func TestTally(t *testing.T) {
 	}{
 		"none": {lineBytes: map[string]float64{}},
 		"found and reclaimed": {
-			results:   []reclaim.Result{res(leftover.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed), res(leftover.GCRoot, "sha256:b", mib, reclaim.Found), res(leftover.OldLease, "l", 2*mib, reclaim.Failed)},
+			results:   []reclaim.Result{res(leftoverkind.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed), res(leftoverkind.GCRoot, "sha256:b", mib, reclaim.Found), res(leftoverkind.OldLease, "l", 2*mib, reclaim.Failed)},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 3 * mib, Found: 2, FoundBytes: 3 * mib, Failed: 1},
 			lineBytes: map[string]float64{"sha256:a": 3 * mib, "sha256:b": mib, "l": 2 * mib},
 		},
 		"the sweep measured": {
-			results:   []reclaim.Result{res(leftover.Unreferenced, "sha256:c", mib, reclaim.Reclaimed), swept},
+			results:   []reclaim.Result{res(leftoverkind.Unreferenced, "sha256:c", mib, reclaim.Reclaimed), swept},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 7 * mib, SweptBytes: 6 * mib},
 			lineBytes: map[string]float64{"sha256:c": mib, reclaim.SweptStores: 6 * mib},
 		},
 		"gone before its deletion": {
-			results:   []reclaim.Result{res(leftover.OldLease, "l", 0, reclaim.Gone), res(leftover.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed)},
+			results:   []reclaim.Result{res(leftoverkind.OldLease, "l", 0, reclaim.Gone), res(leftoverkind.UnnamedImage, "sha256:a", 3*mib, reclaim.Reclaimed)},
 			want:      workerresult.Leftovers{Reclaimed: 1, ReclaimedBytes: 3 * mib},
 			lineBytes: map[string]float64{"l": 0, "sha256:a": 3 * mib},
 		},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -165,7 +166,7 @@ func TestSettingsValidate(t *testing.T) {
 		s    Settings
 		want string
 	}{
-		"defaults":            {s: Settings{MinAge: DefaultMinAge}},
+		"defaults":            {s: Settings{MinAge: workerdefaults.MinAge}},
 		"no minimum age":      {s: Settings{}},
 		"negative min age":    {s: Settings{MinAge: -time.Second}, want: "--min-age: must not be negative"},
 		"negative unused for": {s: Settings{UnusedFor: -time.Second}, want: "--unused-for: must not be negative"},

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
-	"github.com/eraser-oss/eraser/internal/wire/minage"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // Policy is why an image was chosen. The strings are the ImageJob API's
@@ -34,9 +34,6 @@ const (
 
 // Policies lists every policy in that order.
 var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, DiskPressure}
-
-// DefaultMinAge is the minimum age when none is configured.
-const DefaultMinAge = minage.Default
 
 // Settings are the retention policy of a run.
 type Settings struct {
@@ -103,7 +100,7 @@ type Flags struct {
 
 // Bind registers the flags with the defaults given.
 func (f *Flags) Bind(fs *flag.FlagSet, stateDir string) {
-	fs.DurationVar(&f.MinAge, "min-age", DefaultMinAge, "never remove an image pulled or re-tagged on the node less than this ago, unless an ImageList names it")
+	fs.DurationVar(&f.MinAge, "min-age", workerdefaults.MinAge, "never remove an image pulled or re-tagged on the node less than this ago, unless an ImageList names it")
 	fs.DurationVar(&f.UnusedFor, "unused-for", 0, "remove images no container used for this long (0: off)")
 	fs.IntVar(&f.HighThresholdPercent, "high-threshold-percent", 0, "remove least recently used images while the image filesystem is at or above this percent (0: off)")
 	fs.IntVar(&f.LowThresholdPercent, "low-threshold-percent", 0, "...until it is below this percent")

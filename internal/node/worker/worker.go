@@ -24,6 +24,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/process/memlimit"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -65,22 +66,15 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.RuntimeEndpoint, "runtime-endpoint", def, "CRI endpoint: unix:///path or npipe://./pipe/name (env "+cri.EnvRuntimeEndpoint+")")
 	fs.StringVar(&f.ExclusionDir, "exclusion-dir", ".", "directory holding exclude-<configmap> directories of exclusion lists (the pod passes "+podpaths.ExclusionDir(NodeOS)+")")
 	fs.StringVar(&f.SharedDir, "shared-dir", podpaths.SharedData(NodeOS), "directory shared by the pod's workers for hand-offs")
-	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", DefaultHandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
+	fs.DurationVar(&f.HandoffTimeout, "handoff-timeout", workerdefaults.HandoffTimeout, "how long to wait for a peer in the pod (the scanner, the collector, the remover) before failing")
 }
-
-// DefaultHandoffTimeout bounds each wait for a peer when no one says
-// otherwise: it makes sure a worker whose peer died ends on its own, with
-// an error naming that peer. A scanning pod's scanner may take far longer:
-// the manager passes each such pod the scan's deadline plus some slack
-// (config.Waits), so that no wait ends a scan its configuration allows.
-const DefaultHandoffTimeout = time.Hour
 
 // WaitFor bounds one wait for a peer by HandoffTimeout. Its error, once the
 // wait failed, says which peer and how long, when the timeout ended it.
 func (f *Flags) WaitFor(ctx context.Context, peer, what string, wait func(ctx context.Context) error) error {
 	timeout := f.HandoffTimeout
 	if timeout <= 0 {
-		timeout = DefaultHandoffTimeout
+		timeout = workerdefaults.HandoffTimeout
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errHandoffTimeout)
 	defer cancel()
@@ -196,6 +190,7 @@ func ExitCode(err error) int {
 // summary's Error, which the manager shows for a failed node.
 func Finish(log *slog.Logger, summaryFile string, summary workerresult.Summary, err error) int {
 	summary.Node = os.Getenv("NODE_NAME")
+	summary.PeakRSSBytes = memlimit.PeakRSS()
 	if err != nil {
 		log.Error(summary.Component+" failed", "error", err, "exitCode", ExitCode(err))
 		summary.Error = err.Error()

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // TestWaitForHonoursLongTimeouts: a hand-off wait gets the whole
@@ -53,14 +51,5 @@ func TestWaitForHonoursLongTimeouts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wait deadlines (-want +got):\n%s", diff)
-	}
-}
-
-// TestDefaultHandoffTimeout: the workers' default is the manager's bound
-// for a pod that does not scan, so a worker run by hand waits as one in a
-// pod does.
-func TestDefaultHandoffTimeout(t *testing.T) {
-	if DefaultHandoffTimeout != config.PeerWait {
-		t.Errorf("worker.DefaultHandoffTimeout %v, config.PeerWait %v", DefaultHandoffTimeout, config.PeerWait)
 	}
 }

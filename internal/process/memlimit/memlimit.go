@@ -1,6 +1,7 @@
 // Package memlimit tells the Go runtime the memory limit of the container it
 // runs in, so that the collector works harder as the limit nears instead of
-// letting the heap double past it and the kernel kill the process.
+// letting the heap double past it and the kernel kill the process; and it
+// measures the process's peak memory, which the workers' summaries report.
 package memlimit
 
 import (

@@ -29,6 +29,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/leftover"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
 )
 
 const mib = 1 << 20
@@ -210,15 +211,15 @@ func Make(t testing.TB, n Node) Made {
 func (m Made) Missing(found []leftover.Leftover) []string {
 	var out []string
 	want := []struct {
-		kind    leftover.Kind
+		kind    leftoverkind.Kind
 		name    string
 		atLeast uint64
 	}{
-		{leftover.UnnamedImage, m.UnnamedID, 2 * 3 * mib},
-		{leftover.OtherNamespace, m.OtherNamespace, 2 * 2 * mib},
+		{leftoverkind.UnnamedImage, m.UnnamedID, 2 * 3 * mib},
+		{leftoverkind.OtherNamespace, m.OtherNamespace, 2 * 2 * mib},
 		// The lease holds the blob no root holds; the rooted blob is its own.
-		{leftover.OldLease, m.Lease, 1 * mib},
-		{leftover.GCRoot, m.Root, 1*mib + 1},
+		{leftoverkind.OldLease, m.Lease, 1 * mib},
+		{leftoverkind.GCRoot, m.Root, 1*mib + 1},
 	}
 	for _, w := range want {
 		l, ok := Find(found, w.kind, w.name)
@@ -251,7 +252,7 @@ func checkFound(t testing.TB, err error) bool {
 }
 
 // Find is the leftover of kind whose name starts with name.
-func Find(found []leftover.Leftover, kind leftover.Kind, name string) (leftover.Leftover, bool) {
+func Find(found []leftover.Leftover, kind leftoverkind.Kind, name string) (leftover.Leftover, bool) {
 	for _, l := range found {
 		if l.Kind == kind && strings.HasPrefix(l.Name, name) {
 			return l, true

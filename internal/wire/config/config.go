@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/eraser-oss/eraser/internal/wire/minage"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 // Config is the manager's configuration, whichever version it was written in.
@@ -43,10 +43,6 @@ type Manager struct {
 	Retention           Retention
 	Leftovers           Leftovers
 }
-
-// DefaultMinAge is the retention policy's minAge when the document sets
-// none: the workers' own default, so a pod without the flag judges alike.
-const DefaultMinAge = minage.Default
 
 // Retention is the workers' retention policy (docs/retention.md): which of
 // the images no container uses they remove.
@@ -259,6 +255,10 @@ type Component struct {
 	Limit   Resources
 	// Config is passed to the scanner verbatim; its schema is the scanner's.
 	Config string
+	// Trivy is the scanner's Config as the Trivy scanner reads it, parsed
+	// at load: nil for the other components, a custom scanner, or a
+	// document the scanner would refuse.
+	Trivy *scanconfig.Config
 	// Volumes are extra volumes for the scanner; only hostPath volumes are
 	// mounted, read-only, at their host path.
 	Volumes []corev1.Volume

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 var cmpQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
@@ -38,7 +40,7 @@ func fullConfig(apiVersion string) *Config {
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
 				"node-role.kubernetes.io/worker", "pool in (a, b)",
 			}},
-			Retention: Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containers/storage"},
+			Retention: Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containers/storage"},
 		},
 		Components: Components{
 			Collector: Component{
@@ -102,6 +104,7 @@ func defaults(apiVersion string) *Config {
 				Image:   Image{Repo: version.DefaultRepo + "/eraser-trivy-scanner", Tag: version.Version},
 				Request: Resources{Mem: q("256Mi"), CPU: q("100m")},
 				Limit:   Resources{Mem: q("2Gi")},
+				Trivy:   ptr(scanconfig.DefaultConfig()),
 			},
 			Remover: Component{
 				Enabled: true,

@@ -70,7 +70,7 @@ func convert(doc any) (*Config, []string, field.ErrorList) {
 	if err := scannerRuntime(c.cfg.Manager.Runtime.Name, c.cfg.Components); err != nil {
 		c.errs = append(c.errs, err)
 	}
-	c.scannerConfig(field.NewPath("components", "scanner", "config"), c.cfg.Components)
+	c.scannerConfig(field.NewPath("components", "scanner", "config"), &c.cfg.Components.Scanner, c.cfg.Components.Collector.Enabled)
 	c.scannerVolumes(field.NewPath("components", "scanner", "volumes"), c.cfg.Components.Scanner.Volumes)
 	c.runTimeout()
 	return c.cfg, c.warnings, c.errs

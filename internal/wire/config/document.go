@@ -9,6 +9,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/images"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // The EraserConfig versions upstream Eraser has shipped.
@@ -241,7 +242,7 @@ func defaultManagerCommon() managerCommon {
 			NodeWaitTimeout: "10m",
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
-		Retention: retentionDoc{MinAge: scalar(DefaultMinAge.String()),
+		Retention: retentionDoc{MinAge: scalar(workerdefaults.MinAge.String()),
 			ProtectReferenced: true, RemoveVulnerableReferenced: true, ProtectNotRepullable: true},
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/eraser-oss/eraser/internal/wire/leaseage"
+	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // Leftovers is what the removers do with what removals left on the
@@ -24,33 +25,20 @@ type Leftovers struct {
 	// someone else's (Docker's moby, BuildKit's buildkit) and untouched.
 	Namespaces []string
 	// LeaseAge is the age past which a containerd lease holds a leftover;
-	// 0: the workers' default (DefaultLeaseAge).
+	// 0: the workers' default (workerdefaults.LeaseAge).
 	LeaseAge time.Duration
 	// RecordAge is the age under which CRI-O's records are not judged;
-	// 0: the workers' default (DefaultRecordAge).
+	// 0: the workers' default (workerdefaults.RecordAge).
 	RecordAge time.Duration
 	// CRIORunRoot is CRI-O's run root on the nodes, which the removers
-	// mount to reclaim CRI-O's kinds; empty: DefaultCRIORunRoot.
+	// mount to reclaim CRI-O's kinds; empty: workerdefaults.CRIORunRoot.
 	CRIORunRoot string
 }
-
-// ReclaimableKinds are the kinds a configuration may reclaim, containerd's
-// then CRI-O's (the node's reclaim package holds the same list).
-var ReclaimableKinds = append(slices.Clone(containerdKinds), crioKinds...)
-
-var (
-	containerdKinds = []string{"unnamed-image", "other-namespace", "old-lease", "unreferenced"}
-	crioKinds       = []string{"unreferenced-layer", "incomplete-layer", "orphan-container"}
-)
-
-// DefaultCRIORunRoot is CRI-O's run root unless crio.conf's runroot moves
-// it.
-const DefaultCRIORunRoot = "/run/containers/storage"
 
 // ReclaimsOnCRIO says whether the removers delete CRI-O's leftovers: then
 // they write to CRI-O's store.
 func (l Leftovers) ReclaimsOnCRIO() bool {
-	return slices.ContainsFunc(l.Reclaim, func(k string) bool { return slices.Contains(crioKinds, k) })
+	return slices.ContainsFunc(l.Reclaim, func(k string) bool { return slices.Contains(leftoverkind.CRIO, leftoverkind.Kind(k)) })
 }
 
 // RunRoot is CRI-O's run root the removers are told.
@@ -58,27 +46,8 @@ func (l Leftovers) RunRoot() string {
 	if l.CRIORunRoot != "" {
 		return l.CRIORunRoot
 	}
-	return DefaultCRIORunRoot
+	return workerdefaults.CRIORunRoot
 }
-
-// DefaultLeaseAge: a pull's or an import's lease lives minutes; one a day
-// old holds what nothing finished.
-const DefaultLeaseAge = leaseage.Default
-
-// MinLeaseAge bounds leaseAge from below, as the remover bounds its
-// --lease-age: a slow pull of a large image on a slow link holds its
-// lease for many minutes.
-const MinLeaseAge = leaseage.Min
-
-// DefaultRecordAge: a pull on CRI-O writes each layer's record as the
-// layer lands and the image's record, which holds them, only at its end.
-const DefaultRecordAge = time.Hour
-
-// MinRecordAge bounds recordAge from below: under it, the layers of a
-// pull of a large image still under way would be judged as held by
-// nothing. Ten minutes is retention.minAge's default, the age from which
-// an image is taken for settled.
-const MinRecordAge = 10 * time.Minute
 
 type leftoversDoc struct {
 	Reclaim     []string `json:"reclaim"`
@@ -92,8 +61,8 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 	var out Leftovers
 	for i, k := range d.Reclaim {
 		switch {
-		case !slices.Contains(ReclaimableKinds, k):
-			c.errs = append(c.errs, field.NotSupported(p.Child("reclaim").Index(i), k, ReclaimableKinds))
+		case !slices.Contains(leftoverkind.Reclaimable, leftoverkind.Kind(k)):
+			c.errs = append(c.errs, field.NotSupported(p.Child("reclaim").Index(i), k, leftoverkind.Reclaimable))
 		case !slices.Contains(out.Reclaim, k):
 			out.Reclaim = append(out.Reclaim, k)
 		}
@@ -115,15 +84,15 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 		c.warn(p.Child("reclaim"), "other-namespace reclaims nothing until namespaces names one")
 	}
 	if d.LeaseAge != "" {
-		if age := c.duration(p.Child("leaseAge"), d.LeaseAge, true); age > 0 && age < MinLeaseAge {
-			c.errs = append(c.errs, field.Invalid(p.Child("leaseAge"), string(d.LeaseAge), fmt.Sprintf("must be at least %s: a pull in progress holds a lease", MinLeaseAge)))
+		if age := c.duration(p.Child("leaseAge"), d.LeaseAge, true); age > 0 && age < workerdefaults.MinLeaseAge {
+			c.errs = append(c.errs, field.Invalid(p.Child("leaseAge"), string(d.LeaseAge), fmt.Sprintf("must be at least %s: a pull in progress holds a lease", workerdefaults.MinLeaseAge)))
 		} else if age > 0 {
 			out.LeaseAge = age
 		}
 	}
 	if d.RecordAge != "" {
-		if age := c.duration(p.Child("recordAge"), d.RecordAge, true); age > 0 && age < MinRecordAge {
-			c.errs = append(c.errs, field.Invalid(p.Child("recordAge"), string(d.RecordAge), fmt.Sprintf("must be at least %s: a pull in progress writes its layers before the image that holds them", MinRecordAge)))
+		if age := c.duration(p.Child("recordAge"), d.RecordAge, true); age > 0 && age < workerdefaults.MinRecordAge {
+			c.errs = append(c.errs, field.Invalid(p.Child("recordAge"), string(d.RecordAge), fmt.Sprintf("must be at least %s: a pull in progress writes its layers before the image that holds them", workerdefaults.MinRecordAge)))
 		} else if age > 0 {
 			out.RecordAge = age
 		}
@@ -136,12 +105,12 @@ func (c *converter) leftovers(p *field.Path, d leftoversDoc) Leftovers {
 		}
 	}
 	// The kinds of the other runtime reclaim nothing on these nodes.
-	other := crioKinds
+	other := leftoverkind.CRIO
 	if c.cfg.Manager.Runtime.Name == RuntimeCrio {
-		other = containerdKinds
+		other = leftoverkind.Containerd
 	}
 	for _, k := range out.Reclaim {
-		if slices.Contains(other, k) {
+		if slices.Contains(other, leftoverkind.Kind(k)) {
 			c.warn(p.Child("reclaim"), fmt.Sprintf("%s is not a leftover of %s nodes: it reclaims nothing there", k, c.cfg.Manager.Runtime.Name))
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // retentionDocs writes the same manager.retention section in each version:
@@ -25,11 +27,11 @@ func TestRetention(t *testing.T) {
 	}{
 		"defaults": {
 			section: "{}",
-			want:    Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd"},
 		},
 		"null keeps the defaults": {
 			section: "null",
-			want:    Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd"},
 		},
 		"every key": {
 			section: "{minAge: 1h, unusedFor: 720h, highThresholdPercent: 85, lowThresholdPercent: 80, imageFsPath: /mnt/images}",
@@ -37,28 +39,28 @@ func TestRetention(t *testing.T) {
 		},
 		"unusedFor alone": {
 			section: "{unusedFor: 168h}",
-			want:    Retention{MinAge: DefaultMinAge, UnusedFor: 168 * time.Hour, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, UnusedFor: 168 * time.Hour, ImageFsPath: "/var/lib/containerd"},
 		},
 		"thresholds at the bounds": {
 			section: "{highThresholdPercent: 100, lowThresholdPercent: 1}",
-			want:    Retention{MinAge: DefaultMinAge, HighThresholdPercent: 100, LowThresholdPercent: 1, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 100, LowThresholdPercent: 1, ImageFsPath: "/var/lib/containerd"},
 		},
 		"thresholds as strings": {
 			section: "{highThresholdPercent: '90', lowThresholdPercent: '70'}",
-			want:    Retention{MinAge: DefaultMinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/var/lib/containerd"},
 		},
 		"protections off": {
 			section: "{protectReferenced: false, removeVulnerableReferenced: false, protectNotRepullable: false}",
-			want: Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd",
+			want: Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd",
 				IgnoreReferenced: true, KeepVulnerableReferenced: true, RemoveNotRepullable: true},
 		},
 		"vulnerable referenced kept": {
 			section: "{removeVulnerableReferenced: false}",
-			want:    Retention{MinAge: DefaultMinAge, ImageFsPath: "/var/lib/containerd", KeepVulnerableReferenced: true},
+			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd", KeepVulnerableReferenced: true},
 		},
 		"imageFsPath cleaned": {
 			section: "{highThresholdPercent: 90, lowThresholdPercent: 70, imageFsPath: /data/containerd/}",
-			want:    Retention{MinAge: DefaultMinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/data/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/data/containerd"},
 		},
 	}
 	for name, tc := range cases {

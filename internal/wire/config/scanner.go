@@ -47,18 +47,20 @@ func scannerRuntime(rt RuntimeName, comps Components) *field.Error {
 // refused once, with its path, and its warnings are seen where the
 // configuration is edited. While no scheduled run scans, the document is
 // not used, as upstream never read it then: what the scanner would refuse
-// is only a warning until scanning is turned on.
-func (c *converter) scannerConfig(p *field.Path, comps Components) {
-	if !IsTrivyScanner(comps.Scanner) {
+// is only a warning until scanning is turned on. The parsed document is
+// kept in scanner.Trivy for what the manager derives from it.
+func (c *converter) scannerConfig(p *field.Path, scanner *Component, collecting bool) {
+	if !IsTrivyScanner(*scanner) {
 		return
 	}
-	_, warnings, err := scanconfig.Parse(comps.Scanner.Config)
+	sc, warnings, err := scanconfig.Parse(scanner.Config)
 	for _, w := range warnings {
 		c.warn(p, w)
 	}
 	switch {
 	case err == nil:
-	case comps.Collector.Enabled && comps.Scanner.Enabled:
+		scanner.Trivy = &sc
+	case collecting && scanner.Enabled:
 		c.errs = append(c.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
 	default:
 		c.warn(p, "not used while scheduled runs do not scan; the scanner would refuse it: "+err.Error())

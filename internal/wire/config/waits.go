@@ -2,18 +2,13 @@ package config
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
-
-// PeerWait bounds a worker's wait for a peer in a pod that does not scan:
-// the collector lists the node in seconds, so a peer that has not answered
-// in this time is dead (the workers' --handoff-timeout default).
-const PeerWait = time.Hour
 
 // ScanSlack is what a scanning run needs beyond the scanner's own deadline:
 // the collector's listing before the scanner reads it, then the removals
@@ -53,7 +48,7 @@ type Waits struct {
 // take (timeout.total, 23h by default), and an upstream configuration with
 // a longer one must keep working; upstream had no run timeout at all.
 func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scanconfig.Config) Waits {
-	w := Waits{Handoff: PeerWait, PodRun: podRunTimeout}
+	w := Waits{Handoff: workerdefaults.HandoffTimeout, PodRun: podRunTimeout}
 	if !scheduled || !scanning {
 		return w
 	}
@@ -72,35 +67,8 @@ func WaitsFor(podRunTimeout time.Duration, scheduled, scanning bool, sc *scancon
 
 // Waits are the waits of a job of this configuration, scheduled or not.
 func (c *Config) Waits(scheduled bool) Waits {
-	return WaitsFor(c.Manager.ImageJob.PodRunTimeout, scheduled, c.Components.Collector.Enabled && c.Components.Scanner.Enabled, c.trivyScan())
+	return WaitsFor(c.Manager.ImageJob.PodRunTimeout, scheduled, c.Components.Collector.Enabled && c.Components.Scanner.Enabled, c.Components.Scanner.Trivy)
 }
-
-// trivyScan is the Trivy scanner's configuration, nil for a custom
-// scanner's or one that does not parse (which the load refuses).
-func (c *Config) trivyScan() *scanconfig.Config {
-	if !IsTrivyScanner(c.Components.Scanner) {
-		return nil
-	}
-	doc := c.Components.Scanner.Config
-	// Every worker pod of a job asks, and parsing costs tens of
-	// microseconds: the last document's answer is kept.
-	if last := lastScan.Load(); last != nil && last.doc == doc {
-		return last.sc
-	}
-	var out *scanconfig.Config
-	if sc, err := scanconfig.ParseConfig(doc); err == nil {
-		out = &sc
-	}
-	lastScan.Store(&parsedScan{doc: doc, sc: out})
-	return out
-}
-
-type parsedScan struct {
-	doc string
-	sc  *scanconfig.Config
-}
-
-var lastScan atomic.Pointer[parsedScan]
 
 // runTimeout tells, at load, about a podRunTimeout that scheduled runs'
 // pods would outlive: a warning rather than a refusal, because the default

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
 // MaxSize is the kubelet's limit on a termination message.
@@ -175,7 +177,7 @@ func (s *Summary) AddFailure(image, message string) {
 	if len(s.Failures) >= maxFailures {
 		return
 	}
-	s.Failures = append(s.Failures, Failure{Image: truncate(image), Message: truncate(message)})
+	s.Failures = append(s.Failures, Failure{Image: textcut.Cut(image, maxMessage), Message: textcut.Cut(message, maxMessage)})
 }
 
 // AddRefused records an image the runtime refused to remove for good,
@@ -184,7 +186,7 @@ func (s *Summary) AddRefused(image, message string) {
 	if len(s.Refused) >= maxFailures {
 		return
 	}
-	s.Refused = append(s.Refused, Failure{Image: truncate(image), Message: truncate(message)})
+	s.Refused = append(s.Refused, Failure{Image: textcut.Cut(image, maxMessage), Message: textcut.Cut(message, maxMessage)})
 }
 
 // AddInvalid records an invalid entry among the failures, keeping only the
@@ -193,27 +195,20 @@ func (s *Summary) AddInvalid(entry, message string) {
 	if len(s.Failures) >= maxFailures {
 		return
 	}
-	s.Failures = append(s.Failures, Failure{Image: truncate(entry), Message: truncate(message), Invalid: true})
-}
-
-func truncate(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage-3] + "..."
+	s.Failures = append(s.Failures, Failure{Image: textcut.Cut(entry, maxMessage), Message: textcut.Cut(message, maxMessage), Invalid: true})
 }
 
 // Encode is the summary's termination-message form, always under MaxSize.
 func (s Summary) Encode() []byte {
-	s.Error = truncate(s.Error)
+	s.Error = textcut.Cut(s.Error, maxMessage)
 	if s.Freed != nil {
 		f := *s.Freed
-		f.Note, f.Error = truncate(f.Note), truncate(f.Error)
+		f.Note, f.Error = textcut.Cut(f.Note, maxMessage), textcut.Cut(f.Error, maxMessage)
 		s.Freed = &f
 	}
 	if s.Leftovers != nil {
 		l := *s.Leftovers
-		l.Error = truncate(l.Error)
+		l.Error = textcut.Cut(l.Error, maxMessage)
 		s.Leftovers = &l
 	}
 	for {
@@ -253,7 +248,6 @@ func Decode(data []byte) (Summary, error) {
 // Write writes the summary to the termination message file. Outside a pod
 // that file may not exist; the caller logs the error and carries on.
 func Write(path string, s Summary) error {
-	s.PeakRSSBytes = PeakRSS()
 	if path == "" {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
 	"github.com/eraser-oss/eraser/internal/util/bytesize"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -162,7 +163,7 @@ func (o *Observation) judge(w Snapshot, node string) {
 		o.Failed++
 		ended = metrics.OutcomeFailed
 		if !recorded {
-			o.NewFailures[node] = eraserv1.NodeFailure{Node: node, Reason: out.Reason, Message: Truncate(out.Message)}
+			o.NewFailures[node] = eraserv1.NodeFailure{Node: node, Reason: out.Reason, Message: textcut.Cut(out.Message, MaxMessage)}
 		}
 		if out.TimedOut {
 			o.TimedOut = append(o.TimedOut, pod)

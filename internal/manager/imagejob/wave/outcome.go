@@ -237,9 +237,6 @@ var policyOrder = []eraserv1.RemovalPolicy{
 	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicyDiskPressure,
 }
 
-func Truncate(s string) string {
-	if len(s) > 1000 {
-		return s[:997] + "..."
-	}
-	return s
-}
+// MaxMessage bounds a message the job's status or an Event quotes: a
+// node's failure, a condition's, what the API server refused.
+const MaxMessage = 1000

@@ -7,6 +7,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
@@ -69,74 +70,56 @@ type Wave struct {
 
 // plan picks the next wave: first the nodes that waited for another run,
 // as they come free, then targets from the cursor on, while fewer than the
-// limit have a live pod and the bound on pods in flight leaves room. A node
-// another run holds is passed and waits.
+// limit have a live pod and the bound on pods in flight leaves headroom. A
+// node another run holds is passed and waits.
 func plan(w Snapshot, o Observation) Wave {
-	p := Wave{From: o.Started, Started: o.Started, Failed: map[string]eraserv1.NodeFailure{}, Waiting: map[string]string{}}
-	active := o.Active
-	limit := w.Limit
-	if limit <= 0 {
-		limit = len(w.Targets)
+	pl := newPlanner(w, o)
+	pl.retake()
+	pl.extend()
+	return pl.wave
+}
+
+// planner is one plan under way: the wave so far, and what it may still
+// take.
+type planner struct {
+	w    Snapshot
+	wave Wave
+	// active counts the nodes with a live pod, against limit.
+	active, limit int
+	// headroom is what the bound on pods in flight still lets the wave
+	// create; -1 is no bound.
+	headroom int
+	// createBound is how long a pod's creation is retried before its node
+	// fails.
+	createBound time.Duration
+}
+
+func newPlanner(w Snapshot, o Observation) *planner {
+	pl := &planner{
+		w:      w,
+		wave:   Wave{From: o.Started, Started: o.Started, Failed: map[string]eraserv1.NodeFailure{}, Waiting: map[string]string{}},
+		active: o.Active, limit: w.Limit, headroom: -1, createBound: w.Timeouts.Start,
 	}
-	left := -1
+	if pl.limit <= 0 {
+		pl.limit = len(w.Targets)
+	}
 	if w.Bounded {
-		left = w.Headroom
+		pl.headroom = w.Headroom
 	}
 	if w.HeldBy == nil {
-		w.HeldBy = func(string) string { return "" }
+		pl.w.HeldBy = func(string) string { return "" }
 	}
-	// wait leaves a node held by another run waiting, or gives it up when
-	// its wait stalled longer than the bound.
-	wait := func(name, holder string) {
-		if s, ok := stallOf(w, name); ok && w.Timeouts.Wait > 0 {
-			msg, due, out := gaveUp(holder, s, w.Timeouts.Wait, w.Now)
-			if out {
-				p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonWaitTimedOut, Message: msg}
-				return
-			}
-			p.Wake = earliest(p.Wake, due)
-		}
-		p.Waiting[name] = holder
+	if pl.createBound <= 0 {
+		pl.createBound = CreateBound
 	}
-	full := func() bool {
-		if w.Paused {
-			return true
-		}
-		if left == 0 {
-			p.AtBound = true
-		}
-		return active >= limit || left == 0
-	}
-	take := func(i int) {
-		p.Create = append(p.Create, i)
-		active++
-		if left > 0 {
-			left--
-		}
-	}
-	bound := w.Timeouts.Start
-	if bound <= 0 {
-		bound = CreateBound
-	}
-	// creatable says whether the node's pod may be sent now, and fails a
-	// node whose creation was retried for too long.
-	creatable := func(name string) bool {
-		cf, ok := w.Creating[name]
-		if !ok {
-			return true
-		}
-		if !w.Now.Before(cf.First.Add(bound)) {
-			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
-				Message: Truncate(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", bound, cf.Attempts, cf.Message))}
-			return false
-		}
-		if w.Now.Before(cf.Next) {
-			p.Wake = earliest(p.Wake, cf.Next)
-			return false
-		}
-		return true
-	}
-	for i, target := range w.Targets[:min(o.Started, len(w.Targets))] {
+	return pl
+}
+
+// retake goes over the reached nodes that wait for their pod: each is
+// taken as it comes free, or waits on.
+func (pl *planner) retake() {
+	w, p := pl.w, &pl.wave
+	for i, target := range w.Targets[:min(p.From, len(w.Targets))] {
 		name := target.Name
 		if !Waits(w, name) {
 			continue
@@ -144,21 +127,26 @@ func plan(w Snapshot, o Observation) Wave {
 		switch {
 		case !w.Nodes[name]:
 			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonNodeDeleted, Message: "the node was deleted before its pod was created"}
-		case w.Halted || full():
+		case w.Halted || pl.full():
 			// Over the budget the waiting nodes are never started: they
 			// count as untouched. Paused, they wait for the resume.
 			p.Waiting[name] = ""
 		case w.HeldBy(name) != "":
-			wait(name, w.HeldBy(name))
-		case !creatable(name):
+			pl.wait(name, w.HeldBy(name))
+		case !pl.creatable(name):
 			if _, failed := p.Failed[name]; !failed {
 				p.Waiting[name] = ""
 			}
 		default:
-			take(i)
+			pl.take(i)
 		}
 	}
-	for p.Started < len(w.Targets) && !full() {
+}
+
+// extend moves the cursor on over the targets while the wave is not full.
+func (pl *planner) extend() {
+	w, p := pl.w, &pl.wave
+	for p.Started < len(w.Targets) && !pl.full() {
 		name := w.Targets[p.Started].Name
 		if f, recorded := w.Failures[name]; recorded && w.Pods[name] == nil {
 			// Ended before a rewind of the cursor (a later refusal).
@@ -170,7 +158,7 @@ func plan(w Snapshot, o Observation) Wave {
 			// Created before (the cursor was held back by a refusal): sending
 			// it again could be refused by admission before AlreadyExists.
 			if !podspec.Finished(w.Pods[name]) {
-				active++
+				pl.active++
 			}
 			p.Started++
 			continue
@@ -181,11 +169,11 @@ func plan(w Snapshot, o Observation) Wave {
 			continue
 		}
 		if h := w.HeldBy(name); h != "" {
-			wait(name, h)
+			pl.wait(name, h)
 			p.Started++
 			continue
 		}
-		if _, retried := w.Creating[name]; retried && !creatable(name) {
+		if _, retried := w.Creating[name]; retried && !pl.creatable(name) {
 			if _, failed := p.Failed[name]; failed {
 				p.Started++
 				continue
@@ -194,10 +182,65 @@ func plan(w Snapshot, o Observation) Wave {
 			// without a pod, a failure or a wait.
 			break
 		}
-		take(p.Started)
+		pl.take(p.Started)
 		p.Started++
 	}
-	return p
+}
+
+// wait leaves a node held by another run waiting, or gives it up when its
+// wait stalled longer than the bound.
+func (pl *planner) wait(name, holder string) {
+	w, p := pl.w, &pl.wave
+	if s, ok := stallOf(w, name); ok && w.Timeouts.Wait > 0 {
+		msg, due, out := gaveUp(holder, s, w.Timeouts.Wait, w.Now)
+		if out {
+			p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonWaitTimedOut, Message: msg}
+			return
+		}
+		p.Wake = earliest(p.Wake, due)
+	}
+	p.Waiting[name] = holder
+}
+
+// full says whether the wave may take no more nodes, and records when the
+// bound is why.
+func (pl *planner) full() bool {
+	if pl.w.Paused {
+		return true
+	}
+	if pl.headroom == 0 {
+		pl.wave.AtBound = true
+	}
+	return pl.active >= pl.limit || pl.headroom == 0
+}
+
+// take adds the i-th target to the wave.
+func (pl *planner) take(i int) {
+	pl.wave.Create = append(pl.wave.Create, i)
+	pl.active++
+	if pl.headroom > 0 {
+		pl.headroom--
+	}
+}
+
+// creatable says whether the node's pod may be sent now, and fails a node
+// whose creation was retried for too long.
+func (pl *planner) creatable(name string) bool {
+	w, p := pl.w, &pl.wave
+	cf, ok := w.Creating[name]
+	if !ok {
+		return true
+	}
+	if !w.Now.Before(cf.First.Add(pl.createBound)) {
+		p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
+			Message: textcut.Cut(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", pl.createBound, cf.Attempts, cf.Message), MaxMessage)}
+		return false
+	}
+	if w.Now.Before(cf.Next) {
+		p.Wake = earliest(p.Wake, cf.Next)
+		return false
+	}
+	return true
 }
 
 func stallOf(w Snapshot, node string) (Stall, bool) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
 // Stall is since when a node's wait cannot end, and why.
@@ -73,6 +75,6 @@ func gaveUp(holder string, s Stall, bound time.Duration, now time.Time) (failure
 	if now.Before(due) {
 		return "", due, false
 	}
-	return Truncate(fmt.Sprintf("gave up waiting for %s's worker on the node after nodeWaitTimeout %v: %s; no worker of this run was created on it",
-		holder, bound, s.Why)), due, true
+	return textcut.Cut(fmt.Sprintf("gave up waiting for %s's worker on the node after nodeWaitTimeout %v: %s; no worker of this run was created on it",
+		holder, bound, s.Why), MaxMessage), due, true
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package workerresult
+package memlimit
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package workerresult
+package memlimit
 
 // PeakRSS is not measured on this platform.
 func PeakRSS() uint64 { return 0 }
