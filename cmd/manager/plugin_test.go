@@ -19,11 +19,13 @@ import (
 	"github.com/eraser-oss/eraser/internal/cli/plugin"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
-var pluginBin = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
+// pluginBin is kubectl-eraser, built by the first test running it.
+var pluginBin = gobuild.New("cmd/kubectl-eraser")
 
 // Scheduled runs on, none at start, a day apart: the schedule's run in this
 // test is the one `kubectl eraser run schedule` asks for.

@@ -12,10 +12,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"io"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,13 +19,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
 const (
@@ -77,20 +73,17 @@ func serveCRIOPause(pauseBinary string) (crioSetup, error) {
 	if err != nil {
 		return crioSetup{}, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host, stop, err := testregistry.Listen()
 	if err != nil {
 		return crioSetup{}, err
 	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: time.Minute}
-	go func() { _ = srv.Serve(ln) }()
-	host := ln.Addr().String()
 	// In the mirror's layout: the image's registry host (registry.k8s.io)
 	// first in the path.
-	if err := testcrio.Push("http://"+host, sandboxImage, img); err != nil {
-		_ = srv.Close()
+	if err := testregistry.Push(host, sandboxImage, img); err != nil {
+		stop()
 		return crioSetup{}, fmt.Errorf("pushing the sandbox image to the CRI-O nodes' registry: %w", err)
 	}
-	return crioSetup{pauseMirror: host + "/registry.k8s.io", stopRegistry: func() { _ = srv.Close() }}, nil
+	return crioSetup{pauseMirror: host + "/registry.k8s.io", stopRegistry: stop}, nil
 }
 
 // cgroupRoot is the cgroup the node's kubelet puts every pod under, of

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
-	"github.com/eraser-oss/eraser/internal/testing/wait"
 )
 
 func repoPath(parts ...string) string {
@@ -207,27 +207,6 @@ func apply(t *testing.T, objs objects, dryRun bool) {
 				crds = append(crds, u.GetName())
 			}
 		}
-		waitEstablished(t, c, crds)
-	}
-}
-
-func waitEstablished(t *testing.T, c client.Client, names []string) {
-	t.Helper()
-	for _, name := range names {
-		err := wait.Until(time.Minute, func() (bool, error) {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
-				return false, err
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s not established: %v", name, err)
-		}
+		crdwait.Established(t, c, time.Minute, crds...)
 	}
 }

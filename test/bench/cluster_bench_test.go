@@ -44,10 +44,11 @@ func buildKwok(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestMain removes the manager binary the benchmarks built.
+// TestMain removes the binaries the benchmarks built.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	managertest.Binary.Remove()
+	workers.Remove()
 	os.Exit(code)
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/handoff"
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/remover"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
@@ -90,16 +91,8 @@ func envSizes(env string, def ...int) []int {
 	return def
 }
 
-func buildWorkers(t *testing.T) string {
-	dir := t.TempDir()
-	// As the release images are built (see Makefile GO_BUILD_FLAGS).
-	cmd := exec.Command("go", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", dir+"/", "../../cmd/remover", "../../cmd/collector")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return dir
-}
+// workers are the remover and the collector, as released.
+var workers = gobuild.New("cmd/remover", "cmd/collector")
 
 // seed imports n small unused images, in batches, and returns their IDs.
 func seed(t *testing.T, c *testcontainerd.Containerd, n int, round int) []string {
@@ -164,7 +157,7 @@ func summaryOf(t *testing.T, summaryFile string) workerresult.Summary {
 }
 
 func TestRemoverBench(t *testing.T) {
-	bin := buildWorkers(t)
+	bin := workers.Dir(t)
 	var figures []figure
 	for _, n := range sizes() {
 		c := testcontainerd.Start(t)

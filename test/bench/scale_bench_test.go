@@ -100,7 +100,7 @@ func (n *largeNode) RemoveImage(_ context.Context, r *runtimeapi.RemoveImageRequ
 // a memory cgroup of its default limit (30Mi): the kernel kills it if it
 // goes over. Run by make bench-remover.
 func TestRemoverAtScale(t *testing.T) {
-	bin := buildWorkers(t)
+	bin := workers.Dir(t)
 	node := newLargeNode()
 	// BENCH_REMOVER_KEEP=1: the runtime keeps what it says it removed (the
 	// remover's worst case for memory: a second full listing).

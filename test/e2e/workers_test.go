@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,28 +19,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
 )
 
+// bin is the directory of the workers, the node command and the example
+// scanner, as released.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "eraser-e2e-bin")
+	workers := gobuild.New("cmd/collector", "cmd/remover", "cmd/eraser", "examples/scanner")
+	dir, err := workers.Build()
 	if err != nil {
-		panic(err)
-	}
-	bin = dir
-	build := exec.Command("go", "build", "-o", dir+"/", "../../cmd/collector", "../../cmd/remover", "../../cmd/eraser", "../../examples/scanner")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building workers:", err)
 		os.Exit(1)
 	}
+	bin = dir
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	workers.Remove()
 	os.Exit(code)
 }
 

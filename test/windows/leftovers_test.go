@@ -33,6 +33,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/cli/nodecmd"
 	"github.com/eraser-oss/eraser/internal/node/leftover"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/testleftovers"
@@ -69,35 +70,35 @@ func requireWine(t *testing.T) {
 	t.Skip(msg)
 }
 
+// The commands the test runs: the Linux eraser, and the Windows eraser and
+// relay as a release builds them (static, amd64).
+var (
+	linuxCommands   = gobuild.New("cmd/eraser")
+	windowsCommands = gobuild.New("cmd/eraser", "internal/testing/piperelay").For("windows", "amd64")
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	linuxCommands.Remove()
+	windowsCommands.Remove()
+	os.Exit(code)
+}
+
 // binaries are the commands the test runs.
 type binaries struct {
 	eraser, eraserExe, relayExe string
 }
 
-// build builds the Linux eraser, and the Windows eraser and relay as a
-// release builds them (static, amd64), into dir.
-func build(t *testing.T, dir string) binaries {
+// build builds the commands, both platforms at once.
+func build(t *testing.T) binaries {
 	t.Helper()
-	b := binaries{eraser: filepath.Join(dir, "eraser"), eraserExe: filepath.Join(dir, "eraser.exe"), relayExe: filepath.Join(dir, "piperelay.exe")}
-	builds := []*exec.Cmd{
-		exec.Command("go", "build", "-o", b.eraser, "../../cmd/eraser"),
-		exec.Command("go", "build", "-o", dir+"/", "../../cmd/eraser", "../../internal/testing/piperelay"),
-	}
-	builds[0].Env = append(os.Environ(), "CGO_ENABLED=0")
-	builds[1].Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
-	for i, cmd := range builds {
-		wg.Go(func() {
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-			}
-		})
-	}
+	wg.Go(func() { _, _ = linuxCommands.Build() })
+	wg.Go(func() { _, _ = windowsCommands.Build() })
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	b := binaries{eraser: linuxCommands.Path(t)}
+	windows := windowsCommands.Dir(t)
+	b.eraserExe, b.relayExe = filepath.Join(windows, "eraser.exe"), filepath.Join(windows, "piperelay.exe")
 	return b
 }
 
@@ -342,7 +343,7 @@ func TestLeftoversThroughNamedPipe(t *testing.T) {
 	requireWine(t)
 	c := testcontainerd.Start(t)
 	dir := t.TempDir()
-	bin := build(t, dir)
+	bin := build(t)
 	ln := testleftovers.New(t, c)
 	made := testleftovers.Make(t, ln)
 	image := func(tag string, size int) testimage.Image {

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,24 +13,19 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	helmregistry "helm.sh/helm/v4/pkg/registry"
+
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
 const testVersion = "1.2.3-rc.1"
 
-// startRegistry serves go-containerregistry's OCI registry (in memory) on
-// a loopback port and returns its registry path for a release.
+// startRegistry serves an OCI registry on loopback until the test ends
+// and returns its registry path for a release.
 func startRegistry(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host + "/eraser"
+	return testregistry.Start(t) + "/eraser"
 }
 
 // isolate keeps the host's docker and Helm credentials and caches out.

@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 )
 
 // testSigner is a fresh key, for tests that need a signed release but
@@ -73,18 +75,19 @@ func cosign(t *testing.T, bin, dir string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// buildPause builds the tests' pause program for linux/amd64: a small Go
-// binary whose build information the SBOM and provenance must carry.
+// pause is the tests' pause program for linux/amd64: a small Go binary
+// whose build information the SBOM and provenance must carry.
+var pause = gobuild.New("test/images/pause").For("linux", "amd64")
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pause.Remove()
+	os.Exit(code)
+}
+
 func buildPause(t *testing.T) []byte {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pause")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./test/images/pause")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the pause program: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(bin)
+	data, err := os.ReadFile(pause.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

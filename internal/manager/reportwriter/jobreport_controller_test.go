@@ -27,6 +27,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -34,7 +35,14 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+// plugin is kubectl-eraser, built by the first test running it.
+var plugin = gobuild.New("cmd/kubectl-eraser")
+
+func TestMain(m *testing.M) {
+	code := testenv.Run(m, &env)
+	plugin.Remove()
+	os.Exit(code)
+}
 
 const ns = "report-test"
 
@@ -193,11 +201,7 @@ func TestReportFromLogs(t *testing.T) {
 func pluginRunner(t *testing.T) func(args ...string) (string, error) {
 	t.Helper()
 	kubectl := testenv.Kubectl(t)
-	plugin, cleanup, err := testenv.BuildBinary("github.com/eraser-oss/eraser/cmd/kubectl-eraser")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	plugin := plugin.Path(t)
 	return func(args ...string) (string, error) {
 		cmd := exec.Command(kubectl, append([]string{"eraser"}, args...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, "PATH="+filepath.Dir(plugin)+":"+os.Getenv("PATH"))

@@ -3,8 +3,6 @@ package scandb
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,13 +11,13 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -29,7 +27,6 @@ import (
 // dbRegistry is a registry on loopback holding a DB artifact, which counts
 // the requests for the DB's manifest and archive and can refuse them.
 type dbRegistry struct {
-	srv  *httptest.Server
 	repo string
 	mu   sync.Mutex
 	// manifests and blobs count the GETs of the DB's manifest and archive.
@@ -41,8 +38,8 @@ type dbRegistry struct {
 func newRegistry(t *testing.T) *dbRegistry {
 	t.Helper()
 	r := &dbRegistry{}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	inner := testregistry.Handler()
+	host := testregistry.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		refuse, corrupt := r.refuse, r.corrupt
 		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
@@ -73,8 +70,7 @@ func newRegistry(t *testing.T) *dbRegistry {
 		}
 		inner.ServeHTTP(w, req)
 	}))
-	t.Cleanup(r.srv.Close)
-	r.repo = strings.TrimPrefix(r.srv.URL, "http://") + "/aquasecurity/trivy-db"
+	r.repo = host + "/aquasecurity/trivy-db"
 	return r
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,13 +15,13 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 )
 
@@ -45,7 +43,7 @@ func TestPrivateCA(t *testing.T) {
 		privateCAChild(t, repo, os.Getenv(envCAAddr), os.Getenv(envCAWant) == "ok")
 		return
 	}
-	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewUnstartedServer(testregistry.Handler())
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()

@@ -1,24 +1,17 @@
 package containerdconfig_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/containerdconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
 func TestNoRegistriesByDefault(t *testing.T) {
@@ -50,15 +43,15 @@ func TestTwoAtOnceShareNothingOnTheHost(t *testing.T) {
 // as the kubelet does, from a registry on loopback that speaks plain HTTP.
 func TestPullsFromPlainHTTPRegistry(t *testing.T) {
 	testcontainerd.Require(t)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := testregistry.Start(t)
 	img, err := random.Image(1024, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := host + "/e2e/pulled:1"
-	push(t, srv.URL, "e2e/pulled", "1", img)
+	if err := testregistry.Push(host, "e2e/pulled:1", img); err != nil {
+		t.Fatal(err)
+	}
 	c := testcontainerd.Start(t, testcontainerd.WithPlainHTTPRegistries(host))
 	resp, err := c.Images.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if err != nil {
@@ -71,80 +64,4 @@ func TestPullsFromPlainHTTPRegistry(t *testing.T) {
 	if resp.ImageRef != id.String() {
 		t.Errorf("pulled %s, want the image %s", resp.ImageRef, id)
 	}
-}
-
-// push uploads img to the registry at base as repo:tag with the
-// distribution API's monolithic uploads (go-containerregistry's remote
-// package would pull docker's credential code into the module for this).
-func push(t *testing.T, base, repo, tag string, img v1.Image) {
-	t.Helper()
-	do := func(method, url string, body []byte, mediaType string, want int) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest(method, url, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mediaType != "" {
-			req.Header.Set("Content-Type", mediaType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %s, want %d", method, url, resp.Status, want)
-		}
-		return resp
-	}
-	blob := func(digest v1.Hash, data []byte) {
-		t.Helper()
-		loc := do(http.MethodPost, base+"/v2/"+repo+"/blobs/uploads/", nil, "", http.StatusAccepted).Header.Get("Location")
-		if !strings.HasPrefix(loc, "http") {
-			loc = base + loc
-		}
-		sep := "?"
-		if strings.Contains(loc, "?") {
-			sep = "&"
-		}
-		do(http.MethodPut, loc+sep+"digest="+digest.String(), data, "application/octet-stream", http.StatusCreated)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		_ = rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		blob(d, data)
-	}
-	cfgName, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := img.RawConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob(cfgName, cfg)
-	manifest, err := img.RawManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mt, err := img.MediaType()
-	if err != nil {
-		t.Fatal(err)
-	}
-	do(http.MethodPut, fmt.Sprintf("%s/v2/%s/manifests/%s", base, repo, tag), manifest, string(mt), http.StatusCreated)
 }

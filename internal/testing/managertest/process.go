@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
 
 // Binary is the manager, built by the first test starting one. A test
 // package's TestMain removes it at its end.
-var Binary = testenv.NewBinary("github.com/eraser-oss/eraser/cmd/manager")
+var Binary = gobuild.New("cmd/manager")
 
 // logTail is how much of a manager's log a failed test shows.
 const logTail = 200

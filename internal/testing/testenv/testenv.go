@@ -349,25 +349,6 @@ func (e *Env) writeKubeconfig() error {
 	return nil
 }
 
-// BuildBinary builds the main package pkg (an import path) into a fresh
-// temporary directory, as the tiers that run a real binary need, and returns
-// its path and a function removing it.
-func BuildBinary(pkg string) (string, func(), error) {
-	dir, err := os.MkdirTemp("", "eraser-bin-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { _ = os.RemoveAll(dir) }
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	build := exec.Command("go", "build", "-o", bin, pkg)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		cleanup()
-		return "", nil, fmt.Errorf("building %s: %w", pkg, err)
-	}
-	return bin, cleanup, nil
-}
-
 // FreePort returns a loopback address with a port free now, for a process
 // the test starts to listen on.
 func FreePort(t testing.TB) string {

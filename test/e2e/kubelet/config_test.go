@@ -8,7 +8,6 @@ package kubelet
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
+	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
 
 // baseConfig is the shipped configuration with what a test run needs: no
@@ -102,7 +103,7 @@ func scannerConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
-	run := scannerModuleCommand("go", "run", "./test/fixturedb", "-cache-dir", dir)
+	run := command(repo.Path(gobuild.Scanner), fixtureDB.Path(t), "-cache-dir", dir)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("writing the fixture DB: %v: %s", err, out)
 	}
@@ -152,15 +153,6 @@ components:
     enabled: true
     request: {cpu: 100m, mem: 100Mi}
 ` + scanner
-}
-
-// scannerModuleCommand runs a go command in the Trivy scanner's module, in
-// its configuration (make's SCANNER_ENV), in which the worker tier compiled
-// the DB's packages.
-func scannerModuleCommand(name string, args ...string) *exec.Cmd {
-	cmd := command(filepath.Join(repoRoot(), "scanner", "trivy"), name, args...)
-	cmd.Env = append(cmd.Env, "GOEXPERIMENT=jsonv2", "CGO_ENABLED=0")
-	return cmd
 }
 
 // The exclusion list protects the test's "excluded" image and Eraser's own

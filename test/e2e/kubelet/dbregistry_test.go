@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,11 +35,7 @@ func serveDB(t *testing.T) *dbRegistry {
 	if err := kube.Get(testCtx(t), client.ObjectKey{Namespace: "default", Name: "kubernetes"}, &svc); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(workDir, "fixturedb")
-	if out, err := scannerModuleCommand("go", "build", "-o", bin, "./test/fixturedb").CombinedOutput(); err != nil {
-		t.Fatalf("building fixturedb: %v: %s", err, out)
-	}
-	cmd := command(repoRoot(), bin, "-serve", svc.Spec.ClusterIP+":0")
+	cmd := command(repoRoot(), fixtureDB.Path(t), "-serve", svc.Spec.ClusterIP+":0")
 	// The registry goes with this process if it dies without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stdout, err := cmd.StdoutPipe()

@@ -41,14 +41,7 @@ const (
 // operator would, and returns its output.
 func kubectlEraser(t *testing.T, args ...string) string {
 	t.Helper()
-	plugin := filepath.Join(workDir, "plugins", "kubectl-eraser")
-	if _, err := os.Stat(plugin); err != nil {
-		build := exec.Command("go", "build", "-o", plugin, "./cmd/kubectl-eraser")
-		build.Dir = repoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building kubectl-eraser: %v: %s", err, out)
-		}
-	}
+	plugin := kubectlPlugin.Path(t)
 	cmd := exec.Command(filepath.Join(assetsDir, "kubectl"), append([]string{"eraser"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "PATH="+filepath.Dir(plugin)+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()

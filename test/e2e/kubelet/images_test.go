@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
 // Test images are example.com/e2e/NAME:1, each with its own ID.
@@ -43,7 +43,7 @@ func pushImages(t *testing.T, imgs ...testimage.Image) {
 			t.Fatal(err)
 		}
 		for _, tag := range img.Tags {
-			if err := testcrio.Push("http://"+host, strings.TrimPrefix(tag, host+"/"), built); err != nil {
+			if err := testregistry.Push(host, strings.TrimPrefix(tag, host+"/"), built); err != nil {
 				t.Fatalf("pushing %s: %v", tag, err)
 			}
 		}

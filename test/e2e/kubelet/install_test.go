@@ -20,12 +20,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 )
 
 // TestStaticManifest installs Eraser from deploy/eraser.yaml rendered for
@@ -187,7 +188,7 @@ func installConfig(t *testing.T, manifest []byte, config string, extra ...*unstr
 			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 		if obj.GetKind() == "CustomResourceDefinition" {
-			waitEstablished(t, obj.GetName())
+			crdwait.Established(t, kube, time.Minute, obj.GetName())
 		}
 	}
 	eventually(t, 3*time.Minute, "the manager Deployment to be available", func() (bool, string) {
@@ -198,22 +199,6 @@ func installConfig(t *testing.T, manifest []byte, config string, extra ...*unstr
 		return d.Status.AvailableReplicas >= 1, fmt.Sprintf("status %+v", d.Status)
 	})
 	return objects
-}
-
-func waitEstablished(t *testing.T, name string) {
-	t.Helper()
-	eventually(t, time.Minute, "CRD "+name+" to be established", func() (bool, string) {
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := kube.Get(testCtx(t), client.ObjectKey{Name: name}, &crd); err != nil {
-			return false, err.Error()
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, ""
-			}
-		}
-		return false, "not established"
-	})
 }
 
 // uninstall deletes what install created and checks that nothing of Eraser

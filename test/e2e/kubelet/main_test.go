@@ -26,9 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +36,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
@@ -47,7 +43,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 	"github.com/eraser-oss/eraser/internal/wire/images"
 )
 
@@ -68,8 +66,18 @@ var registryPath string
 // by digest.
 var releasedDigests = map[string]string{}
 
-// workDir holds the tier's binaries and client configuration while it runs.
+// workDir holds the tier's client configuration while it runs.
 var workDir string
+
+// The commands the tier builds, each as released and by the first use: the
+// local cluster, the kubectl plugin, the remover's delaying entrypoint
+// (importDelayedRemover) and the scanner module's fixture DB registry.
+var (
+	kubecluster   = gobuild.New("hack/kubecluster")
+	kubectlPlugin = gobuild.New("cmd/kubectl-eraser")
+	delay         = gobuild.New("test/e2e/kubelet/testdata/delay").For("linux", "amd64")
+	fixtureDB     = gobuild.InModule(gobuild.Scanner, "test/fixturedb")
+)
 
 // assetsDir holds the control plane's binaries, kubectl included.
 var assetsDir string
@@ -139,6 +147,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	for _, c := range []*gobuild.Commands{kubecluster, kubectlPlugin, delay, fixtureDB} {
+		defer c.Remove()
+	}
 	workDir = tmp
 	before := snapshotHostPaths()
 	stop, err := startCluster(tmp)
@@ -184,22 +195,6 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kubelet e2e: "+format+"\n", args...)
 }
 
-// startRegistry serves an in-memory OCI registry (go-containerregistry's
-// pkg/registry, a real distribution API implementation) on a free loopback
-// port, for as long as the tier runs.
-func startRegistry() (host string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{
-		Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
-		ReadHeaderTimeout: time.Minute,
-	}
-	go func() { _ = srv.Serve(ln) }()
-	return ln.Addr().String(), func() { _ = srv.Close() }, nil
-}
-
 // startCluster builds what is missing (each step is cached), starts the
 // loopback registry and releases Eraser into it (make release), starts the
 // cluster with its nodes pulling from that registry, and returns how to
@@ -219,13 +214,14 @@ func startCluster(tmp string) (func() error, error) {
 	}
 	assets := strings.TrimSpace(string(out))
 	assetsDir = assets
-	bin := filepath.Join(tmp, "kubecluster")
-	if out, err := command(root, "go", "build", "-o", bin, "./hack/kubecluster").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building hack/kubecluster: %w: %s", err, out)
+	dir, err := kubecluster.Build()
+	if err != nil {
+		return nil, err
 	}
+	bin := filepath.Join(dir, "kubecluster")
 	progress("binaries ready in %.0fs", time.Since(t0).Seconds())
 
-	host, stopRegistry, err := startRegistry()
+	host, stopRegistry, err := testregistry.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback registry: %w", err)
 	}

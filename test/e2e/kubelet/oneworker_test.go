@@ -245,13 +245,7 @@ func delayedRemoverConfig(ref string) string {
 func importDelayedRemover(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "e2e-delay")
-	build := command(repoRoot(), "go", "build", "-trimpath", "-o", bin, "./test/e2e/kubelet/testdata/delay")
-	build.Env = append(build.Env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/delay: %v: %s", err, out)
-	}
-	data, err := os.ReadFile(bin)
+	data, err := os.ReadFile(delay.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 )
 
 // sccCRD is the stand-in for OpenShift's SecurityContextConstraints kind
@@ -236,5 +237,5 @@ func createSCCStandIn(t *testing.T) {
 	if err := kube.Create(testCtx(t), crd); err != nil {
 		t.Fatalf("creating the SCC stand-in: %v", err)
 	}
-	waitEstablished(t, sccCRD)
+	crdwait.Established(t, kube, time.Minute, sccCRD)
 }

@@ -141,7 +141,7 @@ func TestScannerFleetBench(t *testing.T) {
 // runFleet runs n nodes at once and waits for them all.
 // With abusive, node 0 is a liar (lie) that knows the keys the honest nodes
 // will ask about.
-func runFleet(t *testing.T, bin string, c *testcontainerd.Containerd, n int, shared, abusive bool, known []scanshare.Key) fleetResult {
+func runFleet(t *testing.T, bin workers, c *testcontainerd.Containerd, n int, shared, abusive bool, known []scanshare.Key) fleetResult {
 	t.Helper()
 	reg, err := fixture.ServeDB([]fixture.Advisory{
 		{Release: "3.22", Package: "musl", ID: "CVE-2099-0001", Fixed: "1.2.5-r0", Severity: dbtypes.SeverityCritical},
@@ -269,7 +269,7 @@ func (anyNode) Scanner(_ context.Context, token, _ string) (scanservice.Scanner,
 // runNode runs one node's workers (the remover dry), its collector once
 // collect is closed, and returns the scanner's summary and how long its
 // scan phase took.
-func runNode(t *testing.T, bin string, c *testcontainerd.Containerd, repo string, i int, env []string, collect <-chan struct{}) (workerresult.Summary, float64) {
+func runNode(t *testing.T, bin workers, c *testcontainerd.Containerd, repo string, i int, env []string, collect <-chan struct{}) (workerresult.Summary, float64) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "bench-node")
 	if err != nil {
@@ -301,10 +301,10 @@ func runNode(t *testing.T, bin string, c *testcontainerd.Containerd, repo string
 	var scanErr error
 	wg.Go(func() {
 		<-collect
-		_ = exec.CommandContext(ctx, filepath.Join(bin, "collector"), append([]string{"--state-dir=" + filepath.Join(dir, "state"), "--min-age=0s"}, common...)...).Run()
+		_ = exec.CommandContext(ctx, bin.collector, append([]string{"--state-dir=" + filepath.Join(dir, "state"), "--min-age=0s"}, common...)...).Run()
 	})
 	wg.Go(func() {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "trivy-scanner"), append([]string{"--config=" + cfg, "--summary-file=" + summary}, common...)...)
+		cmd := exec.CommandContext(ctx, bin.scanner, append([]string{"--config=" + cfg, "--summary-file=" + summary}, common...)...)
 		cmd.Env = append(os.Environ(), env...)
 		if len(env) > 0 {
 			cmd.Env = append(cmd.Env, scanshare.EnvToken+"="+token)
@@ -312,7 +312,7 @@ func runNode(t *testing.T, bin string, c *testcontainerd.Containerd, repo string
 		cmd.Stderr = &scanLog
 		scanErr = cmd.Run()
 	})
-	if err := exec.CommandContext(ctx, filepath.Join(bin, "remover"), append([]string{"--dry-run", "--scanner=enabled", "--state-dir=" + filepath.Join(dir, "state-r"), "--min-age=0s"}, common...)...).Run(); err != nil {
+	if err := exec.CommandContext(ctx, bin.remover, append([]string{"--dry-run", "--scanner=enabled", "--state-dir=" + filepath.Join(dir, "state-r"), "--min-age=0s"}, common...)...).Run(); err != nil {
 		t.Errorf("remover: %v", err)
 	}
 	wg.Wait()

@@ -25,6 +25,7 @@ import (
 
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -119,7 +120,7 @@ func benchImage(ref string, i int) testimage.Image {
 	return testimage.Image{Tags: []string{ref}, Files: files}
 }
 
-func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile string) result {
+func runOurs(t *testing.T, bin workers, c *testcontainerd.Containerd, cfgFile string) result {
 	t.Helper()
 	shared, err := os.MkdirTemp("", "bench-shared")
 	if err != nil {
@@ -133,13 +134,13 @@ func runOurs(t *testing.T, bin string, c *testcontainerd.Containerd, cfgFile str
 	var scanLog bytes.Buffer
 	var scanErr error
 	summary := filepath.Join(shared, "scanner-summary")
-	wg.Go(func() { _ = exec.CommandContext(ctx, filepath.Join(bin, "collector"), common...).Run() })
+	wg.Go(func() { _ = exec.CommandContext(ctx, bin.collector, common...).Run() })
 	wg.Go(func() {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "trivy-scanner"), append([]string{"--config=" + cfgFile, "--summary-file=" + summary}, common...)...)
+		cmd := exec.CommandContext(ctx, bin.scanner, append([]string{"--config=" + cfgFile, "--summary-file=" + summary}, common...)...)
 		cmd.Stderr = &scanLog
 		scanErr = cmd.Run()
 	})
-	if err := exec.CommandContext(ctx, filepath.Join(bin, "remover"), append([]string{"--dry-run", "--scanner=enabled"}, common...)...).Run(); err != nil {
+	if err := exec.CommandContext(ctx, bin.remover, append([]string{"--dry-run", "--scanner=enabled"}, common...)...).Run(); err != nil {
 		t.Fatalf("remover: %v", err)
 	}
 	wg.Wait()
@@ -228,25 +229,28 @@ func median(rs []result) result {
 	return rs[len(rs)/2]
 }
 
-// buildWorkers builds the scanner and the operator's collector and remover
-// as they ship. Trivy needs the jsonv2 experiment; the operator's workers
-// ship without it.
-func buildWorkers(t *testing.T) string {
+// The scanner and the operator's collector and remover, as they ship,
+// each built with its module's experiments.
+var (
+	scannerCommand  = gobuild.InModule(gobuild.Scanner, "cmd/trivy-scanner")
+	operatorWorkers = gobuild.New("cmd/collector", "cmd/remover")
+)
+
+// TestMain removes the binaries the benchmarks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	scannerCommand.Remove()
+	operatorWorkers.Remove()
+	os.Exit(code)
+}
+
+// workers are the paths of the worker binaries.
+type workers struct {
+	collector, scanner, remover string
+}
+
+func buildWorkers(t *testing.T) workers {
 	t.Helper()
-	bin := t.TempDir()
-	for _, b := range []struct {
-		env  string
-		args []string
-	}{
-		{"GOEXPERIMENT=jsonv2", []string{"build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "../../cmd/trivy-scanner"}},
-		{"GOEXPERIMENT=", []string{"-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin + "/", "./cmd/collector", "./cmd/remover"}},
-	} {
-		cmd := exec.Command("go", b.args...)
-		cmd.Stderr = os.Stderr
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", b.env)
-		if err := cmd.Run(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return bin
+	dir := operatorWorkers.Dir(t)
+	return workers{collector: filepath.Join(dir, "collector"), scanner: scannerCommand.Path(t), remover: filepath.Join(dir, "remover")}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testcontainerd"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 	"github.com/eraser-oss/eraser/internal/testing/workertest"
@@ -34,35 +35,28 @@ import (
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/fixture"
 )
 
-var bin string
+// The scanner and the operator's collector and remover, as they ship,
+// each built with its module's experiments, so that they share their
+// build cache with make images.
+var (
+	scannerCommand  = gobuild.InModule(gobuild.Scanner, "cmd/trivy-scanner")
+	operatorWorkers = gobuild.New("cmd/collector", "cmd/remover")
+	// bin has each worker's path by name.
+	bin = map[string]string{}
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "eraser-scanner-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = dir
-	// The release's flags and environment, so that these are the binaries
-	// that ship and share their build cache with make images: Trivy needs
-	// the jsonv2 experiment, the operator's workers are built without it.
-	builds := []struct {
-		env  string
-		args []string
-	}{
-		{"GOEXPERIMENT=jsonv2", []string{"build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "../../cmd/trivy-scanner"}},
-		{"GOEXPERIMENT=", []string{"-C", "../../../..", "build", "-trimpath", "-tags=grpcnotrace", "-o", dir + "/", "./cmd/collector", "./cmd/remover"}},
-	}
-	for _, b := range builds {
-		cmd := exec.Command("go", b.args...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", b.env)
-		if err := cmd.Run(); err != nil {
+	for name, c := range map[string]*gobuild.Commands{"trivy-scanner": scannerCommand, "collector": operatorWorkers, "remover": operatorWorkers} {
+		dir, err := c.Build()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "building workers:", err)
 			os.Exit(1)
 		}
+		bin[name] = filepath.Join(dir, name)
 	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	scannerCommand.Remove()
+	operatorWorkers.Remove()
 	os.Exit(code)
 }
 
@@ -156,7 +150,7 @@ type run = workertest.Run
 
 func runWorker(t *testing.T, ctx context.Context, name string, args ...string) run {
 	t.Helper()
-	return workertest.Worker(t, ctx, filepath.Join(bin, name), args...)
+	return workertest.Worker(t, ctx, bin[name], args...)
 }
 
 // pod runs the three workers as one scheduled worker pod does, with the
