@@ -226,9 +226,10 @@ test: ## Every tier (checks, unit, control plane, fault, worker on every runtime
 # from the one configuration: the node queue's callers from many runs at
 # once (a package of its own, which needs neither client-go nor
 # controller-runtime), the workload index's readers and writers, the scan
-# service's verdicts under many scanners' claims, and the rest of their fast
-# tests, all under -race.
-RACE_PACKAGES := ./internal/manager/nodequeue ./internal/manager/workloadindex ./internal/util/parallel ./internal/manager/scanservice
+# service's verdicts under many scanners' claims (and a fleet of the nodes'
+# clients sharing through it), and the rest of their fast tests, all under
+# -race.
+RACE_PACKAGES := ./internal/manager/nodequeue ./internal/manager/workloadindex ./internal/util/parallel ./internal/manager/scanservice ./test/integration/scanshare
 .PHONY: test-race
 test-race: ## The race tier: the manager's shared state (the node queue, the workload index, the scan service's verdicts) under the race detector, with concurrent callers.
 	CGO_ENABLED=1 go test -race -short -count=1 $(GO_TEST_RUN) $(RACE_PACKAGES)

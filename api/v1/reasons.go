@@ -194,3 +194,24 @@ const (
 	// out of the reference index for its length.
 	ReasonImageDropped = "ImageDropped"
 )
+
+// Reasons of Events on the EraserConfig ConfigMap and on the CRDs: the
+// configuration in force, and what holds a manager back from running its
+// controllers.
+const (
+	// ReasonConfigApplied: on the EraserConfig ConfigMap, its document is
+	// in force for the next jobs.
+	ReasonConfigApplied = "ConfigApplied"
+	// ReasonInvalidConfig: on the EraserConfig ConfigMap, its document was
+	// refused and the last good one stays in force; or, with none to fall
+	// back on, the manager is held back until the document is fixed.
+	ReasonInvalidConfig = "InvalidConfig"
+	// ReasonMissingFields: on a CRD, it lacks fields the manager writes,
+	// which the API server would drop; the manager is held back until the
+	// CRD is this release's.
+	ReasonMissingFields = "MissingFields"
+	// ReasonOtherManager: on the EraserConfig ConfigMap, another Eraser
+	// manager acts on the same CRDs; the manager is held back until it is
+	// gone.
+	ReasonOtherManager = "OtherEraserManager"
+)

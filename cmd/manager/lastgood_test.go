@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -44,7 +44,7 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		ready, body, rerr := get("http://" + probe + "/readyz?verbose")
 		return lerr == nil && rerr == nil && live == 200 && ready != 200 && strings.Contains(body, "config-invalid")
 	})
-	waitEvent(t, ns, cm.Name, manager.ReasonInvalidConfig, "manager.imageJob.successRatio")
+	waitEvent(t, ns, cm.Name, eraserv1.ReasonInvalidConfig, "manager.imageJob.successRatio")
 	if !strings.Contains(first.Log.String(), "no job runs and nothing is removed") {
 		t.Errorf("the log does not say the manager is held back:\n%s", first.Log)
 	}
@@ -58,9 +58,9 @@ func TestManagerStartsWithLastGoodConfig(t *testing.T) {
 		t.Fatalf("the held-back manager, its ConfigMap fixed: exit %d, want 0 (to restart with it):\n%s", code, first.Log)
 	}
 	running := m.Start(t, good, "--leader-elect=false")
-	recordKey := configstore.RecordKey(client.ObjectKeyFromObject(cm))
+	recordKey := eraserconfig.RecordKey(client.ObjectKeyFromObject(cm))
 	testenv.WaitFor(t, 30*time.Second, "the last good record", func() bool {
-		raw, err := configstore.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), config.ConfigKey)
+		raw, err := eraserconfig.Recorded(ctx, env.Client, client.ObjectKeyFromObject(cm), config.ConfigKey)
 		return err == nil && string(raw) == good
 	})
 	// The edit hot reload refuses; then the restart.

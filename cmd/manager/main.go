@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/releasecheck"
 	"github.com/eraser-oss/eraser/internal/process/memlimit"
 )
@@ -46,29 +47,37 @@ func main() {
 	}
 }
 
+// run runs the manager's steps: the configuration loaded, the API server
+// found, the configuration fallen back on if the file's is invalid, then
+// the manager run (or held back).
 func run(log logr.Logger, opts manager.Options) error {
 	// The configuration is checked before anything else, so that a bad
 	// ConfigMap fails the rollout with the field at fault in the log and in
 	// the readiness, unless a good one is on record (see LoadLastGood).
-	store, err := manager.LoadConfig(log, opts.ConfigFile, opts.RemoverImage)
-	if err != nil && !errors.Is(err, manager.ErrInvalidConfig) {
-		return err
+	store, loadErr := eraserconfig.Load(log, opts.ConfigSource())
+	if loadErr != nil && !errors.Is(loadErr, eraserconfig.ErrInvalid) {
+		return fmt.Errorf("loading the EraserConfig: %w", loadErr)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	restConfig, cerr := ctrl.GetConfig()
-	if cerr != nil {
-		return errors.Join(err, cerr)
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the API server: %w", errors.Join(loadErr, err))
 	}
 	opts.BoundClients(restConfig)
-	if err != nil {
+	if loadErr != nil {
 		// Refused by hot reload earlier, perhaps: the last good one may be
 		// on record.
-		loadErr := err
-		if store, err = manager.LoadLastGood(ctx, log, restConfig, opts, loadErr); err != nil {
+		if store, err = eraserconfig.LoadLastGood(ctx, log, restConfig, opts.ConfigSource(), loadErr); err != nil {
 			// Nothing to run with: held back, live and unready, until the
 			// ConfigMap is fixed, rather than a crash loop.
-			return manager.RunInvalidConfig(ctx, log, restConfig, opts, loadErr)
+			if err := manager.RunInvalidConfig(ctx, log, restConfig, opts, loadErr); err != nil {
+				return fmt.Errorf("running held back by the EraserConfig: %w", err)
+			}
+			return nil
 		}
 	}
-	return manager.Run(ctx, log, restConfig, opts, store)
+	if err := manager.Run(ctx, log, restConfig, opts, store); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -91,7 +92,7 @@ func TestManagerRunsWithShippedRBAC(t *testing.T) {
 	}
 	logs := &testenv.Buffer{}
 	log := manager.NewLogger("info", logs)
-	store, err := manager.LoadConfig(log, file, "")
+	store, err := eraserconfig.Load(log, eraserconfig.Source{File: file})
 	if err != nil {
 		t.Fatal(err)
 	}

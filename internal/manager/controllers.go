@@ -6,16 +6,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
-	"github.com/eraser-oss/eraser/internal/manager/configreload"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/imagelist"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
 	"github.com/eraser-oss/eraser/internal/manager/reportwriter"
+	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/manager/schedule"
 	"github.com/eraser-oss/eraser/internal/manager/workloadindex"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -23,7 +22,7 @@ import (
 
 // setupControllers registers every controller with its dependencies.
 // The stores are those of the manager's cache.
-func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, store *configstore.Store) error {
+func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, store *eraserconfig.Store) error {
 	clk := clock.RealClock{}
 	cfg, _, _ := store.Get()
 	// The OTLP endpoint is read once: exporters are not swapped at run time.
@@ -31,7 +30,7 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	if err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorderFor("eraser-manager")
+	recorder := mgr.GetEventRecorderFor(EventSource)
 	// The images the cluster's pods and templates reference: watched
 	// cluster-wide apart from the manager's cache, which holds only its
 	// namespace's pods, and kept compact (internal/manager/workloadindex).
@@ -42,24 +41,27 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	if err := mgr.Add(refs); err != nil {
 		return fmt.Errorf("adding the reference index: %w", err)
 	}
-	scans, err := newScanService(mgr.GetLogger(), opts)
+	scanOpts, err := opts.scanService()
 	if err != nil {
 		return err
+	}
+	scans, err := scanservice.New(mgr.GetLogger(), scanOpts)
+	if err != nil {
+		return fmt.Errorf("preparing the scan service: %w", err)
 	}
 	setups := []struct {
 		name  string
 		setup func() error
 	}{
 		{"config", func() error {
-			return configreload.NewReconciler(mgr.GetClient(), recorder, store,
-				client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}, config.ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
+			return eraserconfig.NewReloader(mgr.GetClient(), recorder, store, opts.configMap(), config.ConfigKey, opts.RemoverImage).SetupWithManager(mgr)
 		}},
 		{"imagejob", func() error {
 			return imagejob.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), stores, recorder, clk, rec,
 				imagejob.Options{Namespace: opts.Namespace, LogLevel: string(opts.LogLevel), PullSecrets: opts.PullSecrets,
-					References: refs, ScanService: opts.ScanServiceURL(), ScanDBs: scans.dbs(), Config: store}).SetupWithManager(mgr)
+					References: refs, ScanService: opts.ScanServiceURL(), ScanDBs: scans.DBs(), Config: store}).SetupWithManager(mgr)
 		}},
-		{"scan service", func() error { return scans.setup(mgr, opts) }},
+		{"scan service", func() error { return scans.Setup(mgr) }},
 		{"jobreport", func() error {
 			cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 			if err != nil {

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,8 +21,8 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
-	"github.com/eraser-oss/eraser/internal/manager/migration"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
+	"github.com/eraser-oss/eraser/internal/manager/holdback"
 	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -35,87 +34,20 @@ import (
 // events rule covers them.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=eraser-system,resources=leases,verbs=get;create;update
 
-// LoadConfig reads and validates the EraserConfig file, applying
-// --remover-image. Warnings are logged; an invalid file is an error naming
-// every bad field.
-func LoadConfig(log logr.Logger, path, removerImage string) (*configstore.Store, error) {
-	if path == "" {
-		return nil, errors.New("--config is required: the path of the mounted EraserConfig")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading EraserConfig: %w", err)
-	}
-	cfg, warnings, err := config.Parse(data)
-	for _, w := range warnings {
-		log.Info("EraserConfig warning", "file", path, "warning", w)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrInvalidConfig, path, err)
-	}
-	return withRemoverImage(cfg, data, removerImage)
-}
+// EventSource is the component the manager's Events are from.
+const EventSource = "eraser-manager"
 
-// ErrInvalidConfig is a mounted EraserConfig that does not parse or validate.
-var ErrInvalidConfig = errors.New("invalid EraserConfig")
-
-func withRemoverImage(cfg *config.Config, data []byte, removerImage string) (*configstore.Store, error) {
-	if removerImage != "" {
-		img, err := config.ParseImage(removerImage)
-		if err != nil {
-			return nil, fmt.Errorf("--remover-image: %w", err)
-		}
-		cfg.Components.Remover.Image = img
-	}
-	return configstore.New(cfg, data), nil
-}
-
-// LoadLastGood is the start-up fallback for a mounted EraserConfig that is
-// invalid (loadErr): a document that hot reload refused is still in the
-// ConfigMap, so a restart would crash-loop on it. If the cluster has a last
-// good document on record, the manager starts with that and says so; with
-// none it still refuses to start.
-func LoadLastGood(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, loadErr error) (*configstore.Store, error) {
-	c, err := client.New(restConfig, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("%w (and no client to read the last good one: %w)", loadErr, err)
-	}
-	key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
-	raw, err := configstore.Recorded(ctx, c, key, config.ConfigKey)
-	if err != nil {
-		// The mounted file lags the ConfigMap by up to a minute: a document
-		// fixed there is what the file is about to hold.
-		live := &corev1.ConfigMap{}
-		if gerr := c.Get(ctx, key, live); gerr == nil {
-			if cfg, _, perr := config.Parse([]byte(live.Data[config.ConfigKey])); perr == nil {
-				log.Info("the mounted EraserConfig is invalid and its ConfigMap's is valid: starting with the ConfigMap's, which the file will hold soon", "configMap", key.String())
-				return withRemoverImage(cfg, []byte(live.Data[config.ConfigKey]), opts.RemoverImage)
-			}
-		}
-		return nil, fmt.Errorf("%w (and no last good one on record: %w)", loadErr, err)
-	}
-	cfg, _, err := config.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w (and the last good one on record no longer parses: %w)", loadErr, err)
-	}
-	log.Error(loadErr, "the mounted EraserConfig is invalid; starting with the last good configuration on record, until the ConfigMap is fixed",
-		"record", configstore.RecordKey(key).Name)
-	return withRemoverImage(cfg, raw, opts.RemoverImage)
-}
-
-// Run runs the manager until ctx is cancelled.
-func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, store *configstore.Store) error {
+// Run runs the manager until ctx is cancelled, or until what holds it back
+// (package holdback) is gone: it then returns nil, for the process to exit
+// and be restarted with its controllers.
+func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, store *eraserconfig.Store) error {
 	cfg, _, _ := store.Get()
 	log.Info("starting", "version", version.Version, "commit", version.Commit, "namespace", opts.Namespace,
 		"configVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
 
-	scheme, err := erasescheme.New()
-	if err == nil {
-		// For reading the CRDs, and filing Events on them.
-		err = apiextensionsv1.AddToScheme(scheme)
-	}
+	scheme, err := newScheme()
 	if err != nil {
-		return err
+		return fmt.Errorf("building the scheme: %w", err)
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.UserAgent = version.UserAgent("manager")
@@ -123,39 +55,32 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	// thousands of pods costs the API server more CPU than the bytes cost
 	// the cluster network, and the API server is what a run waits on.
 	restConfig.DisableCompression = true
-
-	// Before anything writes: a CRD that lacks fields would drop them from
-	// every write without an error (and a user's spec.dryRun with them).
 	reader, err := client.New(restConfig, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
-	findings, err := readCRDs(ctx, log, reader)
-	if err != nil {
-		return err
-	}
-	var others []migration.Manager
-	if len(findings) == 0 {
-		others = readOtherManagers(ctx, log, reader, opts.Namespace)
-	}
-	heldBack := len(findings) > 0 || len(others) > 0
-	if !heldBack {
-		// Before any ImageList is looked at: an install whose manifest did
-		// not date it is dated now (package adoption).
-		if _, err := adoption.Since(ctx, reader, opts.Namespace); err != nil {
-			return err
-		}
-	}
 
+	// Before anything writes: a CRD that lacks fields would drop them from
+	// every write without an error (and a user's spec.dryRun with them).
+	cause, err := holdback.Find(ctx, log, reader, opts.configMap())
+	if err != nil {
+		return fmt.Errorf("checking what holds the manager back: %w", err)
+	}
+	if cause != nil {
+		return holdback.Run(ctx, log, restConfig, heldBackOptions(scheme, opts, holdback.RecheckEvery), cause)
+	}
+	// Before any ImageList is looked at: an install whose manifest did
+	// not date it is dated now (package adoption).
+	if _, err := adoption.Since(ctx, reader, opts.Namespace); err != nil {
+		return fmt.Errorf("dating the install: %w", err)
+	}
 	cacheOpts, stores := cacheopts.Options(opts.Namespace)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress: opts.ProbeAddr,
-		PprofBindAddress:       opts.PprofAddr,
-		// A manager held back runs nothing, so takes no lease from one that
-		// might run.
-		LeaderElection:          opts.LeaderElect && !heldBack,
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
+		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.Namespace,
 		LeaseDuration:           nonZero(opts.LeaseDuration),
@@ -169,59 +94,53 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if len(findings) > 0 {
-		err := runHeldBack(ctx, mgr, newCRDGate(log, reader, mgr.GetEventRecorderFor("eraser-manager"), opts.Namespace, findings))
-		if errors.Is(err, errCRDsFixed) {
-			return nil
-		}
-		return err
-	}
-	if len(others) > 0 {
-		key := client.ObjectKey{Namespace: opts.Namespace, Name: opts.ConfigMapName}
-		err := runHeldBack(ctx, mgr, newManagerGate(ctx, log, reader, mgr.GetEventRecorderFor("eraser-manager"), key, others))
-		if errors.Is(err, errOthersGone) {
-			return nil
-		}
-		return err
-	}
 	if err := setupControllers(mgr, stores, opts, store); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("cache", cacheSynced(mgr.GetCache())); err != nil {
-		return err
+	if err := addProbes(mgr); err != nil {
+		return fmt.Errorf("adding the health probes: %w", err)
 	}
 	return mgr.Start(ctx)
 }
 
-// gate is what holds a manager back from running its controllers: it
-// fails readiness with its reason, and its Start returns once the cause is
-// gone.
-type gate interface {
-	// Name is the readiness check's, which /readyz?verbose shows (the
-	// reason itself is withheld there; the log and the Events have it).
-	Name() string
-	Ready(*http.Request) error
-	Start(context.Context) error
-	NeedLeaderElection() bool
+// RunInvalidConfig runs a manager whose EraserConfig (loadErr) is invalid
+// and that has no good one to fall back on (eraserconfig.LoadLastGood),
+// held back until the ConfigMap's document is valid: then it returns nil,
+// and the process exits to be restarted with it.
+func RunInvalidConfig(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Options, loadErr error) error {
+	scheme, err := newScheme()
+	if err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	reader, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	cause := eraserconfig.NewInvalid(log, reader, opts.configMap(), config.ConfigKey, loadErr)
+	return holdback.Run(ctx, log, restConfig, heldBackOptions(scheme, opts, eraserconfig.RecheckEvery), cause)
 }
 
-// runHeldBack runs a manager with no controllers, unready with the gate's
-// message, until the gate's Start returns (its error says why); the
-// process then exits to be restarted with its controllers.
-func runHeldBack(ctx context.Context, mgr ctrl.Manager, g gate) error {
+// newScheme is the manager's scheme, with the CRDs' kind for reading them
+// and filing Events on them.
+func newScheme() (*runtime.Scheme, error) {
+	scheme, err := erasescheme.New()
+	if err != nil {
+		return nil, err
+	}
+	return scheme, apiextensionsv1.AddToScheme(scheme)
+}
+
+func heldBackOptions(scheme *runtime.Scheme, opts Options, every time.Duration) holdback.Options {
+	return holdback.Options{Scheme: scheme, MetricsAddr: opts.MetricsAddr, ProbeAddr: opts.ProbeAddr, PprofAddr: opts.PprofAddr,
+		EventSource: EventSource, Every: every}
+}
+
+// addProbes adds the liveness and readiness checks.
+func addProbes(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck(g.Name(), g.Ready); err != nil {
-		return err
-	}
-	if err := mgr.Add(g); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	return mgr.AddReadyzCheck("cache", cacheSynced(mgr.GetCache()))
 }
 
 // nonZero leaves a timing unset (controller-runtime's default) when the

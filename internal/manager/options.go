@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
+	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
@@ -75,6 +78,23 @@ type Options struct {
 	// which the worker pods it creates are given to reach the service:
 	// without it each node scans alone.
 	PodIP string
+}
+
+// ConfigSource is where the EraserConfig comes from.
+func (o *Options) ConfigSource() eraserconfig.Source {
+	return eraserconfig.Source{File: o.ConfigFile, ConfigMap: o.configMap(), Key: config.ConfigKey, RemoverImage: o.RemoverImage}
+}
+
+// configMap is the EraserConfig ConfigMap's key.
+func (o *Options) configMap() client.ObjectKey {
+	return client.ObjectKey{Namespace: o.Namespace, Name: o.ConfigMapName}
+}
+
+// scanService is where the leader serves the scan service and keeps its
+// copy of the DB.
+func (o *Options) scanService() (scanservice.Options, error) {
+	proxy, err := o.ScanDBProxyURL()
+	return scanservice.Options{Namespace: o.Namespace, Addr: o.ScanServiceAddr, URL: o.ScanServiceURL(), DBDir: o.ScanDBDir, DBProxy: proxy}, err
 }
 
 // ScanServiceURL is the scan service's address as the worker pods reach

@@ -103,14 +103,33 @@ func playScanner(ctx context.Context, shared string, choose func([]handoff.Image
 		return err
 	}
 	defer done.Close()
+	if err := scanPass(ctx, tr, shared, choose); err != nil {
+		return err
+	}
+	return done.Wait(ctx)
+}
+
+// scanPass is a scanner's pass alone: it sends the remover what choose
+// makes of the collector's images.
+func scanPass(ctx context.Context, tr handoff.FIFO, shared string, choose func([]handoff.Image) []handoff.Image) error {
 	images, err := tr.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
 	if err != nil {
 		return err
 	}
-	if err := tr.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), choose(images)); err != nil {
-		return err
+	return tr.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), choose(images))
+}
+
+// only is a scanner's choice of the images keep says are vulnerable.
+func only(keep func(handoff.Image) bool) func([]handoff.Image) []handoff.Image {
+	return func(images []handoff.Image) []handoff.Image {
+		var chosen []handoff.Image
+		for _, img := range images {
+			if keep(img) {
+				chosen = append(chosen, img)
+			}
+		}
+		return chosen
 	}
-	return done.Wait(ctx)
 }
 
 // TestHandoffLinkNotFollowed: a scanner that replaces its completion

@@ -33,18 +33,9 @@ func TestScannerEndpointRemovedEarly(t *testing.T) {
 		}
 		scanErr := make(chan error, 1)
 		go func() {
-			images, err := fifo.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
-			if err != nil {
-				scanErr <- err
-				return
-			}
-			var vulnerable []handoff.Image
-			for _, img := range images {
-				if img.ImageID == n.ids[junkA] || img.ImageID == n.ids[appImage] {
-					vulnerable = append(vulnerable, img)
-				}
-			}
-			scanErr <- fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable)
+			scanErr <- scanPass(ctx, fifo, shared, only(func(img handoff.Image) bool {
+				return img.ImageID == n.ids[junkA] || img.ImageID == n.ids[appImage]
+			}))
 		}()
 		_, remover := pipeline(t, ctx, n.CRIEndpoint(), shared, "", false)
 		if err := <-scanErr; err != nil {

@@ -315,31 +315,9 @@ func TestPipelineWithScanner(t *testing.T) {
 		shared := workertest.SharedDir(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		fifo := handoff.FIFO{}
 		scanErr := make(chan error, 1)
 		go func() {
-			done, err := fifo.PublishCompletion(handoff.Path(shared, handoff.EraseCompleteScan))
-			if err != nil {
-				scanErr <- err
-				return
-			}
-			defer done.Close()
-			images, err := fifo.ReceiveImages(ctx, handoff.Path(shared, handoff.CollectScan))
-			if err != nil {
-				scanErr <- err
-				return
-			}
-			var vulnerable []handoff.Image
-			for _, img := range images {
-				if img.ImageID != n.ids[junkA] {
-					vulnerable = append(vulnerable, img)
-				}
-			}
-			if err := fifo.SendImages(ctx, handoff.Path(shared, handoff.ScanErase), vulnerable); err != nil {
-				scanErr <- err
-				return
-			}
-			scanErr <- done.Wait(ctx)
+			scanErr <- playScanner(ctx, shared, only(func(img handoff.Image) bool { return img.ImageID != n.ids[junkA] }))
 		}()
 		pipeline(t, ctx, n.CRIEndpoint(), shared, "", false)
 		if err := <-scanErr; err != nil {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -200,12 +201,19 @@ func TestCatchUpAfterNotReady(t *testing.T) {
 // it finishes, and returns it.
 func (s *scenario) waitScheduled(name string, timeout time.Duration) eraserv1.ImageJob {
 	s.t.Helper()
+	return s.waitScheduledWith(name, timeout, s.kubeletFor)
+}
+
+// waitScheduledWith is waitScheduled with kubelet playing the kubelet for
+// the job's pods, each round.
+func (s *scenario) waitScheduledWith(name string, timeout time.Duration, kubelet func(job types.UID)) eraserv1.ImageJob {
+	s.t.Helper()
 	var job eraserv1.ImageJob
 	testenv.WaitFor(s.t, timeout, "scheduled job "+name+" to finish", func() bool {
 		if env.Client.Get(s.ctx, client.ObjectKey{Name: name}, &job) != nil {
 			return false
 		}
-		s.kubeletFor(job.UID)
+		kubelet(job.UID)
 		return finished(&job)
 	})
 	return job

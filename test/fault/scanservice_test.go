@@ -399,7 +399,7 @@ func TestScanServiceSurvivesBadTokenFlood(t *testing.T) {
 			t.Errorf("%d tokens with a scanner's claims answered %d, want refused (403), or told to wait (503, 429)", n, code)
 		}
 	}
-	// The service's bound: 100 at once, 10 a second (scanservice_setup.go).
+	// The service's bound: 100 at once, 10 a second (internal/manager/scanservice/setup.go).
 	if got, bound := tokenReviews(t)-reviews, 100+int(10*elapsed.Seconds())+5; got > bound {
 		t.Errorf("%d TokenReviews for %d forged tokens in %v, want at most the bound %d", got, sameClaims, elapsed, bound)
 	}

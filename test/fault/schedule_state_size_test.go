@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -166,13 +167,9 @@ func (s *scenario) addReadyNodes(names []string) {
 // a few at a time: thousands of pods.
 func (s *scenario) waitScheduledParallel(name string, timeout time.Duration) eraserv1.ImageJob {
 	s.t.Helper()
-	var job eraserv1.ImageJob
-	testenv.WaitFor(s.t, timeout, "scheduled job "+name+" to finish", func() bool {
-		if env.Client.Get(s.ctx, client.ObjectKey{Name: name}, &job) != nil {
-			return false
-		}
+	return s.waitScheduledWith(name, timeout, func(job types.UID) {
 		var pending []corev1.Pod
-		for _, p := range s.podsOf(job.UID) {
+		for _, p := range s.podsOf(job) {
 			if p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil {
 				pending = append(pending, p)
 			}
@@ -180,9 +177,7 @@ func (s *scenario) waitScheduledParallel(name string, timeout time.Duration) era
 		parallel.For(8, len(pending), func(i int) {
 			succeed(s, &pending[i])
 		})
-		return finished(&job)
 	})
-	return job
 }
 
 // succeed writes the pod's success as its kubelet does (kubeletPods);

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 )
@@ -194,10 +195,10 @@ func (c *cluster) crd(name string) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-// waitEstablished waits until both CRDs serve, as kubectl wait would.
+// waitEstablished waits until both CRDs serve.
 func (c *cluster) waitEstablished() {
 	c.t.Helper()
-	c.kubectlDo("wait", "--for=condition=Established", "--timeout=120s", "crd/"+imageListsCRD, "crd/"+imageJobsCRD)
+	crdwait.Established(c.t, c.env.Client, 120*time.Second, imageListsCRD, imageJobsCRD)
 }
 
 func (c *cluster) createNamespace() {

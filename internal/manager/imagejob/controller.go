@@ -27,7 +27,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/nodequeue"
@@ -55,7 +55,7 @@ type Options struct {
 	// Config is the configuration in force, whose bound on all reports
 	// together applies to every job, whichever configuration it ran with;
 	// nil bounds none.
-	Config *configstore.Store
+	Config *eraserconfig.Store
 }
 
 // Reconciler runs ImageJobs.

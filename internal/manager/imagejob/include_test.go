@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/imagelist"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -45,7 +45,7 @@ func TestUpstreamIncludeConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(f.ctx, list) })
-	lists := imagelist.NewReconciler(env.Client, record.NewFakeRecorder(100), f.clock, configstore.New(cfg, doc), f.ns, "")
+	lists := imagelist.NewReconciler(env.Client, record.NewFakeRecorder(100), f.clock, eraserconfig.NewStore(cfg, doc), f.ns, "")
 	if _, err := lists.Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Name}}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
@@ -79,7 +79,7 @@ func TestReportsBoundedForTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := f.newReconciler(func(o *Options) { o.Config = configstore.New(cfg, doc) })
+	r := f.newReconciler(func(o *Options) { o.Config = eraserconfig.NewStore(cfg, doc) })
 	prefix := fmt.Sprintf("bound-%s-", f.ns)
 	finished := func(name string, age time.Duration) *eraserv1.ImageJob {
 		job := builder.MakeImageJob(prefix + name).Obj()

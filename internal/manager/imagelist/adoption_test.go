@@ -16,7 +16,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -71,7 +71,7 @@ func TestAdoptionAfterUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := record.NewFakeRecorder(100)
-	r := NewReconciler(env.Client, events, clocktesting.NewFakeClock(time.Now()), configstore.New(cfg, doc), adoptNS, "")
+	r := NewReconciler(env.Client, events, clocktesting.NewFakeClock(time.Now()), eraserconfig.NewStore(cfg, doc), adoptNS, "")
 	reconcileList := func(name string) {
 		t.Helper()
 		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
@@ -164,7 +164,7 @@ func TestAdoptionRunsUpstreamsPendingList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), configstore.New(cfg, doc), pendingNS, "")
+	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), eraserconfig.NewStore(cfg, doc), pendingNS, "")
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: pending.Name}}); err != nil {
 		t.Fatal(err)
 	}

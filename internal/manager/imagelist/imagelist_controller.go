@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
@@ -44,7 +44,7 @@ type Reconciler struct {
 	client       client.Client
 	recorder     record.EventRecorder
 	clock        clock.Clock
-	store        *configstore.Store
+	store        *eraserconfig.Store
 	namespace    string
 	removerImage string
 }
@@ -53,7 +53,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler with its dependencies. removerImage is
 // the manager's --remover-image, if any.
-func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, namespace, removerImage string) *Reconciler {
+func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *eraserconfig.Store, namespace, removerImage string) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, namespace: namespace, removerImage: removerImage}
 }
 

@@ -20,7 +20,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -49,7 +49,7 @@ func newReconciler(t *testing.T) *Reconciler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), configstore.New(cfg, doc), ns, "")
+	return NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), eraserconfig.NewStore(cfg, doc), ns, "")
 }
 
 func jobsOf(t *testing.T, list string) []eraserv1.ImageJob {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/nodefilter"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -238,12 +239,8 @@ func Get(ctx context.Context, c client.Reader, namespace string, j *eraserv1.Ima
 	if err != nil {
 		return nil, fmt.Errorf("%w: job ConfigMap %s: %w", ErrInvalid, job, err)
 	}
-	if d.RemoverImage != "" {
-		img, err := config.ParseImage(d.RemoverImage)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		cfg.Components.Remover.Image = img
+	if err := eraserconfig.ApplyRemoverImage(cfg, d.RemoverImage); err != nil {
+		return nil, fmt.Errorf("%w: job ConfigMap %s: %w", ErrInvalid, job, err)
 	}
 	d.Config = cfg
 	if d.Kind == podspec.KindManual {

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/metrics"
 	"github.com/eraser-oss/eraser/internal/manager/pause"
@@ -56,7 +56,7 @@ type Reconciler struct {
 	client       client.Client
 	recorder     record.EventRecorder
 	clock        clock.Clock
-	store        *configstore.Store
+	store        *eraserconfig.Store
 	namespace    string
 	removerImage string
 	started      time.Time
@@ -74,7 +74,7 @@ type Reconciler struct {
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler builds the reconciler; started is when the manager started.
-func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *configstore.Store, m *metrics.Recorder, namespace, removerImage string) *Reconciler {
+func NewReconciler(c client.Client, recorder record.EventRecorder, clk clock.Clock, store *eraserconfig.Store, m *metrics.Recorder, namespace, removerImage string) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder, clock: clk, store: store, metrics: m, namespace: namespace, removerImage: removerImage, started: clk.Now(), stateLimit: stateLimit}
 }
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -24,13 +24,13 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
-func store(t *testing.T, doc string) *configstore.Store {
+func store(t *testing.T, doc string) *eraserconfig.Store {
 	t.Helper()
 	cfg, _, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return configstore.New(cfg, []byte(doc))
+	return eraserconfig.NewStore(cfg, []byte(doc))
 }
 
 func scheduledJobs(t *testing.T, ctx context.Context) []eraserv1.ImageJob {

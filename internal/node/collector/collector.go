@@ -17,7 +17,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/node/worker"
-	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -95,7 +95,7 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	for i := range snap.Images {
 		if v := snap.Verdict(i); v.Reason != protect.Removable {
 			summary.Counts[string(v.Reason)]++
-			log.Info(logging.ResultMessage, "outcome", string(v.Reason), "target", snap.Images[i].ID, "image", snap.Images[i].ID, "names", snap.Images[i].Tags, "detail", v.Detail)
+			nodereport.Line{Outcome: string(v.Reason), Target: snap.Images[i].ID, Image: snap.Images[i].ID, Names: snap.Images[i].Tags, Detail: v.Detail}.Log(ctx, log, slog.LevelInfo)
 		}
 	}
 	summary.Counts["candidates"] = len(payload)

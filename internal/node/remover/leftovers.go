@@ -14,8 +14,8 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/reclaim"
 	"github.com/eraser-oss/eraser/internal/node/retention"
-	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/wire/leftoverkind"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -139,20 +139,14 @@ func leftovers(ctx context.Context, opts Options, policy protect.Policy, read *c
 func tally(ctx context.Context, log *slog.Logger, results []reclaim.Result) *workerresult.Leftovers {
 	out := &workerresult.Leftovers{}
 	for _, r := range results {
-		attrs := []any{"outcome", string(r.Outcome), "target", r.Name, "leftover", string(r.Kind)}
-		if !r.BytesUnknown {
-			// Unknown is not 0: the line carries no bytes, its detail says why.
-			attrs = append(attrs, "bytes", r.Bytes)
-		}
-		attrs = append(attrs, "detail", strings.TrimPrefix(r.Why+"; "+r.Detail, "; "))
-		if r.Namespace != "" {
-			attrs = append(attrs, "namespace", r.Namespace)
-		}
+		// Unknown bytes are not 0: the line carries none, its detail says why.
+		line := nodereport.Line{Outcome: string(r.Outcome), Target: r.Name, Leftover: string(r.Kind), Bytes: r.Bytes, BytesKnown: !r.BytesUnknown,
+			Detail: strings.TrimPrefix(r.Why+"; "+r.Detail, "; "), Namespace: r.Namespace}
 		level := slog.LevelInfo
 		if r.Outcome == reclaim.Failed {
 			level = slog.LevelError
 		}
-		log.Log(ctx, level, logging.ResultMessage, attrs...)
+		line.Log(ctx, log, level)
 		switch {
 		case r.Name == reclaim.SweptStores && r.Outcome == reclaim.Reclaimed:
 			// Not a leftover: what the sweep freed beyond those listed.

@@ -5,32 +5,18 @@ import (
 	"log/slog"
 
 	"github.com/eraser-oss/eraser/internal/node/worker"
-	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
 func logResult(log *slog.Logger, r Result, dryRun bool) {
-	attrs := []any{"outcome", string(r.Outcome), "target", r.Target}
-	if r.ImageID != "" {
-		attrs = append(attrs, "image", r.ImageID, "names", r.Names)
-	}
-	if r.Policy != "" {
-		attrs = append(attrs, "policy", string(r.Policy))
-	}
-	if r.Outcome == workerresult.Removed {
-		attrs = append(attrs, "bytes", r.Bytes)
-	}
-	if r.Detail != "" {
-		attrs = append(attrs, "detail", r.Detail)
-	}
-	if dryRun {
-		attrs = append(attrs, "dryRun", true)
-	}
+	line := nodereport.Line{Outcome: string(r.Outcome), Target: r.Target, Image: r.ImageID, Names: r.Names, Policy: string(r.Policy),
+		Bytes: r.Bytes, BytesKnown: r.Outcome == workerresult.Removed, Detail: r.Detail, DryRun: dryRun}
 	level := slog.LevelInfo
 	if r.Outcome == workerresult.Failed || r.Outcome == workerresult.Invalid {
 		level = slog.LevelError
 	}
-	log.Log(context.Background(), level, logging.ResultMessage, attrs...)
+	line.Log(context.Background(), log, level)
 }
 
 // NodeOutcome decides whether the node failed: it did when any removal it

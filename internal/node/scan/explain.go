@@ -1,11 +1,12 @@
 package scan
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 
-	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -73,11 +74,11 @@ func (j Judgement) explain() (workerresult.Scan, string) {
 }
 
 // LogResult writes the judgement's result line, the one line per image the
-// node's report reads from the scanner's log (logging.ResultMessage), with
+// node's report reads from the scanner's log (nodereport.Line), with
 // the verdict and what decided it. It returns the line's reason in words.
 func LogResult(log *slog.Logger, j Judgement) string {
 	verdict, why := j.Explain()
-	log.Info(logging.ResultMessage, "outcome", workerresult.ScanOutcome(string(j.Verdict)), "target", j.Image.ImageID,
-		"image", j.Image.ImageID, "names", j.Image.Names, "detail", why, "scan", verdict)
+	nodereport.Line{Outcome: workerresult.ScanOutcome(string(j.Verdict)), Target: j.Image.ImageID,
+		Image: j.Image.ImageID, Names: j.Image.Names, Detail: why, Scan: &verdict}.Log(context.Background(), log, slog.LevelInfo)
 	return why
 }

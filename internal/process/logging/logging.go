@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // Levels are the values --log-level accepts.
@@ -54,17 +56,11 @@ func (l Level) Slog() slog.Level {
 }
 
 // NewWorker returns the JSON logger of a node worker, with the component's
-// name on every line; result lines (ResultMessage) are written at any level.
+// name on every line; result lines (nodereport.Message) are written at any level.
 func NewWorker(w io.Writer, level Level, component string) *slog.Logger {
 	inner := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
 	return slog.New(reportHandler{Handler: inner, level: level.Slog()}).With("component", component)
 }
-
-// ResultMessage is the message of the one line a worker logs per image it
-// judged. Those lines are the node's report: the manager reads them from the
-// container's log before the pod is deleted, so they are written whatever
-// --log-level says.
-const ResultMessage = "image"
 
 // reportHandler lets result lines through below the configured level.
 type reportHandler struct {
@@ -77,7 +73,7 @@ type reportHandler struct {
 func (h reportHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h reportHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < h.level && r.Message != ResultMessage {
+	if r.Level < h.level && r.Message != nodereport.Message {
 		return nil
 	}
 	return h.Handler.Handle(ctx, r)

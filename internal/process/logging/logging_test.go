@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
 // TestResultLinesAtAnyLevel: a worker's per-image result lines are its
@@ -12,7 +14,7 @@ func TestResultLinesAtAnyLevel(t *testing.T) {
 	for _, level := range Levels {
 		var buf bytes.Buffer
 		log := NewWorker(&buf, Level(level), "remover").With("k", "v")
-		log.Debug(ResultMessage, "outcome", "in use")
+		log.Debug(nodereport.Message, "outcome", "in use")
 		log.Info("progress")
 		log.Error("trouble")
 		out := buf.String()

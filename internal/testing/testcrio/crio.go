@@ -20,7 +20,6 @@ package testcrio
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +33,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testcri"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
 // SandboxImage is the default pause image, the same as testcontainerd's, so
@@ -49,10 +49,11 @@ type CRIO struct {
 	opts options
 	// cgroup parents every pod's cgroups (and conmon's, with conmon_cgroup
 	// "pod"), so that the cleanup finds and removes all of them.
-	cgroup   string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	registry *httptest.Server
+	cgroup string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// registry is the loopback registry's address (host:port).
+	registry string
 	holds    *holds
 	// mirrored are the registry hosts registries.conf sends to the loopback
 	// registry; a new one needs the file rewritten and CRI-O reloaded.
@@ -147,7 +148,8 @@ func Start(t testing.TB, opts ...Option) *CRIO {
 		}
 	}
 	c.holds = &holds{}
-	c.registry = startRegistry(c.holds)
+	// Registered before stop, so it serves until CRI-O has stopped.
+	c.registry = testregistry.Serve(t, registryHandler(c.holds))
 	t.Cleanup(func() { c.stop(t) })
 	if o.rootMiB > 0 {
 		// stop unmounts it with everything else under dir.
@@ -269,9 +271,6 @@ func (c *CRIO) stop(t testing.TB) {
 	killUnder(c.Dir)
 	if left := RemoveCgroups(c.cgroup); len(left) > 0 {
 		t.Errorf("cgroups left: %v", left)
-	}
-	if c.registry != nil {
-		c.registry.Close()
 	}
 	testcri.UnmountUnder(c.Dir)
 	// t.TempDir removes the directory after this; a mount left in it would

@@ -7,13 +7,9 @@
 package testcrio
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,22 +20,22 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
+	"github.com/eraser-oss/eraser/internal/testing/testregistry"
 )
 
-func startRegistry(h *holds) *httptest.Server {
-	// Quiet: it logs every request, which buries the test's own output.
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// registryHandler is a registry that keeps held blobs back from GETs.
+func registryHandler(h *holds) http.Handler {
+	reg := testregistry.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			h.wait(r)
 		}
 		reg.ServeHTTP(w, r)
-	}))
+	})
 }
 
 // holds are the blobs the registry keeps back until released, to hold a
@@ -124,7 +120,6 @@ func (c *CRIO) mirror(host string) bool {
 // No search registries: a short name would otherwise be tried against
 // docker.io, which this machine cannot reach.
 func (c *CRIO) registriesConf() string {
-	loop := strings.TrimPrefix(c.registry.URL, "http://")
 	hosts := make([]string, 0, len(c.mirrored))
 	for h := range c.mirrored {
 		hosts = append(hosts, h)
@@ -134,7 +129,7 @@ func (c *CRIO) registriesConf() string {
 	b.WriteString("unqualified-search-registries = []\nshort-name-mode = \"disabled\"\n")
 	for _, h := range hosts {
 		fmt.Fprintf(&b, "\n[[registry]]\nprefix = %q\nlocation = %q\n\n[[registry.mirror]]\nlocation = %q\ninsecure = true\n",
-			h, h, loop+"/"+h)
+			h, h, c.registry+"/"+h)
 	}
 	return b.String()
 }
@@ -182,7 +177,7 @@ func (c *CRIO) Publish(t testing.TB, images ...Tagged) []string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := Push(c.registry.URL, ref, img.Image); err != nil {
+			if err := testregistry.Push(c.registry, ref, img.Image); err != nil {
 				t.Fatalf("pushing %s to the loopback registry: %v", tag, err)
 			}
 			added = c.mirror(hostOf(ref)) || added
@@ -196,80 +191,6 @@ func (c *CRIO) Publish(t testing.TB, images ...Tagged) []string {
 		c.Reload(t)
 	}
 	return pulls
-}
-
-// Push uploads img as ref (PATH:TAG) into repository PATH of the registry at
-// base (http://HOST:PORT): host/repo:tag for a mirror's layout, as Import
-// does, or repo:tag for the registry's own names. By hand: go-containerregistry's
-// remote package would bring Docker's credential helpers into this module
-// for a registry that has no credentials.
-func Push(base, ref string, img v1.Image) error {
-	repo, tag := ref[:strings.LastIndex(ref, ":")], ref[strings.LastIndex(ref, ":")+1:]
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	type blob struct {
-		digest v1.Hash
-		data   func() ([]byte, error)
-	}
-	var blobs []blob
-	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			return err
-		}
-		blobs = append(blobs, blob{d, func() ([]byte, error) {
-			r, err := l.Compressed()
-			if err != nil {
-				return nil, err
-			}
-			defer r.Close()
-			return io.ReadAll(r)
-		}})
-	}
-	cfgName, err := img.ConfigName()
-	if err != nil {
-		return err
-	}
-	blobs = append(blobs, blob{cfgName, img.RawConfigFile})
-	for _, b := range blobs {
-		data, err := b.data()
-		if err != nil {
-			return err
-		}
-		// A monolithic upload: one POST with the digest, no session.
-		if err := send(http.MethodPost, base+"/v2/"+repo+"/blobs/uploads/?digest="+b.digest.String(), "application/octet-stream", data); err != nil {
-			return err
-		}
-	}
-	manifest, err := img.RawManifest()
-	if err != nil {
-		return err
-	}
-	mt, err := img.MediaType()
-	if err != nil {
-		return err
-	}
-	return send(http.MethodPut, base+"/v2/"+repo+"/manifests/"+tag, string(mt), manifest)
-}
-
-func send(method, url, contentType string, body []byte) error {
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, msg)
-	}
-	return nil
 }
 
 // Pull pulls ref through CRI and returns the image ID CRI-O gives it.

@@ -11,12 +11,13 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -38,23 +39,16 @@ var (
 func Pause(t testing.TB) []byte {
 	t.Helper()
 	pauseOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pause")
+		// Built for Linux, whatever the host: the images run on Linux
+		// runtimes. Read into memory and removed, as no TestMain owns it.
+		c := gobuild.New("test/images/pause").For("linux", runtime.GOARCH)
+		dir, err := c.Build()
 		if err != nil {
 			pauseErr = err
 			return
 		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "pause")
-		// By import path, from the test's own directory: it resolves in this
-		// module and in modules that require it (the scanner's), and does
-		// not depend on source paths, which -trimpath rewrites.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/eraser-oss/eraser/test/images/pause")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			pauseErr = fmt.Errorf("building pause: %v: %s", err, b)
-			return
-		}
-		pauseBin, pauseErr = os.ReadFile(out)
+		defer c.Remove()
+		pauseBin, pauseErr = os.ReadFile(filepath.Join(dir, "pause"))
 	})
 	if pauseErr != nil {
 		t.Fatal(pauseErr)

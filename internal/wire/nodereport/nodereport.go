@@ -23,7 +23,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -76,19 +75,10 @@ const maxLine = 64 << 10
 // maxDetail bounds an entry's detail, as the job's status bounds messages.
 const maxDetail = 300
 
-// resultLine is the subset of a worker's JSON log line that a result line
-// carries (see logging.ResultMessage and the remover's logResult).
+// resultLine is a worker's JSON log line as a result line.
 type resultLine struct {
-	Msg     string   `json:"msg"`
-	Outcome string   `json:"outcome"`
-	Target  string   `json:"target"`
-	Image   string   `json:"image"`
-	Names   []string `json:"names"`
-	Policy  string   `json:"policy"`
-	Bytes   uint64   `json:"bytes"`
-	Detail  string   `json:"detail"`
-	// Scan is on a scanner's result lines.
-	Scan *workerresult.Scan `json:"scan"`
+	Msg string `json:"msg"`
+	Line
 }
 
 // ParseLog reads a worker container's log and returns its result lines in
@@ -98,13 +88,13 @@ func ParseLog(r io.Reader, limit int) (entries []Entry, more int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
-		if len(line) > 0 && bytes.Contains(line, []byte(`"msg":"`+logging.ResultMessage+`"`)) {
+		if len(line) > 0 && bytes.Contains(line, []byte(`"msg":"`+Message+`"`)) {
 			var l resultLine
-			if json.Unmarshal(line, &l) == nil && l.Msg == logging.ResultMessage && l.Outcome != "" {
+			if json.Unmarshal(line, &l) == nil && l.Msg == Message && l.Outcome != "" {
 				if len(entries) >= limit {
 					more++
 				} else {
-					entries = append(entries, entryOf(l))
+					entries = append(entries, entryOf(l.Line))
 				}
 			}
 		}
@@ -141,7 +131,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func entryOf(l resultLine) Entry {
+func entryOf(l Line) Entry {
 	e := Entry{Image: l.Target, ID: l.Image, Outcome: l.Outcome, Policy: l.Policy, Bytes: l.Bytes, Detail: clip(l.Detail), Scan: bounded(l.Scan)}
 	if len(l.Names) > 0 {
 		e.Image = l.Names[0]

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 )
@@ -188,7 +188,7 @@ func setConfig(t *testing.T, config string) {
 	// The manager records a document once it is in force: from then on
 	// every new job runs with it, so no scenario races the reload.
 	eventually(t, time.Minute, "the manager to apply the configuration", func() (bool, string) {
-		got, err := configstore.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
+		got, err := eraserconfig.Recorded(ctx, kube, client.ObjectKeyFromObject(&cm), configKey)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -239,8 +239,9 @@ func pullThroughCRI(t *testing.T, nodes []Node, imgs ...testimage.Image) {
 	}
 }
 
-// alpineImages are Alpine-like images (seedAlpine's) whose musl is at the
-// given version, tag → version.
+// alpineImages are Alpine-like images (an os-release and an apk database,
+// as the fixture DB of the scanner module expects: Alpine 3.22) whose musl
+// is at the given version, tag → version.
 func alpineImages(musl map[string]string) []testimage.Image {
 	var imgs []testimage.Image
 	for tag, version := range musl {

@@ -111,20 +111,10 @@ func addRepoDigests(t *testing.T, n Node, imgs []testimage.Image) {
 	}
 }
 
-// seedAlpine imports Alpine-like images (an os-release and an apk
-// database, as the fixture DB of the scanner module expects: Alpine 3.22)
-// whose musl is at the given version, tag → version.
+// seedAlpine imports alpineImages(musl) on the nodes.
 func seedAlpine(t *testing.T, nodes []Node, musl map[string]string) {
 	t.Helper()
-	var imgs []testimage.Image
-	for tag, version := range musl {
-		imgs = append(imgs, testimage.Image{Tags: []string{tag}, Files: map[string][]byte{
-			"etc/alpine-release":   []byte("3.22.1\n"),
-			"lib/apk/db/installed": []byte("P:musl\nV:" + version + "\nA:x86_64\no:musl\n\n"),
-			"etc/e2e-tag":          []byte(tag),
-		}})
-	}
-	importImages(t, nodes, imgs)
+	importImages(t, nodes, alpineImages(musl))
 }
 
 // removeImages removes the tags from the node and the repository digests

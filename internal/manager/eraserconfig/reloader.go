@@ -1,8 +1,4 @@
-// Package configreload hot-reloads the EraserConfig: when the ConfigMap
-// changes, a valid document replaces the configuration for the next jobs; an
-// invalid one is refused with an Event and a log line naming the fields,
-// and the last good configuration stays in force.
-package configreload
+package eraserconfig
 
 import (
 	"bytes"
@@ -21,25 +17,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
-// Reconciler reloads the configuration.
-type Reconciler struct {
+// Reloader reloads the configuration.
+type Reloader struct {
 	client       client.Client
 	recorder     record.EventRecorder
-	store        *configstore.Store
+	store        *Store
 	key          client.ObjectKey
 	dataKey      string
 	removerImage string
 }
 
-var _ reconcile.Reconciler = (*Reconciler)(nil)
+var _ reconcile.Reconciler = (*Reloader)(nil)
 
-// NewReconciler watches the ConfigMap at key, reading its dataKey.
-func NewReconciler(c client.Client, recorder record.EventRecorder, store *configstore.Store, key client.ObjectKey, dataKey, removerImage string) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, store: store, key: key, dataKey: dataKey, removerImage: removerImage}
+// NewReloader watches the ConfigMap at key, reading its dataKey.
+func NewReloader(c client.Client, recorder record.EventRecorder, store *Store, key client.ObjectKey, dataKey, removerImage string) *Reloader {
+	return &Reloader{client: c, recorder: recorder, store: store, key: key, dataKey: dataKey, removerImage: removerImage}
 }
 
 // reloadSuccessful is 0 while the ConfigMap holds a document that was
@@ -52,7 +48,7 @@ var reloadSuccessful = prometheus.NewGauge(prometheus.GaugeOpts{
 
 // SetupWithManager watches the one ConfigMap and its last good record: a
 // record deleted (by the garbage collector, say) is written again.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reloader) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrlmetrics.Registry.Register(reloadSuccessful); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return err
 	}
@@ -60,18 +56,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("config").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == r.key.Namespace &&
-				(o.GetName() == r.key.Name || o.GetName() == configstore.RecordKey(r.key).Name)
+				(o.GetName() == r.key.Name || o.GetName() == RecordKey(r.key).Name)
 		}))).
 		Complete(r)
 }
 
 // The last good configuration is recorded in a ConfigMap of its own
-// (configstore.Record), created and updated here.
+// (Record), created and updated here.
 // +kubebuilder:rbac:groups="",namespace=eraser-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile applies the ConfigMap's document if it is new and valid.
-func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *Reloader) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	cm := &corev1.ConfigMap{}
 	if err := r.client.Get(ctx, r.key, cm); err != nil {
@@ -83,37 +79,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		// In force (from the start, or applied earlier): make sure a
 		// restart can fall back to it.
 		reloadSuccessful.Set(1)
-		return reconcile.Result{}, configstore.Record(ctx, r.client, cm, r.dataKey, raw)
+		return reconcile.Result{}, Record(ctx, r.client, cm, r.dataKey, raw)
 	}
 	cfg, warnings, err := config.Parse(raw)
 	for _, w := range warnings {
 		logger.Info("EraserConfig warning", "warning", w)
 	}
-	if err == nil && r.removerImage != "" {
-		img, ierr := config.ParseImage(r.removerImage)
-		if ierr != nil {
-			err = ierr
-		} else {
-			cfg.Components.Remover.Image = img
-		}
+	if err == nil {
+		err = ApplyRemoverImage(cfg, r.removerImage)
 	}
 	if err != nil {
 		// Not retried: only a new edit can fix the document.
 		logger.Error(err, "invalid EraserConfig refused; the previous configuration stays in force")
-		r.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "refused, previous configuration kept: %v", err)
+		r.recorder.Eventf(cm, corev1.EventTypeWarning, eraserv1.ReasonInvalidConfig, "refused, previous configuration kept: %v", err)
 		reloadSuccessful.Set(0)
 		// The record stays as it was, but owned by this ConfigMap: one
 		// re-created with a refused document must not have the garbage
 		// collector take the fallback away.
-		return reconcile.Result{}, configstore.Adopt(ctx, r.client, cm)
+		return reconcile.Result{}, Adopt(ctx, r.client, cm)
 	}
 	r.store.Set(cfg, raw)
 	reloadSuccessful.Set(1)
-	if err := configstore.Record(ctx, r.client, cm, r.dataKey, raw); err != nil {
+	if err := Record(ctx, r.client, cm, r.dataKey, raw); err != nil {
 		return reconcile.Result{}, err
 	}
 	logger.Info("EraserConfig applied", "apiVersion", cfg.APIVersion, "collector", cfg.Components.Collector.Enabled, "scanner", cfg.Components.Scanner.Enabled)
-	r.recorder.Eventf(cm, corev1.EventTypeNormal, "ConfigApplied", "applies to the next jobs (collector enabled: %v, scanner enabled: %v)",
+	r.recorder.Eventf(cm, corev1.EventTypeNormal, eraserv1.ReasonConfigApplied, "applies to the next jobs (collector enabled: %v, scanner enabled: %v)",
 		cfg.Components.Collector.Enabled, cfg.Components.Scanner.Enabled)
 	return reconcile.Result{}, nil
 }

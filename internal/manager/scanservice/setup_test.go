@@ -1,10 +1,8 @@
-package manager
+package scanservice
 
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +22,6 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/manager/scanservice"
-	"github.com/eraser-oss/eraser/internal/node/scanclient"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
@@ -80,8 +76,8 @@ func TestScanServiceAuthenticates(t *testing.T) {
 		must(err)
 		return tr.Status.Token
 	}
-	reviewer := func() *scanservice.TokenReviewer {
-		return &scanservice.TokenReviewer{
+	reviewer := func() *TokenReviewer {
+		return &TokenReviewer{
 			Review: func(ctx context.Context, r *authv1.TokenReview) error { return c.Create(ctx, r) },
 			// As the manager's cache holds the pod: trimmed.
 			Pod: func(ctx context.Context, name string) (*corev1.Pod, error) {
@@ -99,7 +95,7 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	scannerToken := token(scanshare.AudienceOf(runUID), pod)
 
 	who, err := reviewer().Scanner(ctx, scannerToken, runUID)
-	if err != nil || who != (scanservice.Scanner{Node: "node-a", Pod: pod.Name, PodUID: string(pod.UID)}) {
+	if err != nil || who != (Scanner{Node: "node-a", Pod: pod.Name, PodUID: string(pod.UID)}) {
 		t.Fatalf("the run's scanner: %+v, %v", who, err)
 	}
 	for name, tc := range map[string]struct{ token, run string }{
@@ -109,22 +105,20 @@ func TestScanServiceAuthenticates(t *testing.T) {
 		"a token for the API server":                     {token: token("https://kubernetes.default.svc", pod), run: runUID},
 		"no token at all, just text":                     {token: "forged", run: runUID},
 	} {
-		if _, err := reviewer().Scanner(ctx, tc.token, tc.run); !errors.Is(err, scanservice.ErrNotScanner) {
+		if _, err := reviewer().Scanner(ctx, tc.token, tc.run); !errors.Is(err, ErrNotScanner) {
 			t.Errorf("%s: %v, want refused as not a scanner", name, err)
 		}
 	}
 
-	// Through the service over HTTP, as the scanner's client asks.
+	// Through the service over HTTP, in the scanners' wire format.
 	addr := testenv.FreePort(t)
-	srv := &scanservice.Server{Verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 4}),
+	srv := &Server{Verdicts: NewVerdicts(VerdictOptions{Budget: 1 << 20, Lease: time.Minute, Grant: 4}),
 		Auth: reviewer(), RetryAfter: time.Second, Log: logr.Discard()}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() { _ = (&scanservice.Runnable{Addr: addr, Server: srv}).Start(sctx) }()
+	go func() { _ = (&Runnable{Addr: addr, Server: srv}).Start(sctx) }()
 	key := scanshare.Key{Digest: "sha256:" + strings.Repeat("a", 64), Platform: "linux/amd64", DB: "sha256:" + strings.Repeat("b", 64), Policy: strings.Repeat("c", 64)}
-	file := filepath.Join(t.TempDir(), "token")
-	must(os.WriteFile(file, []byte(scannerToken), 0o600))
-	cl := scanclient.New("http://"+addr, runUID, file)
+	cl := &wireClient{base: "http://" + addr, run: runUID, token: scannerToken}
 	var resp scanshare.ClaimResponse
 	testenv.WaitFor(t, 30*time.Second, "the scan service to answer", func() bool {
 		resp, err = cl.Claim(ctx, scanshare.ClaimRequest{Keys: []scanshare.Key{key}})
@@ -138,7 +132,7 @@ func TestScanServiceAuthenticates(t *testing.T) {
 	must(c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	testenv.WaitFor(t, 30*time.Second, "the pod to be gone", func() bool {
 		_, err := reviewer().Scanner(ctx, scannerToken, runUID)
-		return errors.Is(err, scanservice.ErrNotScanner)
+		return errors.Is(err, ErrNotScanner)
 	})
 }
 

@@ -1,22 +1,19 @@
-package manager
+package holdback
 
 import (
 	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
-	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // A manager started while another Eraser manager acts on the same CRDs
@@ -33,8 +30,8 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: config.ConfigMapName},
-		Data: map[string]string{config.ConfigKey: "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: configMapName},
+		Data: map[string]string{"controller_manager_config.yaml": "apiVersion: eraser.sh/v1alpha3\nkind: EraserConfig\n"}}
 	labels := map[string]string{"control-plane": "controller-manager"}
 	addon := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "eraser-controller-manager", Labels: labels},
@@ -50,51 +47,27 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
-	interval := otherManagersRecheckInterval
-	otherManagersRecheckInterval = 500 * time.Millisecond
-	t.Cleanup(func() { otherManagersRecheckInterval = interval })
+	held := startHeldBack(t, namespace)
 
-	var logs testenv.Buffer
-	opts := Options{
-		Namespace: namespace, ConfigMapName: config.ConfigMapName,
-		ProbeAddr: testenv.FreePort(t), MetricsAddr: "0",
-		LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, configstore.New(config.Default(), nil))
-	}()
-
-	base := "http://" + opts.ProbeAddr
-	var code int
-	var body string
-	testenv.WaitFor(t, crdTestDeadline, "the readiness check", func() bool {
-		code, body = get(t, base+"/readyz/other-managers")
-		return code != 0
-	})
+	code, body := held.ready(t, "other-managers")
 	for _, want := range []string{"no job runs and nothing is removed while another Eraser manager acts on the eraser.sh CRDs",
 		"Deployment kube-system/eraser-controller-manager runs the AKS Image Cleaner add-on v1.3.1", "az aks update --disable-image-cleaner"} {
 		if code != http.StatusInternalServerError || !strings.Contains(body, want) {
 			t.Errorf("/readyz/other-managers answered %d %q; want 500 with %q", code, body, want)
 		}
 	}
-	if errs := logLines(logs.String(), "error"); len(errs) != 1 || !strings.Contains(errs[0], "az aks update") {
+	if errs := logLines(held.logs.String(), "error"); len(errs) != 1 || !strings.Contains(errs[0], "az aks update") {
 		t.Errorf("log lines at error: %q", errs)
 	}
 	var events []corev1.Event
-	testenv.WaitFor(t, crdTestDeadline, "the Event on the ConfigMap", func() bool {
-		events = env.Events(t, namespace, config.ConfigMapName, ReasonOtherManager)
+	testenv.WaitFor(t, heldDeadline, "the Event on the ConfigMap", func() bool {
+		events = env.Events(t, namespace, configMapName, eraserv1.ReasonOtherManager)
 		return len(events) > 0
 	})
 	if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "AKS Image Cleaner") {
 		t.Errorf("Event: %s %q", ev.Type, ev.Message)
 	}
-	err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaderElectionID}, &coordinationv1.Lease{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("a held-back manager took the lease (get: %v)", err)
-	}
+	held.noLease(t)
 
 	// The add-on turned off (AKS scales it away): the manager says so and
 	// exits.
@@ -103,15 +76,5 @@ func TestHeldBackByAnotherManager(t *testing.T) {
 	if err := env.Client.Update(ctx, addon); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run returned %v once the other manager was gone; want nil (exit, to be restarted)", err)
-		}
-	case <-time.After(crdTestDeadline):
-		t.Fatalf("Run did not return within %v of the other manager going; its log:\n%s", crdTestDeadline, logs.String())
-	}
-	if !strings.Contains(logs.String(), "no other Eraser manager acts on the CRDs any more; exiting") {
-		t.Errorf("the manager did not say why it exits; its log:\n%s", logs.String())
-	}
+	held.exits(t, "the other manager going", "no other Eraser manager acts on the CRDs any more; exiting")
 }

@@ -1,4 +1,4 @@
-package configreload
+package eraserconfig
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -49,12 +48,12 @@ func TestRecordFollowsARecreatedConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "eraser-manager-config"}
-	r := NewReconciler(env.Client, record.NewFakeRecorder(100), configstore.New(cfg, []byte(good)), key, dataKey, "")
+	r := NewReloader(env.Client, record.NewFakeRecorder(100), NewStore(cfg, []byte(good)), key, dataKey, "")
 
 	owner := func() types.UID {
 		t.Helper()
 		rec := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, configstore.RecordKey(key), rec); err != nil {
+		if err := env.Client.Get(ctx, RecordKey(key), rec); err != nil {
 			t.Fatalf("reading the record: %v", err)
 		}
 		if len(rec.OwnerReferences) != 1 {

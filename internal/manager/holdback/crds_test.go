@@ -1,17 +1,13 @@
-package manager
+package holdback
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,15 +16,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
+	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
-	"github.com/eraser-oss/eraser/internal/wire/config"
-)
-
-// Deadlines many times what a loaded 2-core machine needs.
-const (
-	crdTestDeadline = 2 * time.Minute
 )
 
 // dropProperties makes CRD name's v1 schema lack properties of the objects
@@ -82,31 +72,6 @@ func setVersions(t *testing.T, name string, versions []apiextensionsv1.CustomRes
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-// logLines are the manager's JSON log lines at level.
-func logLines(out, level string) []string {
-	var msgs []string
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct{ Level, Msg string }
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Level == level {
-			msgs = append(msgs, line.Msg)
-		}
-	}
-	return msgs
-}
-
 // A manager started over CRDs that would prune its fields runs nothing: it
 // says which fields and what to run in a log line at error, in a Warning
 // Event on each CRD and in its readiness check, takes no lease, and exits
@@ -121,50 +86,29 @@ func TestHeldBackByCRDsThatLackFields(t *testing.T) {
 	restoreJobs := dropProperties(t, "imagejobs.eraser.sh", map[string][]string{"status": {"started", "waitingIndexes", "failedIndexes", "report"}})
 	restoreLists := dropProperties(t, "imagelists.eraser.sh", map[string][]string{"spec": {"dryRun"}})
 
-	interval := crdRecheckInterval
-	crdRecheckInterval = 500 * time.Millisecond
-	t.Cleanup(func() { crdRecheckInterval = interval })
-
-	var logs testenv.Buffer
-	opts := Options{
-		Namespace: namespace, ConfigMapName: config.ConfigMapName,
-		ProbeAddr: testenv.FreePort(t), MetricsAddr: "0",
-		LeaderElect: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, NewLogger(opts.LogLevel, &logs), env.Config, opts, configstore.New(config.Default(), nil))
-	}()
+	held := startHeldBack(t, namespace)
 
 	jobs := "CRD imagejobs.eraser.sh (v1) lacks status.started, status.waitingIndexes, status.failedIndexes, status.report"
 	lists := "CRD imagelists.eraser.sh (v1) lacks spec.dryRun"
 	want := lists + "; " + jobs + ": the API server drops the fields a CRD does not declare, so the manager runs nothing until you " + crdcheck.Remedy(namespace)
 
-	base := "http://" + opts.ProbeAddr
-	var code int
-	var body string
-	testenv.WaitFor(t, crdTestDeadline, "the readiness check", func() bool {
-		code, body = get(t, base+"/readyz/crds")
-		return code != 0
-	})
+	code, body := held.ready(t, "crds")
 	if diff := cmp.Diff("internal server error: "+want+"\n", body); code != http.StatusInternalServerError || diff != "" {
 		t.Errorf("/readyz/crds answered %d (-want +got):\n%s", code, diff)
 	}
-	if code, _ := get(t, base+"/readyz"); code != http.StatusInternalServerError {
+	if code, _ := get(t, held.base+"/readyz"); code != http.StatusInternalServerError {
 		t.Errorf("/readyz answered %d, want 500", code)
 	}
-	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+	if code, _ := get(t, held.base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz answered %d, want 200: a held-back manager is alive, not to be restarted", code)
 	}
-	if diff := cmp.Diff([]string{want}, logLines(logs.String(), "error")); diff != "" {
+	if diff := cmp.Diff([]string{want}, logLines(held.logs.String(), "error")); diff != "" {
 		t.Errorf("log lines at error (-want +got):\n%s", diff)
 	}
 	for crd, finding := range map[string]string{"imagejobs.eraser.sh": jobs, "imagelists.eraser.sh": lists} {
 		var events []corev1.Event
-		testenv.WaitFor(t, crdTestDeadline, "the Event on "+crd, func() bool {
-			events = env.Events(t, metav1.NamespaceDefault, crd, ReasonMissingFields)
+		testenv.WaitFor(t, heldDeadline, "the Event on "+crd, func() bool {
+			events = env.Events(t, metav1.NamespaceDefault, crd, eraserv1.ReasonMissingFields)
 			return len(events) > 0
 		})
 		ev := events[0]
@@ -173,42 +117,29 @@ func TestHeldBackByCRDsThatLackFields(t *testing.T) {
 			t.Errorf("Event on %s (-want +got):\n%s", crd, diff)
 		}
 	}
-	err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaderElectionID}, &coordinationv1.Lease{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("a held-back manager took the lease (get: %v)", err)
-	}
+	held.noLease(t)
 
 	// One CRD fixed: still held back, saying what is left. Both: the
 	// manager says so and exits.
 	restoreLists()
-	testenv.WaitFor(t, crdTestDeadline, "the readiness check to name only what is left", func() bool {
-		_, body = get(t, base+"/readyz/crds")
+	testenv.WaitFor(t, heldDeadline, "the readiness check to name only what is left", func() bool {
+		_, body = get(t, held.base+"/readyz/crds")
 		return strings.Contains(body, jobs) && !strings.Contains(body, lists)
 	})
 	restoreJobs()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run returned %v once the CRDs were fixed; want nil (exit, to be restarted)", err)
-		}
-	case <-time.After(crdTestDeadline):
-		t.Fatalf("Run did not return within %v of the CRDs being fixed; its log:\n%s", crdTestDeadline, logs.String())
-	}
-	if !strings.Contains(logs.String(), "the installed CRDs now keep every field the manager writes; exiting") {
-		t.Errorf("the manager did not say why it exits; its log:\n%s", logs.String())
-	}
+	held.exits(t, "the CRDs being fixed", "the installed CRDs now keep every field the manager writes; exiting")
 }
 
 // With this release's CRDs the check finds nothing, and the manager starts
 // its controllers.
 func TestReadCRDsOurs(t *testing.T) {
 	testenv.Require(t)
-	findings, err := readCRDs(context.Background(), NewLogger("", io.Discard), env.Client)
+	findings, err := readCRDs(context.Background(), logr.Discard(), env.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(findings) > 0 {
-		t.Errorf("the release's CRDs: %s", crdcheck.Message(findings, DefaultNamespace))
+		t.Errorf("the release's CRDs: %s", crdcheck.Message(findings, "eraser-system"))
 	}
 }
 
@@ -223,7 +154,7 @@ func TestReadCRDsForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testenv.Buffer
-	findings, err := readCRDs(context.Background(), NewLogger("", &logs), c)
+	findings, err := readCRDs(context.Background(), jsonLogger(&logs), c)
 	if err != nil || findings != nil {
 		t.Fatalf("readCRDs = %v, %v; want nothing, going on", findings, err)
 	}

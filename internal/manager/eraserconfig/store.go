@@ -1,7 +1,4 @@
-// Package configstore holds the configuration in force. The manager reads it
-// at start from --config and replaces it when the ConfigMap changes and the
-// new document is valid; every job snapshots it when it starts.
-package configstore
+package eraserconfig
 
 import (
 	"sync"
@@ -18,8 +15,8 @@ type Store struct {
 	subs    []chan struct{}
 }
 
-// New holds the initial configuration and its document.
-func New(cfg *config.Config, raw []byte) *Store {
+// NewStore holds the initial configuration and its document.
+func NewStore(cfg *config.Config, raw []byte) *Store {
 	return &Store{cfg: cfg, raw: raw, version: 1}
 }
 

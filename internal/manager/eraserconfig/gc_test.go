@@ -1,4 +1,4 @@
-package configreload
+package eraserconfig
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/eraser-oss/eraser/internal/manager/configstore"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
 	"github.com/eraser-oss/eraser/internal/wire/config"
@@ -68,7 +67,7 @@ func TestRecordSurvivesTheGarbageCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "eraser-manager-config"}
-	r := NewReconciler(env.Client, record.NewFakeRecorder(100), configstore.New(cfg, []byte(good)), key, dataKey, "")
+	r := NewReloader(env.Client, record.NewFakeRecorder(100), NewStore(cfg, []byte(good)), key, dataKey, "")
 	create := func() *corev1.ConfigMap {
 		t.Helper()
 		cm := builder.MakeConfigMap(ns, key.Name).Data(dataKey, good).Obj()
@@ -85,7 +84,7 @@ func TestRecordSurvivesTheGarbageCollector(t *testing.T) {
 	}
 	recordOwner := func() (string, bool) {
 		rec := &corev1.ConfigMap{}
-		err := env.Client.Get(ctx, configstore.RecordKey(key), rec)
+		err := env.Client.Get(ctx, RecordKey(key), rec)
 		if apierrors.IsNotFound(err) || err != nil || len(rec.OwnerReferences) != 1 {
 			return "", false
 		}

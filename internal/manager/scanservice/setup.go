@@ -1,8 +1,9 @@
-package manager
+package scanservice
 
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -18,11 +19,9 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/manager/imagejob"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/scandb"
-	"github.com/eraser-oss/eraser/internal/manager/scanservice"
 )
 
 // The scan service's bounds: 64 MiB of verdicts is some 200,000 images'
@@ -84,36 +83,47 @@ const (
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 
-// scanService is the leader's scan service and its copy of the DB.
-type scanService struct {
-	verdicts *scanservice.Verdicts
+// Options say where the leader serves the scan service and keeps its copy
+// of the DB.
+type Options struct {
+	// Namespace holds the worker pods.
+	Namespace string
+	// Addr is the service's listening address, URL its address as the
+	// worker pods reach it.
+	Addr, URL string
+	// DBDir keeps the DB copy; DBProxy, if set, is the proxy its download
+	// goes through.
+	DBDir   string
+	DBProxy *url.URL
+}
+
+// Service is the leader's scan service and its copy of the DB.
+type Service struct {
+	opts     Options
+	verdicts *Verdicts
 	// mirror is nil when its directory is not writable: the run's
 	// scanners then fetch their own DB, as without a service.
 	mirror *scandb.Mirror
 }
 
-// newScanService prepares the scan service when the worker pods can be
-// told where it is; nil otherwise.
-func newScanService(log logr.Logger, opts Options) (*scanService, error) {
-	if opts.ScanServiceURL() == "" {
+// New prepares the scan service when the worker pods can be told where it
+// is (opts.URL); nil otherwise.
+func New(log logr.Logger, opts Options) (*Service, error) {
+	if opts.URL == "" {
 		return nil, nil
 	}
-	s := &scanService{verdicts: scanservice.NewVerdicts(scanservice.VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant,
+	s := &Service{opts: opts, verdicts: NewVerdicts(VerdictOptions{Budget: scanVerdictBudget, Lease: scanClaimLease, Grant: scanClaimGrant,
 		Log: log.WithName("scan-service")})}
-	collectors := scanservice.Collectors(s.verdicts)
-	if err := writable(opts.ScanDBDir); err != nil {
-		log.Info("the scanners fetch their own vulnerability DB: the manager cannot keep one (mount a writable volume there, as the chart does)", "dir", opts.ScanDBDir, "error", err.Error())
+	collectors := Collectors(s.verdicts)
+	if err := writable(opts.DBDir); err != nil {
+		log.Info("the scanners fetch their own vulnerability DB: the manager cannot keep one (mount a writable volume there, as the chart does)", "dir", opts.DBDir, "error", err.Error())
 	} else {
 		fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "eraser_scan_db_fetches_total",
 			Help: "Fetches of the vulnerability DB from its repository, by result: downloaded (a new DB), unchanged (only its manifest read), failed."}, []string{"result"})
 		fetched := prometheus.NewCounter(prometheus.CounterOpts{Name: "eraser_scan_db_fetched_bytes_total", Help: "Bytes of vulnerability DB downloaded from its repository."})
 		collectors = append(collectors, fetches, fetched)
-		proxy, err := opts.ScanDBProxyURL()
-		if err != nil {
-			return nil, err
-		}
-		s.mirror = scandb.New(scandb.Options{Dir: opts.ScanDBDir, Refresh: scanDBRefresh, MaxAge: scanDBMaxAge, Backoff: scanDBBackoff, MaxBackoff: scanDBMaxBackoff,
-			Timeout: scanDBTimeout, Transport: scandb.Transport(proxy), Fetched: func(result string, n int64) {
+		s.mirror = scandb.New(scandb.Options{Dir: opts.DBDir, Refresh: scanDBRefresh, MaxAge: scanDBMaxAge, Backoff: scanDBBackoff, MaxBackoff: scanDBMaxBackoff,
+			Timeout: scanDBTimeout, Transport: scandb.Transport(opts.DBProxy), Fetched: func(result string, n int64) {
 				fetches.WithLabelValues(result).Inc()
 				fetched.Add(float64(n))
 			}})
@@ -139,22 +149,29 @@ func writable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// dbs is what the ImageJob controller reads of the DB copy: nil without
-// one, so that the run's pods name no DB.
-func (s *scanService) dbs() imagejob.ScanDBs {
+// DBs is what the ImageJob controller reads of the DB copy
+// (imagejob.ScanDBs).
+type DBs interface {
+	Get(repository string) scandb.State
+	Archive(repository, digest string) scandb.State
+}
+
+// DBs is the DB copy: nil without one, so that the run's pods name no DB.
+func (s *Service) DBs() DBs {
 	if s == nil || s.mirror == nil {
 		return nil
 	}
 	return s.mirror
 }
 
-// setup adds the service to the manager, run on the leader alone.
-func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
+// Setup adds the service to the manager, run on the leader alone.
+func (s *Service) Setup(mgr ctrl.Manager) error {
 	if s == nil {
 		return nil
 	}
+	opts := s.opts
 	c := mgr.GetClient()
-	auth := &scanservice.TokenReviewer{
+	auth := &TokenReviewer{
 		Review: func(ctx context.Context, r *authv1.TokenReview) error { return c.Create(ctx, r) },
 		Pod: func(ctx context.Context, name string) (*corev1.Pod, error) {
 			pod := &corev1.Pod{}
@@ -178,9 +195,9 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	auth.Reviewed = func(result string) { reviews.WithLabelValues(result).Inc() }
-	srv := &scanservice.Server{Verdicts: s.verdicts, Auth: auth, RetryAfter: scanRetryAfter, Log: mgr.GetLogger().WithName("scan-service"),
-		PerSource: scanservice.Limit{Rate: scanPerSourceRate, Burst: scanPerSourceBurst},
-		PerPod:    scanservice.Limit{Rate: scanPerPodRate, Burst: scanPerPodBurst},
+	srv := &Server{Verdicts: s.verdicts, Auth: auth, RetryAfter: scanRetryAfter, Log: mgr.GetLogger().WithName("scan-service"),
+		PerSource: Limit{Rate: scanPerSourceRate, Burst: scanPerSourceBurst},
+		PerPod:    Limit{Rate: scanPerPodRate, Burst: scanPerPodBurst},
 		Refused:   func(reason string) { refused.WithLabelValues(reason).Inc() },
 		Served:    func(n int64) { served.Add(float64(n)) }}
 	if s.mirror != nil {
@@ -188,10 +205,10 @@ func (s *scanService) setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// The cache answers at once: a context of its own is enough.
 	s.verdicts.SetLive(func(job string) bool { return runLive(context.Background(), c, types.UID(job)) })
-	if err := mgr.Add(&scanservice.Runnable{Addr: opts.ScanServiceAddr, Server: srv}); err != nil {
+	if err := mgr.Add(&Runnable{Addr: opts.Addr, Server: srv}); err != nil {
 		return err
 	}
-	a := &announcer{c: c, ns: opts.Namespace, url: opts.ScanServiceURL(), log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry}
+	a := &announcer{c: c, ns: opts.Namespace, url: opts.URL, log: mgr.GetLogger().WithName("scan-service"), retry: scanAnnounceRetry}
 	if s.mirror != nil {
 		a.fetch = func(repository, digest string) { s.mirror.Archive(repository, digest) }
 	}
