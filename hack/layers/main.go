@@ -139,10 +139,14 @@ const (
 	Outside Layer = "outside"
 	API     Layer = "api"
 	Util    Layer = "internal/util"
-	// Process is what every binary sets up at start (log level, memory
-	// limit, the version stamped in).
+	// Stamp is the release and registry the build stamps into every
+	// binary: the configuration's image defaults read it as much as the
+	// binaries' start-up does.
+	Stamp Layer = "internal/process/version"
+	Wire  Layer = "internal/wire"
+	// Process is what every binary sets up at start: its log level (which
+	// writes the result lines the report reads) and memory limit.
 	Process Layer = "internal/process"
-	Wire    Layer = "internal/wire"
 	// Pkg is what custom scanner authors import: node-side helpers.
 	Pkg     Layer = "pkg"
 	Node    Layer = "internal/node"
@@ -171,9 +175,14 @@ func LayerOf(path string) Layer {
 		if strings.Contains(rest, "/test/") {
 			return Top
 		}
+		// Its fixtures (an offline DB, images in a registry) are its test
+		// support.
+		if strings.HasSuffix(rest, "/internal/fixture") {
+			return Testing
+		}
 		return Scanner
 	}
-	for _, l := range []Layer{API, Util, Process, Wire, Pkg, Node, Manager, CLI, Testing} {
+	for _, l := range []Layer{API, Util, Stamp, Wire, Process, Pkg, Node, Manager, CLI, Testing} {
 		if rest == string(l) || strings.HasPrefix(rest, string(l)+"/") {
 			return l
 		}
@@ -186,15 +195,16 @@ func LayerOf(path string) Layer {
 var below = map[Layer][]Layer{
 	API:     {},
 	Util:    {},
-	Process: {Util},
-	Wire:    {API, Util, Process},
-	Pkg:     {API, Util, Wire, Process, Node},
-	Node:    {API, Util, Wire, Process, Pkg},
-	Manager: {API, Util, Wire, Process},
-	CLI:     {API, Util, Wire, Process, Pkg, Node, Manager},
-	Testing: {API, Util, Wire, Process, Pkg, Node, Manager},
-	Scanner: {API, Util, Wire, Process, Pkg, Node},
-	Top:     {API, Util, Wire, Process, Pkg, Node, Manager, CLI, Testing, Scanner},
+	Stamp:   {},
+	Wire:    {API, Util, Stamp},
+	Process: {API, Util, Stamp, Wire},
+	Pkg:     {API, Util, Stamp, Wire, Process, Node},
+	Node:    {API, Util, Stamp, Wire, Process, Pkg},
+	Manager: {API, Util, Stamp, Wire, Process},
+	CLI:     {API, Util, Stamp, Wire, Process, Pkg, Node, Manager},
+	Testing: {API, Util, Stamp, Wire, Process, Pkg, Node, Manager},
+	Scanner: {API, Util, Stamp, Wire, Process, Pkg, Node},
+	Top:     {API, Util, Stamp, Wire, Process, Pkg, Node, Manager, CLI, Testing, Scanner},
 }
 
 // Allowed is whether product code in from may import a package in to.
