@@ -171,7 +171,7 @@ test-deps: ## Install containerd and runc (Debian packages) if missing.
 build-windows: ## Check that the node workers build for Windows.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/collector ./cmd/remover ./cmd/eraser ./examples/scanner
 	GOOS=windows GOARCH=amd64 go vet ./internal/node/handoff ./internal/node/cri ./internal/node/remover ./internal/node/collector ./pkg/scanner \
-		./internal/node/containerdrecords ./internal/node/leftover ./internal/node/reclaim ./internal/node/footprint ./internal/cli/nodecmd ./internal/testing/piperelay
+		./internal/node/containerdrecords ./internal/node/criorecords ./internal/node/leftover ./internal/node/reclaim ./internal/node/footprint ./internal/cli/nodecmd ./internal/testing/piperelay
 
 # The Windows tier: these packages' tests built for Windows and run under
 # Wine (a CRI server on a named pipe, the remover against it, the portable
@@ -338,9 +338,9 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/node/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
-	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
-	go test ./internal/node/imagestore -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
+	go test ./internal/node/criorecords -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s
 	go test ./internal/node/criorecords -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
+	$(SCANNER_ENV) go -C $(SCANNER_MODULE) test ./internal/storeimage -run=^$$ -fuzz=^FuzzLayerTar$$ -fuzztime=30s
 	go test ./internal/wire/references -run=^$$ -fuzz=^FuzzReaders$$ -fuzztime=30s
 	go test ./internal/node/remover -run=^$$ -fuzz=^FuzzReferenceMatchesAsInUse$$ -fuzztime=30s
 	go test ./internal/manager/scandb -run=^$$ -fuzz=^FuzzReadMetadata$$ -fuzztime=30s

@@ -15,6 +15,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/managertest"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -135,7 +136,7 @@ func TestImageListFlow(t *testing.T) {
 	if rep := job.Status.Report; rep.Nodes != 3 || len(rep.ConfigMaps) != 1 || rep.Namespace != flowNS {
 		t.Errorf("status.report %+v", rep)
 	}
-	shards, err := nodereport.Shards(ctx, env.Client, flowNS, &job)
+	shards, err := reportshards.Shards(ctx, env.Client, flowNS, &job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/util/kname"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
@@ -33,7 +34,7 @@ func Load(ctx context.Context, c client.Reader, target, node string) (Output, er
 		return out, fmt.Errorf("ImageJob %s has no report yet (status.report is empty; phase %q)", job.Name, job.Status.Phase)
 	}
 	out.Complete, out.OmittedNodes = rep.Complete, rep.OmittedNodes
-	shards, err := nodereport.Shards(ctx, c, rep.Namespace, job)
+	shards, err := reportshards.Shards(ctx, c, rep.Namespace, job)
 	if err != nil {
 		return out, err
 	}

@@ -18,7 +18,7 @@ import (
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/wire/nodereport"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 )
 
 // cleanup deletes a finished job, its pods and ConfigMaps once its delay has
@@ -134,7 +134,7 @@ const reportWait = 10 * time.Minute
 // test servers) without one, nor before the job is gone.
 func (r *Reconciler) deleteReport(ctx context.Context, job *eraserv1.ImageJob) error {
 	// Shards are not in the cache (cacheopts).
-	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job)
+	shards, err := reportshards.Shards(ctx, r.apiReader, r.opts.Namespace, job)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func retention(p Params) retentionParts {
 	}
 	// CRI-O's CRI tells no pull times; its image store (containers/storage,
 	// at imageFsPath) records them, so the first run on a CRI-O node sees an
-	// image pulled a month ago as a month old (internal/node/imagestore).
+	// image pulled a month ago as a month old (internal/node/criorecords).
 	crio := p.Config.Manager.Runtime.Name == config.RuntimeCrio
 	if crio {
 		out.args = append(out.args, "--image-store="+r.ImageFsPath)

@@ -28,6 +28,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/manager/jobdata"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/reconcilestep"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -255,7 +256,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 // load reads the shards written before (by this process or an earlier
 // leader) from the API server: the cache may lag behind a write.
 func (r *Reconciler) load(ctx context.Context, job *eraserv1.ImageJob, st *jobState) error {
-	shards, err := nodereport.Shards(ctx, r.apiReader, r.opts.Namespace, job)
+	shards, err := reportshards.Shards(ctx, r.apiReader, r.opts.Namespace, job)
 	if err != nil {
 		return err
 	}

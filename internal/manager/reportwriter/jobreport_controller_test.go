@@ -26,6 +26,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"
@@ -318,7 +319,7 @@ func TestReportBoundAt5000Nodes(t *testing.T) {
 	if index > eraserv1.MaxReportConfigMaps {
 		t.Errorf("%d shards, over the cap of %d", index, eraserv1.MaxReportConfigMaps)
 	}
-	shards, err := nodereport.Shards(ctx, env.Client, ns, job)
+	shards, err := reportshards.Shards(ctx, env.Client, ns, job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -88,7 +89,7 @@ func requestOf(job *eraserv1.ImageJob) reconcile.Request {
 // error.
 func readReport(t *testing.T, ctx context.Context, job *eraserv1.ImageJob) map[string]nodereport.Node {
 	t.Helper()
-	shards, err := nodereport.Shards(ctx, env.Client, ns, job)
+	shards, err := reportshards.Shards(ctx, env.Client, ns, job)
 	if err != nil {
 		t.Fatal(err)
 	}

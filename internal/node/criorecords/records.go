@@ -1,9 +1,11 @@
 // Package criorecords reads the records containers/storage keeps in a
 // store's root (CRI-O's image store, /var/lib/containers/storage): its
-// images, the layers they stand on and the containers made from them. What
-// an image removal left behind on a CRI-O node is found in these records
-// (internal/node/leftover), and so is what removing images frees: CRI-O's
-// CRI shows only images, never the layers and container storage under them.
+// images, the layers they stand on and the containers made from them. It is
+// the one reader of these files. What an image removal left behind on a
+// CRI-O node is found in these records (internal/node/leftover), and so is
+// what removing images frees: CRI-O's CRI shows only images, never the
+// layers and container storage under them. The scanner finds an image's
+// layers and documents in them (scanner/trivy/internal/storeimage).
 //
 // The records are read from the files alone, without the store's locks and
 // without CRI-O: the node worker mounts the store read-only. Layout (driver
@@ -52,6 +54,10 @@ type Image struct {
 	// MappedTopLayers are copies of the top layer with other ID mappings
 	// (user namespaces), on the same parent.
 	MappedTopLayers []string
+	// BigDataNames are the keys of the documents stored with the image:
+	// its config under the config's digest, its manifests under
+	// "manifest" and "manifest-<digest>".
+	BigDataNames []string
 	// BigDataBytes is the size of the documents stored with the image
 	// (its manifests, its config), the sum of its big-data-sizes.
 	BigDataBytes int64
@@ -68,6 +74,12 @@ type Layer struct {
 	// layer was not made from a tar (a container's read-write layer) or
 	// its making did not finish.
 	DiffBytes int64
+	// DiffDigest is the digest of that tar: the image config's diff ID.
+	// CompressedDigest and CompressedBytes are the registry blob's, when
+	// the layer was pulled.
+	DiffDigest       string
+	CompressedDigest string
+	CompressedBytes  int64
 	// Incomplete: the layer is flagged incomplete, as containers/storage
 	// flags a layer while it makes or deletes it; one still flagged is
 	// what an interrupted pull or removal left.
@@ -233,7 +245,8 @@ func parse(driver string, data files) (Records, error) {
 			continue
 		}
 		seen[rec.ID] = true
-		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers, Created: rec.Created}
+		img := Image{ID: rec.ID, Names: rec.Names, TopLayer: rec.TopLayer, MappedTopLayers: rec.MappedTopLayers,
+			BigDataNames: rec.BigDataNames, Created: rec.Created}
 		for _, n := range rec.BigDataSizes {
 			img.BigDataBytes = add(img.BigDataBytes, n)
 		}
@@ -252,6 +265,7 @@ func parse(driver string, data files) (Records, error) {
 			}
 			seen[rec.ID] = true
 			r.Layers = append(r.Layers, Layer{ID: rec.ID, Parent: rec.Parent, DiffBytes: max(rec.DiffSize, 0),
+				DiffDigest: rec.DiffDigest, CompressedDigest: rec.CompressedDigest, CompressedBytes: max(rec.CompressedSize, 0),
 				Incomplete: rec.Flags[incompleteFlag] == true, Volatile: i == volatileLayersFile, Created: rec.Created})
 		}
 	}
@@ -284,16 +298,20 @@ type imageRecord struct {
 	Names           []string         `json:"names"`
 	TopLayer        string           `json:"layer"`
 	MappedTopLayers []string         `json:"mapped-layers"`
+	BigDataNames    []string         `json:"big-data-names"`
 	BigDataSizes    map[string]int64 `json:"big-data-sizes"`
 	Created         time.Time        `json:"created"`
 }
 
 type layerRecord struct {
-	ID       string         `json:"id"`
-	Parent   string         `json:"parent"`
-	DiffSize int64          `json:"diff-size"`
-	Flags    map[string]any `json:"flags"`
-	Created  time.Time      `json:"created"`
+	ID               string         `json:"id"`
+	Parent           string         `json:"parent"`
+	DiffSize         int64          `json:"diff-size"`
+	DiffDigest       string         `json:"diff-digest"`
+	CompressedDigest string         `json:"compressed-diff-digest"`
+	CompressedSize   int64          `json:"compressed-size"`
+	Flags            map[string]any `json:"flags"`
+	Created          time.Time      `json:"created"`
 }
 
 type containerRecord struct {

@@ -62,11 +62,11 @@ func TestRead(t *testing.T) {
 	full := criorecords.Records{
 		Driver: "overlay",
 		Images: []criorecords.Image{
-			{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
+			{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataNames: []string{"sha256:c1", "manifest"}, BigDataBytes: 2000, Created: t1},
 			{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
 		},
 		Layers: []criorecords.Layer{
-			{ID: "l-base", DiffBytes: 1024, Created: t1},
+			{ID: "l-base", DiffBytes: 1024, DiffDigest: "sha256:d1", CompressedDigest: "sha256:z1", CompressedBytes: 400, Created: t1},
 			{ID: "l-app", Parent: "l-base", DiffBytes: 2048},
 			{ID: "l-app-mapped", Parent: "l-base", DiffBytes: 2048},
 			{ID: "l-pulling", Incomplete: true},
@@ -107,6 +107,20 @@ func TestRead(t *testing.T) {
 				Containers: []criorecords.Container{{ID: "c1", Image: "i", Layer: "rw1"}, {ID: "c2", Image: "i", Layer: "rw", Volatile: true}},
 			},
 		},
+		"an image layer only in the volatile records: read as the stable ones are": {
+			files: map[string]string{
+				"overlay-images/images.json":          `[{"id":"i","layer":"l-top","big-data-names":["sha256:i"]}]`,
+				"overlay-layers/layers.json":          `[{"id":"l-base","diff-digest":"sha256:d1","diff-size":10}]`,
+				"overlay-layers/volatile-layers.json": `[{"id":"l-top","parent":"l-base","diff-digest":"sha256:d2","diff-size":20,"compressed-diff-digest":"sha256:z2","compressed-size":7}]`,
+			},
+			want: criorecords.Records{Driver: "overlay",
+				Images: []criorecords.Image{{ID: "i", TopLayer: "l-top", BigDataNames: []string{"sha256:i"}}},
+				Layers: []criorecords.Layer{
+					{ID: "l-base", DiffBytes: 10, DiffDigest: "sha256:d1"},
+					{ID: "l-top", Parent: "l-base", DiffBytes: 20, DiffDigest: "sha256:d2", CompressedDigest: "sha256:z2", CompressedBytes: 7, Volatile: true},
+				},
+			},
+		},
 		"no layers or containers yet; empty files as containers/storage leaves them": {
 			files: map[string]string{"overlay-images/images.json": ``, "overlay-layers/layers.json": ``},
 			want:  criorecords.Records{Driver: "overlay"},
@@ -118,7 +132,7 @@ func TestRead(t *testing.T) {
 		"records without an ID, negative sizes: left out, counted 0": {
 			files: map[string]string{
 				"overlay-images/images.json": `[{"names":["x:1"]},{"id":"i","big-data-sizes":{"a":-1,"b":5}}]`,
-				"overlay-layers/layers.json": `[{"parent":"l"},{"id":"l","diff-size":-7}]`,
+				"overlay-layers/layers.json": `[{"parent":"l"},{"id":"l","diff-size":-7,"compressed-size":-1}]`,
 			},
 			want: criorecords.Records{Driver: "overlay", Images: []criorecords.Image{{ID: "i", BigDataBytes: 5}}, Layers: []criorecords.Layer{{ID: "l"}}},
 		},
@@ -201,7 +215,7 @@ func TestImages(t *testing.T) {
 			files:  map[string]string{"overlay-images/images.json": imagesJSON, "overlay-layers/layers.json": "not read"},
 			driver: "overlay",
 			want: []criorecords.Image{
-				{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataBytes: 2000, Created: t1},
+				{ID: "i-app", Names: []string{"example.com/app:1", "example.com/app@sha256:m1"}, TopLayer: "l-app", MappedTopLayers: []string{"l-app-mapped"}, BigDataNames: []string{"sha256:c1", "manifest"}, BigDataBytes: 2000, Created: t1},
 				{ID: "i-scratch", Names: []string{"example.com/scratch:1"}},
 			},
 		},
@@ -274,7 +288,9 @@ func TestReadBound(t *testing.T) {
 
 // FuzzParse: whatever the files hold, parsing errs or makes records with
 // IDs and sizes not negative, and images' exclusive bytes are within the
-// store's total. (Read adds only the reading of the files, bounded.)
+// store's total. The volatile layers add to the stable ones: every stable
+// layer is read as without them, and a volatile one only under an ID the
+// stable records lack. (Read adds only the reading of the files, bounded.)
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(imagesJSON), []byte(layersJSON), []byte(nil), []byte(containersJSON), []byte(nil))
 	f.Add([]byte(`[{"id":"i","layer":"a"}]`), []byte(`[{"id":"a","parent":"b","diff-size":1},{"id":"b","parent":"a","diff-size":2}]`),
@@ -295,10 +311,22 @@ func FuzzParse(f *testing.F) {
 		}
 		layerIDs := map[string]bool{}
 		for _, l := range r.Layers {
-			if l.ID == "" || l.DiffBytes < 0 || layerIDs[l.ID] {
+			if l.ID == "" || l.DiffBytes < 0 || l.CompressedBytes < 0 || layerIDs[l.ID] {
 				t.Fatalf("layer %+v", l)
 			}
 			layerIDs[l.ID] = true
+		}
+		stable, err := criorecords.Parse("overlay", images, layers, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("the files parse with the volatile layers, not without: %v", err)
+		}
+		if diff := cmp.Diff(stable.Layers, r.Layers[:len(stable.Layers)]); diff != "" {
+			t.Fatalf("stable layers read otherwise beside volatile ones (-alone +beside):\n%s", diff)
+		}
+		for _, l := range r.Layers[len(stable.Layers):] {
+			if !l.Volatile {
+				t.Fatalf("layer %+v after the stable ones, not volatile", l)
+			}
 		}
 		for _, c := range r.Containers {
 			if c.ID == "" {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
-	"github.com/eraser-oss/eraser/internal/node/imagestore"
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/nodestate"
 )
 
@@ -52,7 +52,7 @@ func StartImageTimes(ctx context.Context, rt any, store string) ImageTimes {
 			t, err = timer.ImageTimes(ctx)
 		}
 		if errors.Is(err, cri.ErrNoImageTimes) && store != "" {
-			t, err = imagestore.Times(store)
+			t, err = criorecords.Times(store)
 		}
 		ch <- result{t, err}
 	}()

@@ -1,7 +1,6 @@
 package nodereport
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/util/kname"
@@ -74,25 +72,6 @@ func ConfigMap(job *eraserv1.ImageJob, namespace string, i int, s Shard) *corev1
 		Data:       map[string]string{KeyNodes: nodes, KeyJob: job.Name},
 		BinaryData: map[string][]byte{KeyData: s.Data},
 	}
-}
-
-// Shards lists a job's shards, in order, from whichever reader is given
-// (the API server: the manager's cache leaves shards out). Only shards
-// owned by this job count: a shortened label value may be another job's,
-// and an earlier job of the same name may have left shards behind.
-func Shards(ctx context.Context, c client.Reader, namespace string, job *eraserv1.ImageJob) ([]corev1.ConfigMap, error) {
-	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelReport: kname.LabelValue(job.Name)}); err != nil {
-		return nil, fmt.Errorf("listing the report of job %s: %w", job.Name, err)
-	}
-	out := list.Items[:0]
-	for _, cm := range list.Items {
-		if Ours(&cm, job) {
-			out = append(out, cm)
-		}
-	}
-	slices.SortFunc(out, func(a, b corev1.ConfigMap) int { return ShardIndex(a.Name) - ShardIndex(b.Name) })
-	return out, nil
 }
 
 // Ours says whether cm is a shard of this run of job: it names the job and

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -39,7 +40,7 @@ func jobWithReport(t *testing.T, name string) *eraserv1.ImageJob {
 // jobNodes is the job's report of the nodes that ran.
 func jobNodes(t *testing.T, job *eraserv1.ImageJob) []nodereport.Node {
 	t.Helper()
-	shards, err := nodereport.Shards(testCtx(t), kube, job.Status.Report.Namespace, job)
+	shards, err := reportshards.Shards(testCtx(t), kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		t.Fatal(err)
 	}

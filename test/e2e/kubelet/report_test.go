@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 )
 
@@ -43,7 +44,7 @@ func reportOutlivesThePods(t *testing.T) {
 		rep := job.Status.Report
 		return rep != nil && rep.Complete && len(pods.Items) == 0, fmt.Sprintf("report %+v, %d pods", rep, len(pods.Items))
 	})
-	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
+	shards, err := reportshards.Shards(ctx, kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		t.Fatal(err)
 	}

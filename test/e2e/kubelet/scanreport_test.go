@@ -10,6 +10,7 @@ import (
 	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
+	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
@@ -70,7 +71,7 @@ func endScannedRuns(t *testing.T, after string) {
 
 // reportNodes reads the nodes of a job's report that ran.
 func reportNodes(ctx context.Context, job *eraserv1.ImageJob) ([]nodereport.Node, error) {
-	shards, err := nodereport.Shards(ctx, kube, job.Status.Report.Namespace, job)
+	shards, err := reportshards.Shards(ctx, kube, job.Status.Report.Namespace, job)
 	if err != nil {
 		return nil, err
 	}

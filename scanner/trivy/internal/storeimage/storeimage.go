@@ -3,7 +3,7 @@
 // pull, no export to an archive, and no CRI-O API, which has no call that
 // returns an image's content. Each layer is the tar the node pulled,
 // rebuilt from the store and checked against its diff ID
-// (imagestore.LayerTar), so the scanner judges exactly the bytes the node
+// (criorecords.LayerTar), so the scanner judges exactly the bytes the node
 // runs.
 package storeimage
 
@@ -19,8 +19,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 	"github.com/eraser-oss/eraser/internal/node/handoff"
-	"github.com/eraser-oss/eraser/internal/node/imagestore"
 	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/wire/scanshare"
 	"github.com/eraser-oss/eraser/scanner/trivy/internal/ctrdimage"
@@ -32,17 +32,17 @@ const DefaultRoot = "/var/lib/containers/storage"
 
 // Store opens images of one containers/storage root.
 type Store struct {
-	store *imagestore.Store
+	root string
 }
 
-// Open opens the store at root; its records are read at each Open, as CRI-O
-// pulls and removes while the scan runs.
+// Open opens the store at root, which holds the records of one storage
+// driver; its records are read at each Open, as CRI-O pulls and removes
+// while the scan runs.
 func Open(root string) (*Store, error) {
-	s, err := imagestore.Open(root)
-	if err != nil {
+	if _, err := criorecords.Driver(root); err != nil {
 		return nil, fmt.Errorf("CRI-O's image store: %w", err)
 	}
-	return &Store{store: s}, nil
+	return &Store{root: root}, nil
 }
 
 // Close releases nothing: no file stays open between scans.
@@ -55,26 +55,26 @@ func (s *Store) Close() error { return nil }
 // as other content since it was listed) is passed over; when no name leads
 // to the image, Open fails with scan.ErrOtherContent.
 func (s *Store) Open(_ context.Context, ref handoff.Image) (*ctrdimage.Image, error) {
-	recs, err := s.store.Images()
+	records, err := criorecords.Read(s.root)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := find(recs, ref)
+	rec, err := find(records.Images, ref)
 	if err != nil {
 		return nil, err
 	}
-	layers, err := s.store.Layers()
-	if err != nil {
-		return nil, err
+	layers := make(map[string]criorecords.Layer, len(records.Layers))
+	for _, l := range records.Layers {
+		layers[l.ID] = l
 	}
-	img, err := s.image(rec, layers)
+	img, err := s.image(records.Driver, rec, layers)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", rec.ID, err)
 	}
 	return ctrdimage.Wrap(img, ref), nil
 }
 
-func find(recs []imagestore.Image, ref handoff.Image) (imagestore.Image, error) {
+func find(recs []criorecords.Image, ref handoff.Image) (criorecords.Image, error) {
 	want, check := scanshare.Digest(ref.ImageID)
 	id := strings.TrimPrefix(ref.ImageID, "sha256:")
 	for _, r := range recs {
@@ -96,14 +96,14 @@ func find(recs []imagestore.Image, ref handoff.Image) (imagestore.Image, error) 
 		}
 	}
 	if len(moved) > 0 {
-		return imagestore.Image{}, fmt.Errorf("%s: %w: %s", ref.ImageID, scan.ErrOtherContent, strings.Join(moved, ", "))
+		return criorecords.Image{}, fmt.Errorf("%s: %w: %s", ref.ImageID, scan.ErrOtherContent, strings.Join(moved, ", "))
 	}
-	return imagestore.Image{}, fmt.Errorf("%s: %w", ref.ImageID, ctrdimage.ErrNotFound)
+	return criorecords.Image{}, fmt.Errorf("%s: %w", ref.ImageID, ctrdimage.ErrNotFound)
 }
 
-func (s *Store) image(rec imagestore.Image, records map[string]imagestore.Layer) (*image, error) {
+func (s *Store) image(driver string, rec criorecords.Image, records map[string]criorecords.Layer) (*image, error) {
 	cfgKey := "sha256:" + rec.ID
-	raw, err := s.store.BigData(rec, cfgKey)
+	raw, err := bigData(s.root, driver, rec, cfgKey)
 	if err != nil {
 		return nil, fmt.Errorf("its config: %w", err)
 	}
@@ -111,7 +111,7 @@ func (s *Store) image(rec imagestore.Image, records map[string]imagestore.Layer)
 	if err != nil {
 		return nil, fmt.Errorf("its config: %w", err)
 	}
-	chain, err := imagestore.Chain(records, rec.TopLayer)
+	chain, err := layerChain(records, rec.TopLayer)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (s *Store) image(rec imagestore.Image, records map[string]imagestore.Layer)
 		if l.DiffDigest != cfg.RootFS.DiffIDs[i].String() {
 			return nil, fmt.Errorf("layer %d is %s in its config and %s in the store", i, cfg.RootFS.DiffIDs[i], l.DiffDigest)
 		}
-		img.layers = append(img.layers, &layer{store: s.store, rec: l})
+		img.layers = append(img.layers, &layer{root: s.root, driver: driver, rec: l})
 	}
 	img.manifest, img.rawManifest, err = img.buildManifest()
 	if err != nil {
@@ -208,8 +208,8 @@ func (i *image) LayerByDiffID(h v1.Hash) (v1.Layer, error) {
 // layer was pulled (the store records it), else its diff ID, as an
 // uncompressed layer's digest is.
 type layer struct {
-	store *imagestore.Store
-	rec   imagestore.Layer
+	root, driver string
+	rec          criorecords.Layer
 }
 
 func (l *layer) pulled() bool { return strings.HasPrefix(l.rec.CompressedDigest, "sha256:") }
@@ -225,9 +225,9 @@ func (l *layer) DiffID() (v1.Hash, error) { return v1.NewHash(l.rec.DiffDigest) 
 
 func (l *layer) Size() (int64, error) {
 	if l.pulled() {
-		return l.rec.CompressedSize, nil
+		return l.rec.CompressedBytes, nil
 	}
-	return l.rec.DiffSize, nil
+	return l.rec.DiffBytes, nil
 }
 
 func (l *layer) MediaType() (types.MediaType, error) {
@@ -238,7 +238,9 @@ func (l *layer) MediaType() (types.MediaType, error) {
 }
 
 // Uncompressed is what the scanner reads: the rebuilt, checked tar.
-func (l *layer) Uncompressed() (io.ReadCloser, error) { return l.store.LayerTar(l.rec) }
+func (l *layer) Uncompressed() (io.ReadCloser, error) {
+	return layerTar(l.root, l.driver, l.rec)
+}
 
 // Compressed is refused: the store keeps the layer unpacked, and any
 // compression made here would not be the blob its Digest names. Trivy reads

@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"archive/tar"
@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // layerFile is one entry of a test layer.
@@ -25,7 +27,7 @@ type layerFile struct {
 // its files under overlay/<id>/diff and the tar's headers and padding in
 // overlay-layers/<id>.tar-split.gz. It returns the layer record and the
 // original tar.
-func writeLayer(t testing.TB, root, id string, files []layerFile) (Layer, []byte) {
+func writeLayer(t testing.TB, root, id string, files []layerFile) (criorecords.Layer, []byte) {
 	t.Helper()
 	diff := filepath.Join(root, "overlay", id, "diff")
 	if err := os.MkdirAll(diff, 0o755); err != nil {
@@ -87,7 +89,7 @@ func writeLayer(t testing.TB, root, id string, files []layerFile) (Layer, []byte
 	check(t, os.MkdirAll(filepath.Join(root, "overlay-layers"), 0o755))
 	check(t, os.WriteFile(filepath.Join(root, "overlay-layers", id+".tar-split.gz"), gz.Bytes(), 0o644))
 	sum := sha256.Sum256(stream.Bytes())
-	return Layer{ID: id, DiffDigest: "sha256:" + hex.EncodeToString(sum[:]), DiffSize: int64(stream.Len())}, stream.Bytes()
+	return criorecords.Layer{ID: id, DiffDigest: "sha256:" + hex.EncodeToString(sum[:]), DiffBytes: int64(stream.Len())}, stream.Bytes()
 }
 
 func check(t testing.TB, err error) {
@@ -143,7 +145,7 @@ func TestLayerTar(t *testing.T) {
 			if tc.change != nil {
 				tc.change(t, filepath.Join(root, "overlay", "l1", "diff"))
 			}
-			rc, err := (&Store{root: root, driver: "overlay"}).LayerTar(l)
+			rc, err := layerTar(root, "overlay", l)
 			check(t, err)
 			defer rc.Close()
 			got, err := io.ReadAll(rc)
@@ -164,23 +166,22 @@ func TestLayerTar(t *testing.T) {
 func TestLayerTarRefuses(t *testing.T) {
 	root := t.TempDir()
 	l, _ := writeLayer(t, root, "l1", []layerFile{{name: "a", content: "x", typ: tar.TypeReg}})
-	s := &Store{root: root, driver: "overlay"}
 	cases := map[string]struct {
-		store *Store
-		layer Layer
-		want  string
+		driver string
+		layer  criorecords.Layer
+		want   string
 	}{
-		"no diff digest":    {store: s, layer: Layer{ID: "l1"}, want: "no sha256 diff digest"},
-		"an ID with a path": {store: s, layer: Layer{ID: "../l1", DiffDigest: l.DiffDigest}, want: "not a store ID"},
-		"no tar-split":      {store: s, layer: Layer{ID: "l2", DiffDigest: l.DiffDigest}, want: "l2"},
-		"another driver":    {store: &Store{root: root, driver: "btrfs"}, layer: l, want: "overlay and vfs drivers only"},
+		"no diff digest":    {driver: "overlay", layer: criorecords.Layer{ID: "l1"}, want: "no sha256 diff digest"},
+		"an ID with a path": {driver: "overlay", layer: criorecords.Layer{ID: "../l1", DiffDigest: l.DiffDigest}, want: "not a store ID"},
+		"no tar-split":      {driver: "overlay", layer: criorecords.Layer{ID: "l2", DiffDigest: l.DiffDigest}, want: "l2"},
+		"another driver":    {driver: "btrfs", layer: l, want: "overlay and vfs drivers only"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if name == "no tar-split" {
 				check(t, os.MkdirAll(filepath.Join(root, "overlay", "l2", "diff"), 0o755))
 			}
-			rc, err := tc.store.LayerTar(tc.layer)
+			rc, err := layerTar(root, tc.driver, tc.layer)
 			if err == nil {
 				rc.Close()
 				t.Fatal("no error")
@@ -216,7 +217,7 @@ func FuzzLayerTar(f *testing.F) {
 		check(t, zw.Close())
 		check(t, os.MkdirAll(filepath.Join(root, "overlay-layers"), 0o755))
 		check(t, os.WriteFile(filepath.Join(root, "overlay-layers", "l1.tar-split.gz"), gz.Bytes(), 0o644))
-		rc, err := (&Store{root: root, driver: "overlay"}).LayerTar(Layer{ID: "l1", DiffDigest: "sha256:" + strings.Repeat("0", 64)})
+		rc, err := layerTar(root, "overlay", criorecords.Layer{ID: "l1", DiffDigest: "sha256:" + strings.Repeat("0", 64)})
 		check(t, err)
 		defer rc.Close()
 		got, _ := io.ReadAll(io.LimitReader(rc, 1<<20))

@@ -1,6 +1,6 @@
 //go:build linux
 
-package imagestore_test
+package criorecords_test
 
 import (
 	"errors"
@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/criorecords"
-	"github.com/eraser-oss/eraser/internal/node/imagestore"
 	"github.com/eraser-oss/eraser/internal/testing/testcrio"
 	"github.com/eraser-oss/eraser/internal/testing/testimage"
 )
@@ -28,7 +27,7 @@ func TestTimesOnCRIO(t *testing.T) {
 	const app = "example.com/age/app:1"
 	c.Import(t, testimage.Image{Tags: []string{app}, RandomBytes: 1 << 10})
 	after := time.Now().Add(time.Second)
-	times, err := imagestore.Times(c.RootDir())
+	times, err := criorecords.Times(c.RootDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestTimesOnCRIO(t *testing.T) {
 			t.Errorf("time of %s: %v (found %v), want within the pull, %v to %v", key, got, ok, before, after)
 		}
 	}
-	if _, err := imagestore.Times(t.TempDir()); err == nil {
+	if _, err := criorecords.Times(t.TempDir()); err == nil {
 		t.Error("a directory without records: no error")
 	}
 }
@@ -61,12 +60,12 @@ func TestTimesFromTheStoreRecords(t *testing.T) {
 			}
 		}
 	}
-	got, err := imagestore.Times(dir)
+	got, err := criorecords.Times(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-criorecords +imagestore):\n%s", diff)
+		t.Errorf("(-Images +Times):\n%s", diff)
 	}
 }
 
@@ -124,11 +123,11 @@ func TestTimes(t *testing.T) {
 			for driver, records := range tc.more {
 				write(t, dir, driver, records)
 			}
-			got, err := imagestore.Times(dir)
+			got, err := criorecords.Times(dir)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
-			if tc.noStore && !errors.Is(err, imagestore.ErrNoStore) {
+			if tc.noStore && !errors.Is(err, criorecords.ErrNoStore) {
 				t.Errorf("error %v, want ErrNoStore", err)
 			}
 			if diff := cmp.Diff(tc.want, got); !tc.wantErr && diff != "" {
@@ -146,7 +145,7 @@ func TestTimesBound(t *testing.T) {
 	if err := os.Truncate(filepath.Join(dir, "overlay-images", "images.json"), 64<<20+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := imagestore.Times(dir); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
+	if _, err := criorecords.Times(dir); err == nil || !strings.Contains(err.Error(), "over 64 MiB") {
 		t.Errorf("records past the bound: %v, want refused", err)
 	}
 }
@@ -157,7 +156,7 @@ func FuzzTimes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, records string) {
 		dir := t.TempDir()
 		write(t, dir, "overlay", records)
-		times, err := imagestore.Times(dir)
+		times, err := criorecords.Times(dir)
 		if err == nil {
 			for key, at := range times {
 				if key == "" || at.IsZero() {

@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"bufio"
@@ -13,9 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
-// LayerTar streams the layer's tar exactly as it was pulled, rebuilt from
+// layerTar streams the layer's tar exactly as it was pulled, rebuilt from
 // what the store keeps: the tar's headers and padding (containers/storage's
 // tar-split record, <id>.tar-split.gz) around the files' contents read from
 // the layer's diff directory. Rebuilding the original stream, not walking
@@ -25,7 +27,7 @@ import (
 // result be checked: the stream's digest must be the layer's diff ID, or
 // the read ends in an error instead of io.EOF, so content changed on the
 // node is never judged as the image's.
-func (s *Store) LayerTar(l Layer) (io.ReadCloser, error) {
+func layerTar(root, driver string, l criorecords.Layer) (io.ReadCloser, error) {
 	if !storeID(l.ID) {
 		return nil, fmt.Errorf("layer ID %q is not a store ID", l.ID)
 	}
@@ -33,38 +35,38 @@ func (s *Store) LayerTar(l Layer) (io.ReadCloser, error) {
 	if !ok {
 		return nil, fmt.Errorf("layer %s has no sha256 diff digest (%q): its content cannot be checked", l.ID, l.DiffDigest)
 	}
-	dir, err := s.diffDir(l.ID)
+	dir, err := diffDir(root, driver, l.ID)
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	files, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("layer %s: %w", l.ID, err)
 	}
-	split := filepath.Join(s.root, s.driver+"-layers", l.ID+".tar-split.gz")
+	split := filepath.Join(root, driver+"-layers", l.ID+".tar-split.gz")
 	f, err := os.Open(split)
 	if err != nil {
-		root.Close()
+		files.Close()
 		return nil, fmt.Errorf("layer %s has no tar-split record (pulled in a form this reader does not rebuild): %w", l.ID, err)
 	}
 	gz, err := gzip.NewReader(bufio.NewReader(f))
 	if err != nil {
-		root.Close()
+		files.Close()
 		f.Close()
 		return nil, fmt.Errorf("layer %s: %s: %w", l.ID, split, err)
 	}
-	return &tarStream{id: l.ID, want: want, root: root, split: f, gz: gz, dec: json.NewDecoder(gz), sum: sha256.New()}, nil
+	return &tarStream{id: l.ID, want: want, root: files, split: f, gz: gz, dec: json.NewDecoder(gz), sum: sha256.New()}, nil
 }
 
 // diffDir is where the driver keeps the layer's files.
-func (s *Store) diffDir(id string) (string, error) {
-	switch s.driver {
+func diffDir(root, driver, id string) (string, error) {
+	switch driver {
 	case "overlay", "overlay2":
-		return filepath.Join(s.root, s.driver, id, "diff"), nil
+		return filepath.Join(root, driver, id, "diff"), nil
 	case "vfs":
-		return filepath.Join(s.root, "vfs", "dir", id), nil
+		return filepath.Join(root, "vfs", "dir", id), nil
 	}
-	return "", fmt.Errorf("storage driver %q: layers are read from the overlay and vfs drivers only", s.driver)
+	return "", fmt.Errorf("storage driver %q: layers are read from the overlay and vfs drivers only", driver)
 }
 
 func storeID(id string) bool {

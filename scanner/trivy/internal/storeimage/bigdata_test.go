@@ -1,4 +1,4 @@
-package imagestore
+package storeimage
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eraser-oss/eraser/internal/node/criorecords"
 )
 
 // TestBigDataFile: the file names containers/storage gives an image's
@@ -30,7 +32,7 @@ func TestBigDataFile(t *testing.T) {
 // TestChain: an image's layers base first, from its top layer through the
 // parents; a missing parent or a loop in damaged records is an error.
 func TestChain(t *testing.T) {
-	layers := map[string]Layer{
+	layers := map[string]criorecords.Layer{
 		"base": {ID: "base"},
 		"mid":  {ID: "mid", Parent: "base"},
 		"top":  {ID: "top", Parent: "mid"},
@@ -51,7 +53,7 @@ func TestChain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			chain, err := Chain(layers, tc.top)
+			chain, err := layerChain(layers, tc.top)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -72,43 +74,27 @@ func TestChain(t *testing.T) {
 	}
 }
 
-// TestOpenAndBigData: the store's driver is found from its records; a root
-// with two drivers' records is refused; a document is read only under a
-// key the record lists, and never outside the image's directory.
-func TestOpenAndBigData(t *testing.T) {
+// TestBigData: a document is read only under a key the record lists, and
+// never outside the image's directory.
+func TestBigData(t *testing.T) {
 	root := t.TempDir()
-	if _, err := Open(root); !errors.Is(err, ErrNoStore) {
-		t.Errorf("an empty root: %v, want ErrNoStore", err)
-	}
-	writeRecords(t, root, "overlay", `[{"id":"abc","layer":"top","big-data-names":["sha256:abc","manifest"]}]`)
-	s, err := Open(root)
-	if err != nil || s.Driver() != "overlay" {
-		t.Fatalf("Open: %v, %+v", err, s)
-	}
-	imgs, err := s.Images()
-	if err != nil || len(imgs) != 1 {
-		t.Fatalf("Images: %v, %+v", err, imgs)
-	}
+	img := criorecords.Image{ID: "abc", TopLayer: "top", BigDataNames: []string{"sha256:abc", "manifest"}}
 	dir := filepath.Join(root, "overlay-images", "abc")
 	check(t, os.MkdirAll(dir, 0o755))
 	check(t, os.WriteFile(filepath.Join(dir, bigDataFile("sha256:abc")), []byte(`{"os":"linux"}`), 0o644))
-	if data, err := s.BigData(imgs[0], "sha256:abc"); err != nil || string(data) != `{"os":"linux"}` {
+	if data, err := bigData(root, "overlay", img, "sha256:abc"); err != nil || string(data) != `{"os":"linux"}` {
 		t.Errorf("the config: %q, %v", data, err)
 	}
-	if _, err := s.BigData(imgs[0], "signature-1"); !errors.Is(err, ErrNoBigData) {
-		t.Errorf("a key the record does not list: %v, want ErrNoBigData", err)
+	if _, err := bigData(root, "overlay", img, "signature-1"); !errors.Is(err, errNoBigData) {
+		t.Errorf("a key the record does not list: %v, want errNoBigData", err)
 	}
-	if _, err := s.BigData(Image{ID: "../abc", BigData: []string{"manifest"}}, "manifest"); err == nil {
+	if _, err := bigData(root, "overlay", criorecords.Image{ID: "../abc", BigDataNames: []string{"manifest"}}, "manifest"); err == nil {
 		t.Error("an ID with a path: no error")
 	}
-	writeRecords(t, root, "vfs", `[]`)
-	if _, err := Open(root); err == nil || !strings.Contains(err.Error(), "several drivers") {
-		t.Errorf("two drivers' records: %v", err)
+	// Sparse: the bound and a byte, no disk.
+	check(t, os.WriteFile(filepath.Join(dir, "manifest"), nil, 0o644))
+	check(t, os.Truncate(filepath.Join(dir, "manifest"), maxBigData+1))
+	if _, err := bigData(root, "overlay", img, "manifest"); err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
+		t.Errorf("a document past the bound: %v, want refused", err)
 	}
-}
-
-func writeRecords(t *testing.T, root, driver, records string) {
-	t.Helper()
-	check(t, os.MkdirAll(filepath.Join(root, driver+"-images"), 0o755))
-	check(t, os.WriteFile(filepath.Join(root, driver+"-images", "images.json"), []byte(records), 0o644))
 }
