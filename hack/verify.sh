@@ -3,7 +3,8 @@
 # deploy/eraser.yaml and fails if that changed anything,
 # or if go.mod/go.sum are untidy or Go files unformatted, or if the tree holds
 # a file over 1 MiB or a compiled executable, or a relative markdown link is
-# broken, or the map of the packages (docs/dev/packages.md) misses one, or two of the modules build
+# broken, or the map of the packages (docs/dev/packages.md) misses one, or an
+# import crosses the layers the wrong way (hack/layers), or two of the modules build
 # a module they share at two versions. Run by `make verify`
 # (and so by `make test` and CI). The regenerated files are left in place, so
 # after a failure `git diff` shows what to commit.
@@ -75,6 +76,14 @@ fi
 # The contributors' map of the code lists every package under internal/.
 if ! go run ./hack/layoutmap; then
   echo "verify: docs/dev/packages.md's map of the packages is out of date (above)" >&2
+  fail=1
+fi
+
+# The node side and the manager side never import each other, the formats
+# they share import neither, and nothing below the front ends imports them;
+# tests included.
+if ! go run ./hack/layers; then
+  echo "verify: imports that cross the layers the wrong way (above)" >&2
   fail=1
 fi
 

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
-	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
 	"github.com/eraser-oss/eraser/internal/manager/reportshards"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
@@ -225,7 +224,13 @@ func kubectlEraser(t *testing.T, job string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got reportcmd.Output
+	// The fields of `kubectl eraser report -o json` a script reads, as the
+	// user sees them: decoded from the JSON, not the plugin's own type.
+	var got struct {
+		Job      string            `json:"job"`
+		Complete bool              `json:"complete"`
+		Nodes    []nodereport.Node `json:"nodes"`
+	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -2,6 +2,7 @@ package reportwriter
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +12,9 @@ import (
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/podspec"
-	"github.com/eraser-oss/eraser/internal/node/handoff"
-	"github.com/eraser-oss/eraser/internal/node/scan"
 	"github.com/eraser-oss/eraser/internal/process/logging"
 	"github.com/eraser-oss/eraser/internal/testing/builder"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -29,22 +29,26 @@ func TestReportHasScannerVerdicts(t *testing.T) {
 	if err := env.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	// The scanner's log, written as the scanner writes it.
+	// The scanner's log: its result lines as the wire format carries them,
+	// with the words the scanner explains each verdict in (the scanner's own
+	// tests check that it writes these lines).
 	var scannerLog bytes.Buffer
 	log := logging.NewWorker(&scannerLog, "info", podspec.ScannerContainer)
-	var findings []scan.Finding
-	for _, id := range []string{"CVE-2099-0001", "CVE-2099-0002", "CVE-2099-0003", "CVE-2099-0004", "CVE-2099-0005", "CVE-2099-0006", "CVE-2099-0007"} {
-		findings = append(findings, scan.Finding{ID: id, Package: "musl", Severity: "CRITICAL", FixedVersion: "1.2.5-r0"})
+	var findings []workerresult.Finding
+	for _, id := range []string{"CVE-2099-0001", "CVE-2099-0002", "CVE-2099-0003", "CVE-2099-0004", "CVE-2099-0005"} {
+		findings = append(findings, workerresult.Finding{ID: id, Package: "musl", Severity: "CRITICAL", FixedVersion: "1.2.5-r0"})
 	}
-	img := func(name, id string) handoff.Image { return handoff.Image{ImageID: id, Names: []string{name}} }
-	for _, j := range []scan.Judgement{
-		{Image: img("docker.io/library/alpine:3.15", "sha256:aa"), Verdict: scan.Vulnerable, Remove: true, Findings: findings},
-		{Image: img("docker.io/library/debian:9", "sha256:bb"), Verdict: scan.EndOfLife, EndOfLife: true},
-		{Image: img("docker.io/library/nginx:1.27", "sha256:cc"), Verdict: scan.Clean},
-		{Image: img("docker.io/library/broken:1", "sha256:dd"), Verdict: scan.Failed, Error: "reading the image config: EOF"},
-	} {
-		scan.LogResult(log, j)
+	result := func(name, id string, why string, s workerresult.Scan) {
+		nodereport.Line{Outcome: workerresult.ScanOutcome(s.Verdict), Target: id, Image: id, Names: []string{name}, Detail: why, Scan: &s}.
+			Log(ctx, log, slog.LevelInfo)
 	}
+	result("docker.io/library/alpine:3.15", "sha256:aa",
+		"CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0), CVE-2099-0002 CRITICAL musl (fixed in 1.2.5-r0), CVE-2099-0003 CRITICAL musl (fixed in 1.2.5-r0) (+4 more)",
+		workerresult.Scan{Verdict: "vulnerable", Remove: true, Findings: findings, MoreFindings: 2})
+	result("docker.io/library/debian:9", "sha256:bb", "its OS is end of life; kept (deleteEOLImages is off)",
+		workerresult.Scan{Verdict: "end-of-life", EndOfLife: true})
+	result("docker.io/library/nginx:1.27", "sha256:cc", "no finding matched the policy", workerresult.Scan{Verdict: "clean"})
+	result("docker.io/library/broken:1", "sha256:dd", "reading the image config: EOF; kept", workerresult.Scan{Verdict: "failed"})
 	built := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	pod := jobPod(job, "n1")
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: podspec.ScannerContainer, Image: "scanner"})

@@ -1,11 +1,15 @@
 package scan
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eraser-oss/eraser/internal/node/handoff"
+	"github.com/eraser-oss/eraser/internal/process/logging"
+	"github.com/eraser-oss/eraser/internal/wire/nodereport"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -62,5 +66,50 @@ func TestExplain(t *testing.T) {
 				t.Errorf("why %q, want %q", why, tc.wantWhy)
 			}
 		})
+	}
+}
+
+// TestLogResultReadByTheReport: the scanner's result lines, written through
+// the workers' logger as the scanner container writes them, are what the
+// node's report reads back: each image's verdict, what decided it (bounded
+// findings) and the words that say why, in the order judged.
+func TestLogResultReadByTheReport(t *testing.T) {
+	var findings []Finding
+	var first []workerresult.Finding
+	for i := range 7 {
+		f := Finding{ID: fmt.Sprintf("CVE-2099-000%d", i+1), Package: "musl", Severity: "CRITICAL", FixedVersion: "1.2.5-r0"}
+		findings = append(findings, f)
+		if i < workerresult.MaxFindings {
+			first = append(first, workerresult.Finding{ID: f.ID, Severity: "CRITICAL", Package: "musl", FixedVersion: "1.2.5-r0"})
+		}
+	}
+	img := func(name, id string) handoff.Image { return handoff.Image{ImageID: id, Names: []string{name}} }
+	var out bytes.Buffer
+	log := logging.NewWorker(&out, "info", "trivy-scanner")
+	for _, j := range []Judgement{
+		{Image: img("docker.io/library/alpine:3.15", "sha256:aa"), Verdict: Vulnerable, Remove: true, Findings: findings},
+		{Image: img("docker.io/library/debian:9", "sha256:bb"), Verdict: EndOfLife, EndOfLife: true},
+		{Image: img("docker.io/library/nginx:1.27", "sha256:cc"), Verdict: Clean},
+		{Image: img("docker.io/library/broken:1", "sha256:dd"), Verdict: Failed, Error: "reading the image config: EOF"},
+	} {
+		LogResult(log, j)
+	}
+	got, more, err := nodereport.ParseLog(&out, 10)
+	if err != nil || more != 0 {
+		t.Fatalf("ParseLog: %d more, %v", more, err)
+	}
+	want := []nodereport.Entry{
+		{Image: "docker.io/library/alpine:3.15", ID: "sha256:aa", Outcome: "vulnerable",
+			Detail: "CVE-2099-0001 CRITICAL musl (fixed in 1.2.5-r0), CVE-2099-0002 CRITICAL musl (fixed in 1.2.5-r0), CVE-2099-0003 CRITICAL musl (fixed in 1.2.5-r0) (+4 more)",
+			Scan:   &workerresult.Scan{Verdict: "vulnerable", Remove: true, Findings: first, MoreFindings: 2}},
+		{Image: "docker.io/library/debian:9", ID: "sha256:bb", Outcome: "end-of-life", Detail: "its OS is end of life; kept (deleteEOLImages is off)",
+			Scan: &workerresult.Scan{Verdict: "end-of-life", EndOfLife: true}},
+		{Image: "docker.io/library/nginx:1.27", ID: "sha256:cc", Outcome: "clean", Detail: "no finding matched the policy",
+			Scan: &workerresult.Scan{Verdict: "clean"}},
+		{Image: "docker.io/library/broken:1", ID: "sha256:dd", Outcome: "scan failed", Detail: "reading the image config: EOF; kept",
+			Scan: &workerresult.Scan{Verdict: "failed"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the report's entries (-want +got):\n%s", diff)
 	}
 }
