@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	erasescheme "github.com/eraser-oss/eraser/api/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/crdwait"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testenv"

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	erasescheme "github.com/eraser-oss/eraser/api/scheme"
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/manager/cacheopts"
 	"github.com/eraser-oss/eraser/internal/manager/eraserconfig"
 	"github.com/eraser-oss/eraser/internal/manager/holdback"
-	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eraser-oss/eraser/api/scheme"
 	"github.com/eraser-oss/eraser/internal/cli/configcheck"
 	"github.com/eraser-oss/eraser/internal/cli/reportcmd"
-	"github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/process/version"
 )
 

@@ -25,10 +25,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	erasescheme "github.com/eraser-oss/eraser/api/scheme"
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/crdcheck"
 	"github.com/eraser-oss/eraser/internal/manager/migration"
-	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
 	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	erasescheme "github.com/eraser-oss/eraser/api/scheme"
 )
 
 // Recorder is an event recorder that writes to the API server, as the

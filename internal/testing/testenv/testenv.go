@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	erasescheme "github.com/eraser-oss/eraser/internal/manager/scheme"
+	erasescheme "github.com/eraser-oss/eraser/api/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/wait"
 )

@@ -42,7 +42,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eraser-oss/eraser/internal/manager/scheme"
+	"github.com/eraser-oss/eraser/api/scheme"
 	"github.com/eraser-oss/eraser/internal/testing/gobuild"
 	"github.com/eraser-oss/eraser/internal/testing/repo"
 	"github.com/eraser-oss/eraser/internal/testing/testregistry"

@@ -1,4 +1,5 @@
-// Package scheme registers the kinds the manager reads and writes.
+// Package scheme registers the kinds Eraser's manager, command-line tools
+// and tests read and write: the built-in kinds and the eraser.sh API.
 package scheme
 
 import (
