@@ -3,12 +3,14 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/eraser-oss/eraser/internal/util/jsonfields"
 	"github.com/eraser-oss/eraser/internal/util/suggest"
 )
 
@@ -85,8 +87,8 @@ func unknownKeys(t reflect.Type, v any, path *field.Path) field.ErrorList {
 		if !ok {
 			return nil
 		}
-		fields := jsonFields(t)
-		for _, k := range sortedKeys(obj) {
+		fields := jsonfields.Of(t)
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			child := childPath(path, k)
 			ft, known := fields[k]
 			if !known {
@@ -97,7 +99,7 @@ func unknownKeys(t reflect.Type, v any, path *field.Path) field.ErrorList {
 		}
 	case reflect.Map:
 		if obj, ok := v.(map[string]any); ok {
-			for _, k := range sortedKeys(obj) {
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
 				out = append(out, unknownKeys(t.Elem(), obj[k], path.Key(k))...)
 			}
 		}
@@ -109,15 +111,6 @@ func unknownKeys(t reflect.Type, v any, path *field.Path) field.ErrorList {
 		}
 	}
 	return out
-}
-
-func sortedKeys(obj map[string]any) []string {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // unknownKey says what could have been meant: a key of another version, a
@@ -141,39 +134,4 @@ func unknownKey(p *field.Path, key string, fields map[string]reflect.Type) *fiel
 		detail += "; the keys here are " + strings.Join(known, ", ")
 	}
 	return &field.Error{Type: field.ErrorTypeNotSupported, Field: p.String(), BadValue: field.OmitValueType{}, Detail: detail}
-}
-
-// jsonFields maps JSON keys to field types, flattening embedded and inline
-// structs as encoding/json does.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		inline := (f.Anonymous && name == "") || (name == "" && strings.Contains(opts, "inline"))
-		if inline {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range jsonFields(ft) {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
 }

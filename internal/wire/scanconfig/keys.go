@@ -2,10 +2,12 @@ package scanconfig
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/eraser-oss/eraser/internal/util/jsonfields"
 	"github.com/eraser-oss/eraser/internal/util/suggest"
 )
 
@@ -25,25 +27,13 @@ const upstreamRuntimeKey = "runtime"
 
 var durationType = reflect.TypeFor[duration]()
 
-// keysOf maps the JSON keys of a configuration section to their types.
-func keysOf(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-			out[name] = f.Type
-		}
-	}
-	return out
-}
-
 // sections are the keys that hold a section of their own; a top-level key
 // named like one of a section's keys belongs there.
 func sections() map[string]map[string]reflect.Type {
 	out := map[string]map[string]reflect.Type{}
-	for k, t := range keysOf(reflect.TypeFor[Config]()) {
+	for k, t := range jsonfields.Of(reflect.TypeFor[Config]()) {
 		if t.Kind() == reflect.Struct && t != durationType {
-			out[k] = keysOf(t)
+			out[k] = jsonfields.Of(t)
 		}
 	}
 	return out
@@ -53,16 +43,16 @@ func sections() map[string]map[string]reflect.Type {
 // the configuration does not have, and an error for a key that looks like
 // a misspelling of one of ownKeys.
 func checkKeys(doc map[string]any) ([]string, error) {
-	top := keysOf(reflect.TypeFor[Config]())
+	top := jsonfields.Of(reflect.TypeFor[Config]())
 	secs := sections()
 	var warnings []string
-	for _, k := range sortedKeys(doc) {
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		name, known := lookup(top, k)
 		switch {
 		case known:
 			if sec, ok := secs[name]; ok {
 				inner, _ := doc[k].(map[string]any)
-				for _, ik := range sortedKeys(inner) {
+				for _, ik := range slices.Sorted(maps.Keys(inner)) {
 					if _, ok := lookup(sec, ik); !ok {
 						warnings = append(warnings, unknownWarning(name+"."+ik, ik, sec))
 					}
@@ -73,7 +63,7 @@ func checkKeys(doc map[string]any) ([]string, error) {
 		case inSection(secs, k) != "":
 			warnings = append(warnings, fmt.Sprintf("%s: ignored, as by upstream Eraser: it belongs under %s (%s.%s)", k, inSection(secs, k), inSection(secs, k), k))
 		default:
-			if s := suggest.Closest(k, sortedKeys(top)); slices.Contains(ownKeys, s) {
+			if s := suggest.Closest(k, slices.Sorted(maps.Keys(top))); slices.Contains(ownKeys, s) {
 				return nil, fmt.Errorf("%s: unknown key, did you mean %q?", k, s)
 			}
 			warnings = append(warnings, unknownWarning(k, k, top))
@@ -98,7 +88,7 @@ func lookup(keys map[string]reflect.Type, key string) (string, bool) {
 
 // inSection names the section that has key, or "".
 func inSection(secs map[string]map[string]reflect.Type, key string) string {
-	for _, name := range sortedKeys(secs) {
+	for _, name := range slices.Sorted(maps.Keys(secs)) {
 		if _, ok := secs[name][key]; ok {
 			return name
 		}
@@ -108,17 +98,8 @@ func inSection(secs map[string]map[string]reflect.Type, key string) string {
 
 func unknownWarning(p, key string, keys map[string]reflect.Type) string {
 	w := p + ": unknown key, ignored as by upstream Eraser"
-	if s := suggest.Closest(key, sortedKeys(keys)); s != "" {
+	if s := suggest.Closest(key, slices.Sorted(maps.Keys(keys))); s != "" {
 		w += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return w
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
