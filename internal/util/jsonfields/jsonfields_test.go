@@ -18,8 +18,8 @@ type Embedded struct {
 type sample struct {
 	Tagged   string `json:"tagged,omitempty"`
 	Untagged bool
-	Skipped  int `json:"-"`
-	hidden   int // encoding/json never sets it, whatever the document says
+	Skipped  int    `json:"-"`
+	hidden   int    // encoding/json never sets it, whatever the document says
 	Nested   inner  `json:"nested"`
 	Inlined  *inner `json:",inline"`
 	Embedded
