@@ -32,22 +32,22 @@ const RecordName = "eraser-adoption"
 // UpstreamListName is the one ImageList name upstream Eraser ran.
 const UpstreamListName = "imagelist"
 
-// Verdict is what becomes of a list's current generation.
-type Verdict string
+// Decision is what becomes of a list's current generation.
+type Decision string
 
 const (
 	// Run: the generation runs as usual.
-	Run Verdict = ""
+	Run Decision = ""
 	// UpstreamRan: upstream ran the list; its results stand.
-	UpstreamRan Verdict = eraserv1.ReasonUpstreamRan
+	UpstreamRan Decision = eraserv1.ReasonUpstreamRan
 	// NotRun: the list was there before the install under a name upstream
 	// ignored.
-	NotRun Verdict = eraserv1.ReasonNotRunOnAdoption
+	NotRun Decision = eraserv1.ReasonNotRunOnAdoption
 )
 
 // Decide says whether a list's current generation runs. since is the
 // install's date; zero runs everything upstream did not already run.
-func Decide(list *eraserv1.ImageList, since time.Time) Verdict {
+func Decide(list *eraserv1.ImageList, since time.Time) Decision {
 	st := &list.Status
 	if st.ObservedGeneration != 0 || st.StartedGeneration != 0 || len(st.Conditions) > 0 {
 		// This Eraser has handled the list before: its edits run.
@@ -64,7 +64,7 @@ func Decide(list *eraserv1.ImageList, since time.Time) Verdict {
 }
 
 // Message is the Ready condition's message for a list that does not run.
-func Message(v Verdict, list *eraserv1.ImageList, since time.Time) string {
+func Message(v Decision, list *eraserv1.ImageList, since time.Time) string {
 	again := fmt.Sprintf("it runs when its spec is edited or %s is set (kubectl eraser run imagelist/%s)", eraserv1.AnnotationRunNow, list.Name)
 	switch v {
 	case UpstreamRan:

@@ -19,7 +19,7 @@ func TestDecide(t *testing.T) {
 	tests := map[string]struct {
 		list    *eraserv1.ImageList
 		unknown bool // no install date
-		want    Verdict
+		want    Decision
 	}{
 		"upstream's list, run by upstream": {
 			list: builder.MakeImageList("imagelist").Images("a").Counts(3, 0, 0).Timestamp(upstreamResult).Created(before).Obj(),
@@ -76,7 +76,7 @@ func TestDecide(t *testing.T) {
 func TestMessageSaysHowToRun(t *testing.T) {
 	since := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	list := builder.MakeImageList("stale").Images("a").Obj()
-	for _, v := range []Verdict{UpstreamRan, NotRun} {
+	for _, v := range []Decision{UpstreamRan, NotRun} {
 		msg := Message(v, list, since)
 		for _, want := range []string{eraserv1.AnnotationRunNow, "kubectl eraser run imagelist/stale", "edited"} {
 			if !strings.Contains(msg, want) {

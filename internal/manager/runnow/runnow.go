@@ -55,9 +55,9 @@ func (a Action) String() string {
 	return [...]string{"Start", "Started", "Refuse"}[a]
 }
 
-// Verdict is a decision and the job it is about: the request's own job
+// Decision is what to do with a request and the job it is about: its own job
 // (Started) or the one that is running (Refuse).
-type Verdict struct {
+type Decision struct {
 	Action Action
 	Job    string
 }
@@ -65,21 +65,21 @@ type Verdict struct {
 // Decide judges a request whose job would be named job, among the jobs of
 // the same kind that exist. The request's own job counts first, whatever
 // its phase: having finished does not make it due again.
-func Decide(job string, jobs []eraserv1.ImageJob) Verdict {
+func Decide(job string, jobs []eraserv1.ImageJob) Decision {
 	running := ""
 	for i := range jobs {
 		j := &jobs[i]
 		if j.Name == job {
-			return Verdict{Action: Started, Job: job}
+			return Decision{Action: Started, Job: job}
 		}
 		if Running(j) && running == "" {
 			running = j.Name
 		}
 	}
 	if running != "" {
-		return Verdict{Action: Refuse, Job: running}
+		return Decision{Action: Refuse, Job: running}
 	}
-	return Verdict{Action: Start, Job: job}
+	return Decision{Action: Start, Job: job}
 }
 
 // Running says whether a job is still going: created and not yet finished.

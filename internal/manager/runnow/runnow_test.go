@@ -17,16 +17,16 @@ func TestDecide(t *testing.T) {
 	failed := builder.MakeImageJob("imagejob-list-abc123-g1-rffff").Phase(eraserv1.PhaseFailed).Obj()
 	cases := map[string]struct {
 		jobs []eraserv1.ImageJob
-		want Verdict
+		want Decision
 	}{
-		"no jobs":                        {want: Verdict{Action: Start, Job: mine}},
-		"only finished jobs":             {jobs: []eraserv1.ImageJob{*done, *failed}, want: Verdict{Action: Start, Job: mine}},
-		"a job running":                  {jobs: []eraserv1.ImageJob{*done, *running}, want: Verdict{Action: Refuse, Job: running.Name}},
-		"a job just created":             {jobs: []eraserv1.ImageJob{*created}, want: Verdict{Action: Refuse, Job: created.Name}},
-		"its own job running":            {jobs: []eraserv1.ImageJob{*builder.MakeImageJob(mine).Phase(eraserv1.PhaseRunning).Obj()}, want: Verdict{Action: Started, Job: mine}},
-		"its own job finished":           {jobs: []eraserv1.ImageJob{*builder.MakeImageJob(mine).Phase(eraserv1.PhaseCompleted).Obj()}, want: Verdict{Action: Started, Job: mine}},
-		"its own job beside another one": {jobs: []eraserv1.ImageJob{*running, *builder.MakeImageJob(mine).Obj()}, want: Verdict{Action: Started, Job: mine}},
-		"the first running job is named": {jobs: []eraserv1.ImageJob{*created, *running}, want: Verdict{Action: Refuse, Job: created.Name}},
+		"no jobs":                        {want: Decision{Action: Start, Job: mine}},
+		"only finished jobs":             {jobs: []eraserv1.ImageJob{*done, *failed}, want: Decision{Action: Start, Job: mine}},
+		"a job running":                  {jobs: []eraserv1.ImageJob{*done, *running}, want: Decision{Action: Refuse, Job: running.Name}},
+		"a job just created":             {jobs: []eraserv1.ImageJob{*created}, want: Decision{Action: Refuse, Job: created.Name}},
+		"its own job running":            {jobs: []eraserv1.ImageJob{*builder.MakeImageJob(mine).Phase(eraserv1.PhaseRunning).Obj()}, want: Decision{Action: Started, Job: mine}},
+		"its own job finished":           {jobs: []eraserv1.ImageJob{*builder.MakeImageJob(mine).Phase(eraserv1.PhaseCompleted).Obj()}, want: Decision{Action: Started, Job: mine}},
+		"its own job beside another one": {jobs: []eraserv1.ImageJob{*running, *builder.MakeImageJob(mine).Obj()}, want: Decision{Action: Started, Job: mine}},
+		"the first running job is named": {jobs: []eraserv1.ImageJob{*created, *running}, want: Decision{Action: Refuse, Job: created.Name}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -37,13 +37,13 @@ func (st State) times() schedtimes.Times {
 // the scheduled jobs there are; a refusal comes with its reason. A request
 // whose job exists already stands, even if the collector has been disabled
 // since: it only remains to be consumed.
-func decideRunNow(collectorEnabled bool, job string, jobs []eraserv1.ImageJob) (runnow.Verdict, string) {
+func decideRunNow(collectorEnabled bool, job string, jobs []eraserv1.ImageJob) (runnow.Decision, string) {
 	v := runnow.Decide(job, jobs)
 	switch {
 	case v.Action == runnow.Refuse:
 		return v, fmt.Sprintf("scheduled ImageJob %s is running; set it again once it has finished", v.Job)
 	case v.Action == runnow.Start && !collectorEnabled:
-		return runnow.Verdict{Action: runnow.Refuse}, "components.collector.enabled is false: there are no scheduled runs"
+		return runnow.Decision{Action: runnow.Refuse}, "components.collector.enabled is false: there are no scheduled runs"
 	}
 	return v, ""
 }

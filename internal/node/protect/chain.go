@@ -132,28 +132,28 @@ var chain = []Rule{
 func Chain() []Rule { return slices.Clone(chain) }
 
 // Judge applies the rules of one scope to an image, in the chain's order.
-func Judge(s *Subject, scope Scope) Verdict {
+func Judge(s *Subject, scope Scope) Decision {
 	return first(s, func(r Rule) bool { return r.Scope == scope })
 }
 
 // UsedNow applies the rules that keep an image a container uses, alone:
 // the re-check right before a removal, on a fresh container listing.
-func UsedNow(img cri.Image, used Containers) Verdict {
+func UsedNow(img cri.Image, used Containers) Decision {
 	return first(&Subject{Image: img, Keys: Keys(img), Used: used}, func(r Rule) bool { return r.Reason == workerresult.InUse })
 }
 
 // first is the verdict of the first rule, among those chosen, that keeps
 // the image.
-func first(s *Subject, chosen func(Rule) bool) Verdict {
+func first(s *Subject, chosen func(Rule) bool) Decision {
 	for _, r := range chain {
 		if !chosen(r) {
 			continue
 		}
 		if detail, ok := r.keep(s); ok {
-			return Verdict{Reason: r.Reason, Detail: detail}
+			return Decision{Reason: r.Reason, Detail: detail}
 		}
 	}
-	return Verdict{}
+	return Decision{}
 }
 
 // usedByContainer: a container of any state names the image. An exited

@@ -24,13 +24,13 @@ var (
 func TestCannotBePulledBack(t *testing.T) {
 	cases := map[string]struct {
 		s    Subject
-		want Verdict
+		want Decision
 	}{
 		"pulled":                 {s: Subject{Image: pulled, Cluster: Cluster{KeepNotRepullable: true}}},
-		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
-		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"imported":               {s: Subject{Image: imported, Cluster: Cluster{KeepNotRepullable: true}}, want: Decision{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"localhost digest only":  {s: Subject{Image: cri.Image{Tags: []string{"localhost/a:1"}, Digests: []string{"localhost/a@sha256:" + strings.Repeat("d", 64)}}, Cluster: Cluster{KeepNotRepullable: true}}, want: Decision{workerresult.NotRepullable, "repository digest on localhost/ only: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 		"switched off":           {s: Subject{Image: imported}},
-		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Verdict{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
+		"vulnerable is kept too": {s: Subject{Image: imported, Vulnerable: true, Cluster: Cluster{KeepNotRepullable: true}}, want: Decision{workerresult.NotRepullable, "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -49,17 +49,17 @@ func TestReferencedByWorkload(t *testing.T) {
 		c          Cluster
 		ref        *Referrer
 		vulnerable bool
-		want       Verdict
+		want       Decision
 	}{
 		"not referenced":                       {c: Cluster{Read: true}},
 		"references not read":                  {c: Cluster{}, ref: template},
-		"a pod on this node":                   {c: Cluster{Read: true}, ref: onNode, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
-		"a template":                           {c: Cluster{Read: true}, ref: template, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
-		"a pod not yet scheduled":              {c: Cluster{Read: true}, ref: pending, want: Verdict{workerresult.Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
+		"a pod on this node":                   {c: Cluster{Read: true}, ref: onNode, want: Decision{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"a template":                           {c: Cluster{Read: true}, ref: template, want: Decision{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"a pod not yet scheduled":              {c: Cluster{Read: true}, ref: pending, want: Decision{workerresult.Referenced, "referenced by Pod shop/web-1, not yet scheduled"}},
 		"vulnerable, template only":            {c: Cluster{Read: true, RemoveVulnerable: true}, ref: template, vulnerable: true},
-		"vulnerable, template, switched off":   {c: Cluster{Read: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
-		"vulnerable, the node's pod":           {c: Cluster{Read: true, RemoveVulnerable: true}, ref: onNode, vulnerable: true, want: Verdict{workerresult.Referenced, "pod shop/web-0 on this node"}},
-		"vulnerable, template, node set short": {c: Cluster{Read: true, RemoveVulnerable: true, NodeIncomplete: true}, ref: template, vulnerable: true, want: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"vulnerable, template, switched off":   {c: Cluster{Read: true}, ref: template, vulnerable: true, want: Decision{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
+		"vulnerable, the node's pod":           {c: Cluster{Read: true, RemoveVulnerable: true}, ref: onNode, vulnerable: true, want: Decision{workerresult.Referenced, "pod shop/web-0 on this node"}},
+		"vulnerable, template, node set short": {c: Cluster{Read: true, RemoveVulnerable: true, NodeIncomplete: true}, ref: template, vulnerable: true, want: Decision{workerresult.Referenced, "referenced by CronJob batch/nightly"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -78,13 +78,13 @@ func TestReferencesIncomplete(t *testing.T) {
 	cases := map[string]struct {
 		c    Cluster
 		ref  *Referrer
-		want Verdict
+		want Decision
 	}{
 		"complete":                          {c: Cluster{Read: true}},
 		"not read":                          {c: Cluster{NodeIncomplete: true, ClusterIncomplete: true}},
-		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Verdict{workerresult.Referenced, node}},
-		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true}, ref: template, want: Verdict{workerresult.Referenced, node}},
-		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Verdict{workerresult.Referenced, cluster}},
+		"node set short":                    {c: Cluster{Read: true, NodeIncomplete: true}, want: Decision{workerresult.Referenced, node}},
+		"node set short, template image":    {c: Cluster{Read: true, NodeIncomplete: true}, ref: template, want: Decision{workerresult.Referenced, node}},
+		"cluster set short":                 {c: Cluster{Read: true, ClusterIncomplete: true}, want: Decision{workerresult.Referenced, cluster}},
 		"cluster set short, template image": {c: Cluster{Read: true, ClusterIncomplete: true}, ref: template},
 	}
 	for name, tc := range cases {
@@ -101,11 +101,11 @@ func TestTooYoung(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		s    Subject
-		want Verdict
+		want Decision
 	}{
 		"old enough":         {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-10 * time.Minute)}},
-		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Verdict{workerresult.TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
-		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Verdict{workerresult.TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
+		"young":              {s: Subject{Now: now, MinAge: 10 * time.Minute, Arrived: now.Add(-9 * time.Minute)}, want: Decision{workerresult.TooYoung, "arrived 9m0s ago, under the minimum age 10m0s"}},
+		"young, first seen":  {s: Subject{Now: now, MinAge: time.Hour, Arrived: now.Add(-time.Minute), AgeNote: " (counted from when Eraser first saw it)"}, want: Decision{workerresult.TooYoung, "arrived 1m0s ago, under the minimum age 1h0m0s (counted from when Eraser first saw it)"}},
 		"no minimum age":     {s: Subject{Now: now, Arrived: now}},
 		"age unknown is old": {s: Subject{Now: now, MinAge: time.Hour}},
 		"no clock":           {s: Subject{MinAge: time.Hour, Arrived: now}},
@@ -167,7 +167,7 @@ func ruleSubject(t *testing.T, rules ...string) *Subject {
 // judged is the verdict an ImageList naming the image gets, and the one an
 // automatic policy gets: the rules of every removal, then, for what they
 // leave, the automatic ones, as the remover applies them.
-type judged struct{ ImageList, Automatic Verdict }
+type judged struct{ ImageList, Automatic Decision }
 
 func judgeBoth(s *Subject) judged {
 	v := Judge(s, Always)
@@ -185,24 +185,24 @@ func TestJudgeOrder(t *testing.T) {
 		notRepullable = "no repository digest: imported or built on the node, not pulled; only an ImageList that names it removes it"
 		incomplete    = "the node's pods reference more images than their set can carry: every image is kept from the automatic policies"
 	)
-	inUse := Verdict{workerresult.InUse, "container c"}
+	inUse := Decision{workerresult.InUse, "container c"}
 	cases := map[string]struct {
 		rules []string
 		want  judged
 	}{
 		"none":                             {},
 		"used and mounted":                 {rules: []string{"mounts", "uses"}, want: judged{inUse, inUse}},
-		"mounted and pinned":               {rules: []string{"pinned", "mounts"}, want: judged{Verdict{workerresult.InUse, "container m mounts it as an image volume"}, Verdict{workerresult.InUse, "container m mounts it as an image volume"}}},
+		"mounted and pinned":               {rules: []string{"pinned", "mounts"}, want: judged{Decision{workerresult.InUse, "container m mounts it as an image volume"}, Decision{workerresult.InUse, "container m mounts it as an image volume"}}},
 		"used and excluded":                {rules: []string{"excluded", "uses"}, want: judged{inUse, inUse}},
-		"pinned and the sandbox image":     {rules: []string{"sandbox", "pinned"}, want: judged{Verdict{workerresult.Pinned, "pinned by the runtime"}, Verdict{workerresult.Pinned, "pinned by the runtime"}}},
-		"the sandbox image and a guess":    {rules: []string{"guessed pause", "sandbox"}, want: judged{Verdict{workerresult.Pinned, "the runtime's sandbox image"}, Verdict{workerresult.Pinned, "the runtime's sandbox image"}}},
-		"a guessed pause and excluded":     {rules: []string{"excluded", "guessed pause"}, want: judged{Verdict{workerresult.Pinned, guessDetail}, Verdict{workerresult.Pinned, guessDetail}}},
-		"excluded and not re-pullable":     {rules: []string{"not re-pullable", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
-		"excluded and too young":           {rules: []string{"too young", "excluded"}, want: judged{Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Verdict{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
-		"not re-pullable and referenced":   {rules: []string{"referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
-		"referenced and incomplete":        {rules: []string{"incomplete", "referenced"}, want: judged{Automatic: Verdict{workerresult.Referenced, "referenced by CronJob batch/nightly"}}},
-		"incomplete and too young":         {rules: []string{"too young", "incomplete"}, want: judged{Automatic: Verdict{workerresult.Referenced, incomplete}}},
-		"the automatic rules, all of them": {rules: []string{"too young", "incomplete", "referenced", "not re-pullable"}, want: judged{Automatic: Verdict{workerresult.NotRepullable, notRepullable}}},
+		"pinned and the sandbox image":     {rules: []string{"sandbox", "pinned"}, want: judged{Decision{workerresult.Pinned, "pinned by the runtime"}, Decision{workerresult.Pinned, "pinned by the runtime"}}},
+		"the sandbox image and a guess":    {rules: []string{"guessed pause", "sandbox"}, want: judged{Decision{workerresult.Pinned, "the runtime's sandbox image"}, Decision{workerresult.Pinned, "the runtime's sandbox image"}}},
+		"a guessed pause and excluded":     {rules: []string{"excluded", "guessed pause"}, want: judged{Decision{workerresult.Pinned, guessDetail}, Decision{workerresult.Pinned, guessDetail}}},
+		"excluded and not re-pullable":     {rules: []string{"not re-pullable", "excluded"}, want: judged{Decision{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Decision{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"excluded and too young":           {rules: []string{"too young", "excluded"}, want: judged{Decision{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}, Decision{workerresult.Excluded, "exclusion registry.k8s.io/pause:*"}}},
+		"not re-pullable and referenced":   {rules: []string{"referenced", "not re-pullable"}, want: judged{Automatic: Decision{workerresult.NotRepullable, notRepullable}}},
+		"referenced and incomplete":        {rules: []string{"incomplete", "referenced"}, want: judged{Automatic: Decision{workerresult.Referenced, "referenced by CronJob batch/nightly"}}},
+		"incomplete and too young":         {rules: []string{"too young", "incomplete"}, want: judged{Automatic: Decision{workerresult.Referenced, incomplete}}},
+		"the automatic rules, all of them": {rules: []string{"too young", "incomplete", "referenced", "not re-pullable"}, want: judged{Automatic: Decision{workerresult.NotRepullable, notRepullable}}},
 		"every rule":                       {rules: []string{"too young", "incomplete", "referenced", "not re-pullable", "excluded", "guessed pause", "sandbox", "pinned", "mounts", "uses"}, want: judged{inUse, inUse}},
 	}
 	for name, tc := range cases {
@@ -224,7 +224,7 @@ func TestJudgeFirstWins(t *testing.T) {
 	}
 	for i, f := range ruleFacts {
 		v := judgeBoth(ruleSubject(t, f.rule)).Automatic
-		if detail, ok := chain[i].keep(ruleSubject(t, f.rule)); !ok || v != (Verdict{chain[i].Reason, detail}) {
+		if detail, ok := chain[i].keep(ruleSubject(t, f.rule)); !ok || v != (Decision{chain[i].Reason, detail}) {
 			t.Errorf("fact %q: verdict %+v, want rule %d (%q) to give it", f.rule, v, i+1, chain[i].Name)
 		}
 		for _, later := range ruleFacts[i+1:] {
@@ -239,9 +239,9 @@ func TestUsedNow(t *testing.T) {
 	cases := map[string]struct {
 		img        cri.Image
 		containers []cri.Container
-		want       Verdict
+		want       Decision
 	}{
-		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Verdict{workerresult.InUse, "container c"}},
+		"used":                      {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: pulled.ID}}, want: Decision{workerresult.InUse, "container c"}},
 		"unused":                    {img: pulled, containers: []cri.Container{{Name: "c", ImageRef: imported.ID}}},
 		"pinned is not a container": {img: cri.Image{ID: imported.ID, Pinned: true}},
 	}
@@ -282,11 +282,11 @@ func TestChainDocumented(t *testing.T) {
 }
 
 // verdictOf runs one rule as the chain would.
-func verdictOf(keep func(*Subject) (string, bool), reason workerresult.Outcome, s *Subject) Verdict {
+func verdictOf(keep func(*Subject) (string, bool), reason workerresult.Outcome, s *Subject) Decision {
 	if detail, ok := keep(s); ok {
-		return Verdict{Reason: reason, Detail: detail}
+		return Decision{Reason: reason, Detail: detail}
 	}
-	return Verdict{}
+	return Decision{}
 }
 
 // TestChainAlwaysFirst: a run applies the rules of every removal when it

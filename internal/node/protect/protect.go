@@ -23,11 +23,11 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
-// Removable is the reason of a Verdict when no rule keeps the image.
+// Removable is the reason of a Decision when no rule keeps the image.
 const Removable workerresult.Outcome = ""
 
-// Verdict is the decision for one image.
-type Verdict struct {
+// Decision is whether the chain keeps one image, and which rule does.
+type Decision struct {
 	// Reason says why the image is kept: the outcome the node's summary
 	// counts and its report and logs print.
 	Reason workerresult.Outcome
@@ -154,7 +154,7 @@ func (p Policy) Prepare() Policy {
 
 // Check applies the rules that keep an image from every removal (an
 // ImageList naming it too) to one image, given its Keys.
-func (p Policy) Check(img cri.Image, keys []string, used Containers) Verdict {
+func (p Policy) Check(img cri.Image, keys []string, used Containers) Decision {
 	return Judge(&Subject{Image: img, Keys: keys, Used: used, Policy: p}, Always)
 }
 

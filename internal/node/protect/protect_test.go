@@ -22,41 +22,41 @@ func TestCheck(t *testing.T) {
 		img        cri.Image
 		containers []cri.Container
 		policy     Policy
-		want       Verdict
+		want       Decision
 	}{
 		"unused":                 {img: img},
-		"used by tag":            {img: img, containers: []cri.Container{{Name: "c", Image: "alpine:3.19"}}, want: Verdict{workerresult.InUse, "container c"}},
-		"used by image ref":      {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, want: Verdict{workerresult.InUse, "container c"}},
-		"used by image id":       {img: img, containers: []cri.Container{{ID: "abc", ImageID: id}}, want: Verdict{workerresult.InUse, "container abc"}},
-		"used by repo digest":    {img: img, containers: []cri.Container{{Name: "c", ImageRef: "docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}, want: Verdict{workerresult.InUse, "container c"}},
-		"docker-pullable:// ref": {img: img, containers: []cri.Container{{Name: "c", ImageRef: "docker-pullable://docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}, want: Verdict{workerresult.InUse, "container c"}},
-		"docker:// image id":     {img: img, containers: []cri.Container{{Name: "c", ImageID: "docker://" + id}}, want: Verdict{workerresult.InUse, "container c"}},
+		"used by tag":            {img: img, containers: []cri.Container{{Name: "c", Image: "alpine:3.19"}}, want: Decision{workerresult.InUse, "container c"}},
+		"used by image ref":      {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, want: Decision{workerresult.InUse, "container c"}},
+		"used by image id":       {img: img, containers: []cri.Container{{ID: "abc", ImageID: id}}, want: Decision{workerresult.InUse, "container abc"}},
+		"used by repo digest":    {img: img, containers: []cri.Container{{Name: "c", ImageRef: "docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}, want: Decision{workerresult.InUse, "container c"}},
+		"docker-pullable:// ref": {img: img, containers: []cri.Container{{Name: "c", ImageRef: "docker-pullable://docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}, want: Decision{workerresult.InUse, "container c"}},
+		"docker:// image id":     {img: img, containers: []cri.Container{{Name: "c", ImageID: "docker://" + id}}, want: Decision{workerresult.InUse, "container c"}},
 		"other container":        {img: img, containers: []cri.Container{{Name: "c", Image: "alpine:3.18", ImageRef: "sha256:" + strings.Repeat("c", 64)}}},
 		"garbage container ref":  {img: img, containers: []cri.Container{{Name: "c", Image: "not a ref"}}},
-		"pinned":                 {img: cri.Image{ID: id, Pinned: true}, want: Verdict{workerresult.Pinned, "pinned by the runtime"}},
-		"sandbox short name":     {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.10"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10"}, want: Verdict{workerresult.Pinned, "the runtime's sandbox image"}},
-		"sandbox normalised":     {img: cri.Image{ID: id, Tags: []string{"docker.io/library/pause:3"}}, policy: Policy{SandboxImage: "pause:3"}, want: Verdict{workerresult.Pinned, "the runtime's sandbox image"}},
-		"pod sandbox image":      {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.9"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10", SandboxImages: []string{"registry.k8s.io/pause:3.9"}}, want: Verdict{workerresult.Pinned, "a pod sandbox's image"}},
-		"pod sandbox by id":      {img: cri.Image{ID: id}, policy: Policy{SandboxImages: []string{id}}, want: Verdict{workerresult.Pinned, "a pod sandbox's image"}},
+		"pinned":                 {img: cri.Image{ID: id, Pinned: true}, want: Decision{workerresult.Pinned, "pinned by the runtime"}},
+		"sandbox short name":     {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.10"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10"}, want: Decision{workerresult.Pinned, "the runtime's sandbox image"}},
+		"sandbox normalised":     {img: cri.Image{ID: id, Tags: []string{"docker.io/library/pause:3"}}, policy: Policy{SandboxImage: "pause:3"}, want: Decision{workerresult.Pinned, "the runtime's sandbox image"}},
+		"pod sandbox image":      {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.9"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10", SandboxImages: []string{"registry.k8s.io/pause:3.9"}}, want: Decision{workerresult.Pinned, "a pod sandbox's image"}},
+		"pod sandbox by id":      {img: cri.Image{ID: id}, policy: Policy{SandboxImages: []string{id}}, want: Decision{workerresult.Pinned, "a pod sandbox's image"}},
 		"no guess when known":    {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.9"}}, policy: Policy{SandboxImage: "registry.k8s.io/pause:3.10"}},
-		"guessed pause":          {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.9"}}, policy: Policy{GuessPause: true}, want: Verdict{workerresult.Pinned, guessDetail}},
-		"guessed pause-amd64":    {img: cri.Image{ID: id, Tags: []string{"k8s.gcr.io/pause-amd64:3.1"}}, policy: Policy{GuessPause: true}, want: Verdict{workerresult.Pinned, guessDetail}},
-		"guessed bottlerocket":   {img: cri.Image{ID: id, Tags: []string{"localhost/kubernetes/pause:0.1.0"}}, policy: Policy{GuessPause: true}, want: Verdict{workerresult.Pinned, guessDetail}},
-		"guessed by digest":      {img: cri.Image{ID: id, Digests: []string{"mcr.microsoft.com/oss/kubernetes/pause@sha256:" + strings.Repeat("b", 64)}}, policy: Policy{GuessPause: true}, want: Verdict{workerresult.Pinned, guessDetail}},
+		"guessed pause":          {img: cri.Image{ID: id, Tags: []string{"registry.k8s.io/pause:3.9"}}, policy: Policy{GuessPause: true}, want: Decision{workerresult.Pinned, guessDetail}},
+		"guessed pause-amd64":    {img: cri.Image{ID: id, Tags: []string{"k8s.gcr.io/pause-amd64:3.1"}}, policy: Policy{GuessPause: true}, want: Decision{workerresult.Pinned, guessDetail}},
+		"guessed bottlerocket":   {img: cri.Image{ID: id, Tags: []string{"localhost/kubernetes/pause:0.1.0"}}, policy: Policy{GuessPause: true}, want: Decision{workerresult.Pinned, guessDetail}},
+		"guessed by digest":      {img: cri.Image{ID: id, Digests: []string{"mcr.microsoft.com/oss/kubernetes/pause@sha256:" + strings.Repeat("b", 64)}}, policy: Policy{GuessPause: true}, want: Decision{workerresult.Pinned, guessDetail}},
 		"not a pause by path":    {img: cri.Image{ID: id, Tags: []string{"example.com/pause/app:1"}}, policy: Policy{GuessPause: true}},
 		"not a pause":            {img: img, policy: Policy{GuessPause: true}},
-		"excluded":               {img: img, policy: Policy{Exclusions: excl("alpine:*")}, want: Verdict{workerresult.Excluded, "exclusion alpine:*"}},
-		"in use beats excluded":  {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, policy: Policy{Exclusions: excl("*")}, want: Verdict{workerresult.InUse, "container c"}},
-		"mounted by image id":    {img: img, containers: []cri.Container{{Name: "c", Image: "nginx:1", MountedImages: []string{id}}}, want: Verdict{workerresult.InUse, "container c mounts it as an image volume"}},
-		"mounted by tag":         {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"alpine:3.19"}}}, want: Verdict{workerresult.InUse, "container c mounts it as an image volume"}},
-		"mounted by repo digest": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}}, want: Verdict{workerresult.InUse, "container c mounts it as an image volume"}},
+		"excluded":               {img: img, policy: Policy{Exclusions: excl("alpine:*")}, want: Decision{workerresult.Excluded, "exclusion alpine:*"}},
+		"in use beats excluded":  {img: img, containers: []cri.Container{{Name: "c", ImageRef: id}}, policy: Policy{Exclusions: excl("*")}, want: Decision{workerresult.InUse, "container c"}},
+		"mounted by image id":    {img: img, containers: []cri.Container{{Name: "c", Image: "nginx:1", MountedImages: []string{id}}}, want: Decision{workerresult.InUse, "container c mounts it as an image volume"}},
+		"mounted by tag":         {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"alpine:3.19"}}}, want: Decision{workerresult.InUse, "container c mounts it as an image volume"}},
+		"mounted by repo digest": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"docker.io/library/alpine@sha256:" + strings.Repeat("b", 64)}}}, want: Decision{workerresult.InUse, "container c mounts it as an image volume"}},
 		"mounted by an exited container": {img: img, containers: []cri.Container{{ID: "abc", State: "CONTAINER_EXITED", MountedImages: []string{id}}},
-			want: Verdict{workerresult.InUse, "container abc mounts it as an image volume"}},
+			want: Decision{workerresult.InUse, "container abc mounts it as an image volume"}},
 		"mounted by bare hex id": {img: cri.Image{ID: strings.Repeat("a", 64), Tags: []string{"example.com/data:1"}}, containers: []cri.Container{{Name: "c", MountedImages: []string{strings.Repeat("a", 64)}}},
-			want: Verdict{workerresult.InUse, "container c mounts it as an image volume"}},
+			want: Decision{workerresult.InUse, "container c mounts it as an image volume"}},
 		"another image mounted":  {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{"alpine:3.18", "sha256:" + strings.Repeat("c", 64)}}}},
-		"mounted and run":        {img: img, containers: []cri.Container{{Name: "c", ImageRef: id, MountedImages: []string{id}}}, want: Verdict{workerresult.InUse, "container c"}},
-		"mounted beats excluded": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{id}}}, policy: Policy{Exclusions: excl("*")}, want: Verdict{workerresult.InUse, "container c mounts it as an image volume"}},
+		"mounted and run":        {img: img, containers: []cri.Container{{Name: "c", ImageRef: id, MountedImages: []string{id}}}, want: Decision{workerresult.InUse, "container c"}},
+		"mounted beats excluded": {img: img, containers: []cri.Container{{Name: "c", MountedImages: []string{id}}}, policy: Policy{Exclusions: excl("*")}, want: Decision{workerresult.InUse, "container c mounts it as an image volume"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,11 +88,11 @@ func TestCheckExclusions(t *testing.T) {
 	cases := map[string]Policy{"prepared": Policy{Exclusions: list}.Prepare(), "unprepared": {Exclusions: list}, "replaced after Prepare": stale}
 	for name, policy := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := map[string]Verdict{}
+			got := map[string]Decision{}
 			for _, img := range []cri.Image{alpine, quay, {ID: "sha256:" + strings.Repeat("d", 64), Tags: []string{"docker.io/team/x:1"}}} {
 				got[img.ID[7:8]] = policy.Check(img, Keys(img), Containers{})
 			}
-			want := map[string]Verdict{"a": {workerresult.Excluded, "exclusion library/*"}, "c": {workerresult.Excluded, "exclusion quay.io/*"}, "d": {}}
+			want := map[string]Decision{"a": {workerresult.Excluded, "exclusion library/*"}, "c": {workerresult.Excluded, "exclusion quay.io/*"}, "d": {}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -94,7 +94,7 @@ type Snapshot struct {
 	used     protect.Containers
 	inUse    []bool
 	policy   protect.Policy
-	verdicts []protect.Verdict
+	verdicts []protect.Decision
 	// referenced are the images the cluster's references name (Refer).
 	referenced map[int32]protect.Referrer
 	// SandboxGuessed: no source named the sandbox image, so images that
@@ -108,7 +108,7 @@ func NewSnapshot(images []cri.Image, containers []cri.Container, policy protect.
 	policy = policy.Prepare()
 	s := &Snapshot{Images: images, byKey: make(map[string]int32, 4*len(images)), shared: map[string][]int{},
 		used: protect.NewContainers(containers), policy: policy}
-	s.verdicts = make([]protect.Verdict, len(images))
+	s.verdicts = make([]protect.Decision, len(images))
 	s.inUse = make([]bool, len(images))
 	for i, img := range images {
 		keys := internKeys(img, protect.Keys(img))
@@ -185,7 +185,7 @@ func intern(img cri.Image, k string) string {
 }
 
 // Verdict is the decision for image i.
-func (s *Snapshot) Verdict(i int) protect.Verdict { return s.verdicts[i] }
+func (s *Snapshot) Verdict(i int) protect.Decision { return s.verdicts[i] }
 
 // InUse reports whether a container uses image i, whatever else protects it.
 func (s *Snapshot) InUse(i int) bool { return s.inUse[i] }
