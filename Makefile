@@ -335,7 +335,7 @@ fuzz: ## Fuzz the parsers, matchers and decoders of outside input for a short wh
 	go test ./internal/util/kname -run=^$$ -fuzz=^FuzzLabelValue$$ -fuzztime=30s
 	go test ./internal/util/kname -run=^$$ -fuzz=^FuzzDNSLabel$$ -fuzztime=30s
 	go test ./internal/node/nodestate -run=^$$ -fuzz=^FuzzParse$$ -fuzztime=30s
-	go test ./internal/node/retention -run=^$$ -fuzz=^FuzzPlan$$ -fuzztime=30s
+	go test ./internal/node/retention -run=^$$ -fuzz=^FuzzChoose$$ -fuzztime=30s
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzParseLog$$ -fuzztime=30s
 	go test ./internal/wire/nodereport -run=^$$ -fuzz=^FuzzDecode$$ -fuzztime=30s
 	go test ./internal/node/criorecords -run=^$$ -fuzz=^FuzzTimes$$ -fuzztime=30s

@@ -301,7 +301,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		Now: r.Now, Settings: r.Settings, Disk: r.Disk, Scheduled: t.Scheduled,
 		Sweep: t.All || (t.Scheduled && !t.Scanned && !r.Settings.Choosing()),
 	}
-	for _, d := range retention.Plan(in, cands) {
+	for _, d := range retention.Choose(in, cands) {
 		img := s.Images[d.Index]
 		switch {
 		case d.Policy != "":

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// FuzzPlan: whatever the candidates, settings and disk, no image is
+// FuzzChoose: whatever the candidates, settings and disk, no image is
 // chosen by a policy the run does not apply (the minimum age is a keep
 // rule the remover applies first, see its TestNoYoungImagePlannedAutomatically); the disk policy chooses nothing below
 // the high threshold; every candidate gets exactly one decision.
-func FuzzPlan(f *testing.F) {
+func FuzzChoose(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}, uint8(85), uint8(80), true, false)
 	f.Add([]byte{200, 0, 0, 0, 1, 1, 1, 1, 9, 9, 9, 9}, uint8(0), uint8(0), false, true)
 	f.Fuzz(func(t *testing.T, data []byte, high, low uint8, scheduled, sweep bool) {
@@ -41,7 +41,7 @@ func FuzzPlan(f *testing.F) {
 			disk = &d
 		}
 		in := Input{Now: now, Settings: s, Scheduled: scheduled, Sweep: sweep, Disk: disk}
-		got := Plan(in, cands)
+		got := Choose(in, cands)
 		if len(got) != len(cands) {
 			t.Fatalf("%d decisions for %d candidates", len(got), len(cands))
 		}

@@ -43,7 +43,7 @@ func outcomes(ds []Decision) []outcome {
 	return out
 }
 
-func TestPlan(t *testing.T) {
+func TestChoose(t *testing.T) {
 	base := Settings{MinAge: 10 * time.Minute}
 	disk := Settings{MinAge: 10 * time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80}
 	cases := map[string]struct {
@@ -128,9 +128,9 @@ func TestPlan(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Plan(tc.in, tc.cands)
+			got := Choose(tc.in, tc.cands)
 			if diff := cmp.Diff(tc.want, outcomes(got)); diff != "" {
-				t.Errorf("Plan (-want +got):\n%s", diff)
+				t.Errorf("Choose (-want +got):\n%s", diff)
 			}
 			for _, d := range got {
 				if d.Policy != "" && d.Kept != "" {
@@ -144,10 +144,10 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestPlanDetails(t *testing.T) {
+func TestChooseDetails(t *testing.T) {
 	in := Input{Now: now, Settings: Settings{MinAge: 10 * time.Minute, UnusedFor: 30 * day, HighThresholdPercent: 85, LowThresholdPercent: 80},
 		Scheduled: true, Disk: &Disk{Capacity: 1000, Available: 500}}
-	got := Plan(in, []Candidate{cand(1, 1, 40*day, 31*day), cand(2, 1, 40*day, 4*day)})
+	got := Choose(in, []Candidate{cand(1, 1, 40*day, 31*day), cand(2, 1, 40*day, 4*day)})
 	want := []string{
 		"unused for 31d",
 		"last needed 4d ago, within 720h0m0s; image filesystem at 50.0%, below the high threshold 85%",

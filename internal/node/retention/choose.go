@@ -98,11 +98,11 @@ type Decision struct {
 	Detail string
 }
 
-// Plan decides for every candidate. Decisions come back in the
+// Choose decides for every candidate. Decisions come back in the
 // candidates' order, except that the disk policy's choices are in the order
 // it made them (least recently used first); removals should follow the
 // returned order.
-func Plan(in Input, cands []Candidate) []Decision {
+func Choose(in Input, cands []Candidate) []Decision {
 	s := in.Settings
 	out := make([]Decision, 0, len(cands))
 	var freed uint64
