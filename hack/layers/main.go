@@ -15,7 +15,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -112,18 +112,8 @@ func Check(pkgs []Package) []string {
 			}
 		}
 	}
-	sort.Strings(problems)
-	return compact(problems)
-}
-
-func compact(s []string) []string {
-	var out []string
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	slices.Sort(problems)
+	return slices.Compact(problems)
 }
 
 // sides are the layers whose tests may not reach each other even through
