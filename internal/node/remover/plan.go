@@ -219,6 +219,9 @@ type Retention struct {
 	AgeSource string
 	// Cluster is what the automatic policies' cluster-aware rules are told.
 	Cluster protect.Cluster
+	// Returns are the images' returns after earlier removals, for the
+	// cool-down and the expected-cost order; nil: none known.
+	Returns Returns
 }
 
 // Plan resolves targets against the snapshot in three steps, each
@@ -238,6 +241,11 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	target := make([]string, len(s.Images))
 	at := make([]int32, len(s.Images))
 	var cands []retention.Candidate
+	// keepVersions ranks every image of the node, not only the candidates.
+	var ranks []retention.Standing
+	if t.Scheduled && r.Settings.KeepVersions > 0 {
+		ranks = standings(s, r.Ages)
+	}
 	// auto: an automatic policy judges every candidate ("*", or a scheduled
 	// run with no scanner or with a policy of its own), not only the
 	// scanner's choices.
@@ -263,6 +271,12 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
+		}
+		if ranks != nil {
+			c.Repository, c.Newer = ranks[i].Repository, ranks[i].Newer
+		}
+		if r.Returns != nil && !listed {
+			c.Returns, c.LastReturned = r.Returns(img.ID)
 		}
 		cands = append(cands, c)
 	}
@@ -308,7 +322,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
 		case d.Kept != "":
 			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: d.Kept, Bytes: img.Size, Detail: d.Detail})
-			if in.Scheduled && r.Settings.DiskPressure() {
+			// One cooling down is no later round's to take either.
+			if in.Scheduled && r.Settings.DiskPressure() && d.Kept != workerresult.CoolingDown {
 				spare = append(spare, cands[at[d.Index]])
 			}
 		}

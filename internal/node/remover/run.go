@@ -88,6 +88,9 @@ type Options struct {
 	// read is containerd's records as read after the removals, when the
 	// run read them, or nil: it reads the runtime's records itself.
 	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error)
+	// Returns is the node's regret ledger's returns per image, for the
+	// cool-down and the expected-cost order; nil: none known.
+	Returns Returns
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -214,7 +217,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	info.SandboxGuessed, info.SandboxNote = snap.SandboxGuessed, snap.SandboxNote
 	planStart := time.Now()
-	r := Retention{Settings: opts.Retention, Now: opts.Now, Cluster: opts.Protection.Cluster()}
+	r := Retention{Settings: opts.Retention, Now: opts.Now, Cluster: opts.Protection.Cluster(), Returns: opts.Returns}
 	if err := readCluster(snap, &r.Cluster, opts, info); err != nil {
 		return nil, err
 	}
