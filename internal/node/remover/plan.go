@@ -273,6 +273,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
+			c.Returns, c.LastReturned = r.Ages[i].Returns, r.Ages[i].LastReturned
 		}
 		cands = append(cands, c)
 	}
