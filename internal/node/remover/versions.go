@@ -7,11 +7,6 @@ import (
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 )
 
-// Returns tells, per image ID, how often the image came back after a
-// removal on the node and when it last did: the node's regret ledger
-// (internal/node/regret). nil: none known, and nothing cools down.
-type Returns func(imageID string) (n int, last time.Time)
-
 // standings ranks every image of the node, the protected ones too, among
 // the versions of its repositories (retention.Standings), for keepVersions:
 // a version kept because a workload references it still counts among the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/regret"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/references"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -90,23 +91,31 @@ func TestKeepVersions(t *testing.T) {
 	}
 }
 
-// TestCoolingDown: an image the regret ledger says came back is kept by a
-// scheduled run (and by "*") as cooling down until its hold ends; an
-// ImageList that names it removes it.
+// TestCoolingDown: an image the node's removal ledger says came back is
+// kept by a scheduled run (and by "*") as cooling down until its hold ends;
+// an ImageList that names it removes it.
 func TestCoolingDown(t *testing.T) {
 	rt := timedRuntime{
 		fakeRuntime: &fakeRuntime{images: []cri.Image{alpine, nginx, redis}},
-		times:       map[string]time.Time{alpine.ID: t0.Add(-72 * time.Hour), nginx.ID: t0.Add(-72 * time.Hour), redis.ID: t0.Add(-72 * time.Hour)},
+		times:       map[string]time.Time{alpine.ID: t0.Add(-72 * time.Hour), nginx.ID: t0.Add(-36 * time.Hour), redis.ID: t0.Add(-72 * time.Hour)},
 	}
-	returns := func(id string) (int, time.Time) {
-		if id == nginx.ID {
-			return 2, t0.Add(-36 * time.Hour) // held 48 hours
-		}
-		return 0, time.Time{}
+	// nginx was removed twice and came back twice, last 36 hours ago: held
+	// 48 hours from then.
+	dir := stateDir(t)
+	l := regret.New()
+	for _, back := range []time.Duration{100 * time.Hour, 36 * time.Hour} {
+		l.Record(t0.Add(-back-time.Hour), []regret.Removal{{ID: nginx.ID, Bytes: nginx.Size, Policy: "UnusedFor"}})
+		l.Observe(t0.Add(-back), []regret.Present{{ID: nginx.ID}})
+	}
+	if n, last := l.Returns(nginx.ID); n != 2 || !last.Equal(t0.Add(-36*time.Hour)) {
+		t.Fatalf("the ledger's returns: %d, last %v", n, last)
+	}
+	if err := regret.Save(dir, l); err != nil {
+		t.Fatal(err)
 	}
 	run := func(t *testing.T, targets Targets, now time.Time) map[string]Result {
 		results, err := Run(context.Background(), rt, targets, Options{
-			Retention: retention.Settings{CoolDown: 24 * time.Hour}, Now: now, DryRun: true, Returns: returns,
+			Retention: retention.Settings{CoolDown: 24 * time.Hour}, Now: now, DryRun: true, StateDir: dir,
 		})
 		if err != nil {
 			t.Fatal(err)
