@@ -64,6 +64,7 @@ func (o Outcome) counts() metrics.NodeCounts {
 			}
 		}
 	}
+	n.Regret = regretCounts(o.Summary)
 	if o.Scanner != nil {
 		n.Vulnerable = int64(o.Scanner.Counts[workerresult.CountToRemove])
 	}
@@ -209,6 +210,7 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.Referenced += int64(s.Count(workerresult.Referenced))
 	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
+	addRegret(total, s)
 	for i, p := range policyOrder {
 		t, ok := s.RemovedBy[string(p)]
 		if !ok || (t.Images == 0 && t.Bytes == 0) {
