@@ -72,6 +72,9 @@ type Retention struct {
 	// RemoveNotRepullable (protectNotRepullable: false) lets the automatic
 	// policies remove images no registry can give back.
 	RemoveNotRepullable bool
+	// RegistryCheck asks the registry before an automatic policy removes
+	// an image a workload may need again.
+	RegistryCheck RegistryCheck
 }
 
 // DiskPressure says whether the thresholds are set.
