@@ -91,6 +91,19 @@ type ImageFs struct {
 	CapacityBytes   uint64 `json:"capacityBytes"`
 	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
 	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
+	// TargetBytes is what the disk-pressure policy brings the used bytes
+	// under (the low threshold's share of the capacity); set when the run
+	// found the filesystem at or above the high threshold.
+	TargetBytes uint64 `json:"targetBytes,omitempty"`
+	// TargetReached: a measurement after the removals showed the used
+	// bytes under the target (never on a dry run).
+	TargetReached bool `json:"targetReached,omitempty"`
+	// TimeToTargetMs is the time, in milliseconds, from the first removal
+	// for disk pressure to the measurement that showed the target reached;
+	// FreedToTargetBytes is what the filesystem measured freed over it.
+	// Both zero when the target was reached without such a removal.
+	TimeToTargetMs     float64 `json:"timeToTargetMs,omitempty"`
+	FreedToTargetBytes uint64  `json:"freedToTargetBytes,omitempty"`
 }
 
 // Freed compares what a run's removals should free, by the runtime's own
