@@ -112,7 +112,9 @@ func TestDiskPressureReliefNotReached(t *testing.T) {
 	info := &RunInfo{}
 	results, err := Run(context.Background(), rt, Targets{Scheduled: true, Collected: []string{alpine.ID, nginx.ID}}, Options{
 		Retention: retention.Settings{MinAge: time.Minute, HighThresholdPercent: 85, LowThresholdPercent: 80}, Now: t0, DryRun: true, Info: info,
-		MeasureDisk: func(context.Context) (retention.Disk, error) { return retention.Disk{Capacity: 1000, Available: 100}, nil },
+		MeasureDisk: func(context.Context) (retention.Disk, error) {
+			return retention.Disk{Capacity: 1000, Available: 100}, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

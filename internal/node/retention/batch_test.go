@@ -34,17 +34,17 @@ func TestNextBatch(t *testing.T) {
 		want  int
 	}{
 		"far from the target: as many as the estimate needs": {sizes: tens, need: 101, ratio: 2, want: 6},
-		"the estimate reached exactly":                        {sizes: tens, need: 40, ratio: 2, want: 2},
-		"past by the last image only":                         {sizes: tens, need: 41, ratio: 2, want: 3},
-		"near the target: one image":                          {sizes: tens, need: 5, ratio: 2, want: 1},
-		"need of one byte: one image":                         {sizes: tens, need: 1, ratio: 4, want: 1},
-		"nothing needed: still one":                           {sizes: tens, need: 0, ratio: 2, want: 1},
-		"a higher ratio: fewer images":                        {sizes: tens, need: 100, ratio: 4, want: 3},
-		"the estimate over the whole queue":                   {sizes: tens, need: 1000, ratio: 2, want: 8},
-		"a large image first covers the need alone":           {sizes: []uint64{500, 1, 1}, need: 20, ratio: 2, want: 1},
-		"small images before a large one":                     {sizes: []uint64{1, 1, 500, 1}, need: 20, ratio: 2, want: 3},
-		"images of no size count nothing":                     {sizes: []uint64{0, 0, 10, 10}, need: 30, ratio: 2, want: 4},
-		"empty queue":                                         {sizes: []uint64{}, need: 10, ratio: 2, want: 0},
+		"the estimate reached exactly":                       {sizes: tens, need: 40, ratio: 2, want: 2},
+		"past by the last image only":                        {sizes: tens, need: 41, ratio: 2, want: 3},
+		"near the target: one image":                         {sizes: tens, need: 5, ratio: 2, want: 1},
+		"need of one byte: one image":                        {sizes: tens, need: 1, ratio: 4, want: 1},
+		"nothing needed: still one":                          {sizes: tens, need: 0, ratio: 2, want: 1},
+		"a higher ratio: fewer images":                       {sizes: tens, need: 100, ratio: 4, want: 3},
+		"the estimate over the whole queue":                  {sizes: tens, need: 1000, ratio: 2, want: 8},
+		"a large image first covers the need alone":          {sizes: []uint64{500, 1, 1}, need: 20, ratio: 2, want: 1},
+		"small images before a large one":                    {sizes: []uint64{1, 1, 500, 1}, need: 20, ratio: 2, want: 3},
+		"images of no size count nothing":                    {sizes: []uint64{0, 0, 10, 10}, need: 30, ratio: 2, want: 4},
+		"empty queue":                                        {sizes: []uint64{}, need: 10, ratio: 2, want: 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
