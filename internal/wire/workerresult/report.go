@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
@@ -265,4 +267,23 @@ func Write(path string, s Summary) error {
 		return nil
 	}
 	return os.WriteFile(path, s.Encode(), 0o644)
+}
+
+// Relief says, for people, how a run under disk pressure ended: the
+// target, and whether a measurement showed the filesystem below it, how
+// long after the first removal for it and what it took; "" when the run
+// was not under pressure.
+func (f ImageFs) Relief() string {
+	if f.TargetBytes == 0 || f.CapacityBytes == 0 {
+		return ""
+	}
+	target := fmt.Sprintf("the target %s (%.1f%% of %s)", bytesize.Format(f.TargetBytes), float64(f.TargetBytes)*100/float64(f.CapacityBytes), bytesize.Format(f.CapacityBytes))
+	if !f.TargetReached {
+		return fmt.Sprintf("disk pressure: still at or above %s, %.1f%% used", target, float64(f.UsedAfterBytes)*100/float64(f.CapacityBytes))
+	}
+	if f.FreedToTargetBytes == 0 && f.TimeToTargetMs == 0 {
+		return "disk pressure: below " + target + " with no removal for it"
+	}
+	return fmt.Sprintf("disk pressure: below %s %s after the first removal for it, %s freed", target,
+		(time.Duration(f.TimeToTargetMs * float64(time.Millisecond))).Round(time.Millisecond), bytesize.Format(f.FreedToTargetBytes))
 }
