@@ -249,10 +249,16 @@ type ImageResults struct {
 	// retention policy's unusedFor.
 	// +optional
 	RecentlyUsed int64 `json:"recentlyUsed,omitempty"`
-	// NotNeeded images were kept by the disk-pressure policy: the image
-	// filesystem was below its high threshold, or enough space was freed.
+	// NotNeeded images were kept by the disk-pressure policy (the image
+	// filesystem was below its high threshold, or enough space was freed) or
+	// by keepVersions (among the newest versions of their repository).
 	// +optional
 	NotNeeded int64 `json:"notNeeded,omitempty"`
+	// CoolingDown images were kept from the automatic policies because they
+	// came back after an earlier removal on their node and are within their
+	// cool-down (manager.retention.coolDown, doubled at each return).
+	// +optional
+	CoolingDown int64 `json:"coolingDown,omitempty"`
 	// Referenced images were kept from the automatic policies because a pod
 	// bound to the node or a workload template of the cluster references
 	// them (manager.retention.protectReferenced).
@@ -275,7 +281,7 @@ type ImageResults struct {
 }
 
 // RemovalPolicy is why an image was chosen for removal.
-// +kubebuilder:validation:Enum=Listed;Unused;Vulnerable;UnusedFor;DiskPressure
+// +kubebuilder:validation:Enum=Listed;Unused;Vulnerable;UnusedFor;Superseded;DiskPressure
 type RemovalPolicy string
 
 const (
@@ -289,8 +295,12 @@ const (
 	PolicyVulnerable RemovalPolicy = "Vulnerable"
 	// PolicyUnusedFor: no container had used the image for unusedFor.
 	PolicyUnusedFor RemovalPolicy = "UnusedFor"
+	// PolicySuperseded: at least keepVersions newer versions of the image's
+	// repository were on its node.
+	PolicySuperseded RemovalPolicy = "Superseded"
 	// PolicyDiskPressure: the image filesystem was above the high threshold
-	// and the image was among the least recently used.
+	// and the image was among those whose removal cost least (its own
+	// bytes per the expected cost of pulling it back).
 	PolicyDiskPressure RemovalPolicy = "DiskPressure"
 )
 

@@ -52,7 +52,7 @@ func TestDiskPressureStopsWithinOneImage(t *testing.T) {
 				for i := range 200 {
 					img := cri.Image{ID: fmt.Sprintf("sha256:%064x", i), Size: (1 + rng.Uint64N(spread)) << 20}
 					fake.images = append(fake.images, img)
-					times[img.ID] = t0.Add(-time.Duration(1000-i) * time.Hour) // in removal order
+					times[img.ID] = t0.Add(-time.Duration(1000-i) * time.Hour)
 					sizes[img.ID] = img.Size
 					collected = append(collected, img.ID)
 					total += img.Size * ratio[0] / ratio[1]
@@ -74,16 +74,13 @@ func TestDiskPressureStopsWithinOneImage(t *testing.T) {
 				if after.Used() >= target {
 					t.Fatalf("used %d after the run, target %d", after.Used(), target)
 				}
+				// The queue's order is the policy's; the last image removed is
+				// the one the run would have done without.
 				removed := fake.removed
 				last := removed[len(removed)-1]
 				if after.Used()+disk.freed(last) < target {
 					t.Errorf("used %d after the run, target %d: without the last image removed (%d freed) it was already below, %d removed",
 						after.Used(), target, disk.freed(last), len(removed))
-				}
-				for i, id := range removed {
-					if id != collected[i] {
-						t.Fatalf("removal %d is %s, want %s: not the queue's order", i, id, collected[i])
-					}
 				}
 				s := Summarize(results, false)
 				info.Apply(&s)

@@ -203,6 +203,7 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.TooYoung += int64(s.Count(workerresult.TooYoung))
 	total.RecentlyUsed += int64(s.Count(workerresult.RecentlyUsed))
 	total.NotNeeded += int64(s.Count(workerresult.NotNeeded))
+	total.CoolingDown += int64(s.Count(workerresult.CoolingDown))
 	total.Referenced += int64(s.Count(workerresult.Referenced))
 	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
@@ -234,7 +235,7 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 // policies in it. A key outside it (a newer worker's) is left out: the CRD
 // would refuse it.
 var policyOrder = []eraserv1.RemovalPolicy{
-	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicyDiskPressure,
+	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicySuperseded, eraserv1.PolicyDiskPressure,
 }
 
 // MaxMessage bounds a message the job's status or an Event quotes: a
