@@ -95,6 +95,8 @@ type Options struct {
 	// Clock is the time now, for the ledger's removal times; nil: Now
 	// plus the time since the run began.
 	Clock func() time.Time
+	// Registry is the registry check; nil: off.
+	Registry *RegistryCheck
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -186,6 +188,9 @@ type RunInfo struct {
 	Relief *Relief
 	// Regret is what came back of earlier removals (regret.go).
 	Regret *workerresult.Regret
+	// RegistryChecks are the registries' answers about planned removals
+	// (registry.go).
+	RegistryChecks *workerresult.RegistryChecks
 }
 
 // Apply adds the run's information to a summary.
@@ -207,6 +212,7 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 	}
 	s.Freed = i.Freed
 	s.Leftovers = i.Leftovers
+	s.RegistryChecks = i.RegistryChecks
 	s.Regret = i.Regret
 }
 
@@ -274,6 +280,8 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
+	remove, kept := checkRegistry(ctx, snap, r, remove, opts, info)
+	results = append(results, kept...)
 	if opts.Concurrency < 1 {
 		opts.Concurrency = AutoConcurrency()
 	}

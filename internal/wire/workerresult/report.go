@@ -74,6 +74,9 @@ type Summary struct {
 	// PlanMs is the time, in milliseconds, the remover spent deciding:
 	// reading ages and the node's state file, and planning.
 	PlanMs float64 `json:"planMs,omitempty"`
+	// RegistryChecks are the registry's answers for the images an
+	// automatic policy chose that a workload may need again.
+	RegistryChecks *RegistryChecks `json:"registryChecks,omitempty"`
 	// AgeSource says where image ages came from: "runtime" (the runtime's
 	// image records) or "first seen" (the node's state file, when the
 	// runtime does not record when it pulled an image).
@@ -202,6 +205,44 @@ type Leftovers struct {
 	Error string `json:"error,omitempty"`
 }
 
+// RegistryChecks are a run's answers from the images' registries: counts
+// per answer ("present", "gone", "unknown"), how many came from the node's
+// cache, the requests made, and the first few answers.
+type RegistryChecks struct {
+	Counts   map[string]int  `json:"counts,omitempty"`
+	Cached   int             `json:"cached,omitempty"`
+	Requests int             `json:"requests,omitempty"`
+	First    []RegistryCheck `json:"first,omitempty"`
+	// Error says what the checks went without: the operator's
+	// credentials, or the cache of earlier answers.
+	Error string `json:"error,omitempty"`
+}
+
+// MaxRegistryChecks is how many answers a summary names; the log has
+// every one.
+const MaxRegistryChecks = 3
+
+// RegistryCheck is one image's answer.
+type RegistryCheck struct {
+	Image  string `json:"image"`
+	Answer string `json:"answer"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Add counts an answer and names it among the first few.
+func (rc *RegistryChecks) Add(image, answer, detail string, cached bool) {
+	if rc.Counts == nil {
+		rc.Counts = map[string]int{}
+	}
+	rc.Counts[answer]++
+	if cached {
+		rc.Cached++
+	}
+	if len(rc.First) < MaxRegistryChecks {
+		rc.First = append(rc.First, RegistryCheck{Image: textcut.Cut(image, maxMessage), Answer: answer, Detail: textcut.Cut(detail, maxMessage)})
+	}
+}
+
 // Failure is one failed image, or an invalid ImageList entry.
 type Failure struct {
 	Image   string `json:"image"`
@@ -272,6 +313,11 @@ func (s Summary) Encode() []byte {
 		l.Error = textcut.Cut(l.Error, maxMessage)
 		s.Leftovers = &l
 	}
+	if s.RegistryChecks != nil {
+		rc := *s.RegistryChecks
+		rc.Error = textcut.Cut(rc.Error, maxMessage)
+		s.RegistryChecks = &rc
+	}
 	for {
 		data, err := json.Marshal(s)
 		if err == nil && len(data) <= MaxSize {
@@ -290,6 +336,13 @@ func (s Summary) Encode() []byte {
 			r := *s.Regret
 			r.Recent = r.Recent[:len(r.Recent)-1]
 			s.Regret = &r
+			continue
+		}
+		// Then the registry's answers: the counts keep them.
+		if rc := s.RegistryChecks; rc != nil && len(rc.First) > 0 {
+			c := *rc
+			c.First = c.First[:len(c.First)-1]
+			s.RegistryChecks = &c
 			continue
 		}
 		// Then refusals: they fail nothing, and the counts keep them.
