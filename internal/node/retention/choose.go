@@ -29,7 +29,8 @@ type Candidate struct {
 	Vulnerable bool
 
 	// Repository is the image's repository, where it stands among the
-	// node's versions (Standings); "" when it is in none.
+	// node's versions (Standings); "" when it is in none, or when the run
+	// does not rank versions (keepVersions off).
 	Repository string
 	// OwnBytes is what only this image holds: what its removal frees.
 	// 0: not known, its Size is taken instead.
