@@ -154,6 +154,8 @@ type retentionDoc struct {
 	HighThresholdPercent scalar `json:"highThresholdPercent"`
 	LowThresholdPercent  scalar `json:"lowThresholdPercent"`
 	ImageFsPath          string `json:"imageFsPath"`
+	KeepVersions         scalar `json:"keepVersions"`
+	CoolDown             scalar `json:"coolDown"`
 	// The cluster-aware protections (docs/protection.md), on by default.
 	ProtectReferenced          bool `json:"protectReferenced"`
 	RemoveVulnerableReferenced bool `json:"removeVulnerableReferenced"`

@@ -14,6 +14,12 @@ import "time"
 // minutes.
 const MinAge = 10 * time.Minute
 
+// CoolDown is the hold of an image that came back after a removal, after
+// its first return (coolDown, the workers' --cool-down): a day, so that a
+// node that removed what its workloads still needed does not remove it
+// again at the next run, nor keep it for good.
+const CoolDown = 24 * time.Hour
+
 // HandoffTimeout bounds each wait of a worker for a peer in its pod (the
 // workers' --handoff-timeout) when the pod does not scan: the collector
 // lists the node in seconds, so a peer that has not answered in this time
