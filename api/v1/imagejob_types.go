@@ -249,10 +249,16 @@ type ImageResults struct {
 	// retention policy's unusedFor.
 	// +optional
 	RecentlyUsed int64 `json:"recentlyUsed,omitempty"`
-	// NotNeeded images were kept by the disk-pressure policy: the image
-	// filesystem was below its high threshold, or enough space was freed.
+	// NotNeeded images were kept by the disk-pressure policy (the image
+	// filesystem was below its high threshold, or enough space was freed) or
+	// by keepVersions (among the newest versions of their repository).
 	// +optional
 	NotNeeded int64 `json:"notNeeded,omitempty"`
+	// CoolingDown images were kept from the automatic policies because they
+	// came back after an earlier removal on their node and are within their
+	// cool-down (manager.retention.coolDown, doubled at each return).
+	// +optional
+	CoolingDown int64 `json:"coolingDown,omitempty"`
 	// Referenced images were kept from the automatic policies because a pod
 	// bound to the node or a workload template of the cluster references
 	// them (manager.retention.protectReferenced).
@@ -272,10 +278,79 @@ type ImageResults struct {
 	// +listMapKey=policy
 	// +kubebuilder:validation:MaxItems=8
 	Policies []PolicyResult `json:"policies,omitempty"`
+	// Regret is what came back to the nodes after earlier removals, as
+	// their removal ledgers counted it: each return is told by the first
+	// run on its node after a worker saw the image again.
+	// +optional
+	Regret *RegretResults `json:"regret,omitempty"`
+}
+
+// RegretResults totals the images that came back after Eraser removed
+// them, across the job's nodes.
+type RegretResults struct {
+	// Returns counts the images that came back.
+	// +optional
+	Returns int64 `json:"returns,omitempty"`
+	// BytesReturned is what their removals had freed, pulled back again.
+	// +optional
+	BytesReturned int64 `json:"bytesReturned,omitempty"`
+	// Policies totals the returns by the policy that had removed them.
+	// +optional
+	// +listType=map
+	// +listMapKey=policy
+	// +kubebuilder:validation:MaxItems=8
+	Policies []PolicyRegret `json:"policies,omitempty"`
+	// Recent are the newest few returns across the nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	Recent []RegretReturn `json:"recent,omitempty"`
+}
+
+// PolicyRegret is what came back of one policy's removals.
+type PolicyRegret struct {
+	// Policy is the policy that had removed the images.
+	Policy RemovalPolicy `json:"policy"`
+	// Returns counts them.
+	// +optional
+	Returns int64 `json:"returns,omitempty"`
+	// BytesReturned is what their removals had freed.
+	// +optional
+	BytesReturned int64 `json:"bytesReturned,omitempty"`
+}
+
+// RegretReturn is one image that came back to a node after a removal.
+type RegretReturn struct {
+	// Node is the node it came back to.
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+	// Image is its image ID.
+	// +kubebuilder:validation:MaxLength=256
+	Image string `json:"image"`
+	// Repository is its repository when it was removed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Repository string `json:"repository,omitempty"`
+	// Bytes is what its removal had freed.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// Policy is the policy that had removed it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Policy string `json:"policy,omitempty"`
+	// Run is the ImageJob that had removed it; empty for "eraser node
+	// prune".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Run string `json:"run,omitempty"`
+	// RemovedAt is when it was removed; ReturnedAt when it came back (the
+	// runtime's pull time when it gives one, else when a worker saw it).
+	RemovedAt  metav1.Time `json:"removedAt"`
+	ReturnedAt metav1.Time `json:"returnedAt"`
 }
 
 // RemovalPolicy is why an image was chosen for removal.
-// +kubebuilder:validation:Enum=Listed;Unused;Vulnerable;UnusedFor;DiskPressure
+// +kubebuilder:validation:Enum=Listed;Unused;Vulnerable;UnusedFor;Superseded;DiskPressure
 type RemovalPolicy string
 
 const (
@@ -289,8 +364,12 @@ const (
 	PolicyVulnerable RemovalPolicy = "Vulnerable"
 	// PolicyUnusedFor: no container had used the image for unusedFor.
 	PolicyUnusedFor RemovalPolicy = "UnusedFor"
+	// PolicySuperseded: at least keepVersions newer versions of the image's
+	// repository were on its node.
+	PolicySuperseded RemovalPolicy = "Superseded"
 	// PolicyDiskPressure: the image filesystem was above the high threshold
-	// and the image was among the least recently used.
+	// and the image was among those whose removal cost least (its own
+	// bytes per the expected cost of pulling it back).
 	PolicyDiskPressure RemovalPolicy = "DiskPressure"
 )
 

@@ -75,3 +75,16 @@ func TestValuesProblems(t *testing.T) {
 		})
 	}
 }
+
+func TestGist(t *testing.T) {
+	for name, c := range map[string]struct{ notes, want string }{
+		"marked, lower case":     {"**not in upstream**: the size. More.", "the size"},
+		"marked, a sentence":     {"**not in upstream**. Never download: use the DB. Missing DB fails.", "Never download: use the DB"},
+		"a link from the table":  {"see [below](#x). More.", "see [below](docs/ref.md#x)"},
+		"a page link from there": {"see [Windows](windows.md)", "see [Windows](docs/windows.md)"},
+	} {
+		if got := Gist(c.notes, "docs/ref.md"); got != c.want {
+			t.Errorf("%s: Gist(%q) = %q, want %q", name, c.notes, got, c.want)
+		}
+	}
+}

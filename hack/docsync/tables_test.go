@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eraser-oss/eraser/internal/testing/repo"
+	"github.com/eraser-oss/eraser/internal/util/jsonfields"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/scanconfig"
 )
 
 const (
@@ -64,14 +68,71 @@ func configKeys() []string {
 	return keys
 }
 
+const scannerConfig = "components.scanner.config."
+
+// scannerConfigKeys are the Trivy scanner's keys (components.scanner.config
+// is a document of its own, which the EraserConfig's schema holds as one
+// string), from the type its parser fills: a struct is a section, unless it
+// reads itself from one value (a duration).
+func scannerConfigKeys() []string {
+	var out []string
+	var walk func(reflect.Type, string)
+	walk = func(t reflect.Type, path string) {
+		for k, ft := range jsonfields.Of(t) {
+			if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+				walk(ft, path+k+".")
+				continue
+			}
+			out = append(out, path+k)
+		}
+	}
+	walk(reflect.TypeFor[scanconfig.Config](), scannerConfig)
+	slices.Sort(out)
+	return out
+}
+
+// upstreamScannerConfigKeys are the scanner keys of upstream's documents:
+// their components.scanner.config strings, read as the documents they are.
+func upstreamScannerConfigKeys(t *testing.T) []string {
+	var keys []string
+	for _, v := range []string{"v1alpha1", "v1alpha2", "v1alpha3"} {
+		doc := readYAML(t, "internal", "wire", "config", "testdata", "upstream", v+".yaml")
+		components, _ := doc["components"].(map[string]any)
+		scanner, _ := components["scanner"].(map[string]any)
+		text, _ := scanner["config"].(string)
+		var sc map[string]any
+		if err := yaml.Unmarshal([]byte(text), &sc); err != nil {
+			t.Fatalf("%s's components.scanner.config: %v", v, err)
+		}
+		for _, k := range DocumentLeaves(sc) {
+			keys = append(keys, scannerConfig+k)
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("no scanner configuration in upstream's documents")
+	}
+	return keys
+}
+
 // TestConfigAdditionsTable: the README's table of the EraserConfig keys
-// upstream does not have is every such key of the schema, each as the
-// configuration reference documents it; and the reference documents every
-// one.
+// upstream does not have is every such key of the schema and of the Trivy
+// scanner's configuration, each as the configuration reference documents
+// it; and the reference documents every one.
 func TestConfigAdditionsTable(t *testing.T) {
 	reference := readRepo(t, "docs", "configuration.md")
 	added := Added(configKeys(), upstreamConfigKeys(t, reference))
-	rows := ReferenceRows(reference, map[string]string{"manager": "manager.", "components": "components.<c>."})
+	// Not through Added: its component keys are written once for every
+	// component, and these are the scanner's alone.
+	for _, k := range scannerConfigKeys() {
+		if !slices.Contains(upstreamScannerConfigKeys(t), k) {
+			added = append(added, k)
+		}
+	}
+	rows := ReferenceRows(reference, map[string]string{
+		"manager":    "manager.",
+		"components": "components.<c>.",
+		"components.scanner.config (the Trivy scanner)": scannerConfig,
+	})
 	want, missing := AddedTable(added, rows, "docs/configuration.md")
 	for _, k := range missing {
 		t.Errorf("docs/configuration.md documents no %s, which the schema has and upstream does not", k)

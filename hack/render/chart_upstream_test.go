@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/manager/adoption"
 	"github.com/eraser-oss/eraser/internal/process/version"
+	"github.com/eraser-oss/eraser/internal/wire/config"
 )
 
 // upstreamV1alpha3Values is the project's fixture of upstream's v1.x values
@@ -141,4 +143,79 @@ func readValues(t *testing.T, path string) map[string]any {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Upstream's default worker sizes, which a copied EraserConfig writes out,
+// become this release's defaults, each named in the NOTES with the numbers
+// the manager applies; any other size is kept as written.
+func TestChartTranslatesUpstreamWorkerSizes(t *testing.T) {
+	def := config.Default().Components
+	scannerNote := fmt.Sprintf("runtimeConfig.components.scanner.request (cpu 1000m, mem 500Mi) is upstream's default, which a packed node refuses (OutOfcpu): this release's default (cpu %s, mem %s) is used",
+		def.Scanner.Request.CPU, def.Scanner.Request.Mem)
+	removerNote := func(key string) string {
+		return fmt.Sprintf("runtimeConfig.components.%s.limit.mem 30Mi is upstream's default, at the edge for a node with many images: this release's default (%s) is used", key, def.Remover.Limit.Mem)
+	}
+	type sizes struct{ ScannerCPU, ScannerMem, RemoverLimit string }
+	defaults := sizes{def.Scanner.Request.CPU.String(), def.Scanner.Request.Mem.String(), def.Remover.Limit.Mem.String()}
+	cases := map[string]struct {
+		set   []string
+		want  sizes
+		notes []string
+	}{
+		"upstream's scanner request": {
+			set:   []string{"runtimeConfig.components.scanner.request.cpu=1000m", "runtimeConfig.components.scanner.request.mem=500Mi"},
+			want:  defaults,
+			notes: []string{scannerNote},
+		},
+		"upstream's remover limit": {
+			set:   []string{"runtimeConfig.components.remover.limit.mem=30Mi", "runtimeConfig.components.remover.limit.cpu=0"},
+			want:  defaults,
+			notes: []string{removerNote("remover")},
+		},
+		"upstream's v1alpha1 eraser limit": {
+			set:   []string{"runtimeConfig.components.eraser.limit.mem=30Mi"},
+			want:  defaults,
+			notes: []string{removerNote("eraser")},
+		},
+		"a scanner cpu of upstream's with another memory": {
+			set:  []string{"runtimeConfig.components.scanner.request.cpu=1000m", "runtimeConfig.components.scanner.request.mem=300Mi"},
+			want: sizes{"1", "300Mi", defaults.RemoverLimit},
+		},
+		"another remover limit": {
+			set:  []string{"runtimeConfig.components.remover.limit.mem=40Mi"},
+			want: sizes{defaults.ScannerCPU, defaults.ScannerMem, "40Mi"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg, _ := managerConfig(t, render(t, Options{Set: tc.set}))
+			c := cfg.Components
+			got := sizes{c.Scanner.Request.CPU.String(), c.Scanner.Request.Mem.String(), c.Remover.Limit.Mem.String()}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("worker sizes (-want +got):\n%s", diff)
+			}
+			notes := renderNotes(t, DefaultNamespace, tc.set, false)
+			for _, line := range tc.notes {
+				if !strings.Contains(notes, line) {
+					t.Errorf("NOTES lack %q:\n%s", line, notes)
+				}
+			}
+			if len(tc.notes) == 0 && strings.Contains(notes, "translated") {
+				t.Errorf("NOTES speak of a translation:\n%s", notes)
+			}
+		})
+	}
+
+	// helm upgrade --reuse-values from upstream's release whose values
+	// carry a copied configuration's sizes.
+	prev := readValues(t, upstreamV1alpha3Values())
+	comps := prev["runtimeConfig"].(map[string]any)["components"].(map[string]any)
+	comps["scanner"].(map[string]any)["request"] = map[string]any{"cpu": "1000m", "mem": "500Mi"}
+	comps["remover"].(map[string]any)["limit"] = map[string]any{"mem": "30Mi"}
+	cfg, _ := managerConfig(t, render(t, Options{ReuseValues: prev}))
+	c := cfg.Components
+	got := sizes{c.Scanner.Request.CPU.String(), c.Scanner.Request.Mem.String(), c.Remover.Limit.Mem.String()}
+	if diff := cmp.Diff(defaults, got); diff != "" {
+		t.Errorf("--reuse-values: worker sizes (-want +got):\n%s", diff)
+	}
 }

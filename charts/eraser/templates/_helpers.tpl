@@ -266,6 +266,13 @@ _translated that NOTES prints (docs/migrating.md#upstream-values-files):
   upstream published. It becomes this release's tag.
 - upstream's manager memory (limit 30Mi, request 20Mi): this manager needs
   more. It becomes this chart's default.
+- upstream's default worker sizes, which its EraserConfig wrote out (a
+  copied configuration carries them): the scanner's request (cpu 1000m, mem
+  500Mi), which a packed node's kubelet refuses to admit since worker pods
+  bypass the scheduler, and the remover's memory limit 30Mi, at the edge
+  for a node with many images. Each is dropped, so that the manager applies
+  its own default (the numbers in the notes are the configuration's
+  defaults, which a render test holds them to).
 Any other memory limit under 128Mi is refused, with the fix.
 */}}
 {{- define "eraser.upstream" -}}
@@ -301,6 +308,21 @@ Any other memory limit under 128Mi is refused, with the fix.
 {{- if not $c.image -}}
 {{- $_ := unset $c "image" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $scanner := get $components "scanner" -}}
+{{- if and (kindIs "map" $scanner) (kindIs "map" $scanner.request) -}}
+{{- if and (eq (toString ($scanner.request.cpu | default "")) "1000m") (eq (toString ($scanner.request.mem | default "")) "500Mi") -}}
+{{- $notes = append $notes "runtimeConfig.components.scanner.request (cpu 1000m, mem 500Mi) is upstream's default, which a packed node refuses (OutOfcpu): this release's default (cpu 100m, mem 256Mi) is used (docs/configuration.md#components)" -}}
+{{- $_ := unset $scanner.request "cpu" -}}
+{{- $_ := unset $scanner.request "mem" -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := list "remover" "eraser" -}}
+{{- $c := get $components $key -}}
+{{- if and (kindIs "map" $c) (kindIs "map" $c.limit) (eq (toString ($c.limit.mem | default "")) "30Mi") -}}
+{{- $notes = append $notes (printf "runtimeConfig.components.%s.limit.mem 30Mi is upstream's default, at the edge for a node with many images: this release's default (64Mi) is used (docs/configuration.md#components)" $key) -}}
+{{- $_ := unset $c.limit "mem" -}}
 {{- end -}}
 {{- end -}}
 {{- $res := $d.resources | default dict -}}

@@ -219,6 +219,7 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 			fmt.Fprintln(out, "  not measured: "+f.Error)
 		}
 	}
+	printRegret(out, s.Regret)
 	if l := s.Leftovers; l != nil {
 		verb := "reclaimed"
 		if s.DryRun {
@@ -239,4 +240,25 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		}
 	}
 	return nil
+}
+
+// printRegret tells what came back of earlier removals, by the node's
+// removal ledger.
+func printRegret(out io.Writer, r *workerresult.Regret) {
+	if r == nil || r.Returns == 0 {
+		return
+	}
+	fmt.Fprintf(out, "came back after earlier removals: %d images, %s pulled again\n", r.Returns, bytesize.Format(r.BytesReturned))
+	for _, p := range retention.Policies {
+		if t, ok := r.ByPolicy[string(p)]; ok {
+			fmt.Fprintf(out, "  removed by %s: %d images, %s\n", p, t.Returns, bytesize.Format(t.Bytes))
+		}
+	}
+	for _, e := range r.Recent {
+		name := e.Repository
+		if name == "" {
+			name = shortID(e.Image)
+		}
+		fmt.Fprintf(out, "  %s: removed %s, back %s later\n", name, e.RemovedAt.Format(time.RFC3339), e.ReturnedAt.Sub(e.RemovedAt).Round(time.Second))
+	}
 }

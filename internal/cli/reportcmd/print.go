@@ -43,6 +43,9 @@ func Print(w io.Writer, out Output) {
 	for _, line := range freedLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range regretLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
@@ -157,6 +160,38 @@ func freedLines(nodes []nodereport.Node) []string {
 		head += fmt.Sprintf(" (expected on %d of %d nodes, the others' as the runtime reported the images' sizes)", known, reported)
 	}
 	return append([]string{head}, out...)
+}
+
+// regretLines say what came back after earlier removals: the total, then
+// each node's newest returns.
+func regretLines(nodes []nodereport.Node) []string {
+	var returns int
+	var bytes uint64
+	var out []string
+	for _, n := range nodes {
+		r := n.Regret
+		if r == nil || r.Returns == 0 {
+			continue
+		}
+		returns += r.Returns
+		bytes += r.BytesReturned
+		for _, e := range r.Recent {
+			name := e.Repository
+			if name == "" {
+				name = e.Image
+			}
+			run := e.Run
+			if run == "" {
+				run = "eraser node prune"
+			}
+			out = append(out, fmt.Sprintf("  %s: %s (%s) removed by %s (%s) at %s, back %s later", n.Name, name, bytesize.Format(e.Bytes), run, e.Policy,
+				e.RemovedAt.UTC().Format(time.RFC3339), e.ReturnedAt.Sub(e.RemovedAt).Round(time.Second)))
+		}
+	}
+	if returns == 0 {
+		return nil
+	}
+	return append([]string{fmt.Sprintf("came back after earlier removals: %d images, %s pulled again", returns, bytesize.Format(bytes))}, out...)
 }
 
 func counts(m map[string]int) string {

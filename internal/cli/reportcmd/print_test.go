@@ -3,6 +3,7 @@ package reportcmd
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -11,6 +12,7 @@ import (
 )
 
 func TestPrint(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for name, tc := range map[string]struct {
 		out  Output
 		want string
@@ -54,6 +56,21 @@ NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 			}},
 			want: `ImageJob j: Completed, report complete, 1 nodes: 1 succeeded
 space a removal would free: 4.0MiB (expected on 1 nodes: the removed images' own content)
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
+		"images that came back after earlier removals": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", Regret: &workerresult.Regret{Returns: 2, BytesReturned: 3 << 20, Recent: []workerresult.RegretReturn{
+					{Image: "sha256:1", Repository: "example.com/app", Bytes: 2 << 20, Policy: "UnusedFor", Run: "sched-1", RemovedAt: t0, ReturnedAt: t0.Add(90 * time.Minute)},
+					{Image: "sha256:2", Bytes: 1 << 20, Policy: "Listed", RemovedAt: t0, ReturnedAt: t0.Add(time.Minute)},
+				}}},
+				{Name: "b"},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+came back after earlier removals: 2 images, 3.0MiB pulled again
+  a: example.com/app (2.0MiB) removed by sched-1 (UnusedFor) at 2026-11-01T00:00:00Z, back 1h30m0s later
+  a: sha256:2 (1.0MiB) removed by eraser node prune (Listed) at 2026-11-01T00:00:00Z, back 1m0s later
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},

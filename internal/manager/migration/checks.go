@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/exclusionlist"
@@ -64,6 +65,7 @@ func configFindings(c Cluster) []Finding {
 	for _, w := range warnings {
 		out = append(out, f(Difference, w))
 	}
+	out = append(out, workerSizeFindings(cfg, f)...)
 	if nf := cfg.Manager.NodeFilter; nf.Type == config.FilterInclude {
 		out = append(out, f(Difference, fmt.Sprintf("manager.nodeFilter is type include (selectors %s, and the label %s that is always added to them): check which nodes get a worker with `kubectl eraser plan` after the upgrade",
 			strings.Join(nf.Selectors, ", "), LabelCleanupFilter)))
@@ -77,6 +79,36 @@ func configFindings(c Cluster) []Finding {
 		out = append(out, f(Difference, fmt.Sprintf("scheduled runs keep images pulled less than manager.retention.minAge (%s) ago, images that workloads (scaled-down Deployments, CronJobs) reference and images that cannot be pulled again, which upstream removed", cfg.Manager.Retention.MinAge)))
 	}
 	return out
+}
+
+// Upstream's default worker sizes, as its EraserConfig wrote them out.
+var (
+	upstreamScannerCPU   = resource.MustParse("1000m")
+	upstreamScannerMem   = resource.MustParse("500Mi")
+	upstreamRemoverLimit = resource.MustParse("30Mi")
+)
+
+// workerSizeFindings: upstream's default worker sizes that a copied
+// configuration carries. The chart drops them for this release's defaults
+// and says so in its notes; a configuration applied any other way keeps
+// them, so the scanner's request would have a packed node's kubelet refuse
+// the pod (OutOfcpu), worker pods going to their node by name.
+func workerSizeFindings(cfg *config.Config, f func(Severity, string) Finding) []Finding {
+	def := config.Default().Components
+	var out []Finding
+	if r := cfg.Components.Scanner.Request; equal(r.CPU, upstreamScannerCPU) && equal(r.Mem, upstreamScannerMem) {
+		out = append(out, f(Difference, fmt.Sprintf("components.scanner.request (cpu 1000m, mem 500Mi) is upstream's default, which a packed node's kubelet refuses (OutOfcpu): the chart uses this release's (cpu %s, mem %s) instead; in a configuration applied otherwise, delete the two keys",
+			def.Scanner.Request.CPU, def.Scanner.Request.Mem)))
+	}
+	if equal(cfg.Components.Remover.Limit.Mem, upstreamRemoverLimit) {
+		out = append(out, f(Difference, fmt.Sprintf("the remover's limit.mem 30Mi is upstream's default, at the edge for a node with many images: the chart uses this release's (%s) instead; in a configuration applied otherwise, delete the key",
+			def.Remover.Limit.Mem)))
+	}
+	return out
+}
+
+func equal(q *resource.Quantity, want resource.Quantity) bool {
+	return q != nil && q.Cmp(want) == 0
 }
 
 // exclusionFindings: each exclusion list entry or field read differently

@@ -69,6 +69,16 @@ components:
   scanner: {enabled: true}
 `
 
+// sizesConfig is a configuration with the scanner and remover given, the
+// remover under key (eraser in v1alpha1), and no other finding.
+func sizesConfig(scanner, key, remover string) string {
+	version := "v1alpha2"
+	if key == "eraser" {
+		version = "v1alpha1"
+	}
+	return "apiVersion: eraser.sh/" + version + "\nkind: EraserConfig\ncomponents:\n  scanner: " + scanner + "\n  " + key + ": " + remover + "\n"
+}
+
 func TestCheck(t *testing.T) {
 	cases := map[string]struct {
 		cluster Cluster
@@ -102,6 +112,14 @@ func TestCheck(t *testing.T) {
 				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "deleteFailedImages"},
 				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "minAge (10m0s)"},
 			}},
+		"upstream's worker sizes": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: sizesConfig("{request: {mem: 500Mi, cpu: 1000m}}", "eraser", "{limit: {mem: 30Mi, cpu: 0}}")})}},
+			want: []short{
+				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "components.scanner.request (cpu 1000m, mem 500Mi) is upstream's default"},
+				{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "limit.mem 30Mi is upstream's default"},
+			}},
+		"upstream's scanner request, as one CPU": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: sizesConfig("{request: {mem: 500Mi, cpu: 1}}", "remover", "{}")})}},
+			want: []short{{"difference", "configuration", "configmap/eraser-system/eraser-manager-config", "(cpu 100m, mem 256Mi) instead"}}},
+		"sizes of the operator's own": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: sizesConfig("{request: {mem: 500Mi, cpu: 500m}}", "remover", "{limit: {mem: 40Mi}}")})}}},
 		"a configuration refused": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{configMap(config.ConfigMapName, nil, map[string]string{config.ConfigKey: "manager: {nodeFilter: {selector: [a]}}"})}},
 			want: []short{{"BLOCKING", "configuration", "configmap/eraser-system/eraser-manager-config", "held back"}}},
 		"legacy exclusions": {cluster: Cluster{ConfigMaps: []corev1.ConfigMap{exclusions("legacy", `{"Excluded":["nginx:1.*"]}`), exclusions("fine", `{"excluded":["quay.io/*"]}`)}},

@@ -206,6 +206,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
+		args = append(args, runFlag(p))
 		mounts := concat(nodeMounts, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[0])
@@ -232,6 +233,7 @@ func Build(p Params) (*corev1.Pod, error) {
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
+		removerArgs = append(removerArgs, runFlag(p))
 		pod.Spec.Containers = []corev1.Container{
 			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
 			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, concat(workerMounts, ret.removerMounts, protMounts)),
@@ -272,6 +274,10 @@ func Build(p Params) (*corev1.Pod, error) {
 	}
 	return pod, nil
 }
+
+// runFlag tells the remover its job, which the node's removal ledger
+// records with each removal, so that a return names the run that regrets it.
+func runFlag(p Params) string { return "--run=" + p.Job }
 
 // tolerations are the configured ones or, unset, tolerate-all: pinned with
 // nodeName, the pod bypasses the scheduler and must tolerate whatever taints

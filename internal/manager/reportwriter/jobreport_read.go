@@ -136,6 +136,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 		}
 		if cs.Name == podspec.RemoverContainer {
 			n.BytesFreed, n.DryRun, n.Freed = s.BytesFreed, s.DryRun, s.Freed
+			n.Regret = s.Regret
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/regret"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -101,6 +102,10 @@ type Snapshot struct {
 	// look like pause images were kept; SandboxNote says why.
 	SandboxGuessed bool
 	SandboxNote    string
+	// ledger is the node's removal ledger as this reading left it (nil:
+	// no state is kept); Returned are the returns this reading counted.
+	ledger   *regret.Ledger
+	Returned []regret.Return
 }
 
 // NewSnapshot indexes the node's images and decides, once, which are protected.
@@ -203,6 +208,11 @@ type Removal struct {
 // container last used it; see retention.Candidate.
 type Age struct {
 	Arrived, LastUsed, FirstSeen time.Time
+	// Returns counts the times the image came back after a removal, by the
+	// node's removal ledger (internal/node/regret); LastReturned is when it
+	// last did (zero: never).
+	Returns      int
+	LastReturned time.Time
 }
 
 // Retention is what a plan is told besides the snapshot and its targets:
@@ -263,6 +273,7 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
+			c.Returns, c.LastReturned = r.Ages[i].Returns, r.Ages[i].LastReturned
 		}
 		cands = append(cands, c)
 	}

@@ -2,6 +2,7 @@ package remover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -88,6 +89,12 @@ type Options struct {
 	// read is containerd's records as read after the removals, when the
 	// run read them, or nil: it reads the runtime's records itself.
 	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error)
+	// Run names the ImageJob of this run, which the removal ledger records
+	// with each removal; "" for "eraser node prune".
+	Run string
+	// Clock is the time now, for the ledger's removal times; nil: Now
+	// plus the time since the run began.
+	Clock func() time.Time
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -173,6 +180,8 @@ type RunInfo struct {
 	Freed *workerresult.Freed
 	// Leftovers is what removals left on the runtime.
 	Leftovers *workerresult.Leftovers
+	// Regret is what came back of earlier removals (regret.go).
+	Regret *workerresult.Regret
 }
 
 // Apply adds the run's information to a summary.
@@ -189,6 +198,7 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 	}
 	s.Freed = i.Freed
 	s.Leftovers = i.Leftovers
+	s.Regret = i.Regret
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -198,6 +208,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
+	}
+	if opts.Clock == nil {
+		began, now := time.Now(), opts.Now
+		opts.Clock = func() time.Time { return now.Add(time.Since(began)) }
 	}
 	info := opts.Info
 	if info == nil {
@@ -225,6 +239,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	// The node's history is written while the removals run; the run waits
 	// for it before it returns.
 	saved := make(chan error, 1)
+	var regretErr error
 	go func() { saved <- save() }()
 	defer func() {
 		err := <-saved
@@ -236,9 +251,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 				err = fmt.Errorf("saving the node's state after the removals (the disk was full before them): %w", err)
 			}
 		}
-		info.StateErr = err
+		info.StateErr = errors.Join(err, regretErr)
 	}()
 	r.AgeSource = info.AgeSource
+	LogReturns(opts.Log, snap.Returned)
 	if info.AgeSource == AgeFirstSeen {
 		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
 	}
@@ -276,6 +292,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	retryRefusedForRoom(ctx, rt, snap, done, opts)
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
+	}
+	if info.Regret, regretErr = recordRemovals(snap, done, opts, opts.Clock()); regretErr != nil {
+		regretErr = fmt.Errorf("the node's removal ledger: %w", regretErr)
+		opts.Log.Error("the run's removals are not in the node's removal ledger", "error", regretErr)
 	}
 	var read *containerdrecords.Records
 	if info.Freed, read = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {

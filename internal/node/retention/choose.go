@@ -27,6 +27,37 @@ type Candidate struct {
 	Listed bool
 	// Vulnerable: the scanner handed the image over.
 	Vulnerable bool
+
+	// Repository is the image's repository, where it stands among the
+	// node's versions (Standings); "" when it is in none.
+	Repository string
+	// OwnBytes is what only this image holds: what its removal frees.
+	// 0: not known, its Size is taken instead.
+	OwnBytes uint64
+	// Returns counts how often the image came back after a removal on the
+	// node; LastReturned is when it last did.
+	Returns      int
+	LastReturned time.Time
+	// Newer counts the versions of its repository on the node that are
+	// newer (Standings).
+	Newer int
+}
+
+// Own is the bytes its removal frees: OwnBytes, or the Size when unknown.
+func (c Candidate) Own() uint64 {
+	if c.OwnBytes > 0 {
+		return c.OwnBytes
+	}
+	return c.Size
+}
+
+// coolingUntil is when the candidate's hold ends; zero when it has none.
+func (c Candidate) coolingUntil(s Settings) time.Time {
+	h := s.Hold(c.Returns)
+	if h == 0 || c.LastReturned.IsZero() {
+		return time.Time{}
+	}
+	return c.LastReturned.Add(h)
 }
 
 // Idle is since when the image is known to be unused: the latest of its
@@ -99,22 +130,29 @@ type Decision struct {
 }
 
 // Choose decides for every candidate. Decisions come back in the
-// candidates' order, except that the disk policy's choices are in the order
-// it made them (least recently used first); removals should follow the
-// returned order.
+// candidates' order, except the automatic policies' choices (Unused,
+// UnusedFor, Superseded, then DiskPressure's), which come after the others
+// in the order of Score, best first; removals should follow the returned
+// order.
+//
+// A candidate that came back after a removal and is within its hold
+// (Settings.Hold) is kept as cooling down from every policy but Listed:
+// the user asked for a listed image, the other policies guessed.
 func Choose(in Input, cands []Candidate) []Decision {
 	s := in.Settings
 	out := make([]Decision, 0, len(cands))
+	var auto []scored
 	var freed uint64
 	var forDisk []Candidate
 	diskOn := in.Scheduled && s.DiskPressure()
 	unusedForOn := in.Scheduled && s.UnusedFor > 0
+	versionsOn := in.Scheduled && s.KeepVersions > 0
 	for _, c := range cands {
 		d := Decision{Index: c.Index}
 		switch {
 		case c.Listed:
 			d.Policy = Listed
-		case !considered(in, c, diskOn, unusedForOn):
+		case !considered(in, c, diskOn || unusedForOn || versionsOn):
 		case in.Sweep:
 			d.Policy = Unused
 		case c.Vulnerable:
@@ -122,32 +160,115 @@ func Choose(in Input, cands []Candidate) []Decision {
 		case unusedForOn && in.Now.Sub(c.Idle()) >= s.UnusedFor:
 			d.Policy = UnusedFor
 			d.Detail = "unused for " + Ago(in.Now, c.Idle())
+		case versionsOn && c.Newer >= s.KeepVersions:
+			d.Policy = Superseded
+			d.Detail = superseded(c)
 		case diskOn:
+			if cooling(in, c, &d) {
+				break
+			}
 			forDisk = append(forDisk, c)
 			continue
 		case unusedForOn:
 			d.Kept = workerresult.RecentlyUsed
 			d.Detail = fmt.Sprintf("last needed %s ago, within %s", Ago(in.Now, c.Idle()), s.UnusedFor)
+		case versionsOn:
+			d.Kept = workerresult.NotNeeded
+			d.Detail = newest(c, s.KeepVersions)
 		}
-		if d.Policy != "" {
+		if d.Policy != "" && d.Policy != Listed && cooling(in, c, &d) {
+			d.Policy = ""
+		}
+		switch d.Policy {
+		case "":
+		case Unused, UnusedFor, Superseded:
+			freed += c.Size
+			auto = append(auto, scored{d, c, Score(in.Now, c)})
+			continue
+		default:
 			freed += c.Size
 		}
 		out = append(out, d)
 	}
+	out = append(out, byScore(auto)...)
 	if len(forDisk) > 0 {
 		out = append(out, planDisk(in, forDisk, freed, unusedForOn)...)
 	}
 	return out
 }
 
-// considered reports whether any policy of the run looks at the candidate:
-// a scanner-only run considers only what the scanner handed over.
-func considered(in Input, c Candidate, diskOn, unusedForOn bool) bool {
-	return in.Sweep || c.Vulnerable || diskOn || unusedForOn
+// cooling keeps the candidate as cooling down, when it is within its hold.
+func cooling(in Input, c Candidate, d *Decision) bool {
+	until := c.coolingUntil(in.Settings)
+	if !in.Now.Before(until) {
+		return false
+	}
+	times := "once"
+	if c.Returns > 1 {
+		times = fmt.Sprintf("%d times", c.Returns)
+	}
+	d.Kept = workerresult.CoolingDown
+	d.Detail = fmt.Sprintf("came back %s after a removal, last %s ago; held until %s", times, Ago(in.Now, c.LastReturned), until.UTC().Format(time.RFC3339))
+	return true
 }
 
-// planDisk chooses, least recently used first, until the estimate falls
-// below the low threshold. freed is what the other policies already free.
+func superseded(c Candidate) string {
+	return fmt.Sprintf("%d newer versions of %s on the node", c.Newer, c.Repository)
+}
+
+func newest(c Candidate, keep int) string {
+	if c.Repository == "" {
+		return "in no repository: no version supersedes it"
+	}
+	return fmt.Sprintf("among the %d newest versions of %s on the node (%d newer)", keep, c.Repository, c.Newer)
+}
+
+// considered reports whether any policy of the run looks at the candidate:
+// a scanner-only run considers only what the scanner handed over.
+func considered(in Input, c Candidate, choosing bool) bool {
+	return in.Sweep || c.Vulnerable || choosing
+}
+
+// Score is the expected-cost order of the automatic policies: the bytes
+// only the candidate holds (Own) per the expected cost of pulling it back.
+// That cost grows with each time it came back after a removal, and with
+// how recently it was needed (last use, or arrival when later):
+//
+//	score = own / ((1 + returns) × (1 + 1 day / (idle + 1 minute)))
+//
+// An image idle for a month weighs about its bytes; one needed an hour ago
+// about a 25th of them; one that came back twice a third of that. Higher
+// scores go first.
+func Score(now time.Time, c Candidate) float64 {
+	idle := max(now.Sub(c.recency()), 0)
+	recency := 1 + float64(24*time.Hour)/float64(idle+time.Minute)
+	return float64(c.Own()) / (float64(1+c.Returns) * recency)
+}
+
+type scored struct {
+	d     Decision
+	c     Candidate
+	score float64
+}
+
+// compareScored orders best score first; ties: least recently needed,
+// then most own bytes, then the caller's index.
+func compareScored(a, b scored) int {
+	return cmp.Or(cmp.Compare(b.score, a.score), a.c.recency().Compare(b.c.recency()),
+		cmp.Compare(b.c.Own(), a.c.Own()), cmp.Compare(a.c.Index, b.c.Index))
+}
+
+func byScore(ss []scored) []Decision {
+	slices.SortFunc(ss, compareScored)
+	out := make([]Decision, len(ss))
+	for i, x := range ss {
+		out[i] = x.d
+	}
+	return out
+}
+
+// planDisk chooses, best Score first, until the estimate falls below the
+// low threshold. freed is what the other policies already free.
 func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Decision {
 	s := in.Settings
 	keep := func(c Candidate, detail string) Decision {
@@ -173,12 +294,14 @@ func planDisk(in Input, cands []Candidate, freed uint64, unusedForOn bool) []Dec
 		}
 		return out
 	}
-	slices.SortStableFunc(cands, func(a, b Candidate) int {
-		if c := a.recency().Compare(b.recency()); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Size, a.Size)
-	})
+	ss := make([]scored, len(cands))
+	for i, c := range cands {
+		ss[i] = scored{c: c, score: Score(in.Now, c)}
+	}
+	slices.SortFunc(ss, compareScored)
+	for i, x := range ss {
+		cands[i] = x.c
+	}
 	target := s.Target(*in.Disk)
 	used := in.Disk.Used() - min(freed, in.Disk.Used())
 	for _, c := range cands {
@@ -210,7 +333,7 @@ func (s Settings) Target(d Disk) uint64 {
 }
 
 // NextBatch is how many images, from the head of sizes (the disk policy's
-// queue, least recently used first), to remove next so that need bytes
+// queue, best Score first), to remove next so that need bytes
 // are freed, given ratio: the bytes a removal freed per byte of image size
 // so far (nil: none measured yet). Layers shared with kept images free
 // less than an image's size; a runtime that unpacks layers beside their

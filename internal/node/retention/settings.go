@@ -1,7 +1,10 @@
 // Package retention decides, among the images the protections leave
 // removable on a node (the candidates), which to remove and why: named by an
-// ImageList, unused ("*"), vulnerable, unused for long enough, or to relieve
-// disk pressure; and, for each candidate kept, why. See docs/retention.md.
+// ImageList, unused ("*"), vulnerable, unused for long enough, superseded by
+// newer versions of its repository, or to relieve disk pressure; and, for
+// each candidate kept, why. The automatic policies learn from what came
+// back: an image pulled again after a removal is held for a cool-down, and
+// their choices go in order of expected cost (Score). See docs/retention.md.
 //
 // The decision is a pure function of the candidates, their ages and last
 // use, the settings and the image filesystem's usage, so that a dry run
@@ -29,11 +32,19 @@ const (
 	Unused       Policy = "Unused"
 	Vulnerable   Policy = "Vulnerable"
 	UnusedFor    Policy = "UnusedFor"
+	Superseded   Policy = "Superseded"
 	DiskPressure Policy = "DiskPressure"
 )
 
 // Policies lists every policy in that order.
-var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, DiskPressure}
+var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, Superseded, DiskPressure}
+
+// DefaultCoolDown is the hold after an image's first return.
+const DefaultCoolDown = 24 * time.Hour
+
+// MaxHold caps the cool-down, however often an image came back: an image
+// pulled again every week is still judged monthly.
+const MaxHold = 30 * 24 * time.Hour
 
 // Settings are the retention policy of a run.
 type Settings struct {
@@ -48,6 +59,14 @@ type Settings struct {
 	// below LowThresholdPercent.
 	HighThresholdPercent int
 	LowThresholdPercent  int
+	// KeepVersions, when positive, removes in scheduled runs the images
+	// with at least this many newer versions of their repository on the
+	// node (Standings).
+	KeepVersions int
+	// CoolDown holds an image that came back after a removal from every
+	// automatic policy: CoolDown after its first return, doubling with
+	// each further one, at most MaxHold (Hold). 0: off.
+	CoolDown time.Duration
 }
 
 // DiskPressure reports whether the disk-pressure policy is on.
@@ -55,7 +74,26 @@ func (s Settings) DiskPressure() bool { return s.HighThresholdPercent > 0 }
 
 // Choosing reports whether a policy besides the scanner's chooses images
 // in a scheduled run; without one, such a run removes every candidate.
-func (s Settings) Choosing() bool { return s.UnusedFor > 0 || s.DiskPressure() }
+func (s Settings) Choosing() bool {
+	return s.UnusedFor > 0 || s.DiskPressure() || s.KeepVersions > 0
+}
+
+// Hold is how long an image that came back returns times is held from the
+// automatic policies after its last return: CoolDown*2^(returns-1), at
+// most MaxHold; 0 when it never came back or the cool-down is off.
+func (s Settings) Hold(returns int) time.Duration {
+	if returns < 1 || s.CoolDown <= 0 {
+		return 0
+	}
+	h := s.CoolDown
+	for range returns - 1 {
+		if h >= MaxHold {
+			break
+		}
+		h *= 2
+	}
+	return min(h, MaxHold)
+}
 
 // Validate checks the settings, naming the flag of each problem.
 func (s Settings) Validate() error {
@@ -65,6 +103,12 @@ func (s Settings) Validate() error {
 	}
 	if s.UnusedFor < 0 {
 		errs = append(errs, fmt.Errorf("--unused-for: must not be negative, got %v", s.UnusedFor))
+	}
+	if s.KeepVersions < 0 {
+		errs = append(errs, fmt.Errorf("--keep-versions: must not be negative, got %d", s.KeepVersions))
+	}
+	if s.CoolDown < 0 {
+		errs = append(errs, fmt.Errorf("--cool-down: must not be negative, got %v", s.CoolDown))
 	}
 	hi, lo := s.HighThresholdPercent, s.LowThresholdPercent
 	switch {
@@ -104,6 +148,8 @@ func (f *Flags) Bind(fs *flag.FlagSet, stateDir string) {
 	fs.DurationVar(&f.UnusedFor, "unused-for", 0, "remove images no container used for this long (0: off)")
 	fs.IntVar(&f.HighThresholdPercent, "high-threshold-percent", 0, "remove least recently used images while the image filesystem is at or above this percent (0: off)")
 	fs.IntVar(&f.LowThresholdPercent, "low-threshold-percent", 0, "...until it is below this percent")
+	fs.IntVar(&f.KeepVersions, "keep-versions", 0, "in scheduled runs, remove the images of a repository but the newest this many on the node (0: off)")
+	fs.DurationVar(&f.CoolDown, "cool-down", DefaultCoolDown, "hold an image that came back after a removal from the automatic policies this long, doubled at each further return, at most 30 days (0: off)")
 	fs.StringVar(&f.StateDir, "state-dir", stateDir, "directory of the node's image state file (first seen, last used)")
 	fs.DurationVar(&f.StateLockWait, "state-lock-wait", nodestate.DefaultLockWait, "how long to wait for another Eraser worker on the node to release the state file's lock before failing")
 	fs.StringVar(&f.ImageFsPath, "imagefs-path", "", "path on the image filesystem to measure it at (empty: the mount point the runtime reports)")

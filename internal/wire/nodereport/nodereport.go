@@ -67,6 +67,9 @@ type Node struct {
 	Unavailable string `json:"unavailable,omitempty"`
 	// ScanDB is the vulnerability DB the node's scanner judged with.
 	ScanDB *workerresult.ScanDB `json:"scanDB,omitempty"`
+	// Regret is what came back to the node after earlier removals, as its
+	// remover reported it.
+	Regret *workerresult.Regret `json:"regret,omitempty"`
 }
 
 // maxLine bounds one log line; a longer line is not a result line.

@@ -26,9 +26,14 @@ const (
 	Referenced Outcome = "referenced"
 	// TooYoung: it arrived on the node under the minimum age.
 	TooYoung Outcome = "too young"
+	// CoolingDown: it came back after an earlier removal and is within its
+	// hold, which grows with each return; every policy but an ImageList's
+	// names keeps it.
+	CoolingDown Outcome = "cooling down"
 	// RecentlyUsed: a policy that considered it found it used too recently.
 	RecentlyUsed Outcome = "recently used"
-	// NotNeeded: the disk-pressure policy had freed enough without it.
+	// NotNeeded: the disk-pressure policy had freed enough without it, or
+	// it is among the newest versions keepVersions keeps.
 	NotNeeded Outcome = "not needed"
 )
 
@@ -48,7 +53,7 @@ const (
 
 // Outcomes lists every outcome in the order summaries and tables print
 // them.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
+var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, CoolingDown, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
 
 // Count is the summary's count of one outcome.
 func (s Summary) Count(o Outcome) int { return s.Counts[string(o)] }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
@@ -76,7 +77,45 @@ type Summary struct {
 	// image records) or "first seen" (the node's state file, when the
 	// runtime does not record when it pulled an image).
 	AgeSource string `json:"ageSource,omitempty"`
+	// Regret is what came back of earlier removals, by the node's removal
+	// ledger: the returns no report told before this one.
+	Regret *Regret `json:"regret,omitempty"`
 }
+
+// Regret is the images that came back to a node after Eraser removed them:
+// each return is told once, by the first remover (or "eraser node prune")
+// after a worker saw it.
+type Regret struct {
+	// Returns counts the images that came back; BytesReturned is what
+	// their removals had freed, pulled back.
+	Returns       int    `json:"returns"`
+	BytesReturned uint64 `json:"bytesReturned"`
+	// ByPolicy totals them by the retention policy that had removed them.
+	ByPolicy map[string]RegretTotal `json:"byPolicy,omitempty"`
+	// Recent are the newest few returns.
+	Recent []RegretReturn `json:"recent,omitempty"`
+}
+
+// RegretTotal is what came back of one policy's removals.
+type RegretTotal struct {
+	Returns int    `json:"returns"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// RegretReturn is one image that came back.
+type RegretReturn struct {
+	Image      string `json:"image"`
+	Repository string `json:"repository,omitempty"`
+	Bytes      uint64 `json:"bytes"`
+	Policy     string `json:"policy,omitempty"`
+	// Run is the ImageJob that had removed it ("" for "eraser node prune").
+	Run        string    `json:"run,omitempty"`
+	RemovedAt  time.Time `json:"removedAt"`
+	ReturnedAt time.Time `json:"returnedAt"`
+}
+
+// MaxRegretRecent is how many returns a summary names.
+const MaxRegretRecent = 3
 
 // PolicyTotal is what one retention policy removed.
 type PolicyTotal struct {
@@ -206,6 +245,14 @@ func (s Summary) Encode() []byte {
 		f.Note, f.Error = textcut.Cut(f.Note, maxMessage), textcut.Cut(f.Error, maxMessage)
 		s.Freed = &f
 	}
+	if s.Regret != nil {
+		r := *s.Regret
+		r.Recent = append([]RegretReturn(nil), r.Recent[:min(len(r.Recent), MaxRegretRecent)]...)
+		for i := range r.Recent {
+			r.Recent[i].Image, r.Recent[i].Repository, r.Recent[i].Run = textcut.Cut(r.Recent[i].Image, maxMessage), textcut.Cut(r.Recent[i].Repository, maxMessage), textcut.Cut(r.Recent[i].Run, maxMessage)
+		}
+		s.Regret = &r
+	}
 	if s.Leftovers != nil {
 		l := *s.Leftovers
 		l.Error = textcut.Cut(l.Error, maxMessage)
@@ -222,6 +269,13 @@ func (s Summary) Encode() []byte {
 			drop := max(1, n/4)
 			s.Verdicts = s.Verdicts[:n-drop]
 			s.VerdictsOmitted += drop
+			continue
+		}
+		// Then the returns named: the totals keep them, the log has them.
+		if s.Regret != nil && len(s.Regret.Recent) > 0 {
+			r := *s.Regret
+			r.Recent = r.Recent[:len(r.Recent)-1]
+			s.Regret = &r
 			continue
 		}
 		// Then refusals: they fail nothing, and the counts keep them.

@@ -64,6 +64,7 @@ func (o Outcome) counts() metrics.NodeCounts {
 			}
 		}
 	}
+	n.Regret = regretCounts(o.Summary)
 	if o.Scanner != nil {
 		n.Vulnerable = int64(o.Scanner.Counts[workerresult.CountToRemove])
 	}
@@ -203,9 +204,11 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.TooYoung += int64(s.Count(workerresult.TooYoung))
 	total.RecentlyUsed += int64(s.Count(workerresult.RecentlyUsed))
 	total.NotNeeded += int64(s.Count(workerresult.NotNeeded))
+	total.CoolingDown += int64(s.Count(workerresult.CoolingDown))
 	total.Referenced += int64(s.Count(workerresult.Referenced))
 	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
+	addRegret(total, s)
 	for i, p := range policyOrder {
 		t, ok := s.RemovedBy[string(p)]
 		if !ok || (t.Images == 0 && t.Bytes == 0) {
@@ -234,7 +237,7 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 // policies in it. A key outside it (a newer worker's) is left out: the CRD
 // would refuse it.
 var policyOrder = []eraserv1.RemovalPolicy{
-	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicyDiskPressure,
+	eraserv1.PolicyListed, eraserv1.PolicyUnused, eraserv1.PolicyVulnerable, eraserv1.PolicyUnusedFor, eraserv1.PolicySuperseded, eraserv1.PolicyDiskPressure,
 }
 
 // MaxMessage bounds a message the job's status or an Event quotes: a
