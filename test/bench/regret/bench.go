@@ -41,7 +41,7 @@ func Policies() []Policy {
 		{Name: "kubelet", Description: "the kubelet's image GC alone (85/80, minAge 2m, no maxAge)"},
 		{Name: "eraser-default", Description: "kubelet + Eraser's default scheduled run: daily, no scanner, every unused unreferenced image older than 10m", Eraser: &def, Every: 24 * time.Hour, First: time.Hour},
 		{Name: "eraser-85/80", Description: "kubelet + Eraser's daily scheduled run with the thresholds at the kubelet's 85/80", Eraser: &thresholds, Every: 24 * time.Hour, First: time.Hour},
-		{Name: "eraser-regret", Description: RegretAwareDescription, Eraser: &aware, Every: time.Hour, First: 30 * time.Minute},
+		{Name: "eraser-regret", Description: RegretAwareDescription(), Eraser: &aware, Every: RegretEvery, First: 30 * time.Minute},
 	}
 }
 

@@ -150,7 +150,10 @@ func (e *eraserNode) run(ctx context.Context, now time.Time, s retention.Setting
 		Now:         now,
 		StateDir:    e.stateDir,
 		Concurrency: 256,
-		Protection:  protect.Flags{References: e.refsDir, RemoveVulnerable: true, KeepNotRepullable: true},
+		Run:         fmt.Sprintf("scheduled-%d", e.n.m.EraserRuns),
+		// The ledger's removal times on the trace's clock.
+		Clock:      func() time.Time { return now },
+		Protection: protect.Flags{References: e.refsDir, RemoveVulnerable: true, KeepNotRepullable: true},
 	}
 	if s.DiskPressure() {
 		opts.MeasureDisk = func(context.Context) (retention.Disk, error) {

@@ -43,6 +43,7 @@ replace (
 require (
 	github.com/eraser-oss/eraser v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.4
+	github.com/google/go-cmp v0.7.0
 	go.opentelemetry.io/otel/trace v1.45.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

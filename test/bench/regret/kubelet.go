@@ -39,21 +39,38 @@ const (
 type kubeRuntime struct {
 	*containertest.FakeRuntime
 	n *Node
+	// The listings as last built, and the node's change counts then: the
+	// collector only reads them.
+	images             []kubecontainer.Image
+	pods               []*kubecontainer.Pod
+	imagesGen, podsGen int
 }
 
-var _ kubecontainer.Runtime = kubeRuntime{}
+var _ kubecontainer.Runtime = (*kubeRuntime)(nil)
 
-func (r kubeRuntime) ListImages(context.Context) ([]kubecontainer.Image, error) {
+func (r *kubeRuntime) ListImages(context.Context) ([]kubecontainer.Image, error) {
+	if r.images != nil && r.imagesGen == r.n.imagesGen {
+		return r.images, nil
+	}
 	out := make([]kubecontainer.Image, 0, len(r.n.images)+1)
-	for idx := range r.n.images {
+	for _, idx := range r.n.sorted() {
 		im := r.n.trace.Images[idx]
 		out = append(out, kubecontainer.Image{ID: im.ID, RepoTags: []string{im.Ref()}, RepoDigests: []string{im.Digest()}, Size: int64(im.Size)})
 	}
 	out = append(out, kubecontainer.Image{ID: pauseID, RepoTags: []string{pauseRef}, Size: int64(pauseSize), Pinned: true})
+	r.images, r.imagesGen = out, r.n.imagesGen
 	return out, nil
 }
 
-func (r kubeRuntime) GetPods(_ context.Context, all bool) ([]*kubecontainer.Pod, error) {
+// GetPods lists every pod's container, exited ones too (all: the image
+// collector's call).
+func (r *kubeRuntime) GetPods(_ context.Context, all bool) ([]*kubecontainer.Pod, error) {
+	if !all {
+		return nil, fmt.Errorf("only all pods are listed here")
+	}
+	if r.pods != nil && r.podsGen == r.n.podsGen {
+		return r.pods, nil
+	}
 	names := make([]string, 0, len(r.n.pods))
 	for name := range r.n.pods {
 		names = append(names, name)
@@ -62,9 +79,6 @@ func (r kubeRuntime) GetPods(_ context.Context, all bool) ([]*kubecontainer.Pod,
 	var out []*kubecontainer.Pod
 	for _, name := range names {
 		p := r.n.pods[name]
-		if p.exited && !all {
-			continue
-		}
 		im := r.n.trace.Images[p.image]
 		state := kubecontainer.ContainerStateRunning
 		if p.exited {
@@ -76,12 +90,16 @@ func (r kubeRuntime) GetPods(_ context.Context, all bool) ([]*kubecontainer.Pod,
 				Name: "main", Image: im.Ref(), ImageID: im.ID, ImageRef: im.Digest(), State: state,
 			}}})
 	}
+	if out == nil {
+		out = []*kubecontainer.Pod{}
+	}
+	r.pods, r.podsGen = out, r.n.podsGen
 	return out, nil
 }
 
 // GetContainerStatus names the image a container mounts as a volume: the
 // kubelet keeps it as in use (ImageVolume is GA).
-func (r kubeRuntime) GetContainerStatus(_ context.Context, uid types.UID, _ kubecontainer.ContainerID) (*kubecontainer.Status, error) {
+func (r *kubeRuntime) GetContainerStatus(_ context.Context, uid types.UID, _ kubecontainer.ContainerID) (*kubecontainer.Status, error) {
 	p := r.n.pods[string(uid)]
 	if p == nil {
 		return nil, fmt.Errorf("no pod %s", uid)
@@ -93,7 +111,7 @@ func (r kubeRuntime) GetContainerStatus(_ context.Context, uid types.UID, _ kube
 	return st, nil
 }
 
-func (r kubeRuntime) RemoveImage(_ context.Context, spec kubecontainer.ImageSpec) error {
+func (r *kubeRuntime) RemoveImage(_ context.Context, spec kubecontainer.ImageSpec) error {
 	idx, ok := r.n.trace.index(spec.Image)
 	if !ok || !r.n.remove(idx, true) {
 		return fmt.Errorf("image %s not found", spec.Image)
@@ -125,7 +143,7 @@ type kubeletGC struct {
 func newKubeletGC(n *Node, scale float64) (*kubeletGC, error) {
 	policy := images.ImageGCPolicy{HighThresholdPercent: HighThreshold, LowThresholdPercent: LowThreshold,
 		MinAge: time.Duration(float64(KubeletMinAge) / scale)}
-	gc, err := images.NewImageGCManager(kubeRuntime{FakeRuntime: &containertest.FakeRuntime{}, n: n}, kubeStats{n}, nil,
+	gc, err := images.NewImageGCManager(&kubeRuntime{FakeRuntime: &containertest.FakeRuntime{}, n: n}, kubeStats{n}, nil,
 		&record.FakeRecorder{}, &v1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%d", n.ID)}, policy, noop.NewTracerProvider())
 	if err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ type Node struct {
 	pods    map[string]*pod
 	used    uint64
 	m       *Metrics
+	// imagesGen and podsGen count the changes to images and pods, so that
+	// a listing is rebuilt only after one.
+	imagesGen, podsGen int
 }
 
 func newNode(id int, t *Trace, m *Metrics) *Node {
@@ -103,13 +106,18 @@ func (n *Node) apply(e Event) {
 		}
 		if ok {
 			n.pods[e.Pod] = &pod{name: e.Pod, image: e.Image, mount: e.Mount}
+			n.podsGen++
 		}
 	case PodExit:
 		if p := n.pods[e.Pod]; p != nil {
 			p.exited = true
+			n.podsGen++
 		}
 	case PodDelete:
-		delete(n.pods, e.Pod)
+		if n.pods[e.Pod] != nil {
+			delete(n.pods, e.Pod)
+			n.podsGen++
+		}
 	}
 }
 
@@ -138,6 +146,7 @@ func (n *Node) ensure(img int, at time.Time) bool {
 		n.m.WaitedStarts++
 	}
 	n.images[img] = &present{arrived: at}
+	n.imagesGen++
 	n.used += im.Size
 	n.sample()
 	return true
@@ -150,6 +159,7 @@ func (n *Node) remove(img int, byKubelet bool) bool {
 	}
 	size := n.trace.Images[img].Size
 	delete(n.images, img)
+	n.imagesGen++
 	n.removed[img] = true
 	n.used -= size
 	n.m.FreedBytes += size
