@@ -52,8 +52,9 @@ type Result struct {
 	Metrics *Metrics `json:"metrics"`
 	Wall    string   `json:"wall"`
 	// GCCalls is how many times the kubelet's collector ran, over all
-	// nodes; GCLate how many of them came later than their tick.
-	GCCalls int `json:"kubeletGCCalls"`
+	// nodes; GCSkipped the periods left out as changing nothing.
+	GCCalls   int `json:"kubeletGCCalls"`
+	GCSkipped int `json:"kubeletGCPeriodsSkipped"`
 }
 
 // Replay runs a trace under a policy. scale is how much faster than the
@@ -127,9 +128,27 @@ func Replay(ctx context.Context, tr *Trace, pol Policy, scale float64, dir strin
 		if err := runEraser(t); err != nil {
 			return nil, err
 		}
+		// The nodes whose pods change before the next period.
+		soon := make([]bool, len(nodes))
+		for _, e := range ev {
+			if e.At.After(t.Add(ImageGCPeriod)) {
+				break
+			}
+			switch e.Kind {
+			case PodStart:
+				soon[e.Node] = true
+			case PodExit, PodDelete:
+				if n, ok := podNode[e.Pod]; ok {
+					soon[n] = true
+				}
+			}
+		}
 		for i, n := range nodes {
-			gcs[i].collect(ctx)
-			res.GCCalls++
+			if gcs[i].Needed(n, soon[i]) {
+				gcs[i].collect(ctx, n, t)
+			} else {
+				gcs[i].Skipped++
+			}
 			n.tick()
 		}
 		if err := ctx.Err(); err != nil {
@@ -138,6 +157,10 @@ func Replay(ctx context.Context, tr *Trace, pol Policy, scale float64, dir strin
 	}
 	if m.samples > 0 {
 		m.MeanPercent = m.sumPercent / float64(m.samples)
+	}
+	for _, gc := range gcs {
+		res.GCCalls += gc.Calls
+		res.GCSkipped += gc.Skipped
 	}
 	res.Wall = time.Since(start).Round(time.Millisecond).String()
 	return res, nil
@@ -159,6 +182,9 @@ func Run(ctx context.Context, profiles []*Trace, policies []Policy, scale float6
 					return
 				}
 				out[k], errs[k] = Replay(ctx, tr, pol, scale, d)
+				if errs[k] == nil {
+					fmt.Fprintf(os.Stderr, "replayed %s under %s in %s\n", tr.Name, pol.Name, out[k].Wall)
+				}
 			})
 		}
 	}

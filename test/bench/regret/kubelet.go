@@ -131,13 +131,21 @@ func (s kubeStats) ImageFsStats(context.Context) (*statsapi.FsStats, *statsapi.F
 }
 
 // kubeletGC is one node's image garbage collector, the kubelet's own, on a
-// scaled clock: it reads the wall clock, so consecutive calls are paced at
-// least ImageGCPeriod/scale apart and its MinAge is KubeletMinAge/scale.
+// scaled clock: it reads the wall clock, so the call for the trace's time t
+// is made no earlier than scale times faster than the trace (began + (t -
+// Start)/scale), and at least ImageGCPeriod/scale after the call before,
+// more than its MinAge of KubeletMinAge/scale: an image it first saw at one
+// call is old enough at the next, as at the kubelet's 5-minute period.
 type kubeletGC struct {
 	gc      images.ImageGCManager
 	began   time.Time
 	last    time.Time
+	scale   float64
 	spacing time.Duration
+	// Calls and Skipped count the periods called and those left out as
+	// changing nothing (Needed).
+	Calls, Skipped int
+	gens           [2]int
 }
 
 func newKubeletGC(n *Node, scale float64) (*kubeletGC, error) {
@@ -148,16 +156,39 @@ func newKubeletGC(n *Node, scale float64) (*kubeletGC, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeletGC{gc: gc, began: time.Now(), spacing: time.Duration(float64(ImageGCPeriod) / scale)}, nil
+	return &kubeletGC{gc: gc, began: time.Now(), scale: scale, spacing: time.Duration(float64(ImageGCPeriod) / scale), gens: [2]int{-1, -1}}, nil
 }
 
-// collect runs one period's collection, first waiting out the period on
-// the scaled clock. Its error (it could not free enough: everything left
-// is in use or too young) is the kubelet's to log, as it does.
-func (k *kubeletGC) collect(ctx context.Context) {
-	if wait := k.spacing - time.Since(k.last); wait > 0 {
+// Needed says whether the period's call at t can change what the
+// collector decides, now or later: the node's images or pods changed since
+// its last call (it records new images as first seen now, forgets removed
+// ones, and stops seeing some used), or they change before the next period
+// (it must see the images in use one last time, as the kubelet does within
+// 5 minutes of a pod's end), or the image filesystem is at the high
+// threshold (it removes). Otherwise the call would only move the last-used
+// time of images that stay in use to a later time that is overwritten
+// before anything reads it. Skipping such periods keeps every decision and
+// saves most of the replay's time.
+func (k *kubeletGC) Needed(n *Node, changesSoon bool) bool {
+	capacity := n.trace.Capacity
+	avail := capacity - min(n.used, capacity)
+	usage := 100 - int(avail*100/capacity)
+	return changesSoon || usage >= HighThreshold || k.gens != [2]int{n.imagesGen, n.podsGen}
+}
+
+// collect runs the period's collection for the trace's time t. Its error
+// (it could not free enough: what is left is in use or too young) is the
+// kubelet's to log, as it does.
+func (k *kubeletGC) collect(ctx context.Context, n *Node, t time.Time) {
+	at := k.began.Add(time.Duration(float64(t.Sub(Start)) / k.scale))
+	if floor := k.last.Add(k.spacing); at.Before(floor) {
+		at = floor
+	}
+	if wait := time.Until(at); wait > 0 {
 		time.Sleep(wait)
 	}
 	k.last = time.Now()
+	k.Calls++
 	_ = k.gc.GarbageCollect(ctx, k.began)
+	k.gens = [2]int{n.imagesGen, n.podsGen}
 }

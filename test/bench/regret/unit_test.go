@@ -48,11 +48,13 @@ func TestKubeletOnScaledClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	at := Start
 	step := func(events ...Event) {
 		for _, e := range events {
 			n.apply(e)
 		}
-		gc.collect(ctx)
+		gc.collect(ctx, n, at)
+		at = at.Add(ImageGCPeriod)
 	}
 	ev := tr.Events
 	step(ev[0])                                // old runs: 30% used
