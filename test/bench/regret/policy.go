@@ -27,14 +27,14 @@ const (
 // repository removed.
 func RegretAware() retention.Settings {
 	return retention.Settings{MinAge: workerdefaults.MinAge, HighThresholdPercent: RegretHigh, LowThresholdPercent: RegretLow,
-		CoolDown: retention.DefaultCoolDown, KeepVersions: RegretKeepVersions}
+		CoolDown: workerdefaults.CoolDown, KeepVersions: RegretKeepVersions}
 }
 
 // RegretAwareDescription says what the regret-aware policy is made of on
 // this tree: a part the remover does not act on yet is named as missing.
 func RegretAwareDescription() string {
 	parts := []string{fmt.Sprintf("kubelet + Eraser every %s with thresholds %d/%d (below the kubelet's, so it acts first)", RegretEvery, RegretHigh, RegretLow),
-		"expected-cost order", fmt.Sprintf("cool-down %s doubling per return", retention.DefaultCoolDown), "workload-aware protection"}
+		"expected-cost order", fmt.Sprintf("cool-down %s doubling per return", workerdefaults.CoolDown), "workload-aware protection"}
 	if KeepVersionsInEffect() {
 		parts = append(parts, fmt.Sprintf("keepVersions %d", RegretKeepVersions))
 	} else {
