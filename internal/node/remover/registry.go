@@ -13,6 +13,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/registrycheck"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/util/parallel"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -54,7 +55,7 @@ type RegistryFlags struct {
 // Bind registers the flags.
 func (f *RegistryFlags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Enabled, "registry-check", false, "before an automatic policy removes an image a workload references or a container used within --registry-lookback, ask its registry whether it still serves the image, and keep it if not")
-	fs.DurationVar(&f.Lookback, "registry-lookback", 168*time.Hour, "images a container used within this are checked at their registry before an automatic policy removes them")
+	fs.DurationVar(&f.Lookback, "registry-lookback", workerdefaults.RegistryLookback, "images a container used within this are checked at their registry before an automatic policy removes them")
 	fs.IntVar(&f.MaxRequests, "registry-max-requests", registrycheck.DefaultMaxRequests, "the most requests a run makes to registries; beyond them the answer is unknown")
 	fs.DurationVar(&f.Timeout, "registry-timeout", registrycheck.DefaultTimeout, "the bound on each request to a registry")
 	fs.StringVar(&f.WhenUnreachable, "registry-when-unreachable", UnreachableKeep, "what becomes of an image whose registry could not be asked: keep or remove")

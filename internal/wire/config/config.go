@@ -80,6 +80,9 @@ type Retention struct {
 	// RemoveNotRepullable (protectNotRepullable: false) lets the automatic
 	// policies remove images no registry can give back.
 	RemoveNotRepullable bool
+	// RegistryCheck asks the registry before an automatic policy removes
+	// an image a workload may need again.
+	RegistryCheck RegistryCheck
 }
 
 // MaxKeepVersions bounds keepVersions: a number beyond it is a typo, not a

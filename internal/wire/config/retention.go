@@ -18,6 +18,7 @@ func (c *converter) retention(p *field.Path, d retentionDoc) Retention {
 	if !d.ProtectReferenced && !d.RemoveVulnerableReferenced {
 		c.warn(p.Child("removeVulnerableReferenced"), "has no effect while protectReferenced is false")
 	}
+	out.RegistryCheck = c.registryCheck(p.Child("registryCheck"), d.RegistryCheck)
 	if d.UnusedFor != "" {
 		out.UnusedFor = c.duration(p.Child("unusedFor"), d.UnusedFor, true)
 	}

@@ -234,7 +234,7 @@ func TestRetentionErrors(t *testing.T) {
 		"unknown key listed": {
 			section: "{keepLatest: 3}",
 			paths:   []string{"manager.retention.keepLatest"},
-			want:    []string{"coolDown, highThresholdPercent, imageFsPath, keepVersions, lowThresholdPercent, minAge, protectNotRepullable, protectReferenced, removeVulnerableReferenced, unusedFor"},
+			want:    []string{"coolDown, highThresholdPercent, imageFsPath, keepVersions, lowThresholdPercent, minAge, protectNotRepullable, protectReferenced, registryCheck, removeVulnerableReferenced, unusedFor"},
 		},
 		"not a mapping": {
 			section: "720h",
