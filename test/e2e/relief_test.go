@@ -140,6 +140,9 @@ func TestDiskPressureStopsWithinOneImage(t *testing.T) {
 		if fs.TimeToTargetMs <= 0 {
 			t.Errorf("timeToTargetMs %v, want the time it took", fs.TimeToTargetMs)
 		}
+		if n := strings.Count(rm.Stderr, "disk pressure: the image filesystem is below the target"); n != 1 {
+			t.Errorf("the remover said %d times that the target was reached, want once\n%s", n, rm.Stderr)
+		}
 		if got := rm.Summary.RemovedBy["DiskPressure"].Images; got != len(removed) {
 			t.Errorf("summary removed %d for disk pressure, the log %d images", got, len(removed))
 		}
