@@ -259,6 +259,18 @@ type ImageResults struct {
 	// cool-down (manager.retention.coolDown, doubled at each return).
 	// +optional
 	CoolingDown int64 `json:"coolingDown,omitempty"`
+	// GoneFromRegistry images were kept from the automatic policies because
+	// a workload references them or a container used them lately, and their
+	// registry no longer serves their content: removed, they could not be
+	// pulled back (manager.retention.registryCheck).
+	// +optional
+	GoneFromRegistry int64 `json:"goneFromRegistry,omitempty"`
+	// RegistryUnreachable images were kept as GoneFromRegistry ones, but
+	// because their registry could not be asked (timeout, refused
+	// credentials, the run's bound of requests); whenUnreachable: remove
+	// removes them instead.
+	// +optional
+	RegistryUnreachable int64 `json:"registryUnreachable,omitempty"`
 	// Referenced images were kept from the automatic policies because a pod
 	// bound to the node or a workload template of the cluster references
 	// them (manager.retention.protectReferenced).

@@ -43,6 +43,9 @@ func Print(w io.Writer, out Output) {
 	for _, line := range freedLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range reliefLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	for _, line := range regretLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
@@ -208,3 +211,33 @@ func counts(m map[string]int) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// reliefLines say, for the nodes a run found under disk pressure, how many
+// a measurement showed below their target after the removals and the
+// longest it took, then each node that is not.
+func reliefLines(nodes []nodereport.Node) []string {
+	var under, reached int
+	var longest float64
+	var out []string
+	for _, n := range nodes {
+		fs := n.ImageFs
+		if fs == nil || fs.TargetBytes == 0 || n.DryRun {
+			continue
+		}
+		under++
+		if fs.TargetReached {
+			reached++
+			longest = max(longest, fs.TimeToTargetMs)
+			continue
+		}
+		out = append(out, fmt.Sprintf("  %s: %s", n.Name, fs.Relief()))
+	}
+	if under == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("disk pressure: %d of %d nodes under pressure brought below their target", reached, under)
+	if reached > 0 {
+		head += fmt.Sprintf(", the slowest %s after its first removal for it", time.Duration(longest*float64(time.Millisecond)).Round(time.Millisecond))
+	}
+	return append([]string{head}, out...)
+}

@@ -84,6 +84,19 @@ space freed: 3.0MiB (measured on 1 of 2 nodes, estimated on the others); 2.0MiB 
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},
+		"disk pressure: the nodes brought below their target, and one that was not": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 90 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 1500, FreedToTargetBytes: 11 << 20}},
+				{Name: "b", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 250, FreedToTargetBytes: 16 << 20}},
+				{Name: "c", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 85 << 20, TargetBytes: 80 << 20}},
+				{Name: "d", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 50 << 20, UsedAfterBytes: 50 << 20}},
+			}},
+			want: `ImageJob j: Completed, report complete, 4 nodes: 4 succeeded
+disk pressure: 2 of 3 nodes under pressure brought below their target, the slowest 1.5s after its first removal for it
+  c: disk pressure: still at or above the target 80.0MiB (80.0% of 100.0MiB), 85.0% used
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder

@@ -37,6 +37,7 @@ type Command struct {
 	Retention  retention.Flags
 	Protection protect.Flags
 	Leftover   LeftoverFlags
+	Registry   RegistryFlags
 	// Job is --run: the ImageJob this remover works for, which the node's
 	// removal ledger records with each removal.
 	Job string
@@ -53,6 +54,7 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	c.Retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 	c.Protection.Bind(fs)
 	c.Leftover.Bind(fs)
+	c.Registry.Bind(fs)
 	c.Leftover.MinLeaseAge = workerdefaults.MinLeaseAge
 	fs.StringVar(&c.Job, "run", "", "the ImageJob this run belongs to, recorded with each removal in the node's removal ledger")
 }
@@ -120,6 +122,9 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
 		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath), Protection: c.Protection,
 		Run: c.Job, Clock: clockFrom(now, c.Retention.Now != ""),
+	}
+	if opts.Registry, err = c.Registry.Settings(); err != nil {
+		return empty, err
 	}
 	SetFreedMeters(&opts, client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore, opts.MeasureFreed); err != nil {

@@ -95,6 +95,8 @@ type Options struct {
 	// Clock is the time now, for the ledger's removal times; nil: Now
 	// plus the time since the run began.
 	Clock func() time.Time
+	// Registry is the registry check; nil: off.
+	Registry *RegistryCheck
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -180,8 +182,15 @@ type RunInfo struct {
 	Freed *workerresult.Freed
 	// Leftovers is what removals left on the runtime.
 	Leftovers *workerresult.Leftovers
+	// Relief is how a run under disk pressure reached its target; nil
+	// when the image filesystem was below the high threshold or not
+	// measured. A dry run has only the target.
+	Relief *Relief
 	// Regret is what came back of earlier removals (regret.go).
 	Regret *workerresult.Regret
+	// RegistryChecks are the registries' answers about planned removals
+	// (registry.go).
+	RegistryChecks *workerresult.RegistryChecks
 }
 
 // Apply adds the run's information to a summary.
@@ -195,9 +204,15 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 		if i.DiskAfter != nil {
 			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
 		}
+		if p := i.Relief; p != nil {
+			s.ImageFs.TargetBytes, s.ImageFs.TargetReached = p.Target, p.Reached
+			s.ImageFs.TimeToTargetMs = float64(p.TimeToTarget.Microseconds()) / 1000
+			s.ImageFs.FreedToTargetBytes = p.FreedToTarget
+		}
 	}
 	s.Freed = i.Freed
 	s.Leftovers = i.Leftovers
+	s.RegistryChecks = i.RegistryChecks
 	s.Regret = i.Regret
 }
 
@@ -265,13 +280,19 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
+	remove, kept := checkRegistry(ctx, snap, r, remove, opts, info)
+	results = append(results, kept...)
 	if opts.Concurrency < 1 {
 		opts.Concurrency = AutoConcurrency()
 	}
 	opts.Log.Debug("removing", "concurrency", opts.Concurrency)
 	var queue []int
 	var prior map[int]Result
-	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {
+	pressure := diskOn && r.Disk != nil && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent)
+	if pressure {
+		info.Relief = &Relief{Target: opts.Retention.Target(*r.Disk)}
+	}
+	if pressure && !opts.DryRun {
 		// Under pressure a real run removes by measurement, not by the
 		// plan's estimate: the disk policy's choices and the candidates it
 		// would take next form a queue, drained after the other removals.
@@ -283,9 +304,16 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	probe := probeFreed(ctx, opts, r.Disk)
 	done := execute(ctx, rt, snap, remove, opts)
 	if diskOn && r.Disk != nil && !opts.DryRun {
+		relief := info.Relief
+		if relief == nil {
+			relief = &Relief{}
+		}
 		var more []Result
-		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts)
+		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts, relief)
 		done = append(done, more...)
+		if info.Relief != nil {
+			logRelief(opts.Log, *info.Relief, info.DiskAfter)
+		}
 	}
 	// Logged once judged: the per-node report is read from these lines.
 	settle(ctx, rt, done, opts.Log)

@@ -205,6 +205,8 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.RecentlyUsed += int64(s.Count(workerresult.RecentlyUsed))
 	total.NotNeeded += int64(s.Count(workerresult.NotNeeded))
 	total.CoolingDown += int64(s.Count(workerresult.CoolingDown))
+	total.GoneFromRegistry += int64(s.Count(workerresult.GoneFromRegistry))
+	total.RegistryUnreachable += int64(s.Count(workerresult.RegistryUnreachable))
 	total.Referenced += int64(s.Count(workerresult.Referenced))
 	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
