@@ -29,6 +29,9 @@ type Policy struct {
 	Eraser *retention.Settings
 	Every  time.Duration
 	First  time.Duration
+	// RegistryCheck asks the trace's registry before removing an image a
+	// workload references or a container used within the lookback.
+	RegistryCheck bool
 }
 
 // Policies are the collectors compared.
@@ -41,7 +44,7 @@ func Policies() []Policy {
 		{Name: "kubelet", Description: "the kubelet's image GC alone (85/80, minAge 2m, no maxAge)"},
 		{Name: "eraser-default", Description: "kubelet + Eraser's default scheduled run: daily, no scanner, every unused unreferenced image older than 10m", Eraser: &def, Every: 24 * time.Hour, First: time.Hour},
 		{Name: "eraser-85/80", Description: "kubelet + Eraser's daily scheduled run with the thresholds at the kubelet's 85/80", Eraser: &thresholds, Every: 24 * time.Hour, First: time.Hour},
-		{Name: "eraser-regret", Description: RegretAwareDescription(), Eraser: &aware, Every: RegretEvery, First: 30 * time.Minute},
+		{Name: "eraser-regret", Description: RegretAwareDescription(), Eraser: &aware, Every: RegretEvery, First: 30 * time.Minute, RegistryCheck: true},
 	}
 }
 
@@ -87,7 +90,7 @@ func Replay(ctx context.Context, tr *Trace, pol Policy, scale float64, dir strin
 	runEraser := func(until time.Time) error {
 		for pol.Eraser != nil && !next.After(until) && next.Before(end) {
 			for _, e := range ers {
-				if err := e.run(ctx, next, *pol.Eraser, templates); err != nil {
+				if err := e.run(ctx, next, *pol.Eraser, pol.RegistryCheck, templates); err != nil {
 					return fmt.Errorf("%s/%s: Eraser's run at %s on node %d: %w", tr.Name, pol.Name, next.Format(time.RFC3339), e.n.ID, err)
 				}
 			}

@@ -3,16 +3,22 @@ package regret
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/registrycheck"
 	"github.com/eraser-oss/eraser/internal/node/remover"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/references"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // The pause image every node holds, pinned by its runtime.
@@ -59,11 +65,11 @@ func (r eraserRuntime) ListContainers(context.Context) ([]cri.Container, error) 
 	return out, nil
 }
 
-func (r eraserRuntime) SandboxImage(context.Context) (string, error) { return pauseRef, nil }
+// SandboxImage and PodSandboxImages name no sandbox image, as containerd
+// 2.x does: it pins its pause image instead (the pinned image listed).
+func (r eraserRuntime) SandboxImage(context.Context) (string, error) { return "", nil }
 
-func (r eraserRuntime) PodSandboxImages(context.Context) ([]string, error) {
-	return []string{pauseRef}, nil
-}
+func (r eraserRuntime) PodSandboxImages(context.Context) ([]string, error) { return nil, nil }
 
 func (r eraserRuntime) StartRemovals(_ context.Context, ids []string) func() []error {
 	errs := make([]error, len(ids))
@@ -119,7 +125,7 @@ func newEraserNode(n *Node, dir string) (*eraserNode, error) {
 // run is one scheduled run on the node at now: the collector lists what
 // the keep rules leave, and the remover, as it runs in a worker pod, plans
 // with the retention settings and removes.
-func (e *eraserNode) run(ctx context.Context, now time.Time, s retention.Settings, templates map[string]int) error {
+func (e *eraserNode) run(ctx context.Context, now time.Time, s retention.Settings, reg bool, templates map[string]int) error {
 	rt := eraserRuntime{e.n}
 	var node, cluster []references.Ref
 	for _, name := range sortedKeys(e.n.pods) {
@@ -137,13 +143,12 @@ func (e *eraserNode) run(ctx context.Context, now time.Time, s retention.Setting
 	if err := references.WriteDir(e.refsDir, node, cluster); err != nil {
 		return err
 	}
-	snap, err := remover.ReadNode(ctx, rt, protect.Policy{})
-	if err != nil {
-		return err
-	}
-	var collected []string
-	for _, i := range snap.Candidates() {
-		collected = append(collected, snap.Images[i].ID)
+	// The collector hands on the images the keep rules leave; the remover
+	// judges every image it is handed by the same rules again, so handing
+	// it every image changes nothing and saves reading the node twice.
+	collected := make([]string, 0, len(e.n.images))
+	for _, idx := range e.n.sorted() {
+		collected = append(collected, e.n.trace.Images[idx].ID)
 	}
 	opts := remover.Options{
 		Retention:   s,
@@ -160,7 +165,14 @@ func (e *eraserNode) run(ctx context.Context, now time.Time, s retention.Setting
 			return retention.Disk{Capacity: e.n.trace.Capacity, Available: e.n.trace.Capacity - min(e.n.used, e.n.trace.Capacity)}, nil
 		}
 	}
-	_, err = remover.Run(ctx, rt, remover.Targets{Scheduled: true, Collected: collected}, opts)
+	if reg {
+		opts.Registry = &remover.RegistryCheck{Lookback: workerdefaults.RegistryLookback,
+			Config: registrycheck.Config{Transport: registry{trace: e.n.trace, now: now}, Now: func() time.Time { return now }}}
+	}
+	if os.Getenv("BENCH_REGRET_DEBUG") != "" {
+		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	_, err := remover.Run(ctx, rt, remover.Targets{Scheduled: true, Collected: collected}, opts)
 	e.n.m.EraserRuns++
 	return err
 }
@@ -172,4 +184,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// registry is the trace's registry, as the registry check asks it: a HEAD
+// of a manifest by digest answers 200 while the registry keeps the image at
+// the run's time, 404 once it dropped it. No request leaves the process.
+type registry struct {
+	trace *Trace
+	now   time.Time
+}
+
+func (g registry) RoundTrip(req *http.Request) (*http.Response, error) {
+	status := http.StatusNotFound
+	// /v2/<name>/manifests/<digest>
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/v2/"); ok {
+		if name, digest, ok := strings.Cut(rest, "/manifests/"); ok {
+			if idx, ok := g.trace.index(digest); ok {
+				im := g.trace.Images[idx]
+				if strings.HasSuffix(im.Repo, "/"+name) || im.Repo == req.URL.Host+"/"+name {
+					if im.Available(g.now) {
+						status = http.StatusOK
+					}
+				}
+			}
+		}
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 }

@@ -40,7 +40,7 @@ func RegretAwareDescription() string {
 	} else {
 		parts = append(parts, fmt.Sprintf("keepVersions %d set but not acted on by the remover on this tree", RegretKeepVersions))
 	}
-	parts = append(parts, "no registry check (not on this tree)")
+	parts = append(parts, fmt.Sprintf("registry check (lookback %s, unreachable: keep)", workerdefaults.RegistryLookback))
 	return strings.Join(parts, ", ")
 }
 

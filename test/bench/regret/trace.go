@@ -433,7 +433,7 @@ func TagBumps(seed uint64) *Trace {
 	b.t.Params = map[string]any{"nodes": nodes, "capacityGiB": 495, "baseGiB": 10, "servicesPerNode": repos,
 		"bump": "one new tag per service per day, at a random hour", "imageSizes": "40-600 MiB (170 MiB mean, as in the field case)",
 		"rollbackChance": pRollback, "weeklyJobsPerNode": weekly, "weeklyJobs": "Sundays 02:00, half on images pushed 30 days before the start (gone from the registry)",
-		"preload": "superseded tags up to 70% of the disk (about 2,000 images, as in the field case)"}
+		"preload": "the weekly jobs' images, then superseded tags up to 70% of the disk (about 2,000 images, as in the field case)"}
 	for n := range nodes {
 		type svc struct {
 			repo string
@@ -455,6 +455,7 @@ func TagBumps(seed uint64) *Trace {
 			permanent := k%2 == 1
 			img := b.image(fmt.Sprintf("registry.example/tb/n%d-weekly-%d", n, k), "r1", b.logUniform(200*MiB, 1500*MiB), pushed, permanent)
 			owner := fmt.Sprintf("CronJob tb/n%d-weekly-%d", n, k)
+			b.t.Preload[n] = append(b.t.Preload[n], Preloaded{Image: img, Arrived: pushed.Add(time.Hour)})
 			b.template(Start, owner, img)
 			for d := range Days {
 				if day(d).Weekday() == time.Sunday {
@@ -500,7 +501,7 @@ func CronJobs(seed uint64) *Trace {
 	b.t.Params = map[string]any{"nodes": nodes, "capacityGiB": 100, "baseGiB": 15, "hourlyCronJobs": hourly, "dailyCronJobs": daily,
 		"cronImageSizes": "100-800 MiB hourly, 300 MiB-2 GiB daily", "cronJobImages": "even ones rebuilt every Monday (the template follows), odd ones pushed 20-40 days before the start (gone from the registry)",
 		"jobPods": "run 2-15 min, kept exited for three periods (history limit 3)", "previewImagesPerNodeHour": preview,
-		"previewSizes": "400 MiB-1.5 GiB, running 2-8 h", "preload": "40% of the disk in old previews"}
+		"previewSizes": "400 MiB-1.5 GiB, running 2-8 h", "preload": "every CronJob's image on every node, then old previews up to 40% of the disk"}
 	type cron struct {
 		repo   string
 		size   uint64
@@ -524,6 +525,10 @@ func CronJobs(seed uint64) *Trace {
 			pushed = Start.Add(-b.between(20*24*time.Hour, 40*24*time.Hour))
 		}
 		c.img = b.image(c.repo, "r0", c.size, pushed, false)
+		// The CronJob ran on every node before the trace: each holds its image.
+		for n := range nodes {
+			b.t.Preload[n] = append(b.t.Preload[n], Preloaded{Image: c.img, Arrived: pushed.Add(time.Hour)})
+		}
 		c.minute = b.between(0, 55*time.Minute)
 		if c.period > time.Hour {
 			c.minute += time.Duration(b.rng.IntN(24)) * time.Hour

@@ -93,3 +93,41 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// The registry check asks the trace's registry: an image it dropped stays,
+// one it keeps goes.
+func TestRegistryCheckAsksTheTrace(t *testing.T) {
+	b := newBuilder("probe", 1, 1, 100*GiB, 0)
+	gone := b.image("registry.example/p/gone", "1", GiB, Start.Add(-30*24*time.Hour), false)
+	kept := b.image("registry.example/p/kept", "1", GiB, Start, false)
+	b.t.Preload[0] = []Preloaded{{Image: gone, Arrived: Start.Add(-29 * 24 * time.Hour)}}
+	b.run(Start, 0, gone, -1, time.Hour, time.Minute)
+	b.run(Start, 0, kept, -1, time.Hour, time.Minute)
+	tr := b.done()
+	n := newNode(0, tr, &Metrics{})
+	for _, e := range tr.Events[:2] {
+		n.apply(e)
+	}
+	e, err := newEraserNode(n, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := Policies()[1].Eraser
+	if err := e.run(ctx, Start.Add(30*time.Minute), *s, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range tr.Events[2:] {
+		n.apply(ev)
+	}
+	if err := e.run(ctx, Start.Add(3*time.Hour), *s, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for idx := range n.images {
+		got[tr.Images[idx].Repo] = true
+	}
+	if diff := cmp.Diff(map[string]bool{"registry.example/p/gone": true}, got); diff != "" {
+		t.Errorf("images left (-want +got):\n%s", diff)
+	}
+}
