@@ -259,6 +259,18 @@ type ImageResults struct {
 	// cool-down (manager.retention.coolDown, doubled at each return).
 	// +optional
 	CoolingDown int64 `json:"coolingDown,omitempty"`
+	// GoneFromRegistry images were kept from the automatic policies because
+	// a workload references them or a container used them lately, and their
+	// registry no longer serves their content: removed, they could not be
+	// pulled back (manager.retention.registryCheck).
+	// +optional
+	GoneFromRegistry int64 `json:"goneFromRegistry,omitempty"`
+	// RegistryUnreachable images were kept as GoneFromRegistry ones, but
+	// because their registry could not be asked (timeout, refused
+	// credentials, the run's bound of requests); whenUnreachable: remove
+	// removes them instead.
+	// +optional
+	RegistryUnreachable int64 `json:"registryUnreachable,omitempty"`
 	// Referenced images were kept from the automatic policies because a pod
 	// bound to the node or a workload template of the cluster references
 	// them (manager.retention.protectReferenced).
@@ -278,6 +290,75 @@ type ImageResults struct {
 	// +listMapKey=policy
 	// +kubebuilder:validation:MaxItems=8
 	Policies []PolicyResult `json:"policies,omitempty"`
+	// Regret is what came back to the nodes after earlier removals, as
+	// their removal ledgers counted it: each return is told by the first
+	// run on its node after a worker saw the image again.
+	// +optional
+	Regret *RegretResults `json:"regret,omitempty"`
+}
+
+// RegretResults totals the images that came back after Eraser removed
+// them, across the job's nodes.
+type RegretResults struct {
+	// Returns counts the images that came back.
+	// +optional
+	Returns int64 `json:"returns,omitempty"`
+	// BytesReturned is what their removals had freed, pulled back again.
+	// +optional
+	BytesReturned int64 `json:"bytesReturned,omitempty"`
+	// Policies totals the returns by the policy that had removed them.
+	// +optional
+	// +listType=map
+	// +listMapKey=policy
+	// +kubebuilder:validation:MaxItems=8
+	Policies []PolicyRegret `json:"policies,omitempty"`
+	// Recent are the newest few returns across the nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	Recent []RegretReturn `json:"recent,omitempty"`
+}
+
+// PolicyRegret is what came back of one policy's removals.
+type PolicyRegret struct {
+	// Policy is the policy that had removed the images.
+	Policy RemovalPolicy `json:"policy"`
+	// Returns counts them.
+	// +optional
+	Returns int64 `json:"returns,omitempty"`
+	// BytesReturned is what their removals had freed.
+	// +optional
+	BytesReturned int64 `json:"bytesReturned,omitempty"`
+}
+
+// RegretReturn is one image that came back to a node after a removal.
+type RegretReturn struct {
+	// Node is the node it came back to.
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+	// Image is its image ID.
+	// +kubebuilder:validation:MaxLength=256
+	Image string `json:"image"`
+	// Repository is its repository when it was removed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Repository string `json:"repository,omitempty"`
+	// Bytes is what its removal had freed.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// Policy is the policy that had removed it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Policy string `json:"policy,omitempty"`
+	// Run is the ImageJob that had removed it; empty for "eraser node
+	// prune".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Run string `json:"run,omitempty"`
+	// RemovedAt is when it was removed; ReturnedAt when it came back (the
+	// runtime's pull time when it gives one, else when a worker saw it).
+	RemovedAt  metav1.Time `json:"removedAt"`
+	ReturnedAt metav1.Time `json:"returnedAt"`
 }
 
 // RemovalPolicy is why an image was chosen for removal.

@@ -70,3 +70,53 @@ func TestFactProblems(t *testing.T) {
 		})
 	}
 }
+
+// operatorPagesRaw are README.md and docs/*.md as they are, code blocks
+// and comments included.
+func operatorPagesRaw(t *testing.T) map[string]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repo.Root(), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string]string{"README.md": readRepo(t, "README.md")}
+	for _, p := range paths {
+		pages["docs/"+filepath.Base(p)] = readRepo(t, "docs", filepath.Base(p))
+	}
+	return pages
+}
+
+// TestOperatorPagesAreForOperators: README.md and docs/*.md name no test
+// and no test tier, and a page that uses a word of the glossary links it.
+func TestOperatorPagesAreForOperators(t *testing.T) {
+	terms := GlossaryTerms(readRepo(t, "docs", "glossary.md"))
+	if len(terms) < 10 {
+		t.Fatalf("docs/glossary.md: %d terms read, want its ### headings", len(terms))
+	}
+	for _, p := range OperatorProblems(operatorPagesRaw(t), terms) {
+		t.Error(p)
+	}
+}
+
+func TestOperatorProblems(t *testing.T) {
+	terms := GlossaryTerms("# Glossary\n\n### Run\n\nOne job.\n\n### Wave\n\nNodes.\n\n### Pass\n\nA round.\n\n### Last good configuration\n\nThe last one.\n")
+	for name, c := range map[string]struct {
+		page string
+		want []string
+	}{
+		"plain":                  {"Remove images, then run it again. It passes the string through.", nil},
+		"a test's name":          {"Proved by `TestScanFlood`.", []string{"p.md: names the test TestScanFlood: tests are described in docs/dev"}},
+		"a test in a comment":    {"<!-- written by go test -run TestDocs -->", []string{"p.md: names the test TestDocs: tests are described in docs/dev"}},
+		"a tier":                 {"The install tier runs it.", []string{`p.md: says "tier" 1 time(s): test tiers are described in docs/dev`}},
+		"a term, no link":        {"Each wave starts.", []string{`p.md: uses the glossary's words "wave" (Wave) and links no glossary entry: link the word's first use to glossary.md#<word>`}},
+		"a term, linked":         {"Each [wave](glossary.md#wave) starts; later waves too.", nil},
+		"another term linked":    {"Each wave, [last-good](glossary.md#last-good-configuration).", nil},
+		"a term in code":         {"```\nwave: 1\n```\n", nil},
+		"an ordinary word's use": {"Each pass of the manager.", []string{`p.md: uses the glossary's words "Each pass" (Pass) and links no glossary entry: link the word's first use to glossary.md#<word>`}},
+		"the short form":         {"ConfigMap last-good.", []string{`p.md: uses the glossary's words "last-good" (Last good configuration) and links no glossary entry: link the word's first use to glossary.md#<word>`}},
+	} {
+		if diff := cmp.Diff(c.want, OperatorProblems(map[string]string{"p.md": c.page}, terms)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}

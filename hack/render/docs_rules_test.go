@@ -16,7 +16,7 @@ import (
 // The plain Prometheus rule file in docs/metrics.md is the chart's
 // PrometheusRule, written by this test: one source for both.
 const (
-	rulesBegin = "<!-- rules: the chart's PrometheusRule, written by `UPDATE=1 go -C hack/render test -run TestDocsRulesAreTheChart` -->\n```yaml\n"
+	rulesBegin = "<!-- rules: the chart's PrometheusRule, generated from the chart: docs/dev/testing.md says how -->\n```yaml\n"
 	rulesEnd   = "```\n<!-- rules end -->"
 )
 

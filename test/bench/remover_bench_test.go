@@ -334,7 +334,7 @@ func exclusionFigures(t *testing.T) []figure {
 		k := j / 8
 		list[j] = [...]string{fmt.Sprintf("registry.example.com/team%02d/app%05d:v9", k%50, k), fmt.Sprintf("lib%05d:old", k),
 			fmt.Sprintf("sha256:%064x", k+1<<50), fmt.Sprintf("quay.io/org%02d/svc%05d@sha256:%064x", k%20, k, k+1<<50),
-			fmt.Sprintf("quay.io/org%02d/svc%05d:*", k%20, k+1<<20), fmt.Sprintf("localhost:5000/ci/job%05d:*", k+1<<20),
+			fmt.Sprintf("quay.io/org%02d/svc%05d:*", k%20, k+1<<20), fmt.Sprintf("localhost:5000/ci/job%05d/*", k+1<<20),
 			fmt.Sprintf("registry.example.com/other%04d/*", k), fmt.Sprintf("bitnami/old%04d/*", k)}[j%8]
 	}
 	// Hits, spread over the list, one form after another (image i of form

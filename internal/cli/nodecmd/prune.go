@@ -199,6 +199,9 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 	if fs := s.ImageFs; fs != nil && fs.CapacityBytes > 0 {
 		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
 			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), bytesize.Format(fs.CapacityBytes))
+		if line := fs.Relief(); line != "" {
+			fmt.Fprintln(out, line)
+		}
 	}
 	if f := s.Freed; f != nil {
 		// The images' sizes above count a layer once per image; this is
@@ -219,6 +222,7 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 			fmt.Fprintln(out, "  not measured: "+f.Error)
 		}
 	}
+	printRegret(out, s.Regret)
 	if l := s.Leftovers; l != nil {
 		verb := "reclaimed"
 		if s.DryRun {
@@ -239,4 +243,25 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 		}
 	}
 	return nil
+}
+
+// printRegret tells what came back of earlier removals, by the node's
+// removal ledger.
+func printRegret(out io.Writer, r *workerresult.Regret) {
+	if r == nil || r.Returns == 0 {
+		return
+	}
+	fmt.Fprintf(out, "came back after earlier removals: %d images, %s pulled again\n", r.Returns, bytesize.Format(r.BytesReturned))
+	for _, p := range retention.Policies {
+		if t, ok := r.ByPolicy[string(p)]; ok {
+			fmt.Fprintf(out, "  removed by %s: %d images, %s\n", p, t.Returns, bytesize.Format(t.Bytes))
+		}
+	}
+	for _, e := range r.Recent {
+		name := e.Repository
+		if name == "" {
+			name = shortID(e.Image)
+		}
+		fmt.Fprintf(out, "  %s: removed %s, back %s later\n", name, e.RemovedAt.Format(time.RFC3339), e.ReturnedAt.Sub(e.RemovedAt).Round(time.Second))
+	}
 }

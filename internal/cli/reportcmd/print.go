@@ -43,6 +43,12 @@ func Print(w io.Writer, out Output) {
 	for _, line := range freedLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range reliefLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
+	for _, line := range regretLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
@@ -159,6 +165,38 @@ func freedLines(nodes []nodereport.Node) []string {
 	return append([]string{head}, out...)
 }
 
+// regretLines say what came back after earlier removals: the total, then
+// each node's newest returns.
+func regretLines(nodes []nodereport.Node) []string {
+	var returns int
+	var bytes uint64
+	var out []string
+	for _, n := range nodes {
+		r := n.Regret
+		if r == nil || r.Returns == 0 {
+			continue
+		}
+		returns += r.Returns
+		bytes += r.BytesReturned
+		for _, e := range r.Recent {
+			name := e.Repository
+			if name == "" {
+				name = e.Image
+			}
+			run := e.Run
+			if run == "" {
+				run = "eraser node prune"
+			}
+			out = append(out, fmt.Sprintf("  %s: %s (%s) removed by %s (%s) at %s, back %s later", n.Name, name, bytesize.Format(e.Bytes), run, e.Policy,
+				e.RemovedAt.UTC().Format(time.RFC3339), e.ReturnedAt.Sub(e.RemovedAt).Round(time.Second)))
+		}
+	}
+	if returns == 0 {
+		return nil
+	}
+	return append([]string{fmt.Sprintf("came back after earlier removals: %d images, %s pulled again", returns, bytesize.Format(bytes))}, out...)
+}
+
 func counts(m map[string]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -173,3 +211,33 @@ func counts(m map[string]int) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// reliefLines say, for the nodes a run found under disk pressure, how many
+// a measurement showed below their target after the removals and the
+// longest it took, then each node that is not.
+func reliefLines(nodes []nodereport.Node) []string {
+	var under, reached int
+	var longest float64
+	var out []string
+	for _, n := range nodes {
+		fs := n.ImageFs
+		if fs == nil || fs.TargetBytes == 0 || n.DryRun {
+			continue
+		}
+		under++
+		if fs.TargetReached {
+			reached++
+			longest = max(longest, fs.TimeToTargetMs)
+			continue
+		}
+		out = append(out, fmt.Sprintf("  %s: %s", n.Name, fs.Relief()))
+	}
+	if under == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("disk pressure: %d of %d nodes under pressure brought below their target", reached, under)
+	if reached > 0 {
+		head += fmt.Sprintf(", the slowest %s after its first removal for it", time.Duration(longest*float64(time.Millisecond)).Round(time.Millisecond))
+	}
+	return append([]string{head}, out...)
+}

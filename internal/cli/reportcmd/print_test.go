@@ -3,6 +3,7 @@ package reportcmd
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -11,6 +12,7 @@ import (
 )
 
 func TestPrint(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for name, tc := range map[string]struct {
 		out  Output
 		want string
@@ -57,6 +59,21 @@ space a removal would free: 4.0MiB (expected on 1 nodes: the removed images' own
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},
+		"images that came back after earlier removals": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", Regret: &workerresult.Regret{Returns: 2, BytesReturned: 3 << 20, Recent: []workerresult.RegretReturn{
+					{Image: "sha256:1", Repository: "example.com/app", Bytes: 2 << 20, Policy: "UnusedFor", Run: "sched-1", RemovedAt: t0, ReturnedAt: t0.Add(90 * time.Minute)},
+					{Image: "sha256:2", Bytes: 1 << 20, Policy: "Listed", RemovedAt: t0, ReturnedAt: t0.Add(time.Minute)},
+				}}},
+				{Name: "b"},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+came back after earlier removals: 2 images, 3.0MiB pulled again
+  a: example.com/app (2.0MiB) removed by sched-1 (UnusedFor) at 2026-11-01T00:00:00Z, back 1h30m0s later
+  a: sha256:2 (1.0MiB) removed by eraser node prune (Listed) at 2026-11-01T00:00:00Z, back 1m0s later
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
 		"a node without the runtime's records counts the images' sizes": {
 			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
 				{Name: "a", BytesFreed: 3 << 20, Freed: &workerresult.Freed{ExpectedBytes: 2 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "imagefs"}},
@@ -64,6 +81,19 @@ NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 			}},
 			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
 space freed: 3.0MiB (measured on 1 of 2 nodes, estimated on the others); 2.0MiB expected on 1 nodes (the removed images' own content)
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
+		"disk pressure: the nodes brought below their target, and one that was not": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 90 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 1500, FreedToTargetBytes: 11 << 20}},
+				{Name: "b", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 250, FreedToTargetBytes: 16 << 20}},
+				{Name: "c", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 85 << 20, TargetBytes: 80 << 20}},
+				{Name: "d", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 50 << 20, UsedAfterBytes: 50 << 20}},
+			}},
+			want: `ImageJob j: Completed, report complete, 4 nodes: 4 succeeded
+disk pressure: 2 of 3 nodes under pressure brought below their target, the slowest 1.5s after its first removal for it
+  c: disk pressure: still at or above the target 80.0MiB (80.0% of 100.0MiB), 85.0% used
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},

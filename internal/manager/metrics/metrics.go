@@ -35,6 +35,8 @@ type Recorder struct {
 	podsFailed    metric.Int64Counter
 	duration      metric.Float64Histogram
 	bytesFreed    metric.Int64Counter
+	// regretBytes and regretReturns count what came back after removals.
+	regretBytes, regretReturns metric.Int64Counter
 
 	// The per-node totals are observed from these maps rather than added to
 	// counters: a counter keeps every node it ever saw, while a node that
@@ -77,8 +79,16 @@ type NodeCounts struct {
 	// runtime's records; Reclaimed what the image filesystem (or the
 	// records) gained, where measured.
 	ExpectedFreed, Reclaimed int64
+	// Regret is what came back to the node after earlier removals, by the
+	// policy that had removed it.
+	Regret map[string]RegretCount
 	// Outcome is how the node's worker ended.
 	Outcome Outcome
+}
+
+// RegretCount is what came back of one policy's removals on a node.
+type RegretCount struct {
+	Returns, Bytes int64
 }
 
 // Outcome is how a node's worker ended in a job.
@@ -96,7 +106,7 @@ const (
 
 // IsZero says whether the node reported nothing worth recording.
 func (n NodeCounts) IsZero() bool {
-	return n.Removed == 0 && n.Refused == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.ExpectedFreed == 0 && n.Reclaimed == 0 && n.Outcome == OutcomeUnknown
+	return n.Removed == 0 && n.Refused == 0 && n.Vulnerable == 0 && n.ImageFs == nil && len(n.BytesFreed) == 0 && n.ExpectedFreed == 0 && n.Reclaimed == 0 && len(n.Regret) == 0 && n.Outcome == OutcomeUnknown
 }
 
 // ImageFs is a node's image filesystem, in bytes.
@@ -151,6 +161,14 @@ func New(reg prometheus.Registerer, otlpEndpoint string) (*Recorder, error) {
 	}
 	if r.bytesFreed, err = m.Int64Counter("eraser_bytes_freed_run_total", metric.WithUnit("By"),
 		metric.WithDescription("Bytes of the images removed, by the retention policy that chose them.")); err != nil {
+		return nil, err
+	}
+	if r.regretBytes, err = m.Int64Counter("eraser_regret_bytes_total", metric.WithUnit("By"),
+		metric.WithDescription("Bytes pulled back of images that came back to a node after Eraser removed them, by the retention policy that had removed them (reason).")); err != nil {
+		return nil, err
+	}
+	if r.regretReturns, err = m.Int64Counter("eraser_regret_returns_total",
+		metric.WithDescription("Images that came back to a node after Eraser removed them, by the retention policy that had removed them (reason).")); err != nil {
 		return nil, err
 	}
 	r.removed, r.refused, r.vulnerable, r.imageFs = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]ImageFs{}
@@ -257,6 +275,7 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 	r.podsFailed.Add(ctx, int64(failed))
 	r.duration.Record(ctx, seconds)
 	freed := map[string]int64{}
+	regret := map[string]RegretCount{}
 	r.mu.Lock()
 	for node, n := range perNode {
 		if n.Removed > 0 {
@@ -281,6 +300,12 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 		for policy, b := range n.BytesFreed {
 			freed[policy] += b
 		}
+		for policy, c := range n.Regret {
+			t := regret[policy]
+			t.Returns += c.Returns
+			t.Bytes += c.Bytes
+			regret[policy] = t
+		}
 		switch n.Outcome {
 		case OutcomeFailed:
 			r.failedRuns[node]++
@@ -294,6 +319,15 @@ func (r *Recorder) JobFinished(seconds float64, succeeded, failed int, perNode m
 	for policy, b := range freed {
 		if b > 0 {
 			r.bytesFreed.Add(ctx, b, metric.WithAttributes(attribute.String(PolicyAttribute, policy)))
+		}
+	}
+	for policy, c := range regret {
+		attrs := metric.WithAttributes(attribute.String(ReasonAttribute, policy))
+		if c.Returns > 0 {
+			r.regretReturns.Add(ctx, c.Returns, attrs)
+		}
+		if c.Bytes > 0 {
+			r.regretBytes.Add(ctx, c.Bytes, attrs)
 		}
 	}
 }
@@ -314,6 +348,10 @@ func (r *Recorder) ForgetNode(node string) {
 	delete(r.failedRuns, node)
 	delete(r.coverage.nodes, node)
 }
+
+// ReasonAttribute is the retention policy that had removed an image that
+// came back (the regret metrics).
+const ReasonAttribute = "reason"
 
 // TriggerAttribute is what started a job: "imagelist" or "schedule".
 const TriggerAttribute = "trigger"

@@ -34,8 +34,9 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.JobFinished(12, 3, 1, map[string]NodeCounts{
-		"node-a": {Removed: 2, Refused: 1, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700}},
-		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000}, ExpectedFreed: 900, Reclaimed: 1000,
+		"node-a": {Removed: 2, Refused: 1, Vulnerable: 1, BytesFreed: map[string]int64{"UnusedFor": 300, "DiskPressure": 700},
+			Regret: map[string]RegretCount{"UnusedFor": {Returns: 2, Bytes: 50}, "DiskPressure": {Returns: 1, Bytes: 70}}},
+		"node-b": {Removed: 5, BytesFreed: map[string]int64{"DiskPressure": 1000}, ExpectedFreed: 900, Reclaimed: 1000, Regret: map[string]RegretCount{"DiskPressure": {Returns: 1, Bytes: 30}},
 			ImageFs: &ImageFs{CapacityBytes: 10000, UsedBeforeBytes: 9000, UsedAfterBytes: 8000}},
 	})
 
@@ -76,6 +77,10 @@ func TestPrometheusAndOTLP(t *testing.T) {
 		"eraser_bytes_reclaimed_run_total{node_name=node-b}":      "1000",
 		"eraser_imagefs_used_before_bytes{node_name=node-b}":      "9000",
 		"eraser_imagefs_used_after_bytes{node_name=node-b}":       "8000",
+		"eraser_regret_returns_total{reason=UnusedFor}":           "2",
+		"eraser_regret_returns_total{reason=DiskPressure}":        "2",
+		"eraser_regret_bytes_total{reason=UnusedFor}":             "50",
+		"eraser_regret_bytes_total{reason=DiskPressure}":          "100",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Prometheus metrics (-want +got):\n%s", diff)
@@ -87,7 +92,8 @@ func TestPrometheusAndOTLP(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, name := range []string{"imagejob_run_total", "pods_completed_run_total", "pods_failed_run_total", "imagejob_duration_run_seconds", "images_removed_run_total", "vulnerable_images_run_total", "eraser_images_refused_run_total", NodeAttribute,
-		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", "eraser_bytes_expected_freed_run_total", "eraser_bytes_reclaimed_run_total", PolicyAttribute} {
+		"eraser_bytes_freed_run_total", "eraser_imagefs_capacity_bytes", "eraser_imagefs_used_before_bytes", "eraser_imagefs_used_after_bytes", "eraser_bytes_expected_freed_run_total", "eraser_bytes_reclaimed_run_total", PolicyAttribute,
+		"eraser_regret_returns_total", "eraser_regret_bytes_total", ReasonAttribute} {
 		if !bytes.Contains(pushed, []byte(name)) {
 			t.Errorf("OTLP push lacks %q", name)
 		}

@@ -137,7 +137,8 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			n.ScanDB = s.ScanDB
 		}
 		if cs.Name == podspec.RemoverContainer {
-			n.BytesFreed, n.DryRun, n.Freed = s.BytesFreed, s.DryRun, s.Freed
+			n.BytesFreed, n.DryRun, n.Freed, n.ImageFs = s.BytesFreed, s.DryRun, s.Freed, s.ImageFs
+			n.Regret = s.Regret
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {

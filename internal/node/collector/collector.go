@@ -74,6 +74,8 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 		noTimes := func() (map[string]time.Time, error) { return nil, nil }
 		if _, _, save, err = remover.NodeAges(snap, noTimes, c.Retention.StateDir, c.Retention.StateLockWait, now); err == nil {
 			err = save()
+			// Counted in the node's removal ledger; the remover reports them.
+			remover.LogReturns(log, snap.Returned)
 		}
 	}
 	_ = client.Close()

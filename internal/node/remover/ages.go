@@ -96,6 +96,13 @@ func NodeAges(s *Snapshot, times ImageTimes, stateDir string, lockWait time.Dura
 			return nil, "", nil, err
 		}
 		state, save = locked.State, locked.Save
+		// The removal ledger is read and written in the same critical
+		// section, so that a return is counted once however many workers
+		// read the node.
+		if save, err = observeReturns(s, recorded, stateDir, now, locked); err != nil {
+			_ = locked.Release()
+			return nil, "", nil, err
+		}
 	}
 	ids := make([]string, len(s.Images))
 	for i, img := range s.Images {
@@ -113,6 +120,7 @@ func NodeAges(s *Snapshot, times ImageTimes, stateDir string, lockWait time.Dura
 		if newest := newestRecord(recorded, img); !newest.IsZero() {
 			ages[i].Arrived = newest
 		}
+		ages[i].Returns, ages[i].LastReturned = s.Returns(img.ID)
 	}
 	return ages, source, save, nil
 }
@@ -143,5 +151,17 @@ func Reobserve(s *Snapshot, stateDir string, lockWait time.Duration, now time.Ti
 	for i, img := range s.Images {
 		ids[i] = img.ID
 	}
-	return nodestate.Update(stateDir, lockWait, func(st *nodestate.State) { st.Observe(now, ids, s.InUse) })
+	l, err := nodestate.LoadLocked(stateDir, lockWait)
+	if err != nil {
+		return err
+	}
+	l.Observe(now, ids, s.InUse)
+	// The ledger's save failed with the state's: what it learned is merged
+	// again from this reading.
+	save, err := observeReturns(s, nil, stateDir, now, l)
+	if err != nil {
+		_ = l.Release()
+		return err
+	}
+	return save()
 }

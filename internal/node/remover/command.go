@@ -37,6 +37,10 @@ type Command struct {
 	Retention  retention.Flags
 	Protection protect.Flags
 	Leftover   LeftoverFlags
+	Registry   RegistryFlags
+	// Job is --run: the ImageJob this remover works for, which the node's
+	// removal ledger records with each removal.
+	Job string
 }
 
 // Bind registers the remover's flags.
@@ -50,7 +54,9 @@ func (c *Command) Bind(fs *flag.FlagSet) {
 	c.Retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 	c.Protection.Bind(fs)
 	c.Leftover.Bind(fs)
+	c.Registry.Bind(fs)
 	c.Leftover.MinLeaseAge = workerdefaults.MinLeaseAge
+	fs.StringVar(&c.Job, "run", "", "the ImageJob this run belongs to, recorded with each removal in the node's removal ledger")
 }
 
 // Run runs the remover and returns the process exit code: 0 when the run
@@ -115,6 +121,10 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 		Policy: protect.Policy{Exclusions: pats}, DryRun: c.DryRun, Concurrency: c.Concurrency, Log: log, Info: &info,
 		Retention: c.Retention.Settings, Now: now, StateDir: c.Retention.StateDir, StateLockWait: c.Retention.StateLockWait, ImageStore: c.Retention.ImageStore,
 		MeasureDisk: ImageFsMeter(client, c.Retention.ImageFsPath), Protection: c.Protection,
+		Run: c.Job, Clock: clockFrom(now, c.Retention.Now != ""),
+	}
+	if opts.Registry, err = c.Registry.Settings(); err != nil {
+		return empty, err
 	}
 	SetFreedMeters(&opts, client, c.Retention.ImageFsPath, c.Retention.ImageStore, worker.NodeOS == podpaths.Windows)
 	if opts.Leftovers, err = c.Leftover.Leftovers(client, c.Retention.ImageStore, opts.MeasureFreed); err != nil {
@@ -127,6 +137,16 @@ func (c *Command) run(ctx context.Context, log *slog.Logger) (workerresult.Summa
 	summary := Summarize(append(invalid, results...), c.DryRun)
 	info.Apply(&summary)
 	return summary, errors.Join(NodeOutcome(summary), info.StateErr, info.DiskErr)
+}
+
+// clockFrom is the run's clock: the real one, or one that runs on from now
+// when --now set it.
+func clockFrom(now time.Time, set bool) func() time.Time {
+	if !set {
+		return time.Now
+	}
+	began := time.Now()
+	return func() time.Time { return now.Add(time.Since(began)) }
 }
 
 func readImageList(path string) ([]string, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
 	"github.com/eraser-oss/eraser/internal/node/protect"
+	"github.com/eraser-oss/eraser/internal/node/regret"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/imageref"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -101,6 +102,10 @@ type Snapshot struct {
 	// look like pause images were kept; SandboxNote says why.
 	SandboxGuessed bool
 	SandboxNote    string
+	// ledger is the node's removal ledger as this reading left it (nil:
+	// no state is kept); Returned are the returns this reading counted.
+	ledger   *regret.Ledger
+	Returned []regret.Return
 }
 
 // NewSnapshot indexes the node's images and decides, once, which are protected.
@@ -203,6 +208,11 @@ type Removal struct {
 // container last used it; see retention.Candidate.
 type Age struct {
 	Arrived, LastUsed, FirstSeen time.Time
+	// Returns counts the times the image came back after a removal, by the
+	// node's removal ledger (internal/node/regret); LastReturned is when it
+	// last did (zero: never).
+	Returns      int
+	LastReturned time.Time
 }
 
 // Retention is what a plan is told besides the snapshot and its targets:
@@ -238,6 +248,11 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	target := make([]string, len(s.Images))
 	at := make([]int32, len(s.Images))
 	var cands []retention.Candidate
+	// keepVersions ranks every image of the node, not only the candidates.
+	var ranks []retention.Standing
+	if t.Scheduled && r.Settings.KeepVersions > 0 {
+		ranks = standings(s, r.Ages)
+	}
 	// auto: an automatic policy judges every candidate ("*", or a scheduled
 	// run with no scanner or with a policy of its own), not only the
 	// scanner's choices.
@@ -263,6 +278,10 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		c := retention.Candidate{Index: i, Size: img.Size, Listed: listed, Vulnerable: vulnerable}
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
+			c.Returns, c.LastReturned = r.Ages[i].Returns, r.Ages[i].LastReturned
+		}
+		if ranks != nil {
+			c.Repository, c.Newer = ranks[i].Repository, ranks[i].Newer
 		}
 		cands = append(cands, c)
 	}
@@ -308,7 +327,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
 		case d.Kept != "":
 			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: d.Kept, Bytes: img.Size, Detail: d.Detail})
-			if in.Scheduled && r.Settings.DiskPressure() {
+			// One cooling down is no later round's to take either.
+			if in.Scheduled && r.Settings.DiskPressure() && d.Kept != workerresult.CoolingDown {
 				spare = append(spare, cands[at[d.Index]])
 			}
 		}

@@ -2,6 +2,7 @@ package remover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -88,6 +89,14 @@ type Options struct {
 	// read is containerd's records as read after the removals, when the
 	// run read them, or nil: it reads the runtime's records itself.
 	Leftovers func(ctx context.Context, p protect.Policy, dryRun bool, read *containerdrecords.Records) ([]reclaim.Result, error)
+	// Run names the ImageJob of this run, which the removal ledger records
+	// with each removal; "" for "eraser node prune".
+	Run string
+	// Clock is the time now, for the ledger's removal times; nil: Now
+	// plus the time since the run began.
+	Clock func() time.Time
+	// Registry is the registry check; nil: off.
+	Registry *RegistryCheck
 	// Protection is the automatic policies' cluster-aware rules' switches
 	// and the directory of the cluster's references (references.ReadDir)
 	// the run reads for them.
@@ -173,6 +182,15 @@ type RunInfo struct {
 	Freed *workerresult.Freed
 	// Leftovers is what removals left on the runtime.
 	Leftovers *workerresult.Leftovers
+	// Relief is how a run under disk pressure reached its target; nil
+	// when the image filesystem was below the high threshold or not
+	// measured. A dry run has only the target.
+	Relief *Relief
+	// Regret is what came back of earlier removals (regret.go).
+	Regret *workerresult.Regret
+	// RegistryChecks are the registries' answers about planned removals
+	// (registry.go).
+	RegistryChecks *workerresult.RegistryChecks
 }
 
 // Apply adds the run's information to a summary.
@@ -186,9 +204,16 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 		if i.DiskAfter != nil {
 			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
 		}
+		if p := i.Relief; p != nil {
+			s.ImageFs.TargetBytes, s.ImageFs.TargetReached = p.Target, p.Reached
+			s.ImageFs.TimeToTargetMs = float64(p.TimeToTarget.Microseconds()) / 1000
+			s.ImageFs.FreedToTargetBytes = p.FreedToTarget
+		}
 	}
 	s.Freed = i.Freed
 	s.Leftovers = i.Leftovers
+	s.RegistryChecks = i.RegistryChecks
+	s.Regret = i.Regret
 }
 
 // Run removes the targets from the node and reports every outcome.
@@ -198,6 +223,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
+	}
+	if opts.Clock == nil {
+		began, now := time.Now(), opts.Now
+		opts.Clock = func() time.Time { return now.Add(time.Since(began)) }
 	}
 	info := opts.Info
 	if info == nil {
@@ -225,6 +254,7 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	// The node's history is written while the removals run; the run waits
 	// for it before it returns.
 	saved := make(chan error, 1)
+	var regretErr error
 	go func() { saved <- save() }()
 	defer func() {
 		err := <-saved
@@ -236,9 +266,10 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 				err = fmt.Errorf("saving the node's state after the removals (the disk was full before them): %w", err)
 			}
 		}
-		info.StateErr = err
+		info.StateErr = errors.Join(err, regretErr)
 	}()
 	r.AgeSource = info.AgeSource
+	LogReturns(opts.Log, snap.Returned)
 	if info.AgeSource == AgeFirstSeen {
 		opts.Log.Info("the runtime does not record when it pulled images: ages count from when Eraser first saw each image on this node")
 	}
@@ -249,13 +280,19 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
+	remove, kept := checkRegistry(ctx, snap, r, remove, opts, info)
+	results = append(results, kept...)
 	if opts.Concurrency < 1 {
 		opts.Concurrency = AutoConcurrency()
 	}
 	opts.Log.Debug("removing", "concurrency", opts.Concurrency)
 	var queue []int
 	var prior map[int]Result
-	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {
+	pressure := diskOn && r.Disk != nil && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent)
+	if pressure {
+		info.Relief = &Relief{Target: opts.Retention.Target(*r.Disk)}
+	}
+	if pressure && !opts.DryRun {
 		// Under pressure a real run removes by measurement, not by the
 		// plan's estimate: the disk policy's choices and the candidates it
 		// would take next form a queue, drained after the other removals.
@@ -267,15 +304,26 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	probe := probeFreed(ctx, opts, r.Disk)
 	done := execute(ctx, rt, snap, remove, opts)
 	if diskOn && r.Disk != nil && !opts.DryRun {
+		relief := info.Relief
+		if relief == nil {
+			relief = &Relief{}
+		}
 		var more []Result
-		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts)
+		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts, relief)
 		done = append(done, more...)
+		if info.Relief != nil {
+			logRelief(opts.Log, *info.Relief, info.DiskAfter)
+		}
 	}
 	// Logged once judged: the per-node report is read from these lines.
 	settle(ctx, rt, done, opts.Log)
 	retryRefusedForRoom(ctx, rt, snap, done, opts)
 	for _, res := range done {
 		logResult(opts.Log, res, opts.DryRun)
+	}
+	if info.Regret, regretErr = recordRemovals(snap, done, opts, opts.Clock()); regretErr != nil {
+		regretErr = fmt.Errorf("the node's removal ledger: %w", regretErr)
+		opts.Log.Error("the run's removals are not in the node's removal ledger", "error", regretErr)
 	}
 	var read *containerdrecords.Records
 	if info.Freed, read = probe.finish(ctx, opts, snap, done); info.Freed != nil && info.Freed.Note != "" {

@@ -71,3 +71,21 @@ func Push(host, ref string, img v1.Image) error {
 	}
 	return remote.Write(r, img)
 }
+
+// Delete removes the manifest ref (REPO:TAG) names from the registry at
+// host, by its digest and by its tag, as a registry that prunes an image
+// does: neither the tag nor the digest is served after it.
+func Delete(host, ref string) error {
+	r, err := name.ParseReference(host+"/"+ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	desc, err := remote.Head(r)
+	if err != nil {
+		return err
+	}
+	if err := remote.Delete(r.Context().Digest(desc.Digest.String())); err != nil {
+		return err
+	}
+	return remote.Delete(r)
+}

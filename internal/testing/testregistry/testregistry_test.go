@@ -42,3 +42,43 @@ func TestPushAndPull(t *testing.T) {
 		})
 	}
 }
+
+// TestDelete: a deleted image is served neither by its tag nor by its
+// digest; another tag of the registry still is.
+func TestDelete(t *testing.T) {
+	host := testregistry.Start(t)
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testregistry.Push(host, "e2e/app:1", img); err != nil {
+		t.Fatal(err)
+	}
+	if err := testregistry.Push(host, "e2e/app:2", other); err != nil {
+		t.Fatal(err)
+	}
+	if err := testregistry.Delete(host, "e2e/app:1"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, ref := range []string{"e2e/app:1", "e2e/app@" + dg.String(), "e2e/app:2"} {
+		r, err := name.ParseReference(host+"/"+ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = remote.Head(r)
+		got[ref] = err == nil
+	}
+	want := map[string]bool{"e2e/app:1": false, "e2e/app@" + dg.String(): false, "e2e/app:2": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("served after the delete (-want +got):\n%s", diff)
+	}
+}

@@ -28,6 +28,10 @@ func TestRead(t *testing.T) {
 				{Key: "list.json", Entry: "nginx:1.*", Reading: imageref.LegacyGlob},
 				{Key: "list.json", Entry: "*/pause:*", Reading: imageref.LegacyGlob},
 			}}},
+		"a repository on a registry with a port": {keys: map[string]string{"list.json": `{"excluded":["registry.example.com:5000/team/app:*","registry.example.com:5000/team/*"]}`},
+			want: result{Patterns: []string{"registry.example.com:5000/team/app:*", "registry.example.com:5000/team/*"}, Notes: []Note{
+				{Key: "list.json", Entry: "registry.example.com:5000/team/app:*", Reading: imageref.LegacyPortPrefix},
+			}}},
 		"re-cased": {keys: map[string]string{"list.json": `{"Excluded":["a:1"]}`},
 			want: result{Patterns: []string{"a:1"}, Notes: []Note{{Key: "list.json", Entry: "Excluded", Reading: ReadingRecased}}}},
 		"extra keys": {keys: map[string]string{"list.json": `{"excluded":["a:1"]}`, "README": "protects a", "more.json": "{"},

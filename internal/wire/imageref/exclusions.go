@@ -23,7 +23,9 @@ type Exclusions struct {
 	// looked up by each of its prefixes that end in "/".
 	under map[string]int
 	// prefixes are the positions of the wildcard patterns, in list order,
-	// for upstream's string prefixes: few, so tried in turn.
+	// for upstream's string prefixes, each prefix at its first position
+	// only (every "host:port/repo:*" of a registry has the host's): few,
+	// so tried in turn.
 	prefixes []int
 	// text maps an entry with no "*" as written to the first such entry:
 	// it matches an image with a name that is that text (an ID, tag, repo
@@ -43,6 +45,13 @@ func NewExclusions(pats []Pattern) *Exclusions {
 			m[k] = i
 		}
 	}
+	seen := map[string]bool{}
+	prefix := func(i int, p string) {
+		if !seen[p] {
+			seen[p] = true
+			x.prefixes = append(x.prefixes, i)
+		}
+	}
 	for i, p := range pats {
 		switch {
 		case p.all:
@@ -52,12 +61,12 @@ func NewExclusions(pats []Pattern) *Exclusions {
 		case p.ref != nil:
 			first(x.exact, p.ref.String(), i)
 			first(x.text, p.raw, i)
-		case p.literal != "":
+		case p.literal:
 			first(x.text, p.raw, i)
 		case p.glob != "":
 			x.legacy = append(x.legacy, i)
 			if p.prefix != "" {
-				x.prefixes = append(x.prefixes, i)
+				prefix(i, p.prefix)
 			}
 		default:
 			// A pattern with neither matches nothing, as Matches does.
@@ -68,7 +77,7 @@ func NewExclusions(pats []Pattern) *Exclusions {
 				first(x.under, p.under, i)
 			}
 			if p.prefix != "" {
-				x.prefixes = append(x.prefixes, i)
+				prefix(i, p.prefix)
 			}
 		}
 	}

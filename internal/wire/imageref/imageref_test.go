@@ -108,34 +108,38 @@ func TestPatternMatches(t *testing.T) {
 		img     Image
 		want    bool
 	}{
-		"exact":                     {pattern: "docker.io/library/alpine:3.19", img: alpine, want: true},
-		"exact short":               {pattern: "alpine:3.19", img: alpine, want: true},
-		"exact id":                  {pattern: idA, img: alpine, want: true},
-		"exact miss":                {pattern: "alpine:3.18", img: alpine},
-		"all tags":                  {pattern: "alpine:*", img: alpine, want: true},
-		"all tags other repo":       {pattern: "nginx:*", img: alpine},
-		"all tags with port":        {pattern: "registry.example.com:5000/team/app:*", img: portRegistry, want: true},
-		"all tags port other repo":  {pattern: "registry.example.com:5000/team/other:*", img: portRegistry},
-		"under library":             {pattern: "docker.io/library/*", img: alpine, want: true},
-		"under library short":       {pattern: "library/*", img: alpine, want: true},
-		"under registry":            {pattern: "quay.io/*", img: quay, want: true},
-		"under registry path":       {pattern: "quay.io/prometheus/*", img: quay, want: true},
-		"under other path":          {pattern: "quay.io/other/*", img: quay},
-		"under user":                {pattern: "team/*", img: team, want: true},
-		"under user not library":    {pattern: "team/*", img: alpine},
-		"under port registry":       {pattern: "registry.example.com:5000/*", img: portRegistry, want: true},
-		"prefix is not path prefix": {pattern: "docker.io/lib/*", img: alpine},
-		"everything":                {pattern: "*", img: alpine, want: true},
-		"all of docker hub":         {pattern: "docker.io/*", img: team, want: true},
-		"docker hub not quay":       {pattern: "docker.io/*", img: quay},
-		"all tags by repo digest":   {pattern: "alpine:*", img: Image{ID: idB, Digests: []string{"docker.io/library/alpine@" + digA}}, want: true},
+		"exact":               {pattern: "docker.io/library/alpine:3.19", img: alpine, want: true},
+		"exact short":         {pattern: "alpine:3.19", img: alpine, want: true},
+		"exact id":            {pattern: idA, img: alpine, want: true},
+		"exact miss":          {pattern: "alpine:3.18", img: alpine},
+		"all tags":            {pattern: "alpine:*", img: alpine, want: true},
+		"all tags other repo": {pattern: "nginx:*", img: alpine},
+		"all tags with port":  {pattern: "registry.example.com:5000/team/app:*", img: portRegistry, want: true},
+		// Upstream read the text before the first ":", the bare host.
+		"all tags port other repo, upstream's host": {pattern: "registry.example.com:5000/team/other:*", img: portRegistry, want: true},
+		"all tags port other host":                  {pattern: "registry.example.com:5000/team/other:*", img: Image{ID: idB, Tags: []string{"quay.io/team/other:1"}}},
+		"under library":                             {pattern: "docker.io/library/*", img: alpine, want: true},
+		"under library short":                       {pattern: "library/*", img: alpine, want: true},
+		"under registry":                            {pattern: "quay.io/*", img: quay, want: true},
+		"under registry path":                       {pattern: "quay.io/prometheus/*", img: quay, want: true},
+		"under other path":                          {pattern: "quay.io/other/*", img: quay},
+		"under user":                                {pattern: "team/*", img: team, want: true},
+		"under user not library":                    {pattern: "team/*", img: alpine},
+		"under port registry":                       {pattern: "registry.example.com:5000/*", img: portRegistry, want: true},
+		"prefix is not path prefix":                 {pattern: "docker.io/lib/*", img: alpine},
+		"everything":                                {pattern: "*", img: alpine, want: true},
+		"all of docker hub":                         {pattern: "docker.io/*", img: team, want: true},
+		"docker hub not quay":                       {pattern: "docker.io/*", img: quay},
+		"all tags by repo digest":                   {pattern: "alpine:*", img: Image{ID: idB, Digests: []string{"docker.io/library/alpine@" + digA}}, want: true},
 		// Upstream's string prefixes are kept: what it protected stays
 		// protected.
 		"upstream's prefix: a longer repository":  {pattern: "docker.io/library/alpine:*", img: Image{ID: idB, Tags: []string{"docker.io/library/alpine-tools:1"}}, want: true},
 		"upstream's prefix: a path below":         {pattern: "docker.io/library/alpine:*", img: Image{ID: idB, Tags: []string{"docker.io/library/alpine/sub:1"}}, want: true},
 		"upstream's prefix: an unnormalised name": {pattern: "myapp:*", img: Image{ID: idB, Tags: []string{"myapp-sidecar:1"}}, want: true},
 		"upstream's prefix: under a path":         {pattern: "docker.io/team/*", img: Image{ID: idB, Tags: []string{"docker.io/team/tool:v1"}}, want: true},
-		"upstream's prefix: not before a port":    {pattern: "registry.example.com:5000/team/other:*", img: Image{ID: idB, Tags: []string{"registry.example.com:6000/x:1"}}},
+		"upstream's prefix: before a port":        {pattern: "registry.example.com:5000/team/other:*", img: Image{ID: idB, Tags: []string{"registry.example.com:6000/x:1"}}, want: true},
+		"upstream's prefix: the host as text":     {pattern: "localhost:5000/team/app:*", img: Image{ID: idB, Tags: []string{"localhost/kubernetes/pause:0.1"}}, want: true},
+		"upstream's prefix: a port in a glob":     {pattern: "registry.example.com:5000/*/app:*", img: Image{ID: idB, Tags: []string{"registry.example.com/x:1"}}, want: true},
 		"upstream's prefix: a bare digest":        {pattern: "sha256:*", img: Image{ID: idB}, want: true},
 	}
 	for name, tc := range cases {
@@ -181,6 +185,9 @@ func TestParsePatternLegacy(t *testing.T) {
 		"text":                  {in: "Alpine latest", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, true}}},
 		"empty":                 {in: "", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, false}}},
 		"bad digest":            {in: "sha256:12", want: want{Legacy: LegacyLiteral, Matches: []bool{false, false, false, false, false}}},
+		"port, all tags":        {in: "registry.k8s.io:443/other:*", want: want{Legacy: LegacyPortPrefix, Matches: []bool{false, true, false, false, false}}},
+		"port, path":            {in: "registry.k8s.io:443/*", want: want{Matches: []bool{false, false, false, false, false}}},
+		"port, one image":       {in: "registry.k8s.io:443/pause:3.9", want: want{Matches: []bool{false, false, false, false, false}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -258,10 +265,9 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzPattern: every string is a pattern, and it protects every image
-// that upstream's reading of it protected, except that "host:port/repo:*"
-// is the repository's, not every image of host.
+// that upstream's reading of it protected.
 func FuzzPattern(f *testing.F) {
-	for _, s := range []string{"alpine:*", "docker.io/library/*", "*", "quay.io/*", "a*b", idA, "nginx:1.*", "*/pause:*", ":*", "Alpine latest"} {
+	for _, s := range []string{"alpine:*", "docker.io/library/*", "*", "quay.io/*", "a*b", idA, "nginx:1.*", "*/pause:*", ":*", "Alpine latest", "localhost:5000/app:*", "a*:5/b:*"} {
 		f.Add(s, "docker.io/library/alpine:3.19", "docker.io/library/alpine@"+digA)
 	}
 	f.Fuzz(func(t *testing.T, s, tag, digest string) {
@@ -270,9 +276,6 @@ func FuzzPattern(f *testing.F) {
 		_, got := NewExclusions([]Pattern{p}).Match(img)
 		if got != p.linearMatches(img) {
 			t.Fatalf("%q on %+v: index and linear matcher disagree", s, img)
-		}
-		if before, after, _ := strings.Cut(s, ":"); strings.HasSuffix(s, ":*") && !strings.Contains(before, "/") && strings.Contains(after, "/") {
-			return
 		}
 		if upstreamMatches(s, img) && !got {
 			t.Fatalf("%q protected %+v upstream, not here", s, img)

@@ -30,7 +30,7 @@ func (p Pattern) linearMatches(img Image) bool {
 	if p.globMatches(globForms(img)) {
 		return true
 	}
-	if p.ref != nil || p.literal != "" {
+	if p.ref != nil || p.literal {
 		matched := false
 		forText(img, func(n string) { matched = matched || n == p.raw })
 		if matched {

@@ -10,8 +10,7 @@ import (
 //
 //   - an exact reference, digest or image ID, matched as an ImageList entry is;
 //   - "registry/path/*": every image whose repository is under that path;
-//   - "repo:*": every tag and digest of that repository (also for registries
-//     with a port, which upstream got wrong);
+//   - "repo:*": every tag and digest of that repository;
 //   - "*": every image. Upstream silently ignored a lone "*"; an exclusion
 //     list exists to protect, so here it protects everything.
 //
@@ -19,8 +18,11 @@ import (
 // the runtime reports (the text before "*" for "path/*", before the first
 // ":" for "repo:*"), so "docker.io/library/nginx:*" also caught
 // "docker.io/library/nginx-exporter". A pattern here protects at least what
-// upstream's did (those prefixes as well as the repositories above), except
-// that "host:port/repo:*" is this repository's, not every image of host.
+// upstream's did: those prefixes as well as the repositories above. So
+// "host:port/repo:*" protects every image whose name starts with "host", as
+// upstream read it (a legacy entry: its writer most likely meant the one
+// repository, and a list that protected the whole registry must not start
+// losing images on upgrade).
 //
 // Upstream accepted any string and compared it as text, so an entry that is
 // none of the forms above (a legacy entry, Legacy says how it is read) is
@@ -47,8 +49,10 @@ type Pattern struct {
 	ref    *Ref
 	// glob is a legacy entry with a "*" elsewhere than at its end.
 	glob string
-	// literal is a legacy entry that is no reference, compared as text.
-	literal string
+	// literal is a legacy entry that is no reference, compared as text
+	// (raw): the empty string too, which upstream compared with a name
+	// the runtime reported empty.
+	literal bool
 	legacy  string
 }
 
@@ -58,6 +62,7 @@ const (
 	LegacyGlob        = `read as a glob, "*" standing for any text, matched against each image name in full and short form (upstream compared it as text: it protected none)`
 	LegacyEmptyPrefix = `protects every image, as upstream, which read the text before its first ":" as a prefix of every name`
 	LegacyLiteral     = `not an image reference: compared as text with the names the runtime reports, as upstream did (it protects only an image named exactly so)`
+	LegacyPortPrefix  = `protects this repository and every image whose name starts with the text before its first ":", the registry's host without its port, as upstream read it; to protect less, list the tags or write "host:port/path/*"`
 )
 
 // ParsePattern reads one exclusion entry. Every string is a pattern: see
@@ -84,6 +89,11 @@ func ParsePattern(s string) Pattern {
 			if named, err := reference.ParseNormalizedNamed(repo); err == nil && reference.IsNameOnly(named) {
 				p.repo = named.Name()
 				p.prefix = colonPrefix(s)
+				if strings.Contains(repo, ":") {
+					// A repository's only ":" is a port's:
+					// upstream's prefix is the bare host.
+					p.legacy = LegacyPortPrefix
+				}
 				return p
 			}
 		}
@@ -92,7 +102,7 @@ func ParsePattern(s string) Pattern {
 			p.ref = &r
 			return p
 		}
-		p.literal = s
+		p.literal = true
 		p.legacy = LegacyLiteral
 		return p
 	}
@@ -104,26 +114,24 @@ func ParsePattern(s string) Pattern {
 	}
 	p.glob = s
 	p.legacy = LegacyGlob
-	// Upstream's prefix, so that what it protected stays protected; one
-	// holding a "*" was text to it, which no name starts with.
-	if prefix := strings.TrimSuffix(s, "*"); strings.HasSuffix(s, "/*") && !strings.Contains(prefix, "*") {
-		p.prefix = prefix
+	// Upstream's prefix, so that what it protected stays protected. One
+	// holding a "*" was text to it too, which a name the runtime reports
+	// could in principle start with.
+	if strings.HasSuffix(s, "/*") {
+		p.prefix = strings.TrimSuffix(s, "*")
 	} else if strings.HasSuffix(s, ":*") {
-		if prefix := colonPrefix(s); !strings.Contains(prefix, "*") {
-			p.prefix = prefix
-		}
+		p.prefix = colonPrefix(s)
 	}
 	return p
 }
 
-// colonPrefix is upstream's prefix of a "repo:*" entry, the text before its
-// first ":", where that ":" is the tag's. Before a port it was the bare
-// host, every image of the registry: a bug, not a meaning anyone wrote.
+// colonPrefix is upstream's prefix of a "repo:*" entry: the text before its
+// first ":", even where that ":" is a registry's port, which makes it the
+// bare host and so every image of the registry (and of any other port of
+// that host, and any name starting with that text).
 func colonPrefix(s string) string {
-	if before, after, _ := strings.Cut(s, ":"); strings.Contains(before, "/") || !strings.Contains(after, "/") {
-		return before
-	}
-	return ""
+	before, _, _ := strings.Cut(s, ":")
+	return before
 }
 
 // normalisePath turns "docker.io/library", "library", "quay.io",

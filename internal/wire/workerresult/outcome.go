@@ -35,6 +35,14 @@ const (
 	// NotNeeded: the disk-pressure policy had freed enough without it, or
 	// it is among the newest versions keepVersions keeps.
 	NotNeeded Outcome = "not needed"
+	// GoneFromRegistry: an automatic policy chose it, a workload
+	// references it or a container used it lately, and its registry no
+	// longer serves its content: removed, it could not be pulled back.
+	GoneFromRegistry Outcome = "gone from registry"
+	// RegistryUnreachable: as GoneFromRegistry, but its registry could not
+	// be asked (timeout, refused credentials, the run's bound of
+	// requests): kept unless the configuration says to remove it anyway.
+	RegistryUnreachable Outcome = "registry unreachable"
 )
 
 // The outcomes of entries and removals that are neither removed nor kept
@@ -53,7 +61,7 @@ const (
 
 // Outcomes lists every outcome in the order summaries and tables print
 // them.
-var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, CoolingDown, RecentlyUsed, NotNeeded, NotOnNode, Refused, Failed, Invalid}
+var Outcomes = []Outcome{Removed, InUse, Pinned, Excluded, Referenced, NotRepullable, TooYoung, CoolingDown, RecentlyUsed, NotNeeded, GoneFromRegistry, RegistryUnreachable, NotOnNode, Refused, Failed, Invalid}
 
 // Count is the summary's count of one outcome.
 func (s Summary) Count(o Outcome) int { return s.Counts[string(o)] }

@@ -13,6 +13,7 @@ func TestOutcomeWords(t *testing.T) {
 	want := map[Outcome]string{
 		Removed: "removed", InUse: "in use", Pinned: "pinned", Excluded: "excluded", Referenced: "referenced",
 		NotRepullable: "not re-pullable", TooYoung: "too young", CoolingDown: "cooling down", RecentlyUsed: "recently used", NotNeeded: "not needed",
+		GoneFromRegistry: "gone from registry", RegistryUnreachable: "registry unreachable",
 		NotOnNode: "not on node", Refused: "refused", Failed: "failed", Invalid: "invalid",
 	}
 	got := map[Outcome]string{}

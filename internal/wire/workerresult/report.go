@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
@@ -72,11 +74,52 @@ type Summary struct {
 	// PlanMs is the time, in milliseconds, the remover spent deciding:
 	// reading ages and the node's state file, and planning.
 	PlanMs float64 `json:"planMs,omitempty"`
+	// RegistryChecks are the registry's answers for the images an
+	// automatic policy chose that a workload may need again.
+	RegistryChecks *RegistryChecks `json:"registryChecks,omitempty"`
 	// AgeSource says where image ages came from: "runtime" (the runtime's
 	// image records) or "first seen" (the node's state file, when the
 	// runtime does not record when it pulled an image).
 	AgeSource string `json:"ageSource,omitempty"`
+	// Regret is what came back of earlier removals, by the node's removal
+	// ledger: the returns no report told before this one.
+	Regret *Regret `json:"regret,omitempty"`
 }
+
+// Regret is the images that came back to a node after Eraser removed them:
+// each return is told once, by the first remover (or "eraser node prune")
+// after a worker saw it.
+type Regret struct {
+	// Returns counts the images that came back; BytesReturned is what
+	// their removals had freed, pulled back.
+	Returns       int    `json:"returns"`
+	BytesReturned uint64 `json:"bytesReturned"`
+	// ByPolicy totals them by the retention policy that had removed them.
+	ByPolicy map[string]RegretTotal `json:"byPolicy,omitempty"`
+	// Recent are the newest few returns.
+	Recent []RegretReturn `json:"recent,omitempty"`
+}
+
+// RegretTotal is what came back of one policy's removals.
+type RegretTotal struct {
+	Returns int    `json:"returns"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// RegretReturn is one image that came back.
+type RegretReturn struct {
+	Image      string `json:"image"`
+	Repository string `json:"repository,omitempty"`
+	Bytes      uint64 `json:"bytes"`
+	Policy     string `json:"policy,omitempty"`
+	// Run is the ImageJob that had removed it ("" for "eraser node prune").
+	Run        string    `json:"run,omitempty"`
+	RemovedAt  time.Time `json:"removedAt"`
+	ReturnedAt time.Time `json:"returnedAt"`
+}
+
+// MaxRegretRecent is how many returns a summary names.
+const MaxRegretRecent = 3
 
 // PolicyTotal is what one retention policy removed.
 type PolicyTotal struct {
@@ -91,6 +134,19 @@ type ImageFs struct {
 	CapacityBytes   uint64 `json:"capacityBytes"`
 	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
 	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
+	// TargetBytes is what the disk-pressure policy brings the used bytes
+	// under (the low threshold's share of the capacity); set when the run
+	// found the filesystem at or above the high threshold.
+	TargetBytes uint64 `json:"targetBytes,omitempty"`
+	// TargetReached: a measurement after the removals showed the used
+	// bytes under the target (never on a dry run).
+	TargetReached bool `json:"targetReached,omitempty"`
+	// TimeToTargetMs is the time, in milliseconds, from the first removal
+	// for disk pressure to the measurement that showed the target reached;
+	// FreedToTargetBytes is what the filesystem measured freed over it.
+	// Both zero when the target was reached without such a removal.
+	TimeToTargetMs     float64 `json:"timeToTargetMs,omitempty"`
+	FreedToTargetBytes uint64  `json:"freedToTargetBytes,omitempty"`
 }
 
 // Freed compares what a run's removals should free, by the runtime's own
@@ -147,6 +203,44 @@ type Leftovers struct {
 	SweptUnknown bool `json:"sweptUnknown,omitempty"`
 	// Error says why they could not be looked for.
 	Error string `json:"error,omitempty"`
+}
+
+// RegistryChecks are a run's answers from the images' registries: counts
+// per answer ("present", "gone", "unknown"), how many came from the node's
+// cache, the requests made, and the first few answers.
+type RegistryChecks struct {
+	Counts   map[string]int  `json:"counts,omitempty"`
+	Cached   int             `json:"cached,omitempty"`
+	Requests int             `json:"requests,omitempty"`
+	First    []RegistryCheck `json:"first,omitempty"`
+	// Error says what the checks went without: the operator's
+	// credentials, or the cache of earlier answers.
+	Error string `json:"error,omitempty"`
+}
+
+// MaxRegistryChecks is how many answers a summary names; the log has
+// every one.
+const MaxRegistryChecks = 3
+
+// RegistryCheck is one image's answer.
+type RegistryCheck struct {
+	Image  string `json:"image"`
+	Answer string `json:"answer"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Add counts an answer and names it among the first few.
+func (rc *RegistryChecks) Add(image, answer, detail string, cached bool) {
+	if rc.Counts == nil {
+		rc.Counts = map[string]int{}
+	}
+	rc.Counts[answer]++
+	if cached {
+		rc.Cached++
+	}
+	if len(rc.First) < MaxRegistryChecks {
+		rc.First = append(rc.First, RegistryCheck{Image: textcut.Cut(image, maxMessage), Answer: answer, Detail: textcut.Cut(detail, maxMessage)})
+	}
 }
 
 // Failure is one failed image, or an invalid ImageList entry.
@@ -206,10 +300,23 @@ func (s Summary) Encode() []byte {
 		f.Note, f.Error = textcut.Cut(f.Note, maxMessage), textcut.Cut(f.Error, maxMessage)
 		s.Freed = &f
 	}
+	if s.Regret != nil {
+		r := *s.Regret
+		r.Recent = append([]RegretReturn(nil), r.Recent[:min(len(r.Recent), MaxRegretRecent)]...)
+		for i := range r.Recent {
+			r.Recent[i].Image, r.Recent[i].Repository, r.Recent[i].Run = textcut.Cut(r.Recent[i].Image, maxMessage), textcut.Cut(r.Recent[i].Repository, maxMessage), textcut.Cut(r.Recent[i].Run, maxMessage)
+		}
+		s.Regret = &r
+	}
 	if s.Leftovers != nil {
 		l := *s.Leftovers
 		l.Error = textcut.Cut(l.Error, maxMessage)
 		s.Leftovers = &l
+	}
+	if s.RegistryChecks != nil {
+		rc := *s.RegistryChecks
+		rc.Error = textcut.Cut(rc.Error, maxMessage)
+		s.RegistryChecks = &rc
 	}
 	for {
 		data, err := json.Marshal(s)
@@ -222,6 +329,20 @@ func (s Summary) Encode() []byte {
 			drop := max(1, n/4)
 			s.Verdicts = s.Verdicts[:n-drop]
 			s.VerdictsOmitted += drop
+			continue
+		}
+		// Then the returns named: the totals keep them, the log has them.
+		if s.Regret != nil && len(s.Regret.Recent) > 0 {
+			r := *s.Regret
+			r.Recent = r.Recent[:len(r.Recent)-1]
+			s.Regret = &r
+			continue
+		}
+		// Then the registry's answers: the counts keep them.
+		if rc := s.RegistryChecks; rc != nil && len(rc.First) > 0 {
+			c := *rc
+			c.First = c.First[:len(c.First)-1]
+			s.RegistryChecks = &c
 			continue
 		}
 		// Then refusals: they fail nothing, and the counts keep them.
@@ -252,4 +373,23 @@ func Write(path string, s Summary) error {
 		return nil
 	}
 	return os.WriteFile(path, s.Encode(), 0o644)
+}
+
+// Relief says, for people, how a run under disk pressure ended: the
+// target, and whether a measurement showed the filesystem below it, how
+// long after the first removal for it and what it took; "" when the run
+// was not under pressure.
+func (f ImageFs) Relief() string {
+	if f.TargetBytes == 0 || f.CapacityBytes == 0 {
+		return ""
+	}
+	target := fmt.Sprintf("the target %s (%.1f%% of %s)", bytesize.Format(f.TargetBytes), float64(f.TargetBytes)*100/float64(f.CapacityBytes), bytesize.Format(f.CapacityBytes))
+	if !f.TargetReached {
+		return fmt.Sprintf("disk pressure: still at or above %s, %.1f%% used", target, float64(f.UsedAfterBytes)*100/float64(f.CapacityBytes))
+	}
+	if f.FreedToTargetBytes == 0 && f.TimeToTargetMs == 0 {
+		return "disk pressure: below " + target + " with no removal for it"
+	}
+	return fmt.Sprintf("disk pressure: below %s %s after the first removal for it, %s freed", target,
+		(time.Duration(f.TimeToTargetMs * float64(time.Millisecond))).Round(time.Millisecond), bytesize.Format(f.FreedToTargetBytes))
 }

@@ -64,6 +64,7 @@ func (o Outcome) counts() metrics.NodeCounts {
 			}
 		}
 	}
+	n.Regret = regretCounts(o.Summary)
 	if o.Scanner != nil {
 		n.Vulnerable = int64(o.Scanner.Counts[workerresult.CountToRemove])
 	}
@@ -204,9 +205,12 @@ func AddResults(total *eraserv1.ImageResults, s *workerresult.Summary) {
 	total.RecentlyUsed += int64(s.Count(workerresult.RecentlyUsed))
 	total.NotNeeded += int64(s.Count(workerresult.NotNeeded))
 	total.CoolingDown += int64(s.Count(workerresult.CoolingDown))
+	total.GoneFromRegistry += int64(s.Count(workerresult.GoneFromRegistry))
+	total.RegistryUnreachable += int64(s.Count(workerresult.RegistryUnreachable))
 	total.Referenced += int64(s.Count(workerresult.Referenced))
 	total.NotRepullable += int64(s.Count(workerresult.NotRepullable))
 	total.DryRun = total.DryRun || s.DryRun
+	addRegret(total, s)
 	for i, p := range policyOrder {
 		t, ok := s.RemovedBy[string(p)]
 		if !ok || (t.Images == 0 && t.Bytes == 0) {
