@@ -49,6 +49,9 @@ func Print(w io.Writer, out Output) {
 	for _, line := range regretLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range registryLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tOUTCOME\tIMAGE\tPOLICY\tSIZE\tDETAIL")
 	for _, n := range out.Nodes {
@@ -195,6 +198,40 @@ func regretLines(nodes []nodereport.Node) []string {
 		return nil
 	}
 	return append([]string{fmt.Sprintf("came back after earlier removals: %d images, %s pulled again", returns, bytesize.Format(bytes))}, out...)
+}
+
+// registryLines say what the images' registries answered before removals
+// of images a workload may need again: the totals, then each node's first
+// answers that kept an image.
+func registryLines(nodes []nodereport.Node) []string {
+	total := map[string]int{}
+	var requests, cached int
+	var out []string
+	for _, n := range nodes {
+		rc := n.RegistryChecks
+		if rc == nil {
+			continue
+		}
+		for k, v := range rc.Counts {
+			total[k] += v
+		}
+		requests += rc.Requests
+		cached += rc.Cached
+		for _, c := range rc.First {
+			if c.Answer != "present" {
+				out = append(out, fmt.Sprintf("  %s: %s: %s (%s)", n.Name, c.Image, c.Answer, c.Detail))
+			}
+		}
+		if rc.Error != "" {
+			out = append(out, fmt.Sprintf("  %s: %s", n.Name, rc.Error))
+		}
+	}
+	if len(total) == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("registry checks: %d present, %d gone, %d unknown (%d requests, %d answers cached)",
+		total["present"], total["gone"], total["unknown"], requests, cached)
+	return append([]string{head}, out...)
 }
 
 func counts(m map[string]int) string {

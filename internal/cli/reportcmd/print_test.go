@@ -74,6 +74,23 @@ came back after earlier removals: 2 images, 3.0MiB pulled again
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},
+		"the registries' answers": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", RegistryChecks: &workerresult.RegistryChecks{Counts: map[string]int{"present": 2, "gone": 1}, Requests: 2, Cached: 1, First: []workerresult.RegistryCheck{
+					{Image: "sha256:1", Answer: "present", Detail: "r.example: 200"},
+					{Image: "sha256:2", Answer: "gone", Detail: "r.example: 404 not found"},
+				}}},
+				{Name: "b", RegistryChecks: &workerresult.RegistryChecks{Counts: map[string]int{"unknown": 1}, Requests: 1, Error: "the registries' credentials could not be read, asked anonymously",
+					First: []workerresult.RegistryCheck{{Image: "sha256:3", Answer: "unknown", Detail: "r.example: timeout"}}}},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+registry checks: 2 present, 1 gone, 1 unknown (3 requests, 1 answers cached)
+  a: sha256:2: gone (r.example: 404 not found)
+  b: sha256:3: unknown (r.example: timeout)
+  b: the registries' credentials could not be read, asked anonymously
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
 		"a node without the runtime's records counts the images' sizes": {
 			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
 				{Name: "a", BytesFreed: 3 << 20, Freed: &workerresult.Freed{ExpectedBytes: 2 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "imagefs"}},

@@ -139,6 +139,7 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 		if cs.Name == podspec.RemoverContainer {
 			n.BytesFreed, n.DryRun, n.Freed, n.ImageFs = s.BytesFreed, s.DryRun, s.Freed, s.ImageFs
 			n.Regret = s.Regret
+			n.RegistryChecks = s.RegistryChecks
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {

@@ -74,6 +74,9 @@ type Node struct {
 	// Regret is what came back to the node after earlier removals, as its
 	// remover reported it.
 	Regret *workerresult.Regret `json:"regret,omitempty"`
+	// RegistryChecks are the registries' answers about the images an
+	// automatic policy chose that a workload may need again.
+	RegistryChecks *workerresult.RegistryChecks `json:"registryChecks,omitempty"`
 }
 
 // maxLine bounds one log line; a longer line is not a result line.
