@@ -280,8 +280,6 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
-	remove, kept := checkRegistry(ctx, snap, r, remove, opts, info)
-	results = append(results, kept...)
 	if opts.Concurrency < 1 {
 		opts.Concurrency = AutoConcurrency()
 	}
@@ -289,6 +287,17 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	var queue []int
 	var prior map[int]Result
 	pressure := diskOn && r.Disk != nil && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent)
+	// The registry check, before any removal: of the plan's, and of the
+	// candidates a drain under pressure may take (registry.go).
+	var drainable []retention.Candidate
+	if pressure && !opts.DryRun {
+		drainable = spare
+	}
+	remove, kept, drainable := checkRegistry(ctx, snap, r, remove, drainable, opts, info)
+	results = append(results, kept...)
+	if pressure && !opts.DryRun {
+		spare = drainable
+	}
 	if pressure {
 		info.Relief = &Relief{Target: opts.Retention.Target(*r.Disk)}
 	}
