@@ -178,7 +178,7 @@ build-windows: ## Check that the node workers build for Windows.
 # hand-off tests, which skip AF_UNIX there). Packages whose tests clean up
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
 WINDOWS_TEST_PACKAGES := ./internal/node/cri ./internal/node/handoff ./internal/node/remover ./internal/wire/imageref ./internal/wire/endpoint \
-	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage
+	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage ./internal/node/regret
 # Then, from Linux, the Windows eraser command under Wine against a real
 # containerd reached through a named pipe (test/windows): root, containerd.
 WINDOWS_HOST_TEST_PACKAGES := ./test/windows
@@ -373,6 +373,16 @@ bench-remover: test-deps ## Remover vs raw CRI RemoveImage loops on a real conta
 .PHONY: bench-scanner
 bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from the module proxy) on 20 fixture images: time per image, peak RSS; then the fleet case: N = 1, 10, 100 nodes sharing the cluster's DB and verdicts vs each scanning alone (DB fetches, scans, wall time, the service's CPU and heap; BENCH_FLEET="1 10" for fewer).
 	TRIVY_BIN="$$(hack/build-trivy.sh)" $(SCANNER_ENV) go -C $(SCANNER_MODULE) test -tags bench -count=1 -run 'TestScannerBench|TestScannerFleetBench' -v -timeout 90m ./test/bench
+
+# The regret benchmark lives in its own module (test/bench/regret), so that
+# k8s.io/kubernetes, whose image garbage collector is its baseline, never
+# enters the operator's go.mod.
+REGRET_MODULE := test/bench/regret
+
+.PHONY: bench-regret
+bench-regret: ## Removal without regret: seeded 30-day traces of a node fleet (web releases and rollbacks, CI runners, daily tag bumps, CronJobs) replayed through the kubelet's own image GC, Eraser's default scheduled run (also at 85/80) and the regret-aware policy: bytes pulled and re-pulled, starts that waited on a re-pull or failed because the registry dropped the image, peak and mean disk, bytes freed, and the goal's verdict per profile. BENCH_REGRET_PROFILES="web ci" and BENCH_REGRET_POLICIES for fewer, BENCH_REGRET_SCALE for the kubelet's clock (default 60000). About 5 minutes on 2 loaded cores.
+	go -C $(REGRET_MODULE) vet ./...
+	BENCH_REGRET=1 go -C $(REGRET_MODULE) test -count=1 -run TestRegretBench -v -timeout 60m .
 
 .PHONY: help
 help:

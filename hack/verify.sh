@@ -105,7 +105,7 @@ if [ -n "$internal_words" ]; then
   fail=1
 fi
 
-for mod in . hack/tools hack/render scanner/trivy; do
+for mod in . hack/tools hack/render scanner/trivy test/bench/regret; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum" >&2
     fail=1
@@ -119,7 +119,9 @@ done
 # which hack/build-control-plane.sh raises to these versions; at different
 # versions a cold make test compiled them once per version. The Trivy
 # module builds under GOEXPERIMENT=jsonv2, which shares no compiled package
-# with the rest, so it may differ.
+# with the rest, so it may differ; so may the regret benchmark's
+# (test/bench/regret), which only make bench-regret builds and which takes
+# k8s.io/kubernetes's versions.
 selected() { # module dir, packages: "path version" of each module their build (tests too) compiles
   go -C "$1" list -deps -test -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}}{{end}}{{end}}' "${@:2}" | sort -u
 }

@@ -4,7 +4,9 @@
 // Run by hack/verify.sh.
 //
 // It lists the root module's packages (and the Trivy scanner module's, which
-// runs on the node) with `go list` and checks each import against rules.
+// runs on the node, and the regret benchmark's, which assembles the node's
+// packages with the kubelet's) with `go list` and checks each import
+// against rules.
 package main
 
 import (
@@ -24,7 +26,7 @@ const module = "github.com/eraser-oss/eraser"
 
 func main() {
 	var pkgs []Package
-	for _, dir := range []string{".", "scanner/trivy"} {
+	for _, dir := range []string{".", "scanner/trivy", "test/bench/regret"} {
 		listed, err := list(dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "layers:", err)

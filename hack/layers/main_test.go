@@ -26,6 +26,7 @@ func TestLayerOf(t *testing.T) {
 		module + "/internal/process/logging":       Process,
 		module + "/cmd/manager":                    Top,
 		module + "/test/fault":                     Top,
+		module + "/test/bench/regret":              Top,
 	}
 	for path, want := range cases {
 		if got := LayerOf(path); got != want {

@@ -207,6 +207,8 @@ var servedMetrics = map[string]bool{
 	"eraser_paused":                                true,
 	"eraser_images_refused_run_total":              true,
 	"eraser_scan_db_fetches_total":                 true,
+	"eraser_regret_returns_total":                  true,
+	"eraser_regret_bytes_total":                    true,
 }
 
 var (

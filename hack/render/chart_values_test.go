@@ -21,6 +21,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/process/version"
 	"github.com/eraser-oss/eraser/internal/wire/config"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // Every value the chart documents reaches the object it is for.
@@ -83,7 +84,7 @@ func TestChartValues(t *testing.T) {
 		m.ImageJob.NodeSelector["pool"] != "general" || len(m.ImageJob.Tolerations) != 1 || m.ImageJob.Tolerations[0].Key != "dedicated" {
 		t.Errorf("EraserConfig did not take the values: %+v %+v", m, cfg.Components)
 	}
-	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd",
+	wantRetention := config.Retention{MinAge: 30 * time.Minute, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/data/containerd", CoolDown: workerdefaults.CoolDown,
 		KeepVulnerableReferenced: true, RemoveNotRepullable: true}
 	if diff := cmp.Diff(wantRetention, m.Retention); diff != "" {
 		t.Errorf("retention (-want +got):\n%s", diff)

@@ -34,12 +34,19 @@ func setupControllers(mgr ctrl.Manager, stores *cacheopts.Stores, opts Options, 
 	// The images the cluster's pods and templates reference: watched
 	// cluster-wide apart from the manager's cache, which holds only its
 	// namespace's pods, and kept compact (internal/manager/workloadindex).
-	refs, err := workloadindex.New(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(refs); err != nil {
-		return fmt.Errorf("adding the reference index: %w", err)
+	// Off (--reference-index=false), nothing reads them, so the
+	// ClusterRole may leave their read rules out; an interface left nil,
+	// not a nil index, so that a run that needs it says it is missing.
+	var refs imagejob.References
+	if !opts.NoReferenceIndex {
+		idx, err := workloadindex.New(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(idx); err != nil {
+			return fmt.Errorf("adding the reference index: %w", err)
+		}
+		refs = idx
 	}
 	scanOpts, err := opts.scanService()
 	if err != nil {

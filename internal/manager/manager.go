@@ -69,9 +69,10 @@ func Run(ctx context.Context, log logr.Logger, restConfig *rest.Config, opts Opt
 	if cause != nil {
 		return holdback.Run(ctx, log, restConfig, heldBackOptions(scheme, opts, holdback.RecheckEvery), cause)
 	}
-	// Before any ImageList is looked at: an install whose manifest did
-	// not date it is dated now (package adoption).
-	if _, err := adoption.Since(ctx, reader, opts.Namespace); err != nil {
+	// Before any ImageList is looked at, and before any ImageJob is
+	// created: an install whose manifest did not date it is dated now, and
+	// what was there before it is recorded (package adoption).
+	if _, err := adoption.Survey(ctx, reader, opts.Namespace); err != nil {
 		return fmt.Errorf("dating the install: %w", err)
 	}
 	cacheOpts, stores := cacheopts.Options(opts.Namespace)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ type Options struct {
 	// place (--pprof-bind-address; off by default).
 	PprofAddr   string
 	LeaderElect bool
+	// NoReferenceIndex runs no reference index: the manager reads no pod
+	// or workload outside its namespace, and a run whose configuration
+	// protects referenced images fails. The zero value runs it.
+	NoReferenceIndex bool
 	// Lease timings: how long a lease lasts, how long the leader keeps
 	// trying to renew it before it gives up (and exits), and how often it
 	// tries. A longer renew deadline rides out a longer API server outage;
@@ -124,6 +129,11 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "requests a second each of the manager's API clients (one per kind of object) may send on average (the 10,000-node benchmark creates pods at up to 80 a second); 0 bounds none")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "requests each of the manager's API clients may send at once")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so that only one replica runs jobs")
+	fs.BoolFunc("reference-index", "watch every pod and workload of the cluster for the images they reference (manager.retention.protectReferenced); false for a ClusterRole without those read rules, where the configuration must not protect referenced images (default true)", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		o.NoReferenceIndex = !on
+		return err
+	})
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits for a silent leader's lease to expire before taking over")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew its lease (e.g. through an API server outage) before it exits")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader election tries to acquire or renew the lease")

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +125,30 @@ func TestBoundClients(t *testing.T) {
 	want := map[string]bound{"the defaults": {200, 400}, "no bound": {-1, 0}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("client bounds (-want +got):\n%s", diff)
+	}
+}
+
+func TestReferenceIndexFlag(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want bool // NoReferenceIndex
+	}{
+		"default":  {},
+		"on":       {args: []string{"--reference-index"}},
+		"off":      {args: []string{"--reference-index=false"}, want: true},
+		"on again": {args: []string{"--reference-index=false", "--reference-index=true"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var o Options
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			o.Bind(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, o.NoReferenceIndex); diff != "" {
+				t.Errorf("NoReferenceIndex (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

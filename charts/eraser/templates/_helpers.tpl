@@ -353,3 +353,18 @@ Any other memory limit under 128Mi is refused, with the fix.
 0
 {{- end -}}
 {{- end -}}
+
+{{/*
+eraser.workloadProtection is "true" where the manager reads the cluster's pods
+and workloads (rbac.workloadProtection), "" where it does not. Off, the
+configuration must not protect referenced images: every run would fail.
+*/}}
+{{- define "eraser.workloadProtection" -}}
+{{- $v := include "eraser.values" . | fromYaml -}}
+{{- $on := dig "rbac" "workloadProtection" true $v -}}
+{{- if $on -}}
+true
+{{- else if ne (toString (dig "runtimeConfig" "manager" "retention" "protectReferenced" true $v)) "false" -}}
+{{- fail "rbac.workloadProtection: false leaves out the read of pods and workloads that protecting referenced images needs: set runtimeConfig.manager.retention.protectReferenced: false too (docs/retention.md), or keep rbac.workloadProtection: true" -}}
+{{- end -}}
+{{- end -}}

@@ -199,6 +199,9 @@ func printPrune(out io.Writer, results []remover.Result, s workerresult.Summary,
 	if fs := s.ImageFs; fs != nil && fs.CapacityBytes > 0 {
 		fmt.Fprintf(out, "image filesystem: %.1f%% used before, %.1f%% after (of %s)\n",
 			float64(fs.UsedBeforeBytes)*100/float64(fs.CapacityBytes), float64(fs.UsedAfterBytes)*100/float64(fs.CapacityBytes), bytesize.Format(fs.CapacityBytes))
+		if line := fs.Relief(); line != "" {
+			fmt.Fprintln(out, line)
+		}
 	}
 	if f := s.Freed; f != nil {
 		// The images' sizes above count a layer once per image; this is

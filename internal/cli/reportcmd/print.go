@@ -43,7 +43,13 @@ func Print(w io.Writer, out Output) {
 	for _, line := range freedLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range reliefLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
 	for _, line := range regretLines(out.Nodes) {
+		fmt.Fprintln(w, line)
+	}
+	for _, line := range registryLines(out.Nodes) {
 		fmt.Fprintln(w, line)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -194,6 +200,40 @@ func regretLines(nodes []nodereport.Node) []string {
 	return append([]string{fmt.Sprintf("came back after earlier removals: %d images, %s pulled again", returns, bytesize.Format(bytes))}, out...)
 }
 
+// registryLines say what the images' registries answered before removals
+// of images a workload may need again: the totals, then each node's first
+// answers that kept an image.
+func registryLines(nodes []nodereport.Node) []string {
+	total := map[string]int{}
+	var requests, cached int
+	var out []string
+	for _, n := range nodes {
+		rc := n.RegistryChecks
+		if rc == nil {
+			continue
+		}
+		for k, v := range rc.Counts {
+			total[k] += v
+		}
+		requests += rc.Requests
+		cached += rc.Cached
+		for _, c := range rc.First {
+			if c.Answer != "present" {
+				out = append(out, fmt.Sprintf("  %s: %s: %s (%s)", n.Name, c.Image, c.Answer, c.Detail))
+			}
+		}
+		if rc.Error != "" {
+			out = append(out, fmt.Sprintf("  %s: %s", n.Name, rc.Error))
+		}
+	}
+	if len(total) == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("registry checks: %d present, %d gone, %d unknown (%d requests, %d answers cached)",
+		total["present"], total["gone"], total["unknown"], requests, cached)
+	return append([]string{head}, out...)
+}
+
 func counts(m map[string]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -208,3 +248,33 @@ func counts(m map[string]int) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// reliefLines say, for the nodes a run found under disk pressure, how many
+// a measurement showed below their target after the removals and the
+// longest it took, then each node that is not.
+func reliefLines(nodes []nodereport.Node) []string {
+	var under, reached int
+	var longest float64
+	var out []string
+	for _, n := range nodes {
+		fs := n.ImageFs
+		if fs == nil || fs.TargetBytes == 0 || n.DryRun {
+			continue
+		}
+		under++
+		if fs.TargetReached {
+			reached++
+			longest = max(longest, fs.TimeToTargetMs)
+			continue
+		}
+		out = append(out, fmt.Sprintf("  %s: %s", n.Name, fs.Relief()))
+	}
+	if under == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("disk pressure: %d of %d nodes under pressure brought below their target", reached, under)
+	if reached > 0 {
+		head += fmt.Sprintf(", the slowest %s after its first removal for it", time.Duration(longest*float64(time.Millisecond)).Round(time.Millisecond))
+	}
+	return append([]string{head}, out...)
+}

@@ -74,6 +74,23 @@ came back after earlier removals: 2 images, 3.0MiB pulled again
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},
+		"the registries' answers": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", RegistryChecks: &workerresult.RegistryChecks{Counts: map[string]int{"present": 2, "gone": 1}, Requests: 2, Cached: 1, First: []workerresult.RegistryCheck{
+					{Image: "sha256:1", Answer: "present", Detail: "r.example: 200"},
+					{Image: "sha256:2", Answer: "gone", Detail: "r.example: 404 not found"},
+				}}},
+				{Name: "b", RegistryChecks: &workerresult.RegistryChecks{Counts: map[string]int{"unknown": 1}, Requests: 1, Error: "the registries' credentials could not be read, asked anonymously",
+					First: []workerresult.RegistryCheck{{Image: "sha256:3", Answer: "unknown", Detail: "r.example: timeout"}}}},
+			}},
+			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
+registry checks: 2 present, 1 gone, 1 unknown (3 requests, 1 answers cached)
+  a: sha256:2: gone (r.example: 404 not found)
+  b: sha256:3: unknown (r.example: timeout)
+  b: the registries' credentials could not be read, asked anonymously
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
 		"a node without the runtime's records counts the images' sizes": {
 			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
 				{Name: "a", BytesFreed: 3 << 20, Freed: &workerresult.Freed{ExpectedBytes: 2 << 20, MeasuredBytes: 2 << 20, MeasuredBy: "imagefs"}},
@@ -81,6 +98,19 @@ NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 			}},
 			want: `ImageJob j: Completed, report complete, 2 nodes: 2 succeeded
 space freed: 3.0MiB (measured on 1 of 2 nodes, estimated on the others); 2.0MiB expected on 1 nodes (the removed images' own content)
+NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
+`,
+		},
+		"disk pressure: the nodes brought below their target, and one that was not": {
+			out: Output{Job: "j", Phase: "Completed", Complete: true, Nodes: []nodereport.Node{
+				{Name: "a", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 90 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 1500, FreedToTargetBytes: 11 << 20}},
+				{Name: "b", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 79 << 20, TargetBytes: 80 << 20, TargetReached: true, TimeToTargetMs: 250, FreedToTargetBytes: 16 << 20}},
+				{Name: "c", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 95 << 20, UsedAfterBytes: 85 << 20, TargetBytes: 80 << 20}},
+				{Name: "d", ImageFs: &workerresult.ImageFs{CapacityBytes: 100 << 20, UsedBeforeBytes: 50 << 20, UsedAfterBytes: 50 << 20}},
+			}},
+			want: `ImageJob j: Completed, report complete, 4 nodes: 4 succeeded
+disk pressure: 2 of 3 nodes under pressure brought below their target, the slowest 1.5s after its first removal for it
+  c: disk pressure: still at or above the target 80.0MiB (80.0% of 100.0MiB), 85.0% used
 NODE  OUTCOME  IMAGE  POLICY  SIZE  DETAIL
 `,
 		},

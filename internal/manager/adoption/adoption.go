@@ -11,14 +11,23 @@
 // manifest create (and the manager, when an install lacks it): the API
 // server's own creation time, comparable with the lists', whatever the
 // manager's clock says.
+//
+// Dating alone cannot tell a list that was there before from one applied in
+// the same moment as a first install, as one GitOps sync applies both. So
+// the manager, at its first start with the record, also records whether an
+// earlier Eraser had been there (Evidence): only then are lists judged by
+// date. A first install into a cluster where no Eraser ever ran has no lists
+// upstream ignored, and runs every list, those applied alongside it too.
 package adoption
 
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,9 +54,19 @@ const (
 	NotRun Decision = eraserv1.ReasonNotRunOnAdoption
 )
 
-// Decide says whether a list's current generation runs. since is the
-// install's date; zero runs everything upstream did not already run.
-func Decide(list *eraserv1.ImageList, since time.Time) Decision {
+// Install is what the record says of the install.
+type Install struct {
+	// Since is when the record was created; zero when unknown.
+	Since time.Time
+	// Earlier says whether an earlier Eraser had been in the cluster when
+	// the manager first read the record, or whether that is unknown: only
+	// then are lists created before Since taken over without a run.
+	Earlier bool
+}
+
+// Decide says whether a list's current generation runs. A zero install
+// runs everything upstream did not already run.
+func Decide(list *eraserv1.ImageList, inst Install) Decision {
 	st := &list.Status
 	if st.ObservedGeneration != 0 || st.StartedGeneration != 0 || len(st.Conditions) > 0 {
 		// This Eraser has handled the list before: its edits run.
@@ -57,7 +76,7 @@ func Decide(list *eraserv1.ImageList, since time.Time) Decision {
 		// Only upstream writes results without a generation.
 		return UpstreamRan
 	}
-	if list.Name != UpstreamListName && list.CreationTimestamp.Time.Before(since) {
+	if inst.Earlier && list.Name != UpstreamListName && list.CreationTimestamp.Time.Before(inst.Since) {
 		return NotRun
 	}
 	return Run
@@ -83,6 +102,26 @@ func Message(v Decision, list *eraserv1.ImageList, since time.Time) string {
 // Since returns the install's date: when its record was created. An install
 // without one (a manifest of one's own) gets one now.
 func Since(ctx context.Context, c client.Client, namespace string) (time.Time, error) {
+	inst, err := Read(ctx, c, namespace)
+	return inst.Since, err
+}
+
+// Read returns what the install's record says, creating the record where
+// an install lacks one. A record the manager has not surveyed (Survey) says
+// an earlier Eraser may have been there: lists are judged by date.
+func Read(ctx context.Context, c client.Client, namespace string) (Install, error) {
+	cm, err := record(ctx, c, namespace)
+	if err != nil {
+		return Install{}, err
+	}
+	return installOf(cm), nil
+}
+
+func installOf(cm *corev1.ConfigMap) Install {
+	return Install{Since: cm.CreationTimestamp.Time, Earlier: cm.Data[KeyEarlier] != NoEarlier}
+}
+
+func record(ctx context.Context, c client.Client, namespace string) (*corev1.ConfigMap, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: RecordName}
 	cm := &corev1.ConfigMap{}
 	err := c.Get(ctx, key, cm)
@@ -94,9 +133,97 @@ func Since(ctx context.Context, c client.Client, namespace string) (time.Time, e
 		}
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("reading the install's record, ConfigMap %s: %w", RecordName, err)
+		return nil, fmt.Errorf("reading the install's record, ConfigMap %s: %w", RecordName, err)
 	}
-	return cm.CreationTimestamp.Time, nil
+	return cm, nil
+}
+
+// KeyEarlier is the record's key for what the manager found of an earlier
+// Eraser when it first read the record: the evidence, or NoEarlier. The
+// chart and the manifest leave it out; a record without it is judged as
+// one with evidence.
+const KeyEarlier = "earlierEraser"
+
+// NoEarlier is KeyEarlier's value where no earlier Eraser was found.
+const NoEarlier = "none"
+
+// crdLead is how much older than the record the ImageList CRD must be to
+// show an earlier install: one install applies both within seconds (and
+// Helm and Argo CD create ConfigMaps before CRDs); an earlier one's are
+// older by as long as it ran.
+const crdLead = time.Minute
+
+// Evidence says what shows that an Eraser had been in the cluster before
+// the record was created, or "" when nothing does: an ImageJob (only an
+// Eraser creates one, and a first install's manager has created none when
+// it surveys), an ImageList with a status (upstream's results, or an
+// earlier install's), or the ImageList CRD created well before the record.
+// crd is zero when the CRD could not be read.
+func Evidence(recordCreated, crd time.Time, lists []eraserv1.ImageList, jobs []eraserv1.ImageJob) string {
+	if len(jobs) > 0 {
+		return fmt.Sprintf("ImageJob %s was there", jobs[0].Name)
+	}
+	for i := range lists {
+		if l := &lists[i]; !reflect.ValueOf(l.Status).IsZero() {
+			return fmt.Sprintf("ImageList %s had a status", l.Name)
+		}
+	}
+	if !crd.IsZero() && crd.Add(crdLead).Before(recordCreated) {
+		return fmt.Sprintf("the ImageList CRD was created at %s, before the record", crd.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// Survey returns what the install's record says, as Read, and first, where
+// the record does not say yet, whether an earlier Eraser had been there: it
+// looks (Evidence) and writes the answer into the record. The manager calls
+// it once at start, before it creates any ImageJob, with a client that
+// reads the API server directly.
+func Survey(ctx context.Context, c client.Client, namespace string) (Install, error) {
+	for {
+		cm, err := record(ctx, c, namespace)
+		if err != nil {
+			return Install{}, err
+		}
+		if _, ok := cm.Data[KeyEarlier]; ok {
+			return installOf(cm), nil
+		}
+		var lists eraserv1.ImageListList
+		if err := c.List(ctx, &lists); err != nil {
+			return Install{}, fmt.Errorf("looking for an earlier Eraser's ImageLists: %w", err)
+		}
+		var jobs eraserv1.ImageJobList
+		if err := c.List(ctx, &jobs, client.Limit(1)); err != nil {
+			return Install{}, fmt.Errorf("looking for an earlier Eraser's ImageJobs: %w", err)
+		}
+		var crdCreated time.Time
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := c.Get(ctx, client.ObjectKey{Name: "imagelists." + eraserv1.GroupVersion.Group}, crd); {
+		case err == nil:
+			crdCreated = crd.CreationTimestamp.Time
+		case !apierrors.IsNotFound(err):
+			// Not guessed: a wrong "none" would run lists upstream
+			// ignored.
+			return Install{}, fmt.Errorf("reading the ImageList CRD's age: %w", err)
+		}
+		found := Evidence(cm.CreationTimestamp.Time, crdCreated, lists.Items, jobs.Items)
+		if found == "" {
+			found = NoEarlier
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[KeyEarlier] = found
+		err = c.Update(ctx, cm)
+		if apierrors.IsConflict(err) {
+			// Another replica, or an edit: read it again.
+			continue
+		}
+		if err != nil {
+			return Install{}, fmt.Errorf("writing the install's record, ConfigMap %s: %w", RecordName, err)
+		}
+		return installOf(cm), nil
+	}
 }
 
 // NewRecord is the record as the manager creates it; the chart's and the

@@ -19,6 +19,7 @@ func TestDecide(t *testing.T) {
 	tests := map[string]struct {
 		list    *eraserv1.ImageList
 		unknown bool // no install date
+		fresh   bool // no earlier Eraser was found
 		want    Decision
 	}{
 		"upstream's list, run by upstream": {
@@ -54,6 +55,22 @@ func TestDecide(t *testing.T) {
 				Condition(metav1.Condition{Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: eraserv1.ReasonNotRunOnAdoption}).Obj(),
 			want: Run,
 		},
+		// A first install: a list from just before it came with it.
+		"first install, another name from before the record": {
+			list:  builder.MakeImageList("stale").Images("a").Created(before).Obj(),
+			fresh: true,
+			want:  Run,
+		},
+		"first install, upstream's name from before the record": {
+			list:  builder.MakeImageList("imagelist").Images("a").Created(before).Obj(),
+			fresh: true,
+			want:  Run,
+		},
+		"first install, results without a generation": {
+			list:  builder.MakeImageList("stale").Images("a").Timestamp(upstreamResult).Created(before).Obj(),
+			fresh: true,
+			want:  UpstreamRan,
+		},
 		"no install date known": {
 			list:    builder.MakeImageList("stale").Images("a").Created(before).Obj(),
 			unknown: true,
@@ -62,12 +79,49 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := since
+			inst := Install{Since: since, Earlier: !tc.fresh}
 			if tc.unknown {
-				s = time.Time{}
+				inst = Install{}
 			}
-			if diff := cmp.Diff(tc.want, Decide(tc.list, s)); diff != "" {
+			if diff := cmp.Diff(tc.want, Decide(tc.list, inst)); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEvidence(t *testing.T) {
+	recorded := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	lists := func(ls ...*eraserv1.ImageList) []eraserv1.ImageList {
+		var out []eraserv1.ImageList
+		for _, l := range ls {
+			out = append(out, *l)
+		}
+		return out
+	}
+	applied := builder.MakeImageList("cleanup").Images("a").Created(recorded).Obj()
+	ranUpstream := builder.MakeImageList("imagelist").Images("a").Counts(1, 0, 0).Timestamp(metav1.NewTime(recorded.Add(-time.Hour))).Obj()
+	handled := builder.MakeImageList("old").Images("a").ObservedGeneration(1).Obj()
+	job := eraserv1.ImageJob{ObjectMeta: metav1.ObjectMeta{Name: "imagejob-x"}}
+	tests := map[string]struct {
+		crd   time.Time
+		lists []eraserv1.ImageList
+		jobs  []eraserv1.ImageJob
+		want  string
+	}{
+		"first install, a list applied with it":   {crd: recorded.Add(time.Second), lists: lists(applied)},
+		"first install, CRDs applied just before": {crd: recorded.Add(-10 * time.Second), lists: lists(applied)},
+		"CRD unknown":                 {lists: lists(applied)},
+		"an ImageJob":                 {crd: recorded, jobs: []eraserv1.ImageJob{job}, want: "ImageJob imagejob-x was there"},
+		"upstream's results":          {crd: recorded, lists: lists(applied, ranUpstream), want: "ImageList imagelist had a status"},
+		"an earlier install's status": {crd: recorded, lists: lists(handled), want: "ImageList old had a status"},
+		"CRDs from long before": {crd: recorded.Add(-24 * time.Hour), lists: lists(applied),
+			want: "the ImageList CRD was created at 2026-11-30T10:00:00Z, before the record"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Evidence(recorded, tc.crd, tc.lists, tc.jobs)); diff != "" {
+				t.Errorf("Evidence (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -15,15 +15,15 @@ import (
 // install where upstream Eraser would not run it now (package adoption). It
 // reports whether it did.
 func (r *Reconciler) adopt(ctx context.Context, list *eraserv1.ImageList) (bool, error) {
-	since, err := adoption.Since(ctx, r.client, r.namespace)
+	inst, err := adoption.Read(ctx, r.client, r.namespace)
 	if err != nil {
 		return false, err
 	}
-	v := adoption.Decide(list, since)
+	v := adoption.Decide(list, inst)
 	if v == adoption.Run {
 		return false, nil
 	}
-	msg := adoption.Message(v, list, since)
+	msg := adoption.Message(v, list, inst.Since)
 	list.Status.ObservedGeneration = list.Generation
 	meta.SetStatusCondition(&list.Status.Conditions, metav1.Condition{
 		Type: eraserv1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(v), Message: msg,

@@ -2,6 +2,7 @@ package imagelist
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,72 @@ func waitForNextSecond(t *testing.T, at time.Time) {
 	t.Helper()
 	next := at.Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(next.Add(50 * time.Millisecond)))
+}
+
+// TestAdoptionFirstInstall on the real API server: a list applied in the
+// same sync as a first install, so created before the install's record,
+// runs when the manager found no earlier Eraser; and the manager's survey
+// records what it found once, and keeps it.
+func TestAdoptionFirstInstall(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	const firstNS = "adoption-first-test"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: firstNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	synced := builder.MakeImageList("adopt-synced").Images("docker.io/library/alpine:3.20").Obj()
+	if err := env.Client.Create(ctx, synced); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), synced) })
+	waitForNextSecond(t, synced.CreationTimestamp.Time)
+	// The record as the manager's survey leaves it where it found no
+	// earlier Eraser (other tests' jobs share this API server, so the
+	// survey itself would find one here).
+	rec := adoption.NewRecord(firstNS)
+	rec.Data[adoption.KeyEarlier] = adoption.NoEarlier
+	if err := env.Client.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := adoption.Survey(ctx, env.Client, firstNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Earlier || !inst.Since.After(synced.CreationTimestamp.Time) {
+		t.Fatalf("survey of a first install's record: %+v, want no earlier Eraser, dated after the list (%v)", inst, synced.CreationTimestamp)
+	}
+	doc := []byte("apiVersion: eraser.sh/v1alpha3\n")
+	cfg, _, err := config.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReconciler(env.Client, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), eraserconfig.NewStore(cfg, doc), firstNS, "")
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: synced.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(jobsOwnedBy(t, synced)); n != 1 {
+		t.Errorf("a list applied with a first install: %d jobs, want 1", n)
+	}
+
+	// A record not surveyed yet, with an ImageJob in the cluster (the one
+	// just made): the survey records it, and a second survey keeps it.
+	const otherNS = "adoption-survey-test"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	inst, err = adoption.Survey(ctx, env.Client, otherNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: otherNS, Name: adoption.RecordName}, got); err != nil {
+		t.Fatal(err)
+	}
+	found := got.Data[adoption.KeyEarlier]
+	if !inst.Earlier || !strings.HasPrefix(found, "ImageJob ") {
+		t.Fatalf("survey with an ImageJob there: %+v, record says %q; want an earlier Eraser, the job named", inst, found)
+	}
+	if again, err := adoption.Survey(ctx, env.Client, otherNS); err != nil || again != inst {
+		t.Errorf("second survey: %+v, %v; want %+v", again, err, inst)
+	}
 }

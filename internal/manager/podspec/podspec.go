@@ -202,12 +202,13 @@ func Build(p Params) (*corev1.Pod, error) {
 		if err != nil {
 			return nil, err
 		}
-		args := append(append(append(append([]string{"--imagelist=" + podpaths.ImageListFile(p.OS)}, base...), pprof...), ret.args...), prot...)
+		reg, regMounts := registryCheck(p, pod)
+		args := append(append(append(append(append([]string{"--imagelist=" + podpaths.ImageListFile(p.OS)}, base...), pprof...), ret.args...), prot...), reg...)
 		if p.DryRun {
 			args = append(args, "--dry-run")
 		}
 		args = append(args, runFlag(p))
-		mounts := concat(nodeMounts, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts)
+		mounts := concat(nodeMounts, []corev1.VolumeMount{{Name: volImageList, MountPath: podpaths.ImageListDir(p.OS), ReadOnly: true}}, ret.mounts, ret.removerMounts, protMounts, regMounts)
 		pod.Spec.Containers = []corev1.Container{container(p, RemoverContainer, cfg.Components.Remover, args, mounts)}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[0])
 	case KindCollector:
@@ -229,14 +230,15 @@ func Build(p Params) (*corev1.Pod, error) {
 		if err != nil {
 			return nil, err
 		}
-		removerArgs := append(append(append(append([]string{scannerFlag(scan), handoff}, base...), pprof...), ret.args...), prot...)
+		reg, regMounts := registryCheck(p, pod)
+		removerArgs := append(append(append(append(append([]string{scannerFlag(scan), handoff}, base...), pprof...), ret.args...), prot...), reg...)
 		if p.DryRun {
 			removerArgs = append(removerArgs, "--dry-run")
 		}
 		removerArgs = append(removerArgs, runFlag(p))
 		pod.Spec.Containers = []corev1.Container{
 			container(p, CollectorContainer, cfg.Components.Collector, collectorArgs, workerMounts),
-			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, concat(workerMounts, ret.removerMounts, protMounts)),
+			container(p, RemoverContainer, cfg.Components.Remover, removerArgs, concat(workerMounts, ret.removerMounts, protMounts, regMounts)),
 		}
 		grantCRIOReclaim(p, pod, &pod.Spec.Containers[1])
 		if scan {

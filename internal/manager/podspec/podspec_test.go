@@ -65,7 +65,7 @@ func TestBuild(t *testing.T) {
 				Config: cfg(t, "components: {remover: {image: {repo: r/remover, tag: v1}}}"), LogLevel: "info", Exclusions: []string{"keep"}},
 			want: shape{
 				Containers: []string{"remover=r/remover:v1"},
-				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --run=j"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --registry-check=true --run=j"},
 				Mounts: map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "exclude-keep:/run/eraser.sh/exclusions/exclude-keep",
 					"imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"}},
 				Volumes: []string{"runtime-sock-volume", "exclude-keep", "imagelist", "eraser-state", "node-references", "cluster-references"},
@@ -78,7 +78,7 @@ func TestBuild(t *testing.T) {
 				Config: cfg(t, "manager: {pullSecrets: [reg], priorityClassName: low, additionalPodLabels: {team: a}}\ncomponents: {remover: {image: {repo: r, tag: t}}}")},
 			want: shape{
 				Containers: []string{"remover=r:t"},
-				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=debug --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --dry-run --run=j"},
+				Args:       map[string]string{"remover": "--imagelist=/run/eraser.sh/imagelist/images --log-level=debug --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --registry-check=true --dry-run --run=j"},
 				Mounts:     map[string][]string{"remover": {"runtime-sock-volume:/run/cri/cri.sock", "imagelist:/run/eraser.sh/imagelist", "eraser-state:/var/lib/eraser", "node-references:/run/eraser.sh/references/node", "cluster-references:/run/eraser.sh/references/cluster"}},
 				Volumes:    []string{"runtime-sock-volume", "imagelist", "eraser-state", "node-references", "cluster-references"},
 				Labels:     map[string]string{LabelType: "manual", LabelJob: "j", LabelBatch: "0", "team": "a"},
@@ -93,7 +93,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --run=s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --registry-check=true --run=s",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
@@ -113,7 +113,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1", "trivy-scanner=s:1"},
 				Args: map[string]string{
 					"collector":     "--scan-disabled=false --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --run=s",
+					"remover":       "--scanner=enabled --handoff-timeout=24h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --registry-check=true --run=s",
 					"trivy-scanner": "--config=/run/eraser.sh/config/c.yaml --log-level=info --enable-pprof=false --pprof-port=6060",
 				},
 				Mounts: map[string][]string{
@@ -133,7 +133,7 @@ func TestBuild(t *testing.T) {
 				Containers: []string{"collector=c:1", "remover=r:1"},
 				Args: map[string]string{
 					"collector": "--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s",
-					"remover":   "--scanner=disabled --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --run=s",
+					"remover":   "--scanner=disabled --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=/run/eraser.sh/exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=/run/eraser.sh/references --registry-check=true --run=s",
 				},
 				Mounts: map[string][]string{
 					"collector": {"runtime-sock-volume:/run/cri/cri.sock", "shared-data:/run/eraser.sh/shared-data", "eraser-state:/var/lib/eraser"},

@@ -18,7 +18,7 @@ import (
 const crioReclaiming = "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container, unreferenced-layer]}}"
 
 func TestReservedAreThePodsOwn(t *testing.T) {
-	const scanning = "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\n" +
+	const scanning = "manager: {retention: {highThresholdPercent: 85, lowThresholdPercent: 80, registryCheck: {credentialsSecret: creds}}}\n" +
 		"components: {collector: {enabled: true}, scanner: {enabled: true}}"
 	pods := map[string]Params{
 		"manual":              {References: testRefs, Job: "j", Kind: KindManual, Node: "n", OS: podpaths.Linux, ConfigMap: "j", ConfigKey: "c.yaml", Config: cfg(t, ""), Exclusions: []string{"keep"}},
@@ -68,7 +68,7 @@ func TestReservedAreThePodsOwn(t *testing.T) {
 // API server refuses.
 func TestReservedNameBreaksThePod(t *testing.T) {
 	for _, name := range podpaths.PodVolumes() {
-		c := cfg(t, "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container]}, retention: {highThresholdPercent: 85, lowThresholdPercent: 80}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}")
+		c := cfg(t, "manager: {runtime: {name: crio}, leftovers: {reclaim: [orphan-container]}, retention: {highThresholdPercent: 85, lowThresholdPercent: 80, registryCheck: {credentialsSecret: creds}}}\ncomponents: {collector: {enabled: true}, scanner: {enabled: true}}")
 		c.Components.Scanner.Volumes = []corev1.Volume{{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}}}
 		pod, err := Build(Params{References: testRefs, Job: "s", Kind: KindCollector, Node: "n", OS: podpaths.Linux, ConfigMap: "s", ConfigKey: "c.yaml", Config: c})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eraser-oss/eraser/internal/wire/config"
 	"github.com/eraser-oss/eraser/internal/wire/podpaths"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // retentionParts are what the retention policy adds to the collector and
@@ -22,8 +23,9 @@ type retentionParts struct {
 	removerMounts []corev1.VolumeMount
 }
 
-// retention passes the policy as the workers' flags. minAge protects every
-// job's candidates; unusedFor and the thresholds choose images on their own,
+// retention passes the policy as the workers' flags. minAge and the
+// cool-down protect every job's candidates; unusedFor, keepVersions and the
+// thresholds choose images on their own,
 // which only scheduled runs do: an ImageList's job removes what it lists.
 // Linux pods mount the node's state directory (writable: the workers keep
 // the node's history there) and, into the remover, only when the
@@ -37,6 +39,15 @@ func retention(p Params) retentionParts {
 	scheduled := p.Kind == KindCollector
 	if scheduled && r.UnusedFor > 0 {
 		out.args = append(out.args, "--unused-for="+r.UnusedFor.String())
+	}
+	if scheduled && r.KeepVersions > 0 {
+		out.args = append(out.args, "--keep-versions="+strconv.Itoa(r.KeepVersions))
+	}
+	// The cool-down holds back every automatic policy, "*" too: every job
+	// gets it (an ImageList's named images ignore it in the remover), as a
+	// flag when it is not the workers' default.
+	if r.CoolDown != workerdefaults.CoolDown {
+		out.args = append(out.args, "--cool-down="+r.CoolDown.String())
 	}
 	diskPressure := scheduled && r.DiskPressure()
 	if diskPressure {

@@ -61,6 +61,25 @@ func TestBuildRetention(t *testing.T) {
 				Volumes: []string{state},
 			},
 		},
+		"scheduled, keepVersions and a cool-down of its own": {
+			kind: KindCollector, os: podpaths.Linux, doc: "manager: {retention: {keepVersions: 2, coolDown: 2h}}",
+			want: retentionShape{
+				Args: map[string][]string{
+					"collector": {"--min-age=10m0s", "--keep-versions=2", "--cool-down=2h0m0s"},
+					"remover":   {"--min-age=10m0s", "--keep-versions=2", "--cool-down=2h0m0s"},
+				},
+				Mounts:  map[string][]string{"collector": {stateMount}, "remover": {stateMount}},
+				Volumes: []string{state},
+			},
+		},
+		"manual: the cool-down, not keepVersions": {
+			kind: KindManual, os: podpaths.Linux, doc: "manager: {retention: {keepVersions: 2, coolDown: 0s}}",
+			want: retentionShape{
+				Args:    map[string][]string{"remover": {"--min-age=10m0s", "--cool-down=0s"}},
+				Mounts:  map[string][]string{"remover": {stateMount}},
+				Volumes: []string{state},
+			},
+		},
 		"scheduled, every policy, scanner untouched": {
 			kind: KindCollector, os: podpaths.Linux, doc: all,
 			want: retentionShape{
@@ -150,7 +169,7 @@ type retentionShape struct {
 	Volumes []string
 }
 
-var retentionFlags = []string{"--min-age=", "--unused-for=", "--high-threshold-percent=", "--low-threshold-percent=", "--imagefs-path=", "--image-store="}
+var retentionFlags = []string{"--min-age=", "--unused-for=", "--keep-versions=", "--cool-down=", "--high-threshold-percent=", "--low-threshold-percent=", "--imagefs-path=", "--image-store="}
 
 func retentionShapeOf(p *corev1.Pod) retentionShape {
 	s := retentionShape{Args: map[string][]string{}, Mounts: map[string][]string{}}

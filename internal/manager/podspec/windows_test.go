@@ -26,7 +26,7 @@ components:
 		wantArgs   string
 	}{
 		"manual": {kind: KindManual, wantImages: []string{"r-win:1"}, wantCmd: [][]string{{`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
-			wantArgs: `--imagelist=C:\run\eraser.sh\imagelist\images --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=C:\run\eraser.sh\references --run=j`},
+			wantArgs: `--imagelist=C:\run\eraser.sh\imagelist\images --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s --keep-not-repullable=true --remove-vulnerable-referenced=true --references-dir=C:\run\eraser.sh\references --registry-check=true --run=j`},
 		"scheduled": {kind: KindCollector, wantImages: []string{"c:1", "r-win:1"}, wantCmd: [][]string{nil, {`%CONTAINER_SANDBOX_MOUNT_POINT%\\eraser\\remover.exe`}},
 			wantArgs: `--scan-disabled=true --handoff-timeout=1h0m0s --log-level=info --exclusion-dir=C:\run\eraser.sh\exclusions --enable-pprof=false --pprof-port=6060 --min-age=10m0s`},
 	}

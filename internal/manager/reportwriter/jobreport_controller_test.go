@@ -130,7 +130,9 @@ func TestReportFromLogs(t *testing.T) {
 	setPhase(t, ctx, job, eraserv1.PhaseRunning)
 	finishedPod(t, ctx, job, "n1", 0, workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 1, "in use": 1, "too young": 1}, BytesFreed: 100})
 	finishedPod(t, ctx, job, "n2", 2, workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 1, "failed": 1}, Error: "1 of 2 removals failed"})
-	finishedPod(t, ctx, job, "n3", 0, workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 4}})
+	// Under disk pressure: the image filesystem and how it reached its target.
+	relief := &workerresult.ImageFs{CapacityBytes: 1000, UsedBeforeBytes: 900, UsedAfterBytes: 790, TargetBytes: 800, TargetReached: true, TimeToTargetMs: 12.5, FreedToTargetBytes: 110}
+	finishedPod(t, ctx, job, "n3", 0, workerresult.Summary{Component: "remover", Counts: map[string]int{"removed": 4}, ImageFs: relief})
 	canned := logs{
 		podspec.PodName("rj", "n1") + "/remover": `{"msg":"starting"}` + "\n" +
 			line("removed", "docker.io/library/nginx:1.25", "sha256:aa", "Unused", 100, "") +
@@ -180,7 +182,7 @@ func TestReportFromLogs(t *testing.T) {
 				{Image: "docker.io/library/nginx:1.25", ID: "sha256:aa", Outcome: "removed", Policy: "Unused", Bytes: 100},
 				{Image: "docker.io/library/alpine:3", ID: "sha256:dd", Outcome: "failed", Policy: "Unused", Detail: "rpc error: image is in use by a container"},
 			}},
-		{Name: "n3", Counts: map[string]int{"removed": 4}, Entries: []nodereport.Entry{},
+		{Name: "n3", Counts: map[string]int{"removed": 4}, ImageFs: relief, Entries: []nodereport.Entry{},
 			Unavailable: "reading the log: remover: no preferred addresses found"},
 		{Name: "n4", Failed: true, Reason: "StartTimeout", Message: "did not start within 10m", Entries: []nodereport.Entry{}, Unavailable: noPodFailed},
 	}

@@ -20,12 +20,14 @@ import (
 )
 
 // Todo lists the pods that finished and are not in the report yet, by
-// node name.
+// node name. A pod the node's kubelet refused at admission ran nothing and
+// is replaced by another: its node is reported from the next pod, or from
+// its failure on record.
 func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if !podspec.Finished(p) {
+		if _, refused := podspec.NotAdmitted(p); refused || !podspec.Finished(p) {
 			continue
 		}
 		if n := p.Spec.NodeName; !written[n] && !pending[n] {
@@ -135,8 +137,9 @@ func NodeOf(pod *corev1.Pod) nodereport.Node {
 			n.ScanDB = s.ScanDB
 		}
 		if cs.Name == podspec.RemoverContainer {
-			n.BytesFreed, n.DryRun, n.Freed = s.BytesFreed, s.DryRun, s.Freed
+			n.BytesFreed, n.DryRun, n.Freed, n.ImageFs = s.BytesFreed, s.DryRun, s.Freed, s.ImageFs
 			n.Regret = s.Regret
+			n.RegistryChecks = s.RegistryChecks
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && !n.Failed {

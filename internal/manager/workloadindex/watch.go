@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -134,8 +135,13 @@ func notWorkers(o *metav1.ListOptions) { o.LabelSelector = workerSelector }
 // everything leaves a workload kind's list or watch as the caller asked.
 func everything(*metav1.ListOptions) {}
 
-// Start runs the watches until ctx is done (manager.Runnable).
+// Start runs the watches until ctx is done (manager.Runnable). It fails at
+// once where the manager may not list a kind: a reflector would retry that
+// for ever, and every run would wait for an index that never syncs.
 func (i *Index) Start(ctx context.Context) error {
+	if err := i.allowed(ctx); err != nil {
+		return err
+	}
 	if i.events != nil {
 		i.events.StartRecordingToSink(i.eventSink)
 		defer i.events.Shutdown()
@@ -148,6 +154,19 @@ func (i *Index) Start(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	return nil
+}
+
+// allowed lists one object of each kind, so that a role without the rules
+// is an error that says so. Other errors are left to the reflectors'
+// retries.
+func (i *Index) allowed(ctx context.Context) error {
+	for _, s := range i.sources {
+		if _, err := s.list(ctx, metav1.ListOptions{Limit: 1}); apierrors.IsForbidden(err) {
+			return fmt.Errorf("the reference index may not list %s in every namespace (%w): the manager's ClusterRole lacks the read rules that protecting referenced images needs; "+
+				"install with the chart's rbac.workloadProtection: true, or set manager.retention.protectReferenced: false and run the manager with --reference-index=false", s.kind, err)
+		}
+	}
 	return nil
 }
 

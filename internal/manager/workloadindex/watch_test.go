@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,5 +85,35 @@ func TestSourcesAsk(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, have); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
+	}
+}
+
+// TestStartFailsWithoutTheRules: where the role lacks a kind's list rule,
+// Start returns at once with an error naming the kind and the setting,
+// rather than leave a reflector retrying and every run waiting. Other
+// kinds' answers do not matter here.
+func TestStartFailsWithoutTheRules(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/apis/batch/v1/cronjobs" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"cronjobs.batch is forbidden"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`))
+	}))
+	defer srv.Close()
+	idx, err := New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = idx.Start(ctx)
+	for _, want := range []string{"CronJob", "rbac.workloadProtection", "protectReferenced: false", "--reference-index=false"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Start: %v; want an error naming %q", err, want)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // ManifestTypes are the media types a manifest HEAD accepts: an image
@@ -24,8 +26,8 @@ var ManifestTypes = []string{
 
 // Defaults.
 const (
-	DefaultTimeout     = 5 * time.Second
-	DefaultMaxRequests = 50
+	DefaultTimeout     = workerdefaults.RegistryTimeout
+	DefaultMaxRequests = workerdefaults.RegistryMaxRequests
 )
 
 // Config is how a run asks.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -45,49 +47,92 @@ func diskQueue(snap *Snapshot, remove []Removal, results []Result, spare []reten
 	return keep, results, queue, prior
 }
 
+// Relief is how a run under disk pressure brought the image filesystem
+// under its target (the low threshold).
+type Relief struct {
+	// Target is the used bytes the filesystem is brought under.
+	Target uint64
+	// Reached: a measurement after the removals showed it under.
+	Reached bool
+	// TimeToTarget is from the issue of the first removal for disk
+	// pressure to the measurement that showed the target reached (zero
+	// when none was needed).
+	TimeToTarget time.Duration
+	// FreedToTarget is what the image filesystem measured freed from
+	// just before the first removal for disk pressure to that measurement.
+	FreedToTarget uint64
+	// Removed counts the images removed for disk pressure.
+	Removed int
+}
+
 // drainDisk removes from the queue, in order and in batches sized by
 // retention.NextBatch, measuring the filesystem after each batch, until
 // it is below the low threshold; what is left is kept: as not needed, or
 // as its prior result says when that is recently used (unusedFor's reason
-// comes first). It returns every queued image's result and the last
-// measurement.
-func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, queue []int, prior map[int]Result, opts Options) ([]Result, *retention.Disk) {
+// comes first). Batches are sized with the highest ratio of bytes freed
+// per byte of image size seen so far (retention.FreedRatio), so that the
+// drain stops within one image of the target. It returns every queued
+// image's result and the last measurement, and fills relief.
+func drainDisk(ctx context.Context, rt Runtime, snap *Snapshot, r Retention, queue []int, prior map[int]Result, opts Options, relief *Relief) ([]Result, *retention.Disk) {
 	var out []Result
 	disk := measure(ctx, opts)
 	target := r.Settings.Target(*r.Disk)
-	var ratio *float64
-	previous := 0
-	stalled := false
+	relief.Target = target
+	var highest float64
+	measured, stalled := false, false
+	var start, measuredAt time.Time
+	var base uint64
+	if disk != nil {
+		base = disk.Used()
+	}
 	for len(queue) > 0 && disk != nil && disk.Used() >= target {
 		sizes := make([]uint64, len(queue))
 		for i, idx := range queue {
 			sizes[i] = snap.Images[idx].Size
 		}
-		k := retention.NextBatch(sizes, disk.Used()-target+1, ratio, previous)
+		k := retention.NextBatch(sizes, disk.Used()-target+1, retention.FreedRatio(highest, measured))
 		batch := make([]Removal, k)
-		var estimate uint64
 		for i, idx := range queue[:k] {
 			batch[i] = Removal{Image: idx, Target: snap.Images[idx].ID, Policy: retention.DiskPressure,
 				Detail: fmt.Sprintf("image filesystem at %.1f%%, at or above the low threshold %d%% while draining", disk.Percent(), r.Settings.LowThresholdPercent)}
-			estimate += sizes[i]
 		}
-		queue, previous = queue[k:], k
-		out = append(out, execute(ctx, rt, snap, batch, opts)...)
+		queue = queue[k:]
+		if start.IsZero() {
+			start = time.Now()
+		}
+		done := execute(ctx, rt, snap, batch, opts)
+		out = append(out, done...)
 		after := measure(ctx, opts)
+		measuredAt = time.Now()
 		if after == nil {
 			disk = nil
 			break
 		}
+		var removed uint64
+		for _, res := range done {
+			if res.Outcome == workerresult.Removed {
+				removed += res.Bytes
+				relief.Removed++
+			}
+		}
 		freed := float64(disk.Used()) - float64(after.Used())
-		ratio = new(float64)
-		*ratio = max(freed, 0) / float64(max(estimate, 1))
+		if removed > 0 {
+			highest, measured = max(highest, freed/float64(removed)), true
+		}
 		disk = after
-		if freed <= 0 && removedAny(out[len(out)-k:]) {
+		if freed <= 0 && removedAny(done) {
 			// The measured disk did not move: it is not the one the
-			// removals free (or the runtime frees nothing yet). Batches
-			// would double until every candidate is gone.
+			// removals free (or the runtime frees nothing yet). The
+			// batches would go on until every candidate is gone.
 			stalled = true
 			break
+		}
+	}
+	if disk != nil && disk.Used() < target {
+		relief.Reached = true
+		if !start.IsZero() {
+			relief.TimeToTarget = measuredAt.Sub(start)
+			relief.FreedToTarget = base - min(disk.Used(), base)
 		}
 	}
 	for _, idx := range queue {
@@ -134,4 +179,19 @@ func removedAny(results []Result) bool {
 		}
 	}
 	return false
+}
+
+// logRelief says once how the run under disk pressure ended: the target,
+// whether it was reached, how long it took and what it freed.
+func logRelief(log *slog.Logger, p Relief, after *retention.Disk) {
+	attrs := []any{"targetBytes", p.Target, "removedImages", p.Removed}
+	if after != nil {
+		attrs = append(attrs, "usedBytes", after.Used())
+	}
+	if !p.Reached {
+		log.Warn("disk pressure: the image filesystem is still at or above the target", attrs...)
+		return
+	}
+	attrs = append(attrs, "timeToTargetMs", float64(p.TimeToTarget.Microseconds())/1000, "freedToTargetBytes", p.FreedToTarget)
+	log.Info("disk pressure: the image filesystem is below the target", attrs...)
 }

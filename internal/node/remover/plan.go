@@ -248,6 +248,11 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 	target := make([]string, len(s.Images))
 	at := make([]int32, len(s.Images))
 	var cands []retention.Candidate
+	// keepVersions ranks every image of the node, not only the candidates.
+	var ranks []retention.Standing
+	if t.Scheduled && r.Settings.KeepVersions > 0 {
+		ranks = standings(s, r.Ages)
+	}
 	// auto: an automatic policy judges every candidate ("*", or a scheduled
 	// run with no scanner or with a policy of its own), not only the
 	// scanner's choices.
@@ -274,6 +279,9 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 		if r.Ages != nil {
 			c.Arrived, c.LastUsed, c.FirstSeen = r.Ages[i].Arrived, r.Ages[i].LastUsed, r.Ages[i].FirstSeen
 			c.Returns, c.LastReturned = r.Ages[i].Returns, r.Ages[i].LastReturned
+		}
+		if ranks != nil {
+			c.Repository, c.Newer = ranks[i].Repository, ranks[i].Newer
 		}
 		cands = append(cands, c)
 	}
@@ -319,7 +327,8 @@ func Plan(s *Snapshot, t Targets, r Retention) (remove []Removal, results []Resu
 			remove = append(remove, Removal{Image: d.Index, Target: target[d.Index], Policy: d.Policy, Detail: d.Detail})
 		case d.Kept != "":
 			results = append(results, Result{Target: target[d.Index], ImageID: img.ID, Names: img.Tags, Outcome: d.Kept, Bytes: img.Size, Detail: d.Detail})
-			if in.Scheduled && r.Settings.DiskPressure() {
+			// One cooling down is no later round's to take either.
+			if in.Scheduled && r.Settings.DiskPressure() && d.Kept != workerresult.CoolingDown {
 				spare = append(spare, cands[at[d.Index]])
 			}
 		}

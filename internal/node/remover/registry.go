@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/eraser-oss/eraser/internal/node/registrycheck"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/util/parallel"
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
 )
 
@@ -54,7 +56,7 @@ type RegistryFlags struct {
 // Bind registers the flags.
 func (f *RegistryFlags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Enabled, "registry-check", false, "before an automatic policy removes an image a workload references or a container used within --registry-lookback, ask its registry whether it still serves the image, and keep it if not")
-	fs.DurationVar(&f.Lookback, "registry-lookback", 168*time.Hour, "images a container used within this are checked at their registry before an automatic policy removes them")
+	fs.DurationVar(&f.Lookback, "registry-lookback", workerdefaults.RegistryLookback, "images a container used within this are checked at their registry before an automatic policy removes them")
 	fs.IntVar(&f.MaxRequests, "registry-max-requests", registrycheck.DefaultMaxRequests, "the most requests a run makes to registries; beyond them the answer is unknown")
 	fs.DurationVar(&f.Timeout, "registry-timeout", registrycheck.DefaultTimeout, "the bound on each request to a registry")
 	fs.StringVar(&f.WhenUnreachable, "registry-when-unreachable", UnreachableKeep, "what becomes of an image whose registry could not be asked: keep or remove")
@@ -174,11 +176,21 @@ func registryOutcome(a registrycheck.Answer, removeUnreachable bool) (workerresu
 const registryWorkers = 4
 
 // checkRegistry asks the registries about the planned removals that need
-// it, and takes out of the plan those it keeps, returned as results.
-func checkRegistry(ctx context.Context, s *Snapshot, r Retention, remove []Removal, opts Options, info *RunInfo) ([]Removal, []Result) {
+// it, and takes out of the plan those it keeps, returned as results. spare
+// are the candidates a real run under disk pressure may drain after the
+// plan's removals: those that need it are asked too, and one the answer
+// keeps is taken out of them, its plan's result (not needed) standing.
+func checkRegistry(ctx context.Context, s *Snapshot, r Retention, remove []Removal, spare []retention.Candidate, opts Options, info *RunInfo) ([]Removal, []Result, []retention.Candidate) {
 	rc := opts.Registry
 	if rc == nil {
-		return remove, nil
+		return remove, nil, spare
+	}
+	planned := len(remove)
+	if len(spare) > 0 {
+		remove = slices.Clone(remove)
+		for _, c := range spare {
+			remove = append(remove, Removal{Image: c.Index, Target: s.Images[c.Index].ID, Policy: retention.DiskPressure, Detail: "a candidate the disk policy may drain"})
+		}
 	}
 	type ask struct {
 		n       int
@@ -201,7 +213,7 @@ func checkRegistry(ctx context.Context, s *Snapshot, r Retention, remove []Remov
 		}
 	}
 	if len(asks) == 0 {
-		return remove, nil
+		return remove[:planned], nil, spare
 	}
 	cfg := rc.Config
 	if opts.StateDir != "" {
@@ -256,16 +268,25 @@ func checkRegistry(ctx context.Context, s *Snapshot, r Retention, remove []Remov
 			continue
 		}
 		drop[a.n] = true
+		if a.n >= planned {
+			continue
+		}
 		kept = append(kept, Result{Target: rm.Target, ImageID: img.ID, Names: img.Tags, Outcome: outcome, Bytes: img.Size, Policy: rm.Policy,
 			Detail: fmt.Sprintf("%s would remove it (%s), but %s", rm.Policy, rm.Detail, detail)})
 	}
 	summary.Requests = checker.Requests()
 	info.RegistryChecks = summary
-	out := remove[:0]
-	for n, rm := range remove {
+	var out []Removal
+	for n, rm := range remove[:planned] {
 		if !drop[n] {
 			out = append(out, rm)
 		}
 	}
-	return out, kept
+	var left []retention.Candidate
+	for k, c := range spare {
+		if !drop[planned+k] {
+			left = append(left, c)
+		}
+	}
+	return out, kept, left
 }

@@ -3,6 +3,7 @@ package remover
 import (
 	"context"
 	"flag"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eraser-oss/eraser/internal/node/cri"
+	"github.com/eraser-oss/eraser/internal/node/protect"
 	"github.com/eraser-oss/eraser/internal/node/registrycheck"
 	"github.com/eraser-oss/eraser/internal/node/retention"
 	"github.com/eraser-oss/eraser/internal/wire/workerresult"
@@ -197,5 +199,50 @@ func TestRegistryFlags(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRegistryCheckSpare: under disk pressure, the candidates a drain may
+// take are asked about too; one the answer keeps is not drained, and its
+// plan's result stands (no second result for it).
+func TestRegistryCheckSpare(t *testing.T) {
+	digest := func(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, digest('2')) {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	image := func(n byte) cri.Image {
+		return cri.Image{ID: id(n), Tags: []string{host + "/app" + string(n) + ":1"}, Digests: []string{host + "/app" + string(n) + "@" + digest(n)}, Size: 10}
+	}
+	images := []cri.Image{image('1'), image('2'), image('3'), image('4')}
+	s := NewSnapshot(images, nil, protect.Policy{})
+	used := t0.Add(-time.Hour)
+	r := Retention{Now: t0, Ages: []Age{{LastUsed: used}, {LastUsed: used}, {LastUsed: used}, {}}}
+	remove := []Removal{{Image: 0, Target: images[0].ID, Policy: retention.DiskPressure}}
+	spare := []retention.Candidate{{Index: 1}, {Index: 2}, {Index: 3}}
+	info := &RunInfo{}
+	opts := Options{Registry: &RegistryCheck{Lookback: 24 * time.Hour, Config: registrycheck.Config{PlainHTTP: []string{host}}}, Log: slog.New(slog.DiscardHandler)}
+	gotRemove, kept, left := checkRegistry(context.Background(), s, r, remove, spare, opts, info)
+	type got struct {
+		Remove []int
+		Kept   int
+		Left   []int
+		Counts map[string]int
+	}
+	g := got{Kept: len(kept), Counts: info.RegistryChecks.Counts}
+	for _, rm := range gotRemove {
+		g.Remove = append(g.Remove, rm.Image)
+	}
+	for _, c := range left {
+		g.Left = append(g.Left, c.Index)
+	}
+	want := got{Remove: []int{0}, Left: []int{2, 3}, Counts: map[string]int{"present": 2, "gone": 1}}
+	if diff := cmp.Diff(want, g); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -245,10 +245,10 @@ func diskRunWith(t *testing.T, size, used uint64, stuck func(*shrinkingDisk) uin
 // TestDiskPressureDrains: removals free half their size; the policy
 // measures after each batch and goes on down the queue.
 func TestDiskPressureDrains(t *testing.T) {
-	// 900 used, under 800 wanted: 101 to free, all ten by size. The first
-	// batch takes a third (4), which free 20: 880. At the measured ratio
-	// (0.5) the rest is needed: at most 8, the 6 left free 30: 850, still
-	// above 80%, and nothing left to remove.
+	// 900 used, under 800 wanted: 101 to free. The first batch, sized at
+	// the first ratio (4), takes 3, which free 15: 885. The measured 0.5
+	// is below the assumed 2: 86 more need 5, which free 25: 860; the 2
+	// left free 10: 850, still above 80%, and nothing left to remove.
 	s, fake := diskRun(t, 10, 900)
 	if s.Counts["removed"] != 10 || s.RemovedBy["DiskPressure"].Images != 10 {
 		t.Errorf("counts %v, removedBy %v", s.Counts, s.RemovedBy)
@@ -265,9 +265,9 @@ func TestDiskPressureDrains(t *testing.T) {
 // TestDiskPressureStopsBelowLow: batches follow the freed ratio measured,
 // and the policy stops once below the low threshold.
 func TestDiskPressureStopsBelowLow(t *testing.T) {
-	// 860 used, 61 to free: 4 images by size, the first batch takes 2,
-	// which free 20: 840. At the ratio measured (0.5) 41 more need 5,
-	// capped at 4, which free 40: 800, not below 800. One more: 790.
+	// 860 used, 61 to free, each image freeing 10 of its 20: at the first
+	// ratio (4) one image covers the need: 850. At the assumed 2, 51 more
+	// need 2: 830; then one at a time: 820, 810, 800 (not below 800), 790.
 	s, _ := diskRun(t, 20, 860)
 	if s.Counts["removed"] != 7 || s.Counts["not needed"] != 3 {
 		t.Errorf("counts %v", s.Counts)

@@ -182,6 +182,10 @@ type RunInfo struct {
 	Freed *workerresult.Freed
 	// Leftovers is what removals left on the runtime.
 	Leftovers *workerresult.Leftovers
+	// Relief is how a run under disk pressure reached its target; nil
+	// when the image filesystem was below the high threshold or not
+	// measured. A dry run has only the target.
+	Relief *Relief
 	// Regret is what came back of earlier removals (regret.go).
 	Regret *workerresult.Regret
 	// RegistryChecks are the registries' answers about planned removals
@@ -199,6 +203,11 @@ func (i RunInfo) Apply(s *workerresult.Summary) {
 		s.ImageFs = &workerresult.ImageFs{CapacityBytes: i.DiskBefore.Capacity, UsedBeforeBytes: i.DiskBefore.Used(), UsedAfterBytes: i.DiskBefore.Used()}
 		if i.DiskAfter != nil {
 			s.ImageFs.UsedAfterBytes = i.DiskAfter.Used()
+		}
+		if p := i.Relief; p != nil {
+			s.ImageFs.TargetBytes, s.ImageFs.TargetReached = p.Target, p.Reached
+			s.ImageFs.TimeToTargetMs = float64(p.TimeToTarget.Microseconds()) / 1000
+			s.ImageFs.FreedToTargetBytes = p.FreedToTarget
 		}
 	}
 	s.Freed = i.Freed
@@ -271,15 +280,28 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	}
 	remove, results, spare := Plan(snap, t, r)
 	info.Planning = time.Since(planStart)
-	remove, kept := checkRegistry(ctx, snap, r, remove, opts, info)
-	results = append(results, kept...)
 	if opts.Concurrency < 1 {
 		opts.Concurrency = AutoConcurrency()
 	}
 	opts.Log.Debug("removing", "concurrency", opts.Concurrency)
 	var queue []int
 	var prior map[int]Result
-	if diskOn && r.Disk != nil && !opts.DryRun && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent) {
+	pressure := diskOn && r.Disk != nil && r.Disk.Percent() >= float64(opts.Retention.HighThresholdPercent)
+	// The registry check, before any removal: of the plan's, and of the
+	// candidates a drain under pressure may take (registry.go).
+	var drainable []retention.Candidate
+	if pressure && !opts.DryRun {
+		drainable = spare
+	}
+	remove, kept, drainable := checkRegistry(ctx, snap, r, remove, drainable, opts, info)
+	results = append(results, kept...)
+	if pressure && !opts.DryRun {
+		spare = drainable
+	}
+	if pressure {
+		info.Relief = &Relief{Target: opts.Retention.Target(*r.Disk)}
+	}
+	if pressure && !opts.DryRun {
 		// Under pressure a real run removes by measurement, not by the
 		// plan's estimate: the disk policy's choices and the candidates it
 		// would take next form a queue, drained after the other removals.
@@ -291,9 +313,16 @@ func Run(ctx context.Context, rt Runtime, t Targets, opts Options) ([]Result, er
 	probe := probeFreed(ctx, opts, r.Disk)
 	done := execute(ctx, rt, snap, remove, opts)
 	if diskOn && r.Disk != nil && !opts.DryRun {
+		relief := info.Relief
+		if relief == nil {
+			relief = &Relief{}
+		}
 		var more []Result
-		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts)
+		more, info.DiskAfter = drainDisk(ctx, rt, snap, r, queue, prior, opts, relief)
 		done = append(done, more...)
+		if info.Relief != nil {
+			logRelief(opts.Log, *info.Relief, info.DiskAfter)
+		}
 	}
 	// Logged once judged: the per-node report is read from these lines.
 	settle(ctx, rt, done, opts.Log)

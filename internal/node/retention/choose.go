@@ -29,10 +29,12 @@ type Candidate struct {
 	Vulnerable bool
 
 	// Repository is the image's repository, where it stands among the
-	// node's versions (Standings); "" when it is in none.
+	// node's versions (Standings); "" when it is in none, or when the run
+	// does not rank versions (keepVersions off).
 	Repository string
 	// OwnBytes is what only this image holds: what its removal frees.
-	// 0: not known, its Size is taken instead.
+	// 0: not known, its Size is taken instead (the remover does not read
+	// the runtime's records before it plans, so it leaves this 0).
 	OwnBytes uint64
 	// Returns counts how often the image came back after a removal on the
 	// node; LastReturned is when it last did.
@@ -330,34 +332,4 @@ func Ago(now, then time.Time) string {
 // strictly below LowThresholdPercent of its capacity.
 func (s Settings) Target(d Disk) uint64 {
 	return d.Capacity * uint64(s.LowThresholdPercent) / 100
-}
-
-// NextBatch is how many images, from the head of sizes (the disk policy's
-// queue, best Score first), to remove next so that need bytes
-// are freed, given ratio: the bytes a removal freed per byte of image size
-// so far (nil: none measured yet). Layers shared with kept images free
-// less than an image's size; a runtime that unpacks layers beside their
-// blobs (containerd) frees about twice it. So the first batch takes a third
-// of the estimate, and each later one follows the ratio measured, at most
-// doubling the previous batch: the policy stops near the low threshold
-// instead of far below it. It is at least one, at most len(sizes).
-func NextBatch(sizes []uint64, need uint64, ratio *float64, previous int) int {
-	if len(sizes) == 0 {
-		return 0
-	}
-	r, limit := 1.0, len(sizes)
-	if ratio != nil {
-		r = max(*ratio, 0.01)
-		limit = min(limit, 2*max(previous, 1))
-	}
-	k := 0
-	var est float64
-	for k < limit && est < float64(need) {
-		est += float64(sizes[k]) * r
-		k++
-	}
-	if ratio == nil {
-		k = (k + 2) / 3
-	}
-	return max(1, k)
 }

@@ -268,35 +268,3 @@ func TestSettingsValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestNextBatch(t *testing.T) {
-	half, double := 0.5, 2.0
-	sizes := []uint64{10, 10, 10, 10, 10, 10, 10, 10}
-	cases := map[string]struct {
-		need     uint64
-		ratio    *float64
-		previous int
-		sizes    []uint64
-		want     int
-	}{
-		"first batch: a third of the estimate":     {need: 41, want: 2}, // estimate 5
-		"first batch of one":                       {need: 5, want: 1},
-		"estimate over the queue":                  {need: 1000, want: 3},
-		"ratio measured: what it says":             {need: 30, ratio: &double, previous: 4, want: 2},
-		"ratio measured, capped at double":         {need: 1000, ratio: &half, previous: 2, want: 4},
-		"nothing freed so far: capped at double":   {need: 15, ratio: new(float64), previous: 3, want: 6},
-		"empty queue":                              {need: 10, sizes: []uint64{}, want: 0},
-		"at least one even when nothing is needed": {need: 0, ratio: &half, previous: 1, want: 1},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := sizes
-			if tc.sizes != nil {
-				s = tc.sizes
-			}
-			if got := NextBatch(s, tc.need, tc.ratio, tc.previous); got != tc.want {
-				t.Errorf("NextBatch = %d, want %d", got, tc.want)
-			}
-		})
-	}
-}

@@ -39,9 +39,6 @@ const (
 // Policies lists every policy in that order.
 var Policies = []Policy{Listed, Unused, Vulnerable, UnusedFor, Superseded, DiskPressure}
 
-// DefaultCoolDown is the hold after an image's first return.
-const DefaultCoolDown = 24 * time.Hour
-
 // MaxHold caps the cool-down, however often an image came back: an image
 // pulled again every week is still judged monthly.
 const MaxHold = 30 * 24 * time.Hour
@@ -149,7 +146,7 @@ func (f *Flags) Bind(fs *flag.FlagSet, stateDir string) {
 	fs.IntVar(&f.HighThresholdPercent, "high-threshold-percent", 0, "remove least recently used images while the image filesystem is at or above this percent (0: off)")
 	fs.IntVar(&f.LowThresholdPercent, "low-threshold-percent", 0, "...until it is below this percent")
 	fs.IntVar(&f.KeepVersions, "keep-versions", 0, "in scheduled runs, remove the images of a repository but the newest this many on the node (0: off)")
-	fs.DurationVar(&f.CoolDown, "cool-down", DefaultCoolDown, "hold an image that came back after a removal from the automatic policies this long, doubled at each further return, at most 30 days (0: off)")
+	fs.DurationVar(&f.CoolDown, "cool-down", workerdefaults.CoolDown, "hold an image that came back after a removal from the automatic policies this long, doubled at each further return, at most 30 days (0: off)")
 	fs.StringVar(&f.StateDir, "state-dir", stateDir, "directory of the node's image state file (first seen, last used)")
 	fs.DurationVar(&f.StateLockWait, "state-lock-wait", nodestate.DefaultLockWait, "how long to wait for another Eraser worker on the node to release the state file's lock before failing")
 	fs.StringVar(&f.ImageFsPath, "imagefs-path", "", "path on the image filesystem to measure it at (empty: the mount point the runtime reports)")

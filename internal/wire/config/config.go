@@ -61,6 +61,14 @@ type Retention struct {
 	// ImageFsPath is a host directory on the image filesystem, the
 	// configured one or the runtime's default.
 	ImageFsPath string
+	// KeepVersions, when set, removes in scheduled runs the images with at
+	// least this many newer versions of their repository on the node.
+	KeepVersions int
+	// CoolDown holds an image that came back after a removal from the
+	// automatic policies this long after its first return, doubled at each
+	// further one (at most 30 days); 0 turns it off. Default
+	// workerdefaults.CoolDown.
+	CoolDown time.Duration
 	// The cluster-aware protections, negated so that the zero value
 	// protects (docs/protection.md):
 	// IgnoreReferenced (protectReferenced: false) stops keeping the images
@@ -72,7 +80,14 @@ type Retention struct {
 	// RemoveNotRepullable (protectNotRepullable: false) lets the automatic
 	// policies remove images no registry can give back.
 	RemoveNotRepullable bool
+	// RegistryCheck asks the registry before an automatic policy removes
+	// an image a workload may need again.
+	RegistryCheck RegistryCheck
 }
+
+// MaxKeepVersions bounds keepVersions: a number beyond it is a typo, not a
+// policy (a node holds a few versions of a repository, not thousands).
+const MaxKeepVersions = 1000
 
 // DiskPressure says whether the thresholds are set.
 func (r Retention) DiskPressure() bool { return r.HighThresholdPercent > 0 }

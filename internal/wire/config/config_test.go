@@ -40,7 +40,7 @@ func fullConfig(apiVersion string) *Config {
 			NodeFilter: NodeFilter{Type: FilterInclude, Selectors: []string{
 				"node-role.kubernetes.io/worker", "pool in (a, b)",
 			}},
-			Retention: Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containers/storage"},
+			Retention: Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containers/storage"},
 		},
 		Components: Components{
 			Collector: Component{
@@ -92,7 +92,7 @@ func defaults(apiVersion string) *Config {
 			ImageJob: ImageJob{SuccessRatio: 1, Cleanup: Cleanup{DelayOnFailure: 24 * time.Hour, KeepReportFor: 24 * time.Hour, MaxReportSize: 128 << 20},
 				PodStartTimeout: 10 * time.Minute, PodRunTimeout: 24 * time.Hour, NodeWaitTimeout: 10 * time.Minute, MaxWorkerPods: DefaultMaxWorkerPods},
 			NodeFilter: NodeFilter{Type: FilterExclude, Selectors: []string{CleanupFilterLabel}},
-			Retention:  Retention{MinAge: 10 * time.Minute, ImageFsPath: "/var/lib/containerd"},
+			Retention:  Retention{MinAge: 10 * time.Minute, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containerd"},
 		},
 		Components: Components{
 			Collector: Component{

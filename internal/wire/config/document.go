@@ -154,10 +154,15 @@ type retentionDoc struct {
 	HighThresholdPercent scalar `json:"highThresholdPercent"`
 	LowThresholdPercent  scalar `json:"lowThresholdPercent"`
 	ImageFsPath          string `json:"imageFsPath"`
+	KeepVersions         scalar `json:"keepVersions"`
+	CoolDown             scalar `json:"coolDown"`
 	// The cluster-aware protections (docs/protection.md), on by default.
 	ProtectReferenced          bool `json:"protectReferenced"`
 	RemoveVulnerableReferenced bool `json:"removeVulnerableReferenced"`
 	ProtectNotRepullable       bool `json:"protectNotRepullable"`
+	// RegistryCheck asks an image's registry before an automatic policy
+	// removes one a workload may need again (registrycheck.go).
+	RegistryCheck registryCheckDoc `json:"registryCheck"`
 }
 
 type nodeFilterDoc struct {
@@ -243,7 +248,8 @@ func defaultManagerCommon() managerCommon {
 		},
 		NodeFilter: nodeFilterDoc{Type: string(FilterExclude), Selectors: []string{CleanupFilterLabel}},
 		Retention: retentionDoc{MinAge: scalar(workerdefaults.MinAge.String()),
-			ProtectReferenced: true, RemoveVulnerableReferenced: true, ProtectNotRepullable: true},
+			ProtectReferenced: true, RemoveVulnerableReferenced: true, ProtectNotRepullable: true,
+			RegistryCheck: defaultRegistryCheckDoc()},
 	}
 }
 

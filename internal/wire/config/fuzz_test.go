@@ -29,6 +29,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nhealth: null\nmanager: {extraScannerVolumes: [], imageJob: {tolerations: [{efect: NoSchedule}]}}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha3\nmanager: {retention: {minAge: 1h, unusedFor: 720h, highThresholdPercent: 85, lowThresholdPercent: 80, imageFsPath: /var/lib/containerd}}"))
 	f.Add([]byte("apiVersion: eraser.sh/v1alpha1\nmanager: {runtime: crio, retention: {highThresholdPercent: '100', lowThresholdPercent: 99}}"))
+	f.Add([]byte("apiVersion: eraser.sh/v1alpha2\nmanager: {retention: {keepVersions: 3, coolDown: 0}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, _, err := Parse(data)
 		if err != nil {
@@ -57,7 +58,7 @@ func FuzzParse(f *testing.F) {
 		}
 		if r := m.Retention; r.MinAge <= 0 || r.UnusedFor < 0 || (r.HighThresholdPercent == 0) != (r.LowThresholdPercent == 0) ||
 			r.HighThresholdPercent > 100 || r.LowThresholdPercent < 0 || (r.HighThresholdPercent > 0 && r.LowThresholdPercent >= r.HighThresholdPercent) ||
-			!path.IsAbs(r.ImageFsPath) {
+			!path.IsAbs(r.ImageFsPath) || r.KeepVersions < 0 || r.KeepVersions > MaxKeepVersions || r.CoolDown < 0 {
 			t.Fatalf("accepted retention %+v", r)
 		}
 		checkTypoRefused(t, data)

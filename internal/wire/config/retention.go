@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/eraser-oss/eraser/internal/wire/workerdefaults"
 )
 
 // retention needs the runtime already converted: the image filesystem's
@@ -16,8 +18,21 @@ func (c *converter) retention(p *field.Path, d retentionDoc) Retention {
 	if !d.ProtectReferenced && !d.RemoveVulnerableReferenced {
 		c.warn(p.Child("removeVulnerableReferenced"), "has no effect while protectReferenced is false")
 	}
+	out.RegistryCheck = c.registryCheck(p.Child("registryCheck"), d.RegistryCheck)
 	if d.UnusedFor != "" {
 		out.UnusedFor = c.duration(p.Child("unusedFor"), d.UnusedFor, true)
+	}
+	out.CoolDown = workerdefaults.CoolDown
+	if d.CoolDown != "" {
+		out.CoolDown = c.duration(p.Child("coolDown"), d.CoolDown, false)
+	}
+	if d.KeepVersions != "" {
+		n, err := strconv.Atoi(string(d.KeepVersions))
+		if err != nil || n < 0 || n > MaxKeepVersions {
+			c.errs = append(c.errs, field.Invalid(p.Child("keepVersions"), string(d.KeepVersions), fmt.Sprintf("must be a whole number between 0 (off) and %d", MaxKeepVersions)))
+		} else {
+			out.KeepVersions = n
+		}
 	}
 	high := c.percent(p.Child("highThresholdPercent"), d.HighThresholdPercent)
 	low := c.percent(p.Child("lowThresholdPercent"), d.LowThresholdPercent)

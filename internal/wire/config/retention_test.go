@@ -27,40 +27,48 @@ func TestRetention(t *testing.T) {
 	}{
 		"defaults": {
 			section: "{}",
-			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containerd"},
 		},
 		"null keeps the defaults": {
 			section: "null",
-			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containerd"},
 		},
 		"every key": {
 			section: "{minAge: 1h, unusedFor: 720h, highThresholdPercent: 85, lowThresholdPercent: 80, imageFsPath: /mnt/images}",
-			want:    Retention{MinAge: time.Hour, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/mnt/images"},
+			want:    Retention{MinAge: time.Hour, CoolDown: workerdefaults.CoolDown, UnusedFor: 720 * time.Hour, HighThresholdPercent: 85, LowThresholdPercent: 80, ImageFsPath: "/mnt/images"},
 		},
 		"unusedFor alone": {
 			section: "{unusedFor: 168h}",
-			want:    Retention{MinAge: workerdefaults.MinAge, UnusedFor: 168 * time.Hour, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, UnusedFor: 168 * time.Hour, ImageFsPath: "/var/lib/containerd"},
 		},
 		"thresholds at the bounds": {
 			section: "{highThresholdPercent: 100, lowThresholdPercent: 1}",
-			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 100, LowThresholdPercent: 1, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, HighThresholdPercent: 100, LowThresholdPercent: 1, ImageFsPath: "/var/lib/containerd"},
 		},
 		"thresholds as strings": {
 			section: "{highThresholdPercent: '90', lowThresholdPercent: '70'}",
-			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/var/lib/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/var/lib/containerd"},
 		},
 		"protections off": {
 			section: "{protectReferenced: false, removeVulnerableReferenced: false, protectNotRepullable: false}",
-			want: Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd",
+			want: Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containerd",
 				IgnoreReferenced: true, KeepVulnerableReferenced: true, RemoveNotRepullable: true},
 		},
 		"vulnerable referenced kept": {
 			section: "{removeVulnerableReferenced: false}",
-			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd", KeepVulnerableReferenced: true},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, ImageFsPath: "/var/lib/containerd", KeepVulnerableReferenced: true},
+		},
+		"keepVersions and coolDown": {
+			section: "{keepVersions: 3, coolDown: 6h}",
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: 6 * time.Hour, KeepVersions: 3, ImageFsPath: "/var/lib/containerd"},
+		},
+		"coolDown off, keepVersions as a string": {
+			section: "{keepVersions: '0', coolDown: 0s}",
+			want:    Retention{MinAge: workerdefaults.MinAge, ImageFsPath: "/var/lib/containerd"},
 		},
 		"imageFsPath cleaned": {
 			section: "{highThresholdPercent: 90, lowThresholdPercent: 70, imageFsPath: /data/containerd/}",
-			want:    Retention{MinAge: workerdefaults.MinAge, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/data/containerd"},
+			want:    Retention{MinAge: workerdefaults.MinAge, CoolDown: workerdefaults.CoolDown, HighThresholdPercent: 90, LowThresholdPercent: 70, ImageFsPath: "/data/containerd"},
 		},
 	}
 	for name, tc := range cases {
@@ -115,6 +123,30 @@ func TestRetentionErrors(t *testing.T) {
 		// want are substrings of the error.
 		want []string
 	}{
+		"negative keepVersions": {
+			section: "{keepVersions: -1}",
+			paths:   []string{"manager.retention.keepVersions"},
+			want:    []string{"must be a whole number between 0 (off) and 1000"},
+		},
+		"keepVersions not a number": {
+			section: "{keepVersions: three}",
+			paths:   []string{"manager.retention.keepVersions"},
+			want:    []string{`"three"`},
+		},
+		"keepVersions too large": {
+			section: "{keepVersions: 1001}",
+			paths:   []string{"manager.retention.keepVersions"},
+		},
+		"negative coolDown": {
+			section: "{coolDown: -1h}",
+			paths:   []string{"manager.retention.coolDown"},
+			want:    []string{"must not be negative"},
+		},
+		"coolDown not a duration": {
+			section: "{coolDown: 1d}",
+			paths:   []string{"manager.retention.coolDown"},
+			want:    []string{"must be a duration"},
+		},
 		"zero minAge": {
 			section: "{minAge: 0s}",
 			paths:   []string{"manager.retention.minAge"},
@@ -202,7 +234,7 @@ func TestRetentionErrors(t *testing.T) {
 		"unknown key listed": {
 			section: "{keepLatest: 3}",
 			paths:   []string{"manager.retention.keepLatest"},
-			want:    []string{"highThresholdPercent, imageFsPath, lowThresholdPercent, minAge, protectNotRepullable, protectReferenced, removeVulnerableReferenced, unusedFor"},
+			want:    []string{"coolDown, highThresholdPercent, imageFsPath, keepVersions, lowThresholdPercent, minAge, protectNotRepullable, protectReferenced, registryCheck, removeVulnerableReferenced, unusedFor"},
 		},
 		"not a mapping": {
 			section: "720h",

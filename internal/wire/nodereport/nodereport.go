@@ -58,8 +58,12 @@ type Node struct {
 	BytesFreed uint64         `json:"bytesFreed,omitempty"`
 	// Freed compares what the removals should have freed with what they
 	// did.
-	Freed   *workerresult.Freed `json:"freed,omitempty"`
-	Entries []Entry             `json:"entries,omitempty"`
+	Freed *workerresult.Freed `json:"freed,omitempty"`
+	// ImageFs is the image filesystem around the removals, when the
+	// disk-pressure policy measured it: under pressure, its target and
+	// how the run reached it.
+	ImageFs *workerresult.ImageFs `json:"imageFs,omitempty"`
+	Entries []Entry               `json:"entries,omitempty"`
 	// Omitted counts entries left out to keep the report bounded.
 	Omitted int `json:"omitted,omitempty"`
 	// Unavailable says why the entries could not be read (the log was gone
@@ -70,6 +74,9 @@ type Node struct {
 	// Regret is what came back to the node after earlier removals, as its
 	// remover reported it.
 	Regret *workerresult.Regret `json:"regret,omitempty"`
+	// RegistryChecks are the registries' answers about the images an
+	// automatic policy chose that a workload may need again.
+	RegistryChecks *workerresult.RegistryChecks `json:"registryChecks,omitempty"`
 }
 
 // maxLine bounds one log line; a longer line is not a result line.

@@ -56,6 +56,14 @@ func ExclusionDir(os OS) string { return join(os, "exclusions") }
 // (internal/wire/references: node/ and cluster/ below it).
 func ReferencesDir(os OS) string { return join(os, "references") }
 
+// RegistryCredentialsDir is where the remover finds the registry check's
+// credentials (a dockerconfigjson Secret), as RegistryCredentialsFile.
+func RegistryCredentialsDir(os OS) string { return join(os, "registry-credentials") }
+
+// RegistryCredentialsFile is the file the Secret's .dockerconfigjson key
+// is mounted as.
+const RegistryCredentialsFile = "config.json"
+
 // ConfigDir is where the scanner finds the EraserConfig.
 func ConfigDir(os OS) string { return join(os, "config") }
 

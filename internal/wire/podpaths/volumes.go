@@ -32,8 +32,11 @@ const (
 	VolumeContainersConfig = "containers-config"
 	VolumeCRIOPullTmp      = "crio-pull-tmp"
 	// The node's and the cluster's references (internal/wire/references).
-	VolumeNodeRefs    = "node-references"
-	VolumeClusterRefs = "cluster-references"
+	// VolumeRegistryCredentials is the registry check's credentials
+	// Secret, the remover's alone.
+	VolumeRegistryCredentials = "registry-credentials"
+	VolumeNodeRefs            = "node-references"
+	VolumeClusterRefs         = "cluster-references"
 )
 
 // ExclusionVolumePrefix begins the volume name of every exclusion list
@@ -67,7 +70,7 @@ const ScannerTmp = "/tmp"
 
 // PodVolumes are every fixed volume name a worker pod may use.
 func PodVolumes() []string {
-	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeCRIORunRoot, VolumeCRIOConfig, VolumeContainersConfig, VolumeCRIOPullTmp, VolumeNodeRefs, VolumeClusterRefs}
+	return []string{VolumeRuntime, VolumeShared, VolumeImageList, VolumeConfig, VolumeScanCache, VolumeScanTmp, VolumeState, VolumeImageFs, VolumeCRIORunRoot, VolumeCRIOConfig, VolumeContainersConfig, VolumeCRIOPullTmp, VolumeNodeRefs, VolumeClusterRefs, VolumeRegistryCredentials}
 }
 
 // ReservedVolume says why a scanner volume may not be called name, or ""

@@ -14,6 +14,12 @@ import "time"
 // minutes.
 const MinAge = 10 * time.Minute
 
+// CoolDown is the hold of an image that came back after a removal, after
+// its first return (coolDown, the workers' --cool-down): a day, so that a
+// node that removed what its workloads still needed does not remove it
+// again at the next run, nor keep it for good.
+const CoolDown = 24 * time.Hour
+
 // HandoffTimeout bounds each wait of a worker for a peer in its pod (the
 // workers' --handoff-timeout) when the pod does not scan: the collector
 // lists the node in seconds, so a peer that has not answered in this time
@@ -45,3 +51,15 @@ const MinRecordAge = MinAge
 // CRIORunRoot is CRI-O's run root unless crio.conf's runroot moves it
 // (leftovers.crioRunRoot, the remover's --crio-run-root).
 const CRIORunRoot = "/run/containers/storage"
+
+// The registry check's defaults (manager.retention.registryCheck, the
+// remover's --registry-*): a week of lookback, as long as most images a
+// node runs stay in use; fifty requests a run, so that a node asks its
+// registries no more than a pull of a few images would; five seconds a
+// request, so that a stopped registry delays a run by seconds, not minutes
+// (the remover does not ask one again in the run after it failed once).
+const (
+	RegistryLookback    = 168 * time.Hour
+	RegistryMaxRequests = 50
+	RegistryTimeout     = 5 * time.Second
+)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/util/bytesize"
 	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
@@ -133,6 +134,19 @@ type ImageFs struct {
 	CapacityBytes   uint64 `json:"capacityBytes"`
 	UsedBeforeBytes uint64 `json:"usedBeforeBytes"`
 	UsedAfterBytes  uint64 `json:"usedAfterBytes"`
+	// TargetBytes is what the disk-pressure policy brings the used bytes
+	// under (the low threshold's share of the capacity); set when the run
+	// found the filesystem at or above the high threshold.
+	TargetBytes uint64 `json:"targetBytes,omitempty"`
+	// TargetReached: a measurement after the removals showed the used
+	// bytes under the target (never on a dry run).
+	TargetReached bool `json:"targetReached,omitempty"`
+	// TimeToTargetMs is the time, in milliseconds, from the first removal
+	// for disk pressure to the measurement that showed the target reached;
+	// FreedToTargetBytes is what the filesystem measured freed over it.
+	// Both zero when the target was reached without such a removal.
+	TimeToTargetMs     float64 `json:"timeToTargetMs,omitempty"`
+	FreedToTargetBytes uint64  `json:"freedToTargetBytes,omitempty"`
 }
 
 // Freed compares what a run's removals should free, by the runtime's own
@@ -359,4 +373,23 @@ func Write(path string, s Summary) error {
 		return nil
 	}
 	return os.WriteFile(path, s.Encode(), 0o644)
+}
+
+// Relief says, for people, how a run under disk pressure ended: the
+// target, and whether a measurement showed the filesystem below it, how
+// long after the first removal for it and what it took; "" when the run
+// was not under pressure.
+func (f ImageFs) Relief() string {
+	if f.TargetBytes == 0 || f.CapacityBytes == 0 {
+		return ""
+	}
+	target := fmt.Sprintf("the target %s (%.1f%% of %s)", bytesize.Format(f.TargetBytes), float64(f.TargetBytes)*100/float64(f.CapacityBytes), bytesize.Format(f.CapacityBytes))
+	if !f.TargetReached {
+		return fmt.Sprintf("disk pressure: still at or above %s, %.1f%% used", target, float64(f.UsedAfterBytes)*100/float64(f.CapacityBytes))
+	}
+	if f.FreedToTargetBytes == 0 && f.TimeToTargetMs == 0 {
+		return "disk pressure: below " + target + " with no removal for it"
+	}
+	return fmt.Sprintf("disk pressure: below %s %s after the first removal for it, %s freed", target,
+		(time.Duration(f.TimeToTargetMs * float64(time.Millisecond))).Round(time.Millisecond), bytesize.Format(f.FreedToTargetBytes))
 }

@@ -77,3 +77,26 @@ func TestFreedBytes(t *testing.T) {
 		})
 	}
 }
+
+func TestImageFsRelief(t *testing.T) {
+	const mib = 1 << 20
+	cases := map[string]struct {
+		fs   ImageFs
+		want string
+	}{
+		"not under pressure": {fs: ImageFs{CapacityBytes: 100 * mib, UsedBeforeBytes: 50 * mib, UsedAfterBytes: 50 * mib}},
+		"reached": {fs: ImageFs{CapacityBytes: 100 * mib, UsedBeforeBytes: 90 * mib, UsedAfterBytes: 79 * mib, TargetBytes: 80 * mib, TargetReached: true, TimeToTargetMs: 1234.5, FreedToTargetBytes: 11 * mib},
+			want: "disk pressure: below the target 80.0MiB (80.0% of 100.0MiB) 1.235s after the first removal for it, 11.0MiB freed"},
+		"reached by the other policies": {fs: ImageFs{CapacityBytes: 100 * mib, UsedBeforeBytes: 90 * mib, UsedAfterBytes: 70 * mib, TargetBytes: 80 * mib, TargetReached: true},
+			want: "disk pressure: below the target 80.0MiB (80.0% of 100.0MiB) with no removal for it"},
+		"not reached": {fs: ImageFs{CapacityBytes: 100 * mib, UsedBeforeBytes: 90 * mib, UsedAfterBytes: 85 * mib, TargetBytes: 80 * mib},
+			want: "disk pressure: still at or above the target 80.0MiB (80.0% of 100.0MiB), 85.0% used"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.fs.Relief(); got != tc.want {
+				t.Errorf("Relief() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
