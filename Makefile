@@ -178,7 +178,7 @@ build-windows: ## Check that the node workers build for Windows.
 # hand-off tests, which skip AF_UNIX there). Packages whose tests clean up
 # t.TempDir are left out: Wine 8 cannot remove a non-empty directory.
 WINDOWS_TEST_PACKAGES := ./internal/node/cri ./internal/node/handoff ./internal/node/remover ./internal/wire/imageref ./internal/wire/endpoint \
-	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage
+	./internal/wire/podpaths ./internal/node/protect ./internal/wire/workerresult ./internal/node/nodestate ./internal/node/retention ./internal/node/diskusage ./internal/node/regret
 # Then, from Linux, the Windows eraser command under Wine against a real
 # containerd reached through a named pipe (test/windows): root, containerd.
 WINDOWS_HOST_TEST_PACKAGES := ./test/windows

@@ -380,8 +380,8 @@ const (
 	// repository were on its node.
 	PolicySuperseded RemovalPolicy = "Superseded"
 	// PolicyDiskPressure: the image filesystem was above the high threshold
-	// and the image was among those whose removal cost least (its own
-	// bytes per the expected cost of pulling it back).
+	// and the image was among those whose removal cost least (the bytes it
+	// frees per the expected cost of pulling it back).
 	PolicyDiskPressure RemovalPolicy = "DiskPressure"
 )
 

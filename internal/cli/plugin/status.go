@@ -31,8 +31,10 @@ type Status struct {
 	Lists     []List    `json:"imageLists"`
 	Schedule  *Schedule `json:"schedule,omitempty"`
 	Jobs      []Job     `json:"runningJobs"`
-	Problems  []string  `json:"problems,omitempty"`
-	Now       time.Time `json:"now"`
+	// Space is what the runs kept in the cluster freed and what came back.
+	Space    *Space    `json:"space,omitempty"`
+	Problems []string  `json:"problems,omitempty"`
+	Now      time.Time `json:"now"`
 }
 
 // Pause is the switch, when set.
@@ -161,6 +163,7 @@ func Collect(ctx context.Context, c client.Reader, namespace string, now time.Ti
 		s.Jobs = append(s.Jobs, job)
 	}
 	slices.SortFunc(s.Jobs, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
+	s.Space = space(jobs.Items)
 	sched, problem, err := schedule(ctx, c, namespace, now, scheduledRunning, held.Paused)
 	if err != nil {
 		return s, err
@@ -302,6 +305,7 @@ func PrintStatus(w io.Writer, s Status) {
 		}
 		fmt.Fprintf(w, "  next run: %s\n", next)
 	}
+	printSpace(w, s.Space)
 	fmt.Fprintln(w)
 	if len(s.Jobs) == 0 {
 		fmt.Fprintln(w, "Running: nothing")

@@ -331,7 +331,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		// What parses saves and parses again to the same ledger.
-		dir := t.TempDir()
+		dir := tempDir(t)
 		if err := Save(dir, l); err != nil {
 			t.Fatal(err)
 		}

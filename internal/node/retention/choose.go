@@ -33,7 +33,8 @@ type Candidate struct {
 	// does not rank versions (keepVersions off).
 	Repository string
 	// OwnBytes is what only this image holds: what its removal frees.
-	// 0: not known, its Size is taken instead.
+	// 0: not known, its Size is taken instead (the remover does not read
+	// the runtime's records before it plans, so it leaves this 0).
 	OwnBytes uint64
 	// Returns counts how often the image came back after a removal on the
 	// node; LastReturned is when it last did.

@@ -58,6 +58,9 @@ type Node interface {
 	// RepoDigest is the repo digest (name@sha256:...) the runtime shows for
 	// a tag.
 	RepoDigest(t testing.TB, tag string) string
+	// PullImage pulls a reference through CRI, as a pod's kubelet does,
+	// and returns the image ID.
+	PullImage(t testing.TB, ref string) string
 }
 
 // Options are how a test wants its node.
@@ -68,6 +71,9 @@ type Options struct {
 	// PinnedImages are pinned by the runtime's configuration; only a
 	// runtime with Pins takes them.
 	PinnedImages []string
+	// PlainHTTPRegistries are registries (host:port) the runtime pulls
+	// from in plain HTTP, as from a loopback registry a test serves.
+	PlainHTTPRegistries []string
 }
 
 // Runtime is one column of a scenario table.
@@ -110,6 +116,9 @@ var Runtimes = []Runtime{
 			if o.SmallDiskMiB > 0 {
 				opts = append(opts, testcontainerd.WithSmallDisk(o.SmallDiskMiB))
 			}
+			if len(o.PlainHTTPRegistries) > 0 {
+				opts = append(opts, testcontainerd.WithPlainHTTPRegistries(o.PlainHTTPRegistries...))
+			}
 			return containerd{testcontainerd.Start(t, opts...)}
 		},
 		workerArgs: func(Node) []string { return nil },
@@ -124,6 +133,9 @@ var Runtimes = []Runtime{
 			}
 			if len(o.PinnedImages) > 0 {
 				opts = append(opts, testcrio.WithPinnedImages(o.PinnedImages...))
+			}
+			if len(o.PlainHTTPRegistries) > 0 {
+				opts = append(opts, testcrio.WithInsecureRegistries(o.PlainHTTPRegistries...))
 			}
 			return crio{testcrio.Start(t, opts...)}
 		},

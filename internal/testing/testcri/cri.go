@@ -59,6 +59,19 @@ func Dial(socket string, o Options) (*CRI, error) {
 	}, nil
 }
 
+// PullImage pulls ref through CRI, as a pod's kubelet does, and returns
+// the image ID the runtime gives it.
+func (c *CRI) PullImage(t testing.TB, ref string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := c.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		t.Fatalf("PullImage %s: %v\n%s", ref, err, c.logTail())
+	}
+	return resp.GetImageRef()
+}
+
 // CRIEndpoint is the runtime's endpoint as a worker's --runtime-endpoint
 // takes it.
 func (c *CRI) CRIEndpoint() string { return c.Endpoint }

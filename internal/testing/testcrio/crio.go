@@ -67,6 +67,15 @@ type Option func(*options)
 type options struct {
 	pinnedImages []string
 	rootMiB      int
+	// insecure are registries pulled from as they are, in plain HTTP.
+	insecure []string
+}
+
+// WithInsecureRegistries makes CRI-O pull from the registries (host:port)
+// in plain HTTP, not through this instance's mirror: a test's own loopback
+// registry.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
 }
 
 // WithSmallDisk puts CRI-O's image store on a tmpfs of sizeMiB, a

@@ -131,6 +131,9 @@ func (c *CRIO) registriesConf() string {
 		fmt.Fprintf(&b, "\n[[registry]]\nprefix = %q\nlocation = %q\n\n[[registry.mirror]]\nlocation = %q\ninsecure = true\n",
 			h, h, c.registry+"/"+h)
 	}
+	for _, h := range c.opts.insecure {
+		fmt.Fprintf(&b, "\n[[registry]]\nlocation = %q\ninsecure = true\n", h)
+	}
 	return b.String()
 }
 
