@@ -111,6 +111,10 @@ const (
 	// start timeout; the message has its last answer. An Event on the job
 	// too.
 	ReasonCreateFailed = "CreateFailed"
+	// ReasonNotAdmitted: the node's kubelet refused the worker pod at
+	// admission (OutOfcpu, OutOfmemory, ...), and each pod recreated with
+	// backoff within the start timeout too; the message has its last words.
+	ReasonNotAdmitted = "NotAdmitted"
 	// ReasonWaitTimedOut: the node waited for another run's worker that
 	// could not end, longer than nodeWaitTimeout; no worker of this run was
 	// created on it.

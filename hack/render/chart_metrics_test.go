@@ -204,6 +204,9 @@ var servedMetrics = map[string]bool{
 	"eraser_node_consecutive_failed_runs":          true,
 	"eraser_node_last_cleaned_timestamp_seconds":   true,
 	"eraser_nodes_not_cleaned":                     true,
+	"eraser_paused":                                true,
+	"eraser_images_refused_run_total":              true,
+	"eraser_scan_db_fetches_total":                 true,
 	"eraser_regret_returns_total":                  true,
 	"eraser_regret_bytes_total":                    true,
 }

@@ -46,7 +46,13 @@ func TestRegretLedger(t *testing.T) {
 		}
 		ref := host + "/e2e/regret:1"
 		n := rt.Start(t, noderuntime.Options{PlainHTTPRegistries: []string{host}})
-		id := n.PullImage(t, ref)
+		n.PullImage(t, ref)
+		// The ID as the runtime lists it, which the ledger keys by (CRI-O's
+		// pull answers a repo digest, its listing bare hex).
+		id := n.ImageIDs(t)[ref]
+		if id == "" {
+			t.Fatalf("%s is not listed after its pull: %v", ref, n.ImageIDs(t))
+		}
 		stateDir := t.TempDir()
 		endpoint := "--runtime-endpoint=" + n.CRIEndpoint()
 		common := append([]string{"--state-dir=" + stateDir}, rt.WorkerArgs(n)...)
@@ -79,7 +85,8 @@ func TestRegretLedger(t *testing.T) {
 		}
 
 		before := manifests.Load()
-		if back := n.PullImage(t, ref); back != id {
+		n.PullImage(t, ref)
+		if back := n.ImageIDs(t)[ref]; back != id {
 			t.Fatalf("pulled back %s, want the removed image %s", back, id)
 		}
 		if manifests.Load() == before {

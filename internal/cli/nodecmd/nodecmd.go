@@ -93,6 +93,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.retention.Bind(fs, podpaths.StateDir(worker.NodeOS))
 		o.protection.Bind(fs)
 		o.leftover.Bind(fs)
+		o.registry.Bind(fs)
 	}
 	err := fs.Parse(args[1:])
 	if errors.Is(err, flag.ErrHelp) {

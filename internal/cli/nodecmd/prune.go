@@ -31,6 +31,7 @@ type pruneOptions struct {
 	retention   retention.Flags
 	protection  protect.Flags
 	leftover    remover.LeftoverFlags
+	registry    remover.RegistryFlags
 	now         time.Time
 	json        bool
 }
@@ -105,6 +106,9 @@ func prune(ctx context.Context, client *cri.Client, o pruneOptions, out, errOut 
 	}
 	remover.SetFreedMeters(&opts, client, o.retention.ImageFsPath, o.retention.ImageStore, true)
 	var err error
+	if opts.Registry, err = o.registry.Settings(); err != nil {
+		return fail(err)
+	}
 	if opts.Leftovers, err = o.leftover.Leftovers(client, o.retention.ImageStore, opts.MeasureFreed); err != nil {
 		return fail(err)
 	}

@@ -65,6 +65,8 @@ func (r *Reconciler) run(ctx context.Context, job *eraserv1.ImageJob) (reconcile
 // by the names their errors carry:
 //   - gather: the job's pods and nodes, from the cache (and the API server
 //     for a pod nothing explains);
+//   - replace: the pods the nodes' kubelets refused at admission deleted,
+//     so that their nodes get a new pod after the creation backoff;
 //   - observe and plan, pure (package wave): each node judged, the next
 //     wave chosen;
 //   - admit: the wave takes its nodes in the queue;
@@ -79,6 +81,9 @@ func (r *Reconciler) pass(ctx context.Context, job *eraserv1.ImageJob, data *job
 	w, err := r.gather(ctx, job, data.Config, data.Kind == podspec.KindCollector, nodes, st)
 	if err != nil {
 		return reconcile.Result{}, reconcilestep.Wrap("gather", err)
+	}
+	if err := r.replace(ctx, st); err != nil {
+		return reconcile.Result{}, reconcilestep.Wrap("replace", err)
 	}
 	held, err := pause.Read(ctx, r.client, r.opts.Namespace)
 	if err != nil {
@@ -246,6 +251,20 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 			shown = append(shown, node)
 		}
 		delete(st.created, node)
+		if msg, refused := podspec.NotAdmitted(pod); refused {
+			if _, failed := st.failures[node]; !failed {
+				// Never admitted, it ran nothing: replaced like a pod the
+				// API server refused, the node waiting for its next pod.
+				r.unadmitted(ctx, job, st, pod, msg, now)
+				delete(w.Pods, node)
+				w.Waiting[node] = true
+				continue
+			}
+		}
+		if cf, ok := st.creating[node]; ok && cf.Admission && pod.Status.Phase != corev1.PodPending {
+			// Admitted at last: the node's refusals are over.
+			delete(st.creating, node)
+		}
 		if podspec.Finished(pod) {
 			// A finished pod's outcome depends on the pod alone: judged
 			// (and its termination messages decoded) once per version.
@@ -291,6 +310,44 @@ func (r *Reconciler) gather(ctx context.Context, job *eraserv1.ImageJob, cfg *co
 	return w, nil
 }
 
+// unadmitted records a pod the node's kubelet refused at admission
+// (podspec.NotAdmitted), once per pod: one more attempt at the node's pod,
+// with the creation backoff, and the pod to delete (replace). Each distinct
+// reason is announced once.
+func (r *Reconciler) unadmitted(ctx context.Context, job *eraserv1.ImageJob, st *jobState, pod *corev1.Pod, msg string, now time.Time) {
+	node := pod.Spec.NodeName
+	st.unadmittedPods = append(st.unadmittedPods, pod)
+	if st.unadmitted[node] == pod.UID {
+		return
+	}
+	st.unadmitted[node] = pod.UID
+	prev, had := st.creating[node]
+	st.creating[node] = wave.Unadmitted(prev, had, now, msg)
+	delete(st.podsSeen, node)
+	delete(st.finished, node)
+	log.FromContext(ctx).Info("the node's kubelet refused the worker pod at admission: recreating it", "node", node, "reason", msg, "attempts", st.creating[node].Attempts)
+	key := "admission: " + pod.Status.Reason
+	if !st.refusals[key] && len(st.refusals) < maxRefusalEvents {
+		st.refusals[key] = true
+		r.recorder.Eventf(job, corev1.EventTypeWarning, eraserv1.ReasonNotAdmitted,
+			"the kubelet of node %s refused a worker pod at admission: %s (the pod is recreated with backoff; a node fails once none is admitted within the start timeout)", node, textcut.Cut(msg, wave.MaxMessage))
+	}
+}
+
+// replace deletes the pods the nodes' kubelets refused at admission that
+// gather found. A Failed pod is deleted at once, so that the node's next
+// pod, after at least the first backoff, is not answered AlreadyExists.
+func (r *Reconciler) replace(ctx context.Context, st *jobState) error {
+	pods := st.unadmittedPods
+	st.unadmittedPods = nil
+	for _, pod := range pods {
+		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s, which its node's kubelet refused: %w", pod.Name, err)
+		}
+	}
+	return nil
+}
+
 // stallOf builds the pass's stallFunc over the cache; st remembers when a
 // node whose Ready condition carries no time was first seen not Ready.
 func (r *Reconciler) stallOf(job *eraserv1.ImageJob, st *jobState, now time.Time) wave.StallFunc {
@@ -326,7 +383,12 @@ func (r *Reconciler) recordCreates(job *eraserv1.ImageJob, st *jobState, w wave.
 		node := w.Targets[i].Name
 		if errs[k] == nil {
 			st.created[node] = created
-			delete(st.creating, node)
+			// A kubelet's refusal comes after the pod is created: its
+			// record, and the bound counted from the first, stay until a
+			// pod of the node is admitted or the node fails.
+			if !st.creating[node].Admission {
+				delete(st.creating, node)
+			}
 			continue
 		}
 		prev, had := st.creating[node]

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
@@ -26,6 +27,11 @@ type jobState struct {
 	created map[string]time.Time
 	// creating are nodes whose pod creation failed and is being retried.
 	creating map[string]wave.CreateFailure
+	// unadmitted is the pod of each node its kubelet last refused at
+	// admission, counted once in creating; unadmittedPods are those the
+	// pass's gather found, to delete.
+	unadmitted     map[string]types.UID
+	unadmittedPods []*corev1.Pod
 	// failures are every node failure on record; the status names at most
 	// MaxReportedNodes of them.
 	failures map[string]eraserv1.NodeFailure
@@ -81,7 +87,7 @@ func (r *Reconciler) state(job *eraserv1.ImageJob) *jobState {
 		return v.(*jobState)
 	}
 	st := &jobState{uid: job.UID,
-		created: map[string]time.Time{}, creating: map[string]wave.CreateFailure{},
+		created: map[string]time.Time{}, creating: map[string]wave.CreateFailure{}, unadmitted: map[string]types.UID{},
 		failures: map[string]eraserv1.NodeFailure{}, announced: map[string]bool{}, refusals: map[string]bool{},
 		finished: map[string]judged{}, podsSeen: map[string]wave.Seen{}, notReady: map[string]time.Time{},
 	}

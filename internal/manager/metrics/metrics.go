@@ -366,6 +366,17 @@ func (r *Recorder) JobCompleted(trigger string, at time.Time) {
 	r.lastSuccess[trigger] = max(r.lastSuccess[trigger], at.Unix())
 }
 
+// ForgetLastSuccess drops trigger's gauge: the schedule's, when scheduled
+// runs were turned off before any completed.
+func (r *Recorder) ForgetLastSuccess(trigger string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastSuccess, trigger)
+}
+
 // Shutdown pushes what is pending and stops the exporters.
 func (r *Recorder) Shutdown(ctx context.Context) error {
 	if r == nil {

@@ -20,12 +20,14 @@ import (
 )
 
 // Todo lists the pods that finished and are not in the report yet, by
-// node name.
+// node name. A pod the node's kubelet refused at admission ran nothing and
+// is replaced by another: its node is reported from the next pod, or from
+// its failure on record.
 func Todo(pods []corev1.Pod, written, pending map[string]bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if !podspec.Finished(p) {
+		if _, refused := podspec.NotAdmitted(p); refused || !podspec.Finished(p) {
 			continue
 		}
 		if n := p.Spec.NodeName; !written[n] && !pending[n] {

@@ -56,3 +56,32 @@ func TestNodeOfReason(t *testing.T) {
 		})
 	}
 }
+
+// TestTodo: a pod its node's kubelet refused at admission ran nothing and
+// is replaced: the node is reported from its next pod, or its failure on
+// record, never from the refused one.
+func TestTodo(t *testing.T) {
+	pod := func(node string, phase corev1.PodPhase, reason string) corev1.Pod {
+		return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase, Reason: reason}}
+	}
+	cases := map[string]struct {
+		pods []corev1.Pod
+		want []string
+	}{
+		"finished, running and written": {pods: []corev1.Pod{pod("a", corev1.PodSucceeded, ""), pod("b", corev1.PodRunning, ""), pod("w", corev1.PodFailed, "")},
+			want: []string{"a"}},
+		"a failed pod":         {pods: []corev1.Pod{pod("a", corev1.PodFailed, "")}, want: []string{"a"}},
+		"refused at admission": {pods: []corev1.Pod{pod("a", corev1.PodFailed, "OutOfcpu"), pod("b", corev1.PodFailed, "UnexpectedAdmissionError")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, p := range Todo(tc.pods, map[string]bool{"w": true}, map[string]bool{}) {
+				got = append(got, p.Spec.NodeName)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("todo (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

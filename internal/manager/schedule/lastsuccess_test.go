@@ -76,3 +76,43 @@ func TestLastSuccessSurvivesRestart(t *testing.T) {
 		t.Errorf("after a restart the last scheduled success is %v (served %v), want %d", got, ok, end.Unix())
 	}
 }
+
+// TestLastSuccessSeededAtScheduleStart: before a first success the gauge
+// holds when scheduled runs were turned on, recorded in the schedule's
+// state, so that the scheduled-runs alert fires on an install whose runs
+// never complete, across restarts; scheduled runs turned off drop it.
+func TestLastSuccessSeededAtScheduleStart(t *testing.T) {
+	testenv.Require(t)
+	ctx := context.Background()
+	ns := "lastsuccess-seed-test"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	const on = "apiVersion: eraser.sh/v1alpha3\nmanager: {scheduling: {repeatInterval: 6h}}\ncomponents: {collector: {enabled: true}}\n"
+	const off = "apiVersion: eraser.sh/v1alpha3\ncomponents: {collector: {enabled: false}}\n"
+	clk := clocktesting.NewFakeClock(time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC))
+	installed := clk.Now()
+	served := func(doc string) (float64, bool) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reconciler(t, ctx, NewReconciler(env.Client, record.NewFakeRecorder(100), clk, store(t, doc), m, ns, ""))()
+		return lastScheduleSuccess(t, reg)
+	}
+	if got, ok := served(on); !ok || int64(got) != installed.Unix() {
+		t.Errorf("a new install serves %v (%v), want when scheduled runs were turned on, %d", got, ok, installed.Unix())
+	}
+	clk.Step(50 * time.Hour)
+	if got, ok := served(on); !ok || int64(got) != installed.Unix() {
+		t.Errorf("after a restart it serves %v (%v), want still %d", got, ok, installed.Unix())
+	}
+	if _, ok := served(off); ok {
+		t.Error("scheduled runs turned off before any completed: the gauge is still served")
+	}
+	if got, ok := served(on); !ok || int64(got) != clk.Now().Unix() {
+		t.Errorf("turned on again it serves %v (%v), want %d", got, ok, clk.Now().Unix())
+	}
+}

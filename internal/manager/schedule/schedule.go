@@ -21,6 +21,35 @@ type State struct {
 	LastSuccess time.Time
 	// Coverage is what each node's workers last achieved.
 	Coverage Coverage
+	// ScheduledSince is when this manager first saw scheduled runs on (the
+	// collector enabled), unset while they are off: before a first success
+	// the scheduled-runs alert counts from it (alertFrom), so that an
+	// install whose runs never complete is alerted on too.
+	ScheduledSince time.Time
+}
+
+// alertFrom is the time the scheduled-runs alert's gauge holds: the last
+// success, or before any, when scheduled runs were turned on; zero (no
+// gauge) when neither is known.
+func alertFrom(st State) time.Time {
+	if !st.LastSuccess.IsZero() {
+		return st.LastSuccess
+	}
+	return st.ScheduledSince
+}
+
+// scheduledSince decides the state's ScheduledSince at now: recorded once
+// when the collector is on, kept while it stays on (across restarts: the
+// state is a ConfigMap), dropped when it is turned off, so that turning it
+// on later counts from then rather than from the install.
+func scheduledSince(st State, collectorEnabled bool, now time.Time) time.Time {
+	switch {
+	case !collectorEnabled:
+		return time.Time{}
+	case st.ScheduledSince.IsZero():
+		return now
+	}
+	return st.ScheduledSince
 }
 
 // NextRun is when the next scheduled job should start (schedtimes.Next).

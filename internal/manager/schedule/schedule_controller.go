@@ -145,6 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, reconcilestep.Wrap("state", err)
 	}
+	if since := scheduledSince(st, cfg.Components.Collector.Enabled, r.clock.Now()); !since.Equal(st.ScheduledSince) {
+		st.ScheduledSince = since
+		if err := r.saveState(ctx, cm, st); err != nil {
+			return reconcile.Result{}, reconcilestep.Wrap("state", err)
+		}
+	}
 	r.publishLastSuccess(st)
 	held, err := pause.Read(ctx, r.client, r.namespace)
 	if err != nil {
@@ -355,10 +361,15 @@ const stateLimit = jobdata.MaxSize
 
 // publishLastSuccess gives the metrics the last scheduled success from the
 // state: a restarted manager serves it at once, so that the scheduled-runs
-// alert still fires when runs keep failing after a restart.
+// alert still fires when runs keep failing after a restart. Before a first
+// success it is when scheduled runs were turned on (alertFrom), so that the
+// alert fires on an install whose runs never complete; without either,
+// none.
 func (r *Reconciler) publishLastSuccess(st State) {
-	if !st.LastSuccess.IsZero() {
-		r.metrics.JobCompleted("schedule", st.LastSuccess)
+	if at := alertFrom(st); !at.IsZero() {
+		r.metrics.JobCompleted("schedule", at)
+	} else {
+		r.metrics.ForgetLastSuccess("schedule")
 	}
 }
 

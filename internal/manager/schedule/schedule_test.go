@@ -3,6 +3,7 @@ package schedule
 import (
 	"github.com/google/go-cmp/cmp"
 	"testing"
+	"time"
 
 	eraserv1 "github.com/eraser-oss/eraser/api/v1"
 	"github.com/eraser-oss/eraser/internal/manager/runnow"
@@ -36,6 +37,37 @@ func TestDecideRunNow(t *testing.T) {
 			v, refusal := decideRunNow(tc.enabled, mine, tc.jobs)
 			if diff := cmp.Diff(tc.want, verdict{Action: v.Action, Job: v.Job, Refusal: refusal}); diff != "" {
 				t.Errorf("decideRunNow (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAlertFrom: the scheduled-runs alert counts from the last success, or
+// before any from when scheduled runs were turned on, which is recorded
+// once, kept while they stay on and dropped when they are turned off.
+func TestAlertFrom(t *testing.T) {
+	t0 := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(72 * time.Hour)
+	type result struct{ Since, AlertFrom time.Time }
+	cases := map[string]struct {
+		st        State
+		collector bool
+		want      result
+	}{
+		"a new install with scheduled runs": {collector: true, want: result{now, now}},
+		"a new install without":             {},
+		"on since t0, never completed":      {st: State{ScheduledSince: t0}, collector: true, want: result{t0, t0}},
+		"on since t0, completed since":      {st: State{ScheduledSince: t0, LastSuccess: t0.Add(time.Hour)}, collector: true, want: result{t0, t0.Add(time.Hour)}},
+		"turned off before any completed":   {st: State{ScheduledSince: t0}},
+		"turned off after a success":        {st: State{ScheduledSince: t0, LastSuccess: t0.Add(time.Hour)}, want: result{AlertFrom: t0.Add(time.Hour)}},
+		"an older state with a success":     {st: State{LastSuccess: t0}, collector: true, want: result{now, t0}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := tc.st
+			st.ScheduledSince = scheduledSince(st, tc.collector, now)
+			if diff := cmp.Diff(tc.want, result{st.ScheduledSince, alertFrom(st)}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

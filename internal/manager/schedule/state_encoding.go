@@ -22,6 +22,8 @@ import (
 )
 
 const (
+	// keyScheduledSince is State.ScheduledSince.
+	keyScheduledSince = "scheduledSince"
 	// keyCoverage holds the compact form of the per-node record, in
 	// binaryData: gzip of one "name cleaned tried" line per node, the
 	// times in seconds from coverageSince, "-" for none.
@@ -42,6 +44,9 @@ var errStateTooLarge = errors.New("the schedule's per-node record does not fit i
 func encodeState(st State, limit int) (map[string]string, map[string][]byte, error) {
 	data := map[string]string{}
 	st.times().Write(data)
+	if !st.ScheduledSince.IsZero() {
+		data[keyScheduledSince] = st.ScheduledSince.UTC().Format(time.RFC3339)
+	}
 	c := st.Coverage
 	if !c.Known() {
 		return data, nil, nil
@@ -79,6 +84,7 @@ func decodeState(data map[string]string, bin map[string][]byte) (State, error) {
 	var st State
 	t := schedtimes.Read(data)
 	st.LastStart, st.LastEnd, st.LastSuccess = t.LastStart, t.LastEnd, t.LastSuccess
+	st.ScheduledSince, _ = time.Parse(time.RFC3339, data[keyScheduledSince])
 	c, err := decodeCoverage(data, bin)
 	if err != nil {
 		return st, err

@@ -70,6 +70,7 @@ func TestStateRoundTrip(t *testing.T) {
 	}{
 		"nothing yet":        {st: State{}},
 		"times, no record":   {st: State{LastStart: c0, LastEnd: c0.Add(time.Hour), LastSuccess: c0.Add(time.Hour)}},
+		"scheduled since":    {st: State{ScheduledSince: c0}},
 		"record begun":       {st: State{LastStart: c0, Coverage: Coverage{Since: c0, Cleaned: map[string]time.Time{}, Tried: map[string]time.Time{}}}},
 		"small record":       {st: State{LastStart: c0, Coverage: coverageOf([]string{"a", "b"}, c0, []string{"c"}, c0.Add(time.Hour))}},
 		"3,000 long names":   {st: State{LastStart: c0, Coverage: coverageOf(long, c0, long[:100], c0.Add(time.Hour))}, compact: true},
@@ -90,7 +91,7 @@ func TestStateRoundTrip(t *testing.T) {
 		}
 		got[name], want[name] = st, tc.st
 		if !tc.st.Coverage.Known() {
-			want[name] = State{LastStart: tc.st.LastStart, LastEnd: tc.st.LastEnd, LastSuccess: tc.st.LastSuccess,
+			want[name] = State{LastStart: tc.st.LastStart, LastEnd: tc.st.LastEnd, LastSuccess: tc.st.LastSuccess, ScheduledSince: tc.st.ScheduledSince,
 				Coverage: Coverage{Cleaned: map[string]time.Time{}, Tried: map[string]time.Time{}}}
 		}
 	}

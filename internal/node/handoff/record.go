@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"github.com/eraser-oss/eraser/internal/util/atomicfile"
 )
 
 // WriteCollected records, in dir, the images the collector hands on. The
@@ -16,19 +17,7 @@ func WriteCollected(dir string, images []Image) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+Collected+".*")
-	if err != nil {
-		return fmt.Errorf("recording the collected images: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err = closeWith(tmp, err); err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, Collected))
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := atomicfile.Write(filepath.Join(dir, Collected), data); err != nil {
 		return fmt.Errorf("recording the collected images: %w", err)
 	}
 	return nil

@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eraser-oss/eraser/internal/util/atomicfile"
 )
 
 // CacheFile is the cache's file name in the node's state directory.
@@ -142,19 +143,7 @@ func (c *cache) save(path string, now time.Time) error {
 	if path == "" || !c.dirty {
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(c.encode(now, DefaultMaxCached)); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, c.encode(now, DefaultMaxCached)); err != nil {
 		return err
 	}
 	c.dirty = false

@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eraser-oss/eraser/internal/util/atomicfile"
 	"github.com/eraser-oss/eraser/internal/util/textcut"
 )
 
@@ -474,22 +475,7 @@ func Save(dir string, l *Ledger) error {
 		word(flags)
 		b.WriteByte('\n')
 	}
-	tmp, err := os.CreateTemp(dir, ".removals-*")
-	if err != nil {
-		return fmt.Errorf("removal ledger: %w", err)
-	}
-	_, err = tmp.Write(b.Bytes())
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), Path(dir))
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := atomicfile.Write(Path(dir), b.Bytes()); err != nil {
 		return fmt.Errorf("removal ledger %s: %w", Path(dir), err)
 	}
 	return nil

@@ -69,3 +69,13 @@ func (k FakeKubelet) FinishPods(ctx context.Context, pods []corev1.Pod, ok func(
 	}
 	return written, nil
 }
+
+// Refuse writes the status a kubelet writes for a pod it refuses at
+// admission, a pod that does not fit the node (reason "OutOfcpu"): phase
+// Failed with the reason, no container run.
+func (k FakeKubelet) Refuse(ctx context.Context, pod *corev1.Pod, reason, message string) error {
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.Reason = reason
+	pod.Status.Message = "Pod was rejected: " + message
+	return k.Client.Status().Update(ctx, pod)
+}

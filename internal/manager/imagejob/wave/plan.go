@@ -19,6 +19,10 @@ type CreateFailure struct {
 	First, Next time.Time
 	Attempts    int
 	Message     string
+	// Admission is whether the last attempt's pod was created and then
+	// refused by the node's kubelet (NotAdmitted) rather than by the API
+	// server.
+	Admission bool
 }
 
 // Backoff between attempts to create one node's pod: 1s doubling to 30s.
@@ -41,8 +45,18 @@ func Refused(prev CreateFailure, had bool, now time.Time, message string) Create
 	}
 	f.Attempts++
 	f.Message = message
+	f.Admission = false
 	wait := createBackoffMin << min(f.Attempts-1, 5)
 	f.Next = now.Add(min(wait, createBackoffMax))
+	return f
+}
+
+// Unadmitted records one more pod of a node that its kubelet refused at
+// admission (podspec.NotAdmitted): retried with the same backoff, within
+// the same bound, as a pod the API server refused.
+func Unadmitted(prev CreateFailure, had bool, now time.Time, message string) CreateFailure {
+	f := Refused(prev, had, now, message)
+	f.Admission = true
 	return f
 }
 
@@ -232,8 +246,13 @@ func (pl *planner) creatable(name string) bool {
 		return true
 	}
 	if !w.Now.Before(cf.First.Add(pl.createBound)) {
-		p.Failed[name] = eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
+		f := eraserv1.NodeFailure{Node: name, Reason: eraserv1.ReasonCreateFailed,
 			Message: textcut.Cut(fmt.Sprintf("the pod could not be created in %v (%d attempts): %s", pl.createBound, cf.Attempts, cf.Message), MaxMessage)}
+		if cf.Admission {
+			f.Reason = eraserv1.ReasonNotAdmitted
+			f.Message = textcut.Cut(fmt.Sprintf("the node's kubelet refused the pod at admission for %v (%d attempts, each pod recreated with backoff): %s", pl.createBound, cf.Attempts, cf.Message), MaxMessage)
+		}
+		p.Failed[name] = f
 		return false
 	}
 	if w.Now.Before(cf.Next) {
@@ -313,7 +332,12 @@ func WakeUp(w Snapshot, o Observation, p Wave) time.Duration {
 		}
 	}
 	earliest(p.Wake)
-	for _, cf := range w.Creating {
+	for node, cf := range w.Creating {
+		if w.Pods[node] != nil || w.Pending[node] {
+			// Its pod exists (a kubelet's refusal is kept while the
+			// next pod waits to be admitted): nothing to retry.
+			continue
+		}
 		earliest(cf.Next)
 	}
 	if len(p.Waiting) > 0 || p.AtBound {

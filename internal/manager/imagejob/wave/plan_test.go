@@ -58,6 +58,28 @@ func TestPlan(t *testing.T) {
 			}),
 			want: planned{Create: []string{"b"}, Started: 2, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
 		},
+		"a node whose pods its kubelet refused, waiting, is recreated after its backoff": {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
+				w.Started = 1
+				w.Waiting = map[string]bool{"a": true}
+				w.Creating["a"] = Unadmitted(CreateFailure{}, false, t0.Add(-time.Second), "OutOfcpu")
+			}),
+			want: planned{Create: []string{"a"}, Started: 1},
+		},
+		"a node whose pods its kubelet refused fails NotAdmitted at the start timeout": {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
+				w.Started = 1
+				w.Waiting = map[string]bool{"a": true}
+				w.Creating["a"] = Unadmitted(CreateFailure{First: t0.Add(-5 * time.Minute), Attempts: 8}, true, t0.Add(-time.Second), "OutOfcpu")
+			}),
+			want: planned{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonNotAdmitted}},
+		},
+		"a refusal by the API server after the kubelet's fails CreateFailed": {
+			Snapshot: newWorld("a").with(func(w *Snapshot) {
+				w.Creating["a"] = Refused(Unadmitted(CreateFailure{}, false, t0.Add(-5*time.Minute), "OutOfcpu"), true, t0.Add(-time.Second), "forbidden")
+			}),
+			want: planned{Started: 1, Failed: map[string]string{"a": eraserv1.ReasonCreateFailed}},
+		},
 		"without a start timeout, refusals still end": {
 			Snapshot: newWorld("a").with(func(w *Snapshot) {
 				w.Timeouts.Start = 0
