@@ -380,7 +380,7 @@ bench-scanner: test-deps ## Our Trivy scanner vs the Trivy CLI (built once from 
 REGRET_MODULE := test/bench/regret
 
 .PHONY: bench-regret
-bench-regret: ## Removal without regret: seeded 30-day traces of a node fleet (web releases and rollbacks, CI runners, daily tag bumps, CronJobs) replayed through the kubelet's own image GC, Eraser's default scheduled run (also at 85/80) and the regret-aware policy: bytes pulled and re-pulled, starts that waited on a re-pull or failed because the registry dropped the image, peak and mean disk, bytes freed, and the goal's verdict per profile. BENCH_REGRET_PROFILES="web ci" and BENCH_REGRET_POLICIES for fewer, BENCH_REGRET_SCALE for the kubelet's clock (default 60000). About 5 minutes on 2 loaded cores.
+bench-regret: ## Removal without regret: seeded 30-day traces of a node fleet (web releases and rollbacks, CI runners, daily tag bumps, CronJobs) replayed through the kubelet's own image GC, Eraser's default scheduled run (also at 85/80) and the regret-aware policy: bytes pulled and re-pulled, starts that waited on a re-pull or failed because the registry dropped the image, peak and mean disk, bytes freed, and the goal's verdict per profile. BENCH_REGRET_PROFILES="web ci" and BENCH_REGRET_POLICIES for fewer, BENCH_REGRET_SCALE for the kubelet's clock (default 60000), BENCH_REGRET_KEEP_VERSIONS for the regret-aware policy's keepVersions. About 8 minutes on 2 cores shared with other work (load average 20-30).
 	go -C $(REGRET_MODULE) vet ./...
 	BENCH_REGRET=1 go -C $(REGRET_MODULE) test -count=1 -run TestRegretBench -v -timeout 60m .
 

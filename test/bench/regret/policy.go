@@ -2,6 +2,8 @@ package regret
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +34,13 @@ const (
 // images that came back; all but the newest few versions of each
 // repository removed.
 func RegretAware() retention.Settings {
+	keep := RegretKeepVersions
+	// BENCH_REGRET_KEEP_VERSIONS tries another keepVersions.
+	if v, err := strconv.Atoi(os.Getenv("BENCH_REGRET_KEEP_VERSIONS")); err == nil && v >= 0 {
+		keep = v
+	}
 	return retention.Settings{MinAge: workerdefaults.MinAge, HighThresholdPercent: RegretHigh, LowThresholdPercent: RegretLow,
-		CoolDown: workerdefaults.CoolDown, KeepVersions: RegretKeepVersions}
+		CoolDown: workerdefaults.CoolDown, KeepVersions: keep}
 }
 
 // RegretAwareDescription says what the regret-aware policy is made of on
@@ -42,7 +49,7 @@ func RegretAwareDescription() string {
 	parts := []string{fmt.Sprintf("kubelet + Eraser every %s with thresholds %d/%d (below the kubelet's, so it acts first)", RegretEvery, RegretHigh, RegretLow),
 		"expected-cost order", fmt.Sprintf("cool-down %s doubling per return", workerdefaults.CoolDown), "workload-aware protection"}
 	if KeepVersionsInEffect() {
-		parts = append(parts, fmt.Sprintf("keepVersions %d", RegretKeepVersions))
+		parts = append(parts, fmt.Sprintf("keepVersions %d", RegretAware().KeepVersions))
 	} else {
 		parts = append(parts, fmt.Sprintf("keepVersions %d set but not acted on by the remover on this tree", RegretKeepVersions))
 	}
