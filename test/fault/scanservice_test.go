@@ -98,6 +98,17 @@ func newScanHarness(t *testing.T, ns string, nodes int) *scanHarness {
 		})
 	}
 	testenv.WaitFor(t, time.Minute, "the scan service to listen", func() bool { return len(mgr.Lines("scan service listening")) > 0 })
+	// The service judges a scanner by the manager's cache of the run's
+	// pods, which sees the statuses written above a moment later: each
+	// pod's scanner is accepted once before a test's first request counts.
+	for i, name := range h.podNames() {
+		c := h.scanClient(name)
+		key := scanKey(1_000_000 + i)
+		testenv.WaitFor(t, time.Minute, "the scan service to take pod "+name+" for a running scanner", func() bool {
+			_, code, _ := c.claim(key)
+			return code == http.StatusOK
+		})
+	}
 	return h
 }
 
