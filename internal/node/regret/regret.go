@@ -178,7 +178,9 @@ func (l *Ledger) Observe(readAt time.Time, present []Present) []Return {
 	read := readAt.Unix()
 	for _, p := range present {
 		e, ok := l.entries[p.ID]
-		if !ok || !e.Pending || read <= e.RemovedAt.Unix() {
+		// RemovedAt is rounded up to its second and the reading's second
+		// rounded down: a reading in that second or later began after it.
+		if !ok || !e.Pending || read < e.RemovedAt.Unix() {
 			continue
 		}
 		back := time.Unix(read, 0).UTC()

@@ -77,6 +77,11 @@ func TestObserve(t *testing.T) {
 			removed: at(time.Hour - time.Second/2), readAt: at(time.Hour - time.Second/4), present: []Present{{ID: "sha256:app"}},
 			wantEntry: Entry{Repository: "example.com/app", Bytes: 100, RemovedAt: at(time.Hour), Policy: "UnusedFor", Run: "imagejob-a", Pending: true},
 		},
+		"a reading begun in the second after the removal's is a return": {
+			removed: at(time.Hour - time.Second/2), readAt: at(time.Hour + time.Second/4), present: []Present{{ID: "sha256:app"}},
+			want:      []Return{{ID: "sha256:app", Repository: "example.com/app", Bytes: 100, Policy: "UnusedFor", Run: "imagejob-a", RemovedAt: at(time.Hour), ReturnedAt: at(time.Hour)}},
+			wantEntry: Entry{Repository: "example.com/app", Bytes: 100, RemovedAt: at(time.Hour), Policy: "UnusedFor", Run: "imagejob-a", Returns: 1, LastReturnedAt: at(time.Hour), BytesReturned: 100, Unreported: true},
+		},
 		"removed again after a return: pending, returns kept": {
 			removed: at(5 * time.Hour), readAt: at(6 * time.Hour), present: []Present{{ID: "sha256:app"}},
 			prior:     &Entry{Repository: "example.com/app", Bytes: 100, RemovedAt: at(0), Returns: 1, LastReturnedAt: at(time.Hour), BytesReturned: 100},

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,10 @@ func TestRegistryCheckRun(t *testing.T) {
 
 // TestRegistryFlags: the flags' settings, and the refusals.
 func TestRegistryFlags(t *testing.T) {
+	// The system's own words for a missing file differ between Linux and
+	// Windows.
+	missing := filepath.Join(t.TempDir(), "missing", "config.json")
+	_, missingErr := os.Open(missing)
 	type got struct {
 		Mirrors   map[string][]string
 		PlainHTTP []string
@@ -175,7 +181,7 @@ func TestRegistryFlags(t *testing.T) {
 		"on": {args: []string{"--registry-check", "--registry-mirror=docker.io=m.example,https://n.example", "--registry-mirror=quay.io=q.example", "--registry-plain-http=127.0.0.1:5000,localhost:5000", "--registry-when-unreachable=remove"},
 			want: got{Mirrors: map[string][]string{"docker.io": {"m.example", "https://n.example"}, "quay.io": {"q.example"}}, PlainHTTP: []string{"127.0.0.1:5000", "localhost:5000"}, Remove: true}},
 		"bad when":               {args: []string{"--registry-check", "--registry-when-unreachable=maybe"}, want: got{Err: `--registry-when-unreachable="maybe": want keep or remove`}},
-		"unreadable credentials": {args: []string{"--registry-check", "--registry-credentials=/nonexistent/config.json"}, want: got{Err: "note: the registries' credentials could not be read, asked anonymously: open /nonexistent/config.json: no such file or directory"}},
+		"unreadable credentials": {args: []string{"--registry-check", "--registry-credentials=" + missing}, want: got{Err: "note: the registries' credentials could not be read, asked anonymously: " + missingErr.Error()}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var c Command
