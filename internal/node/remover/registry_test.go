@@ -165,7 +165,7 @@ func TestRegistryCheckRun(t *testing.T) {
 func TestRegistryFlags(t *testing.T) {
 	// The system's own words for a missing file differ between Linux and
 	// Windows.
-	missing := filepath.Join(t.TempDir(), "missing", "config.json")
+	missing := filepath.Join("no-such-directory", "config.json")
 	_, missingErr := os.Open(missing)
 	type got struct {
 		Mirrors   map[string][]string
